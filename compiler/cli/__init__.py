@@ -1,0 +1,80 @@
+"""The ``capplan`` command line.
+
+Each command lives in its own module and is imported only when invoked, so ``capplan lint``
+never pays for what ``capplan send`` needs (litellm takes ~11 s to import).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any
+
+import click
+
+# command name -> "module:attribute" of its click command
+COMMANDS: dict[str, str] = {
+    "compile": "compiler.cli.compile_cmd:compile_cmd",
+    "lint": "compiler.cli.lint_cmd:lint_cmd",
+    "explain": "compiler.cli.explain_cmd:explain_cmd",
+    "schema": "compiler.cli.schema_cmd:schema_cmd",
+    "diff": "compiler.cli.diff_cmd:diff_cmd",
+    "preview": "compiler.cli.preview_cmd:preview_cmd",
+    "send": "compiler.cli.send_cmd:send_cmd",
+    "guard": "compiler.cli.guard_cmd:guard_cmd",
+    "replay": "compiler.cli.replay_cmd:replay_cmd",
+}
+
+# one-line help shown by `capplan --help` without importing the command modules
+SHORT_HELP: dict[str, str] = {
+    "compile": "Compile model configuration into fingerprinted plan files.",
+    "lint": "Check preset / overlay / run-config files; report every problem, located.",
+    "explain": "Show which layer, file and line set each field of a model's plan.",
+    "schema": "Write or print the JSON Schemas of every input format and the plan.",
+    "diff": "Semantic diff of two plans or plan folders (or against a git revision).",
+    "preview": "Print the exact litellm kwargs a plan builds for a request file.",
+    "send": "Send a request file through a plan and print the parsed result.",
+    "guard": "Audit user-simulator replies offline with the reply guard.",
+    "replay": "Reasoning-replay consumption eval (models | run | report).",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(n for n in COMMANDS if _module_exists(COMMANDS[n]))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None or not _module_exists(target):
+            return None
+        module_name, attr = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: Any) -> None:
+        rows = [(name, SHORT_HELP.get(name, "")) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _module_exists(target: str) -> bool:
+    return importlib.util.find_spec(target.split(":")[0]) is not None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="capplan")
+def main() -> None:
+    """capplan: compile every provider and model quirk into a frozen capability plan.
+
+    \b
+    Typical use:
+      capplan compile --out plans/          # the bundled catalogue, one plan per model
+      capplan lint my_overlay.yaml          # every problem in the file, located
+      capplan explain anthropic/claude-opus-4.7 params.supports_seed
+      capplan diff --base origin/main       # what a change does to every plan
+
+    Exit codes: 0 ok, 1 findings or differences, 2 usage or input error.
+    """

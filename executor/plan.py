@@ -1,0 +1,243 @@
+"""The capability plan: the contract between the compiler and the executor.
+
+A plan is everything about one model that does not depend on the conversation, resolved once.
+It is written as canonical JSON; ``fingerprint`` is the sha256 of the canonical body without
+the fingerprint itself, so any edit to a plan file is detected on load.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from executor.canonical import canonical_bytes, sha256_hex
+from executor.reasoning import ReasoningConfig
+from executor.value_rules import ValueRule
+
+#: Bumped whenever the plan's shape or meaning changes; the executor refuses other versions.
+PLAN_VERSION = 1
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class ModelIdentity(_Frozen):
+    """Who the plan is for and what goes on the wire."""
+
+    key: str = Field(description="The model's key in the run config or catalogue; the plan's file stem.")
+    provider: str = Field(description="ModelConfig.provider as configured (e.g. openrouter, anthropic, nova).")
+    name: str = Field(description="ModelConfig.name as configured (e.g. anthropic/claude-opus-4.7).")
+    model_id: str = Field(
+        description="The formatted model string: '<provider>/<name>', or the bare name for bare-name bindings. "
+        "Keys pricing and litellm_models."
+    )
+    wire_model: str = Field(description="The model string handed to litellm after the binding's slug rewrite.")
+
+
+class PolicyRef(_Frozen):
+    """A policy by registry name, with the constructor parameters the layers gave it."""
+
+    name: str = Field(description="Registry name within the slot.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Constructor keyword arguments.")
+
+
+class SlugRewrite(_Frozen):
+    """Two-step rewrite of the model string: strip one prefix, then ensure another."""
+
+    strip_prefix: str | None = Field(None, description="Prefix removed when present.")
+    ensure_prefix: str | None = Field(None, description="Prefix added when absent.")
+
+
+class ProviderBinding(_Frozen):
+    """Transport facts about a provider; looked up by the provider's first '/' segment, lower-cased."""
+
+    endpoint: str | None = Field(None, description="Provider base URL.")
+    api_base_env: str | None = Field(None, description="Env var a deployment may set to override endpoint.")
+    api_key_env: str | None = Field(None, description="Primary credential env var name (never its value).")
+    api_keys_env: str | None = Field(None, description="Comma-separated rotation-list env var; null disables rotation.")
+    key_file_env: str | None = Field(None, description="Env var naming a fallback keys file (only with api_keys_env).")
+    unroutable: bool = Field(False, description="A gateway must never carry this provider.")
+    custom_llm_provider: str | None = Field(None, description="litellm routing hint pinned into every call.")
+    rate_limit_patterns: tuple[str, ...] = Field((), description="Anchored regexes for last-resort 429 text matching.")
+    format_model_name_bare: bool = Field(False, description="model_id is the bare name, without '<provider>/'.")
+    kwargs_pin_transport: bool = Field(False, description="Pin endpoint and api_key_env into each call's kwargs.")
+    slug_rewrite: SlugRewrite | None = Field(None, description="Per-attempt rewrite of the model string.")
+
+
+class BindingRef(_Frozen):
+    """The binding a plan uses, and which providers.yaml key supplied it."""
+
+    key: str | None = Field(description="providers.yaml key, or null for the inert default binding.")
+    binding: ProviderBinding
+
+
+class OpenRouterRouting(_Frozen):
+    """Effective OpenRouter upstream routing after the field-by-field merge."""
+
+    provider_order: tuple[str, ...] = Field((), description="Upstream pin; empty means no pin lands.")
+    allow_fallbacks: bool = Field(True, description="Whether OpenRouter may fall back to other upstreams.")
+
+
+class LoopKnobs(_Frozen):
+    """Model-level knobs for the trial loop."""
+
+    empty_retry_count: int = Field(0, ge=0, description="Resamples of a provider-side empty completion.")
+    output_length_retry_count: int = Field(0, ge=0, description="Resamples of a content-carrying max-tokens truncation.")
+    parser_error_retry_count: int = Field(0, ge=0, description="Resamples of unparseable tool-call arguments.")
+    max_context_tokens: int | None = Field(None, gt=0, description="Context window used by the summarize seam.")
+    context_watermark: int | None = Field(None, gt=0, description="Free tokens that trigger summarize before a turn.")
+    tool_output_max_chars: int | None = Field(None, gt=0, description="Per-model cap on tool output in the prompt.")
+    default_max_turns: int | None = Field(None, gt=0, description="Turn budget when the task declares none.")
+
+
+class LitellmModelEntry(_Frozen):
+    """An operator declaration for a model litellm's own map lacks."""
+
+    key: str = Field(description="The litellm model id the entry is declared for.")
+    supports_function_calling: bool = Field(False, description="Admit tools and tool_choice.")
+    supports_reasoning: bool = Field(False, description="Admit reasoning_effort.")
+    evidence: str = Field(description="Dated observation that justifies the declaration.")
+
+
+class PricingEntry(_Frozen):
+    """USD per million tokens for the model's pricing key."""
+
+    key: str = Field(description="pricing.json key (the model id with one leading 'openrouter/' stripped).")
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+
+class RequestDefaults(_Frozen):
+    """Per-run settings from the run config, applied when a call does not pass its own."""
+
+    temperature: float | None = Field(None, description="Default sampling temperature.")
+    seed: int | None = Field(None, description="Default seed.")
+    top_p: float | None = Field(None, description="Default nucleus sampling mass.")
+    max_tokens: int | None = Field(None, gt=0, description="Default output token cap.")
+    reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig, description="Default reasoning config.")
+
+
+class InputDigest(_Frozen):
+    """One input file the plan was compiled from."""
+
+    path: str = Field(description="Display path: 'bundled:<file>' for bundled data, else as given.")
+    sha256: str
+
+
+class Provenance(_Frozen):
+    """Which layer set a field, and where."""
+
+    layer: str = Field(description="default | preset:<name> | providers:<provider> | overlay:<file> | model:<key> | binding | pricing | litellm_models")
+    file: str | None = Field(None, description="Display path of the file that set it.")
+    line: int | None = Field(None, description="1-based line in that file.")
+
+
+class Plan(_Frozen):
+    """A frozen, fingerprinted capability plan for one model."""
+
+    plan_version: int = Field(description="Shape version; the executor refuses any other.")
+    model: ModelIdentity
+    effective_preset: str = Field(description="The preset that matched, or 'default'.")
+    policies: dict[str, PolicyRef] = Field(description="One policy per slot, by registry name.")
+    param_value_rules: dict[str, dict[str, ValueRule]] = Field(
+        description="Merged rules: parameter -> canonical value -> rule."
+    )
+    allowed_openai_params: tuple[str, ...] = Field(description="Passed to litellm per call; empty when undeclared.")
+    litellm_model: LitellmModelEntry | None = Field(description="The litellm_models entry that applied, if any.")
+    loop: LoopKnobs
+    binding: BindingRef
+    openrouter: OpenRouterRouting | None = Field(
+        description="Effective routing; null when neither the preset nor the run config says anything."
+    )
+    pricing: PricingEntry | None = Field(description="Price entry; null when pricing.json has no key for the model.")
+    request_defaults: RequestDefaults
+    inputs: dict[str, InputDigest] = Field(description="Every input file, by role.")
+    models_fingerprint: str = Field(description="sha256 over presets + providers + pricing + catalogue digests.")
+    provenance: dict[str, Provenance] = Field(description="Dotted field path -> the layer that set it.")
+    fingerprint: str = Field(description="sha256 of the canonical plan body without this field.")
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body without ``fingerprint`` (what the fingerprint covers)."""
+        data = self.model_dump(mode="json", by_alias=True)
+        data.pop("fingerprint")
+        return data
+
+    def to_bytes(self) -> bytes:
+        """The plan's canonical file content."""
+        return canonical_bytes(self.model_dump(mode="json", by_alias=True))
+
+    @classmethod
+    def seal(cls, body: dict[str, Any]) -> Plan:
+        """Build a plan from its body, computing the fingerprint."""
+        fingerprint = sha256_hex(canonical_bytes(body))
+        return cls.model_validate({**body, "fingerprint": fingerprint})
+
+    @classmethod
+    def load(cls, path: str | Path, *, check_registry: bool = True) -> Plan:
+        """Read a plan file, refusing a tampered, foreign-version or unresolvable one."""
+        return load_plan(path, check_registry=check_registry)
+
+
+class PlanLoadError(ValueError):
+    """A plan file cannot be used; the message says why and how to recompile."""
+
+
+RECOMPILE_HINT = "recompile it with `capplan compile` (see `capplan compile --help`)"
+
+
+def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
+    """Load and verify a plan file (fingerprint, version, policy names)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise PlanLoadError(f"{p}: cannot read plan: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PlanLoadError(f"{p}: not a plan file (not UTF-8 JSON: {exc})") from None
+    if not isinstance(data, dict) or "plan_version" not in data or "fingerprint" not in data:
+        raise PlanLoadError(f"{p}: not a plan file (no plan_version / fingerprint)")
+    version = data["plan_version"]
+    if version != PLAN_VERSION:
+        raise PlanLoadError(
+            f"{p}: plan_version {version!r} but this capplan reads plan_version {PLAN_VERSION}; {RECOMPILE_HINT}"
+        )
+    claimed = data.pop("fingerprint")
+    actual = sha256_hex(canonical_bytes(data))
+    if claimed != actual:
+        raise PlanLoadError(
+            f"{p}: fingerprint mismatch (file says {str(claimed)[:12]}…, body hashes to {actual[:12]}…): "
+            f"the plan was edited after compilation; {RECOMPILE_HINT} instead of editing it"
+        )
+    try:
+        plan = Plan.model_validate({**data, "fingerprint": claimed})
+    except ValidationError as exc:
+        raise PlanLoadError(f"{p}: plan body does not match plan_version {PLAN_VERSION}: {exc}") from None
+    if check_registry:
+        _check_policy_names(p, plan)
+    return plan
+
+
+def _check_policy_names(path: Path, plan: Plan) -> None:
+    from executor.registry import SLOTS, policy_targets
+
+    targets = policy_targets()
+    missing = [
+        f"{slot}={ref.name!r}"
+        for slot, ref in sorted(plan.policies.items())
+        if slot not in SLOTS or ref.name not in targets.get(slot, {})
+    ]
+    if missing:
+        raise PlanLoadError(
+            f"{path}: policies not in this installation's registry: {', '.join(missing)}; "
+            f"install the package that provides them or {RECOMPILE_HINT}"
+        )
+
+

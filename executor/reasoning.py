@@ -1,0 +1,56 @@
+"""Provider-agnostic reasoning types: what a caller asks for, and what a response carried."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ReasoningMode = Literal["off", "adaptive", "budget"]
+ReasoningDisplay = Literal["visible", "summary", "omitted"]
+EffortLevel = Literal["minimal", "low", "medium", "high", "xhigh"]
+
+
+class ReasoningConfig(BaseModel):
+    """How much a model should reason. Lives on the model config; never a bare string."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: ReasoningMode = Field("off", description="off | adaptive (effort level) | budget (token budget).")
+    budget_tokens: int | None = Field(
+        None, gt=0, description="Thinking budget for mode=budget; the preset's reasoning_budget_default applies when unset."
+    )
+    effort_hint: EffortLevel | None = Field(
+        None, description="Effort level: required for mode=adaptive, the effort fallback for mode=budget on non-thinking routes."
+    )
+    display: ReasoningDisplay = Field("visible", description="How the provider should surface the reasoning text.")
+
+    @model_validator(mode="after")
+    def _adaptive_needs_effort(self) -> ReasoningConfig:
+        # an adaptive request without a level would leave the provider to pick one silently
+        if self.mode == "adaptive" and self.effort_hint is None:
+            raise ValueError("reasoning mode 'adaptive' needs effort_hint (minimal|low|medium|high|xhigh)")
+        return self
+
+
+BlockType = Literal["thinking", "redacted_thinking", "summary_text", "reasoning_text", "encrypted"]
+
+
+@dataclass(frozen=True)
+class ReasoningBlock:
+    """One unit of reasoning as the provider returned it; signatures and opaque data verbatim."""
+
+    type: BlockType
+    text: str = ""
+    signature: str | None = None
+    encrypted_data: str | None = None
+
+
+@dataclass(frozen=True)
+class StructuredReasoning:
+    """Reasoning extracted from one response: ordered blocks plus an optional summary."""
+
+    blocks: tuple[ReasoningBlock, ...] = ()
+    summary: str | None = None
+    budget_used: int | None = None

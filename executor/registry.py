@@ -1,0 +1,152 @@
+"""The policy registry: which policy class answers to which name, per slot.
+
+Built-in policies are listed here explicitly. Per-model-family policies (``executor/families``)
+and third-party packages register through the ``capplan.policies`` entry-point group, as
+``<slot>.<name> = module:Class``, and go through the same merge: a duplicate name or an unknown
+slot fails loud. Names map to import paths, so the compiler can check that a name exists
+without importing any policy code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any
+
+ENTRY_POINT_GROUP = "capplan.policies"
+
+#: The nine slots, in the order a plan lists them.
+SLOTS: tuple[str, ...] = (
+    "schema_sanitizer",
+    "prompt_policy",
+    "content_policy",
+    "params_policy",
+    "response_policy",
+    "reasoning_codec",
+    "cache_policy",
+    "message_assembly_policy",
+    "assistant_text_policy",
+)
+
+_P = "executor.policies."
+BUILTIN_POLICIES: dict[str, dict[str, str]] = {
+    "schema_sanitizer": {
+        "passthrough": _P + "schema_sanitizer:PassthroughSchema",
+        "strict": _P + "strict_schema:StrictSchema",
+    },
+    "prompt_policy": {
+        "none": _P + "prompt_policy:NoPromptEnrichment",
+        "dict_map_hints": _P + "prompt_policy:DictMapHints",
+    },
+    "content_policy": {
+        "openai": _P + "content_policy:OpenAIContent",
+        "anthropic": _P + "content_policy:AnthropicContent",
+        "nova": _P + "content_policy:NovaContent",
+    },
+    "params_policy": {
+        "generation_params": _P + "params_policy:GenerationParams",
+    },
+    "response_policy": {
+        "standard": _P + "response_policy:StandardResponse",
+        "unwrap_input": _P + "response_policy:UnwrapInputResponse",
+        "json_coerce": _P + "response_policy:JsonCoerceResponse",
+        "array_dict_map": _P + "response_policy:ArrayDictMapResponse",
+    },
+    "reasoning_codec": {
+        "none": _P + "reasoning_codec:NoReasoningCodec",
+        "anthropic": _P + "reasoning_codec:AnthropicReasoningCodec",
+        "openai": _P + "reasoning_codec:OpenAIReasoningCodec",
+        "gemini": _P + "reasoning_codec:GeminiReasoningCodec",
+    },
+    "cache_policy": {
+        "none": _P + "cache_policy:NoCache",
+        "anthropic_ephemeral": _P + "cache_policy:AnthropicEphemeralCache",
+    },
+    "message_assembly_policy": {
+        "null": _P + "message_assembly_policy:NullMessageAssembly",
+        # registry key "nova" kept for the filler policy: overlay files name it this way
+        "nova": _P + "message_assembly_policy:FillEmptyAssistantAssembly",
+    },
+    "assistant_text_policy": {
+        "passthrough": _P + "assistant_text_policy:PassthroughAssistantText",
+    },
+}
+
+#: The policy each slot gets when no layer names one.
+DEFAULT_POLICY: dict[str, str] = {
+    "schema_sanitizer": "passthrough",
+    "prompt_policy": "none",
+    "content_policy": "openai",
+    "params_policy": "generation_params",
+    "response_policy": "standard",
+    "reasoning_codec": "none",
+    "cache_policy": "none",
+    "message_assembly_policy": "null",
+    "assistant_text_policy": "passthrough",
+}
+
+
+class RegistryError(RuntimeError):
+    """The registry cannot be assembled: duplicate name, unknown slot, bad entry point."""
+
+
+def _merge(
+    base: dict[str, dict[str, str]], extra: list[tuple[str, str, str]]
+) -> dict[str, dict[str, str]]:
+    merged = {slot: dict(names) for slot, names in base.items()}
+    problems: list[str] = []
+    for key, target, origin in extra:
+        slot, sep, name = key.partition(".")
+        if not sep or not name:
+            problems.append(f"{origin}: entry point {key!r} must be named '<slot>.<name>'")
+        elif slot not in merged:
+            problems.append(
+                f"{origin}: entry point {key!r} names unknown slot {slot!r}; "
+                f"valid slots: {', '.join(SLOTS)}"
+            )
+        elif name in merged[slot]:
+            problems.append(
+                f"{origin}: duplicate policy name {slot}.{name} "
+                f"(already registered as {merged[slot][name]})"
+            )
+        else:
+            merged[slot][name] = target
+    if problems:
+        raise RegistryError("policy registry cannot be built:\n  " + "\n  ".join(problems))
+    return merged
+
+
+@cache
+def policy_targets() -> dict[str, dict[str, str]]:
+    """Every registered policy, ``{slot: {name: "module:Class"}}``, built-ins plus entry points."""
+    extra = [
+        (ep.name, ep.value, f"{ep.dist.name if ep.dist else '?'} ({ENTRY_POINT_GROUP})")
+        for ep in entry_points(group=ENTRY_POINT_GROUP)
+    ]
+    return _merge(BUILTIN_POLICIES, extra)
+
+
+def registered_names(slot: str) -> list[str]:
+    """Sorted policy names registered for ``slot``."""
+    return sorted(policy_targets()[slot])
+
+
+def policy_class(slot: str, name: str) -> type[Any]:
+    """Import and return the class registered as ``slot.name``.
+
+    A class that declares a ``slot`` class attribute must be registered under that slot, so a
+    class registered in the wrong slot fails here, loudly, not at its first call.
+    """
+    targets = policy_targets()
+    if slot not in targets:
+        raise RegistryError(f"unknown policy slot {slot!r}; valid slots: {', '.join(SLOTS)}")
+    if name not in targets[slot]:
+        raise RegistryError(
+            f"no {slot} policy named {name!r}; registered: {', '.join(sorted(targets[slot]))}"
+        )
+    module_name, _, attr = targets[slot][name].partition(":")
+    cls: type[Any] = getattr(importlib.import_module(module_name), attr)
+    if getattr(cls, "slot", slot) != slot:
+        raise RegistryError(f"{cls.__qualname__} is a {cls.slot} policy, registered under {slot}")
+    return cls
