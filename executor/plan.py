@@ -174,9 +174,9 @@ class Plan(_Frozen):
 
     @classmethod
     def seal(cls, body: dict[str, Any]) -> Plan:
-        """Build a plan from its body, computing the fingerprint."""
-        fingerprint = sha256_hex(canonical_bytes(body))
-        return cls.model_validate({**body, "fingerprint": fingerprint})
+        """Build a plan from its body, computing the fingerprint over the body as it will be written."""
+        unsealed = cls.model_validate({**body, "fingerprint": ""})
+        return unsealed.model_copy(update={"fingerprint": sha256_hex(canonical_bytes(unsealed.body()))})
 
     @classmethod
     def load(cls, path: str | Path, *, check_registry: bool = True) -> Plan:

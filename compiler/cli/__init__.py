@@ -73,7 +73,7 @@ def main() -> None:
     Typical use:
       capplan compile --out plans/          # the bundled catalogue, one plan per model
       capplan lint my_overlay.yaml          # every problem in the file, located
-      capplan explain anthropic/claude-opus-4.7 params.supports_seed
+      capplan explain kimi-k3 policies.message_assembly_policy
       capplan diff --base origin/main       # what a change does to every plan
 
     Exit codes: 0 ok, 1 findings or differences, 2 usage or input error.

@@ -1,0 +1,117 @@
+"""Checks on parsed preset / overlay / providers files that pydantic alone cannot express.
+
+Each check returns diagnostics instead of raising, so one pass reports every problem in a file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from functools import cache
+
+from compiler.diagnostics import Diagnostic, did_you_mean
+from compiler.inputs.preset_file import SLOT_KEYS, ParamsBlock, PresetBody, PresetEntry
+from compiler.yaml_source import Loc, SourceFile
+from executor.registry import policy_class, policy_targets
+from executor.value_rules import RULABLE_PARAMS, value_key
+
+Block = tuple[Loc, PresetBody]
+
+
+def blocks_of(default: PresetBody | None, presets: dict[str, PresetEntry],
+              providers: dict[str, PresetBody]) -> Iterator[Block]:
+    """Every preset-shaped block of a file, with its location."""
+    if default is not None:
+        yield ("default",), default
+    for name, entry in presets.items():
+        yield ("presets", name), entry
+    for name, body in providers.items():
+        yield ("providers", name), body
+
+
+def check_blocks(source: SourceFile, blocks: Iterable[Block]) -> list[Diagnostic]:
+    """Policy names, params keys and value rules of every block."""
+    out: list[Diagnostic] = []
+    for loc, block in blocks:
+        out += check_policy_names(source, loc, block)
+        if block.params is not None:
+            out += check_params(source, (*loc, "params"), block.params)
+    return out
+
+
+def check_policy_names(source: SourceFile, loc: Loc, block: PresetBody) -> list[Diagnostic]:
+    """Every policy a block names must be registered (the class-name gate, per block)."""
+    out = []
+    targets = policy_targets()
+    for slot in SLOT_KEYS:
+        ref = getattr(block, slot)
+        if ref is not None and ref.name not in targets[slot]:
+            out.append(source.diag((*loc, slot), "unknown-policy",
+                                   f"no {slot} policy named {ref.name!r}",
+                                   did_you_mean(ref.name, targets[slot])))
+    return out
+
+
+@cache
+def params_known_keys() -> frozenset[str]:
+    """Union of ``KNOWN_KEYS`` over every registered params policy."""
+    keys: set[str] = set()
+    for name in policy_targets()["params_policy"]:
+        keys |= set(policy_class("params_policy", name).KNOWN_KEYS)
+    return frozenset(keys)
+
+
+def check_params(source: SourceFile, loc: Loc, params: ParamsBlock) -> list[Diagnostic]:
+    """Unknown params keys and every value-rule problem."""
+    out: list[Diagnostic] = []
+    legal = params_known_keys() | {"param_value_rules"}
+    for key in params.model_extra or {}:
+        if key == "unsupported_effort_levels":
+            out.append(source.diag((*loc, key), "unsupported-effort-levels",
+                                   "`unsupported_effort_levels` is not a params: key; legal keys: " + ", ".join(sorted(legal)),
+                                   "declare the refused levels as param_value_rules: reasoning_effort: <level>: "
+                                   "{action: reject, evidence: …}"))
+        elif key not in legal:
+            out.append(source.diag((*loc, key), "unknown-param", f"unknown params key {key!r}",
+                                   did_you_mean(key, legal)))
+    rules = params.param_value_rules or {}
+    for param, by_value in rules.items():
+        ploc = (*loc, "param_value_rules", param)
+        if param not in RULABLE_PARAMS:
+            out.append(source.diag(ploc, "unrulable-param",
+                                   f"{param!r} cannot carry value rules: nothing would consult them",
+                                   did_you_mean(param, RULABLE_PARAMS)))
+            continue
+        keys = {}
+        for value in by_value:
+            try:
+                keys[value] = value_key(param, value)
+            except ValueError as exc:
+                out.append(source.diag((*ploc, value), "wrong-type", str(exc)))
+        ruled = set(keys.values())
+        for value, rule in by_value.items():
+            if rule.action == "override" and value in keys:
+                try:
+                    target = value_key(param, rule.with_)
+                except ValueError as exc:
+                    out.append(source.diag((*ploc, value, "with"), "wrong-type", str(exc)))
+                    continue
+                if target in ruled:
+                    out.append(source.diag(
+                        (*ploc, value, "with"), "override-into-ruled",
+                        f"override of {param}={keys[value]!r} sends {target!r}, which this block also rules",
+                        "substitute a value the block does not call unusable, or use `action: reject`"))
+    return out
+
+
+def check_bindings(source: SourceFile) -> list[Diagnostic]:
+    """Every rate-limit pattern must compile (they are compiled once per client)."""
+    out = []
+    for key, entry in source.data.items():
+        patterns = entry.get("rate_limit_patterns") if isinstance(entry, dict) else None
+        for i, pattern in enumerate(patterns or []):
+            try:
+                re.compile(pattern)
+            except (re.error, TypeError) as exc:
+                out.append(source.diag((key, "rate_limit_patterns", i), "bad-regex", f"pattern does not compile: {exc}"))
+    return out

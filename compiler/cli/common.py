@@ -1,0 +1,58 @@
+"""Options shared by several commands (defined once, reused as decorators) and exit handling."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from compiler.diagnostics import Diagnostic, InputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+
+
+def input_options(func: F) -> F:
+    """--config, --presets-file (repeatable) and --data: what a compilation reads."""
+    func = click.option("--data", "data_dir", type=click.Path(path_type=Path, file_okay=False),
+                        help="Folder with model_presets.yaml, providers.yaml and pricing.json to compile "
+                             "against instead of the bundled ones (e.g. another data package's data/).")(func)
+    func = click.option("--presets-file", "overlays", multiple=True, type=click.Path(path_type=Path),
+                        help="Operator overlay file; repeatable, applied in the order given, after the "
+                             "run config's engine.presets_file.")(func)
+    func = click.option("--config", "run_config", type=click.Path(path_type=Path),
+                        help="Run config naming the models to compile (default: the bundled catalogue).")(func)
+    return func
+
+
+def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
+    """--format with the given choices."""
+    return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
+                        help="Output format.")
+
+
+def report_input_errors(func: F) -> F:
+    """Render an :class:`InputError` as located lines on stderr and exit 2; never a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except InputError as exc:
+            print_diagnostics(exc.diagnostics)
+            errors = sum(d.severity == "error" for d in exc.diagnostics)
+            click.echo(f"capplan: {errors} error(s); nothing was written", err=True)
+            sys.exit(EXIT_INPUT)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def print_diagnostics(diagnostics: tuple[Diagnostic, ...] | list[Diagnostic]) -> None:
+    """Located diagnostics, one per problem, on stderr."""
+    for d in sorted(diagnostics):
+        click.echo(d.render(), err=True)

@@ -1,0 +1,64 @@
+"""``capplan compile``: compile models into plan files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from compiler.cli.common import EXIT_FINDINGS, input_options, print_diagnostics, report_input_errors
+from compiler.compile import compile_paths
+from compiler.golden import REGEN_COMMAND, compare, default_golden_dir, write_plans
+
+
+@click.command("compile")
+@input_options
+@click.option("--model", metavar="KEY|PROVIDER/NAME",
+              help="Compile one model: a key of the catalogue / run config, or an ad-hoc PROVIDER/NAME.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("plans"),
+              show_default=True, help="Folder the plans are written to, one <model key>.json each.")
+@click.option("--check", is_flag=True, help="Write nothing; compare with the golden plans and exit 1 on any difference.")
+@click.option("--update-golden", is_flag=True, help="Rewrite the golden plans (and delete unused ones).")
+@click.option("--golden", "golden_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Golden folder for --check / --update-golden (default: golden/plans of this checkout).")
+@report_input_errors
+def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: Path | None, model: str | None,
+                out_dir: Path, check: bool, update_golden: bool, golden_dir: Path | None) -> None:
+    """Compile model configuration into fingerprinted plan files.
+
+    \b
+    With no options, compiles the bundled catalogue against the bundled presets:
+      capplan compile --out plans/
+    A run config with an operator overlay:
+      capplan compile --config run.yaml --presets-file ops-overlay.yaml --out plans/
+    Against another base data set (e.g. a data package's data/ folder):
+      capplan compile --data path/to/data --out plans/
+    In CI, fail when committed golden plans are stale:
+      capplan compile --check
+
+    Nothing is written when any input has an error. Identical inputs give byte-identical plans.
+    Exit codes: 0 ok, 1 --check found differences, 2 input error.
+    """
+    if check and update_golden:
+        raise click.UsageError("--check and --update-golden are exclusive")
+    result = compile_paths(data_dir=data_dir, run_config=run_config, overlays=list(overlays), model=model)
+    print_diagnostics(result.warnings)
+    if check or update_golden:
+        folder = golden_dir or default_golden_dir()
+        if check:
+            report = compare(result.plans, folder)
+            if model is not None:
+                report.unused = []
+            for line in report.lines():
+                click.echo(line, err=True)
+            if not report.clean:
+                click.echo(f"golden plans in {folder} differ; review the change, then run: {REGEN_COMMAND}", err=True)
+                sys.exit(EXIT_FINDINGS)
+            click.echo(f"{len(result.plans)} plan(s) match {folder}")
+            return
+        write_plans(result.plans, folder, prune=model is None)
+        click.echo(f"wrote {len(result.plans)} golden plan(s) to {folder}")
+        return
+    write_plans(result.plans, out_dir)
+    click.echo(f"compiled {len(result.plans)} plan(s) into {out_dir}")

@@ -1,0 +1,45 @@
+"""``capplan lint``: check input files and report every problem, located."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from compiler.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option
+from compiler.diagnostics import render_all
+from compiler.lint import KINDS, lint_file
+
+
+@click.command("lint")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--kind", type=click.Choice(KINDS), default="auto", show_default=True,
+              help="What the files are; auto guesses from the file name and top-level keys.")
+@click.option("--data", "data_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Base data to check overlays and run configs against (default: bundled).")
+@format_option("text", "json", "github")
+def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, fmt: str) -> None:
+    """Check preset, overlay, providers, pricing and run-config files.
+
+    Every problem in every file is reported in one pass, sorted by position, as
+    `file:line:col: error[CODE]: key.path: message` with a `hint:` line. Overlays are also
+    checked against the base presets (shadowed presets, replaced presets); run configs are
+    compiled without writing anything.
+
+    \b
+    --format github   workflow annotations (::error file=…,line=…,col=…::…) for pull requests
+    --format json     {"version": 1, "diagnostics": [{file, line, col, code, severity, path,
+                      message, hint}, …]}: stable; new fields may be added, none removed
+
+    Exit codes: 0 clean, 1 warnings only, 2 errors (including unreadable files).
+    """
+    diagnostics = []
+    for path in files:
+        diagnostics += lint_file(path, kind, data_dir)
+    output = render_all(diagnostics, fmt)
+    if output or fmt == "json":
+        click.echo(output)
+    if any(d.severity == "error" for d in diagnostics):
+        sys.exit(EXIT_INPUT)
+    sys.exit(EXIT_FINDINGS if diagnostics else EXIT_OK)

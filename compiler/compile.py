@@ -1,0 +1,133 @@
+"""Compile a set of models into plans: the whole-run part (candidates, gates, warnings)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compiler.diagnostics import Diagnostic, InputError, errors_only
+from compiler.inputs.run_config import ModelConfig
+from compiler.loading import Inputs, load_inputs
+from compiler.matching import Candidate, shadowed_globs
+from compiler.plan_builder import LitellmDecl, build_plan
+from executor.plan import Plan
+
+_SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass
+class Compiled:
+    """Plans by model key, plus the warnings seen on the way."""
+
+    plans: dict[str, Plan]
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+
+def candidates_of(inputs: Inputs) -> tuple[list[Candidate], list[Diagnostic]]:
+    """Presets in matching order: overlays first (in the order given), then the base file's."""
+    warnings: list[Diagnostic] = []
+    out: list[Candidate] = []
+    overlay_names: set[str] = set()
+    for ov in inputs.overlays:
+        for name, entry in ov.model.presets.items():
+            if name in inputs.presets.model.presets and name not in overlay_names:
+                warnings.append(ov.source.diag(
+                    ("presets", name), "preset-replaced",
+                    f"replaces the bundled preset {name!r} wholesale, value rules included",
+                    "to add to it rather than replace it, give this preset another name", "warning"))
+            if name in overlay_names:
+                continue  # an earlier overlay already owns the name
+            overlay_names.add(name)
+            out.append(Candidate(name, entry, ov.source, "overlay"))
+    for name, entry in inputs.presets.model.presets.items():
+        if name not in overlay_names:
+            out.append(Candidate(name, entry, inputs.presets.source, "bundled"))
+    for cand, glob, blocker in shadowed_globs(out):
+        i = cand.entry.match.index(glob)
+        warnings.append(cand.source.diag(
+            ("presets", cand.name, "match", i), "shadowed-preset",
+            f"preset {cand.name!r} can never match: earlier preset {blocker.name!r} "
+            f"({blocker.source.display}) already matches everything {glob!r} does",
+            "move this preset above the broader one (first match wins)", "warning"))
+    return out, warnings
+
+
+def litellm_decls(inputs: Inputs) -> dict[str, LitellmDecl]:
+    """litellm_models entries across overlays; a later overlay's entry replaces an earlier one."""
+    out: dict[str, LitellmDecl] = {}
+    for ov in inputs.overlays:
+        for key, decl in ov.model.litellm_models.items():
+            out[key] = LitellmDecl(key, decl, ov.source)
+    return out
+
+
+def engine_version_gate(inputs: Inputs) -> list[Diagnostic]:
+    """The data's `requires_capplan` specifier must admit this capplan."""
+    spec_text = inputs.presets.model.requires_capplan
+    if spec_text is None:
+        return []
+    from importlib.metadata import version
+
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    src = inputs.presets.source
+    try:
+        spec = SpecifierSet(spec_text)
+    except InvalidSpecifier:
+        return [src.diag(("requires_capplan",), "wrong-type", f"not a version specifier: {spec_text!r}")]
+    mine = version("capplan")
+    if spec.contains(mine, prereleases=True):
+        return []
+    return [src.diag(("requires_capplan",), "engine-version",
+                     f"this data needs capplan {spec_text}, but capplan {mine} is installed",
+                     "upgrade capplan, or compile against data that targets this version (--data DIR)")]
+
+
+def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None) -> Compiled:
+    """Compile ``models`` (default: every model of the run config / catalogue)."""
+    chosen = inputs.run.model.models if models is None else models
+    candidates, warnings = candidates_of(inputs)
+    warnings = inputs.warnings + warnings
+    problems = engine_version_gate(inputs)
+    decls = litellm_decls(inputs)
+    plans: dict[str, Plan] = {}
+    for key, cfg in chosen.items():
+        if not _SAFE_KEY.match(key):
+            problems.append(inputs.run.source.diag(("models", key), "bad-model-key",
+                                                   f"model key {key!r} is not usable as a file name",
+                                                   "use letters, digits, '.', '_' and '-'"))
+            continue
+        plan, diags = build_plan(inputs, candidates, decls, key, cfg)
+        problems += diags
+        plans[key] = plan
+    errors = errors_only(problems)
+    if errors:
+        raise InputError(errors + warnings)
+    return Compiled(plans, warnings + problems)
+
+
+def compile_paths(*, data_dir: Path | None = None, run_config: Path | None = None,
+                  overlays: list[Path] | None = None, model: str | None = None) -> Compiled:
+    """Load inputs and compile; ``model`` picks one catalogue key or an ad-hoc ``provider/name``."""
+    inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=list(overlays or []))
+    return compile_models(inputs, select_models(inputs, model))
+
+
+def select_models(inputs: Inputs, model: str | None) -> dict[str, ModelConfig] | None:
+    """None (all), the catalogue entry named by key or by provider/name, or an ad-hoc model."""
+    if model is None:
+        return None
+    models = inputs.run.model.models
+    if model in models:
+        return {model: models[model]}
+    for key, cfg in models.items():
+        if f"{cfg.provider}/{cfg.name}" == model:
+            return {key: cfg}
+    provider, sep, name = model.partition("/")
+    if not sep or not name:
+        raise InputError([Diagnostic("--model", 1, 1, "bad-model",
+                                     f"{model!r} is neither a model key of {inputs.run.source.display} nor PROVIDER/NAME",
+                                     "e.g. --model openrouter/anthropic/claude-opus-4.7")])
+    key = re.sub(r"[^A-Za-z0-9._-]+", "__", model)
+    return {key: ModelConfig(provider=provider, name=name)}

@@ -1,0 +1,74 @@
+"""Explain a plan: each resolved field, its value, and the layer, file and line that set it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from executor.plan import Plan, Provenance
+
+# Fields shown as one value rather than broken into their leaves.
+_ATOMIC = ("policies.*", "param_value_rules.*.*", "binding", "pricing", "litellm_model",
+           "allowed_openai_params", "request_defaults.reasoning")
+_SKIP = ("inputs", "provenance", "fingerprint", "models_fingerprint", "plan_version")
+
+
+@dataclass(frozen=True)
+class Explained:
+    """One resolved field."""
+
+    path: str
+    value: Any
+    provenance: Provenance | None
+
+    def render(self) -> str:
+        value = json.dumps(self.value, sort_keys=True, ensure_ascii=False)
+        if self.provenance is None:
+            where = "capplan default"
+        else:
+            loc = f"{self.provenance.file}:{self.provenance.line}" if self.provenance.line else (self.provenance.file or "")
+            where = f"{self.provenance.layer}  {loc}".rstrip()
+        return f"{self.path} = {value}\n    set by {where}"
+
+
+def explain(plan: Plan, field_prefix: str | None = None) -> list[Explained]:
+    """Every field of ``plan`` (or those under ``field_prefix``) with its provenance."""
+    body = plan.body()
+    out: list[Explained] = []
+    for path, value in _leaves(body, ""):
+        if field_prefix and not (path == field_prefix or path.startswith(field_prefix + ".")
+                                 or field_prefix.startswith(path + ".")):
+            continue
+        out.append(Explained(path, value, _provenance_for(plan.provenance, path)))
+    return out
+
+
+def _atomic(path: str) -> bool:
+    parts = path.split(".")
+    for pattern in _ATOMIC:
+        pp = pattern.split(".")
+        if len(pp) == len(parts) and all(a in ("*", b) for a, b in zip(pp, parts)):
+            return True
+    return False
+
+
+def _leaves(node: Any, path: str) -> list[tuple[str, Any]]:
+    if path in _SKIP:
+        return []
+    if isinstance(node, dict) and node and not _atomic(path):
+        out = []
+        for key in sorted(node):
+            out += _leaves(node[key], f"{path}.{key}" if path else key)
+        return out
+    return [(path, node)]
+
+
+def _provenance_for(provenance: dict[str, Provenance], path: str) -> Provenance | None:
+    # the most specific recorded path at or above this field
+    probe = path
+    while probe:
+        if probe in provenance:
+            return provenance[probe]
+        probe = probe.rpartition(".")[0]
+    return None

@@ -1,0 +1,118 @@
+"""The preset file format (``model_presets.yaml``): default block, ordered presets, providers overlay."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field
+
+from compiler.inputs.common import MergeByKey, PolicyValue, Strict
+from executor.value_rules import ValueRule
+
+#: preset-block keys that name a policy, one per executor slot
+SLOT_KEYS: tuple[str, ...] = (
+    "schema_sanitizer",
+    "prompt_policy",
+    "content_policy",
+    "params_policy",
+    "response_policy",
+    "reasoning_codec",
+    "cache_policy",
+    "message_assembly_policy",
+    "assistant_text_policy",
+)
+
+#: preset-block keys that land on the plan's loop knobs
+KNOB_KEYS: tuple[str, ...] = (
+    "empty_retry_count",
+    "output_length_retry_count",
+    "parser_error_retry_count",
+    "max_context_tokens",
+    "context_watermark",
+    "tool_output_max_chars",
+    "default_max_turns",
+)
+
+
+class ParamsBlock(Strict):
+    """Generation flags for the params policy, plus ``param_value_rules``.
+
+    Keys outside the typed flags are allowed through here and then checked against the
+    ``KNOWN_KEYS`` of every registered params policy, so a third-party params policy can
+    declare its own flags.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    fixed_temperature: float | None = Field(None, description="Override the caller's temperature (legacy knob).")
+    supports_seed: bool | None = Field(None, description="Forward `seed` when the caller or config supplies one.")
+    supports_sampling_params: bool | None = Field(
+        None, description="False: never send temperature / top_p / top_k (the model refuses them)."
+    )
+    reasoning_via_extra_body: bool | None = Field(
+        None, description="Adaptive reasoning → extra_body.reasoning={effort, enabled: true} (OpenRouter path)."
+    )
+    reasoning_via_thinking_kwarg: bool | None = Field(
+        None, description="Budget reasoning → top-level thinking={type: enabled, budget_tokens: N} (Anthropic-native)."
+    )
+    drop_sampling_when_thinking: bool | None = Field(
+        None, description="Pop temperature / top_p / top_k whenever the thinking kwarg is emitted."
+    )
+    reasoning_budget_default: int | None = Field(
+        None, gt=0, description="budget_tokens when ReasoningConfig(mode=budget) gives none."
+    )
+    param_value_rules: Annotated[dict[str, dict[Any, ValueRule]], MergeByKey(depth=2)] | None = Field(
+        None, description="Per parameter, per value: reject | override (with:) | drop, each with evidence."
+    )
+
+
+class OpenRouterDefaults(Strict):
+    """Preset-level default for the run config's `openrouter:` block."""
+
+    provider_order: list[str] | None = Field(None, description="Upstream providers to pin, in order.")
+    allow_fallbacks: bool | None = Field(None, description="Whether OpenRouter may fall back beyond the pin.")
+
+
+class PresetBody(Strict):
+    """Everything a layer can set for a model (the `default:` block and `providers:` entries)."""
+
+    schema_sanitizer: PolicyValue | None = Field(None, description="Tool-schema sanitiser policy.")
+    prompt_policy: PolicyValue | None = Field(None, description="System-prompt enrichment policy.")
+    content_policy: PolicyValue | None = Field(None, description="Tool-result content format policy.")
+    params_policy: PolicyValue | None = Field(None, description="Generation-parameter policy (default generation_params).")
+    response_policy: PolicyValue | None = Field(None, description="Tool-call argument post-processing policy.")
+    reasoning_codec: PolicyValue | None = Field(None, description="Reasoning extract / replay codec.")
+    cache_policy: PolicyValue | None = Field(None, description="Prompt-cache marker policy.")
+    message_assembly_policy: PolicyValue | None = Field(None, description="Empty-assistant filler policy.")
+    assistant_text_policy: PolicyValue | None = Field(None, description="Assistant-text reshaping policy.")
+    params: Annotated[ParamsBlock, MergeByKey()] | None = Field(None, description="Generation flags and value rules.")
+    empty_retry_count: int | None = Field(None, ge=0, description="Resamples of an empty completion.")
+    output_length_retry_count: int | None = Field(None, ge=0, description="Resamples of a max-tokens truncation.")
+    parser_error_retry_count: int | None = Field(None, ge=0, description="Resamples of unparseable tool arguments.")
+    max_context_tokens: int | None = Field(None, gt=0, description="Context window for the summarize seam.")
+    context_watermark: int | None = Field(None, gt=0, description="Free-token watermark that triggers summarize.")
+    tool_output_max_chars: int | None = Field(None, gt=0, description="Per-model cap on tool output in the prompt.")
+    default_max_turns: int | None = Field(None, gt=0, description="Turn budget when the task sets none.")
+    openrouter_defaults: OpenRouterDefaults | None = Field(None, description="Default OpenRouter routing.")
+
+
+class PresetEntry(PresetBody):
+    """A named preset: globs that select models, then the layer it contributes."""
+
+    match: list[str] = Field(min_length=1, description="fnmatch globs over the model name; first matching preset wins.")
+    match_provider: list[str] | None = Field(
+        None, description="Globs over the provider; a preset also matches any model of these providers."
+    )
+
+
+class PresetFile(Strict):
+    """``model_presets.yaml``: the bundled (or --data) base file."""
+
+    default: PresetBody | None = Field(None, description="The base layer every model starts from.")
+    presets: dict[str, PresetEntry] = Field(default_factory=dict, description="Ordered; first match wins.")
+    providers: dict[str, PresetBody] = Field(
+        default_factory=dict, description="Overlay per provider (first '/' segment, lower-cased), after the preset."
+    )
+    requires_capplan: str | None = Field(
+        None, description="PEP 440 specifier of capplan versions this data targets, e.g. '>=0.1,<1'."
+    )

@@ -1,0 +1,30 @@
+"""``pricing.json``: USD per million tokens, keyed by model id without one ``openrouter/``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from compiler.inputs.common import Strict
+
+
+class PriceModel(Strict):
+    """Prices for one model, USD per million tokens. A negative price marks a variable-price router."""
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+
+class PricingFile(Strict):
+    """The pricing table."""
+
+    meta: dict[str, Any] = Field(default_factory=dict, alias="_meta", description="Where the prices came from.")
+    models: dict[str, PriceModel] = Field(description="Model id → prices.")
+
+
+def normalize_model_name(model_id: str) -> str:
+    """Strip exactly one leading ``openrouter/``; any other slash-bearing name is kept verbatim."""
+    return model_id[len("openrouter/"):] if model_id.startswith("openrouter/") else model_id

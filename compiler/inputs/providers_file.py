@@ -1,0 +1,16 @@
+"""``providers.yaml``: one transport binding per provider key."""
+
+from __future__ import annotations
+
+from pydantic import RootModel
+
+from executor.plan import ProviderBinding
+
+
+class ProvidersFile(RootModel[dict[str, ProviderBinding]]):
+    """Provider key (lower-case first '/' segment of ModelConfig.provider) → binding."""
+
+
+def binding_key(provider: str) -> str:
+    """The lookup key for ``provider``: its first '/' segment, lower-cased."""
+    return provider.split("/", 1)[0].lower()

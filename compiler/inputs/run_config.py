@@ -1,0 +1,52 @@
+"""The run config: which models to compile, with their per-run settings."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from compiler.inputs.common import Strict
+from executor.reasoning import ReasoningConfig
+
+
+class OpenRouterUserConfig(Strict):
+    """The user's `openrouter:` block; merged field by field with the preset's defaults."""
+
+    provider_order: list[str] = Field(default_factory=list, description="Upstreams to pin; empty defers to the preset.")
+    allow_fallbacks: bool = Field(True, description="Whether OpenRouter may fall back beyond the pin.")
+
+
+class LegacyCapabilities(Strict):
+    """Legacy per-model capability switches, translated onto policies at compile time."""
+
+    dict_map_prompt_hints: bool | None = Field(
+        None, description="true → prompt_policy dict_map_hints for this model (the opt-in GPT-5-class models use)."
+    )
+
+
+class ModelConfig(Strict):
+    """One model of a run."""
+
+    provider: str = Field(min_length=1, description="Provider (openrouter, anthropic, openai, gemini, nova, mock, …).")
+    name: str = Field(min_length=1, description="Model name as the provider knows it (e.g. anthropic/claude-opus-4.7).")
+    temperature: float | None = Field(None, ge=0, description="Default sampling temperature.")
+    seed: int | None = Field(None, description="Default seed (sent only where the preset supports it).")
+    top_p: float | None = Field(None, gt=0, le=1, description="Default nucleus sampling mass.")
+    max_tokens: int | None = Field(None, gt=0, description="Default output token cap.")
+    reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig, description="Reasoning config.")
+    openrouter: OpenRouterUserConfig | None = Field(None, description="OpenRouter upstream routing.")
+    capabilities: LegacyCapabilities | None = Field(None, description="Legacy capability overrides.")
+
+
+class EngineConfig(Strict):
+    """Engine-level settings that affect compilation."""
+
+    presets_file: str | list[str] | None = Field(
+        None, description="Operator overlay file(s), relative to the run config; applied in order."
+    )
+
+
+class RunConfig(Strict):
+    """A run config (also the format of the bundled model catalogue)."""
+
+    models: dict[str, ModelConfig] = Field(min_length=1, description="Model key (the plan's file stem) → model.")
+    engine: EngineConfig = Field(default_factory=EngineConfig, description="Engine settings.")

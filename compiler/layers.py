@@ -1,0 +1,121 @@
+"""The layer merge: which layers a model gets, in which order, and who set each field.
+
+Merge behaviour is declared on the input models' fields (:class:`MergeByKey`); everything
+else is replaced whole by a later layer.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from compiler.inputs.common import MergeByKey
+from compiler.inputs.preset_file import PresetBody
+from compiler.inputs.providers_file import binding_key
+from compiler.loading import Inputs
+from compiler.matching import Candidate
+from compiler.yaml_source import Loc, SourceFile
+from executor.plan import Provenance
+from executor.value_rules import value_key
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One contribution to a model's configuration."""
+
+    name: str  # e.g. "default", "preset:qwen", "providers:openrouter", "overlay:ops.yaml"
+    body: PresetBody
+    source: SourceFile
+    loc: Loc
+
+
+@dataclass
+class Merged:
+    """The merged values and, per dotted path, the layer that set them."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Provenance] = field(default_factory=dict)
+
+
+def layers_for(inputs: Inputs, provider: str, matched: Candidate | None) -> list[Layer]:
+    """The layers of one model, lowest first. This is the only place the order is decided."""
+    key = binding_key(provider)
+    layers: list[Layer] = []
+    presets = inputs.presets
+    # 1. the base file's `default:` block
+    if presets.model.default is not None:
+        layers.append(Layer("default", presets.model.default, presets.source, ("default",)))
+    # 2. the first matching preset (overlay presets are tried before bundled ones)
+    if matched is not None:
+        layers.append(Layer(f"preset:{matched.name}", matched.entry, matched.source, ("presets", matched.name)))
+    # 3. the base file's `providers:` overlay for the model's provider
+    if key in presets.model.providers:
+        layers.append(Layer(f"providers:{key}", presets.model.providers[key], presets.source, ("providers", key)))
+    # 4. each operator overlay's `providers:` entry, in the order the overlays were given
+    for ov in inputs.overlays:
+        if key in ov.model.providers:
+            layers.append(Layer(f"overlay:{ov.source.display}", ov.model.providers[key], ov.source, ("providers", key)))
+    # 5. the run config's own model block is applied by the caller (legacy capability switches)
+    return layers
+
+
+def merge(layers: list[Layer]) -> Merged:
+    """Apply ``layers`` in order."""
+    merged = Merged()
+    for layer in layers:
+        _merge_model(merged, layer, layer.body, (), layer.loc)
+    return merged
+
+
+def _merge_model(merged: Merged, layer: Layer, model: BaseModel, path: tuple[str, ...], loc: Loc) -> None:
+    fields = type(model).model_fields
+    items = [(k, getattr(model, k)) for k in model.model_fields_set if k in fields]
+    items += list((model.model_extra or {}).items())
+    for key, value in sorted(items, key=lambda kv: layer.source.position((*loc, kv[0]))):
+        if key in ("match", "match_provider") or value is None:
+            continue
+        info = fields.get(key)
+        marker = next((m for m in (info.metadata if info else []) if isinstance(m, MergeByKey)), None)
+        if marker is None and info is not None:
+            marker = _marker_in_annotation(info.annotation)
+        if marker is not None and isinstance(value, BaseModel):
+            _merge_model(merged, layer, value, (*path, key), (*loc, key))
+        elif marker is not None and isinstance(value, dict):
+            _merge_mapping(merged, layer, value, (*path, key), (*loc, key), marker.depth)
+        else:
+            _set(merged, layer, (*path, key), (*loc, key), value)
+
+
+def _merge_mapping(merged: Merged, layer: Layer, value: dict[Any, Any], path: tuple[str, ...], loc: Loc,
+                   depth: int) -> None:
+    for k, v in value.items():
+        # value-rule keys are canonicalised so `0` and `0.0` are the same rule across layers
+        canon = value_key(path[-1], k) if len(path) >= 2 and path[-2] == "param_value_rules" else str(k)
+        if depth > 1 and isinstance(v, dict):
+            _merge_mapping(merged, layer, v, (*path, canon), (*loc, k), depth - 1)
+        else:
+            _set(merged, layer, (*path, canon), (*loc, k), v)
+
+
+def _set(merged: Merged, layer: Layer, path: tuple[str, ...], loc: Loc, value: Any) -> None:
+    node = merged.values
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    node[path[-1]] = value
+    dotted = ".".join(path)
+    # a replaced subtree forgets the provenance of what it replaced
+    for stale in [p for p in merged.provenance if p.startswith(dotted + ".")]:
+        del merged.provenance[stale]
+    line, _ = layer.source.position(loc)
+    merged.provenance[dotted] = Provenance(layer=layer.name, file=layer.source.display, line=line)
+
+
+def _marker_in_annotation(annotation: Any) -> MergeByKey | None:
+    # `Annotated[X, MergeByKey()] | None` keeps the marker one level down
+    for arg in typing.get_args(annotation):
+        if typing.get_origin(arg) is typing.Annotated:
+            return next((m for m in arg.__metadata__ if isinstance(m, MergeByKey)), None)
+    return None

@@ -1,0 +1,73 @@
+"""Lint one input file of any kind: every problem in it, located, in one pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compiler.checks import blocks_of, check_bindings, check_blocks
+from compiler.diagnostics import Diagnostic, InputError
+from compiler.inputs.overlay_file import OverlayFile
+from compiler.inputs.preset_file import PresetFile
+from compiler.inputs.pricing_file import PricingFile
+from compiler.inputs.providers_file import ProvidersFile
+from compiler.inputs.run_config import RunConfig
+from compiler.loading import Inputs, Loaded, load_file, load_inputs
+from compiler.yaml_source import read_source
+
+KINDS = ("auto", "presets", "overlay", "providers", "pricing", "run-config")
+_MODELS = {"presets": PresetFile, "overlay": OverlayFile, "providers": ProvidersFile,
+           "pricing": PricingFile, "run-config": RunConfig}
+
+
+def detect_kind(path: Path) -> str:
+    """Guess a file's kind from its name, then from its top-level keys."""
+    by_name = {"model_presets.yaml": "presets", "providers.yaml": "providers", "pricing.json": "pricing"}
+    if path.name in by_name:
+        return by_name[path.name]
+    try:
+        keys = set(read_source(path).data)
+    except InputError:
+        return "overlay"  # the load below reports the real problem
+    if "models" in keys and ("engine" in keys or not keys & {"presets", "providers", "litellm_models"}):
+        return "pricing" if "_meta" in keys else "run-config"
+    if "default" in keys or "requires_capplan" in keys:
+        return "presets"
+    return "overlay"
+
+
+def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None) -> list[Diagnostic]:
+    """All diagnostics for ``path`` (errors and warnings)."""
+    if kind == "auto":
+        kind = detect_kind(path)
+    if kind == "run-config":
+        return _lint_by_compiling(run_config=path, overlays=[], data_dir=data_dir)
+    loaded, diags = load_file(path, _MODELS[kind], str(path))
+    if loaded is None:
+        return diags
+    model = loaded.model
+    if isinstance(model, PresetFile):
+        return check_blocks(loaded.source, blocks_of(model.default, model.presets, model.providers))
+    if isinstance(model, OverlayFile):
+        own = check_blocks(loaded.source, blocks_of(None, model.presets, model.providers))
+        if own:
+            return own
+        return _lint_by_compiling(run_config=None, overlays=[path], data_dir=data_dir, only=str(path))
+    if isinstance(model, ProvidersFile):
+        return check_bindings(loaded.source)
+    return []
+
+
+def _lint_by_compiling(*, run_config: Path | None, overlays: list[Path], data_dir: Path | None,
+                       only: str | None = None) -> list[Diagnostic]:
+    """Compile against the base data to find what needs the whole picture (shadowing, gates)."""
+    from compiler.compile import compile_models
+
+    try:
+        inputs: Inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=overlays)
+        diags = compile_models(inputs).warnings
+    except InputError as exc:
+        diags = list(exc.diagnostics)
+    return [d for d in diags if only is None or d.file == only]
+
+
+__all__ = ["KINDS", "Loaded", "detect_kind", "lint_file"]

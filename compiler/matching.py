@@ -1,0 +1,69 @@
+"""Preset matching: the first preset whose globs match the model wins.
+
+Globs are fnmatch patterns compared case-insensitively against ModelConfig.name; a preset with
+``match_provider`` also matches every model whose provider matches one of those globs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from compiler.inputs.preset_file import PresetEntry
+from compiler.yaml_source import SourceFile
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A preset in matching order, and the file it came from."""
+
+    name: str
+    entry: PresetEntry
+    source: SourceFile
+    origin: str  # "bundled" or "overlay"
+
+
+def preset_matches(entry: PresetEntry, name: str, provider: str) -> bool:
+    """Whether ``entry`` selects the model ``provider``/``name``."""
+    lowered = name.lower()
+    if any(fnmatchcase(lowered, glob.lower()) for glob in entry.match):
+        return True
+    return any(fnmatchcase(provider.lower(), glob.lower()) for glob in entry.match_provider or ())
+
+
+def first_match(candidates: list[Candidate], name: str, provider: str) -> Candidate | None:
+    """The first candidate that matches, or None (the model gets only the default layer)."""
+    return next((c for c in candidates if preset_matches(c.entry, name, provider)), None)
+
+
+def glob_covers(earlier: str, later: str) -> bool:
+    """True when every name ``later`` matches is also matched by ``earlier``.
+
+    Decided only for globs whose sole wildcard is ``*``: then ``earlier`` matching the literal
+    text of ``later`` proves coverage (each of its stars can absorb what a star of ``later``
+    expands to). Anything with ``?`` or ``[`` is never claimed to be covered.
+    """
+    if any(ch in glob for glob in (earlier, later) for ch in "?["):
+        return False
+    return fnmatchcase(later.lower(), earlier.lower())
+
+
+def shadowed_globs(candidates: list[Candidate]) -> list[tuple[Candidate, str, Candidate]]:
+    """(preset, glob, earlier preset) for presets none of whose globs can ever win.
+
+    A preset that also matches by provider is never reported: its provider route still works.
+    """
+    found = []
+    for i, cand in enumerate(candidates):
+        if cand.entry.match_provider:
+            continue
+        blockers = []
+        for glob in cand.entry.match:
+            blocker = next((e for e in candidates[:i] if any(glob_covers(g, glob) for g in e.entry.match)), None)
+            if blocker is None:
+                break
+            blockers.append((glob, blocker))
+        else:
+            glob, blocker = blockers[0]
+            found.append((cand, glob, blocker))
+    return found

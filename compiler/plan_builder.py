@@ -1,0 +1,251 @@
+"""Build one model's plan from the loaded inputs: match, merge, resolve, check, seal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.diagnostics import Diagnostic
+from compiler.inputs.overlay_file import LitellmModelDecl
+from compiler.inputs.pricing_file import normalize_model_name
+from compiler.inputs.preset_file import KNOB_KEYS, SLOT_KEYS
+from compiler.inputs.providers_file import binding_key
+from compiler.inputs.run_config import ModelConfig
+from compiler.layers import Merged, layers_for, merge
+from compiler.loading import Inputs
+from compiler.matching import Candidate, first_match
+from compiler.yaml_source import SourceFile
+from executor.canonical import canonical_bytes, sha256_hex
+from executor.plan import (
+    PLAN_VERSION,
+    BindingRef,
+    InputDigest,
+    LitellmModelEntry,
+    LoopKnobs,
+    ModelIdentity,
+    OpenRouterRouting,
+    Plan,
+    PricingEntry,
+    ProviderBinding,
+    Provenance,
+    RequestDefaults,
+)
+from executor.registry import DEFAULT_POLICY
+from executor.value_rules import PARAM_CHOICES, ValueRule, value_key
+
+
+@dataclass(frozen=True)
+class LitellmDecl:
+    """A litellm_models entry and where it was declared."""
+
+    key: str
+    decl: LitellmModelDecl
+    source: SourceFile
+
+
+def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, LitellmDecl],
+               key: str, cfg: ModelConfig) -> tuple[Plan, list[Diagnostic]]:
+    """Compile one model. Returns the plan and its diagnostics (errors mean: do not write it)."""
+    run_src = inputs.run.source
+    mloc = ("models", key)
+    matched = first_match(candidates, cfg.name, cfg.provider)
+    merged = merge(layers_for(inputs, cfg.provider, matched))
+    _apply_model_block(merged, cfg, run_src, key)
+
+    binding_ref = _binding(inputs, cfg.provider)
+    binding = binding_ref.binding
+    model_id = cfg.name if binding.format_model_name_bare else f"{cfg.provider}/{cfg.name}"
+    identity = ModelIdentity(key=key, provider=cfg.provider, name=cfg.name, model_id=model_id,
+                             wire_model=_rewrite(model_id, binding))
+
+    values = merged.values
+    params = dict(values.get("params", {}))
+    rules_raw = params.pop("param_value_rules", {})
+    rules: dict[str, dict[str, ValueRule]] = {p: dict(v) for p, v in sorted(rules_raw.items())}
+    policies = {}
+    for slot in SLOT_KEYS:
+        ref = values.get(slot)
+        name = ref.name if ref is not None else DEFAULT_POLICY[slot]
+        slot_params = dict(ref.params) if ref is not None else {}
+        if slot == "params_policy":
+            slot_params = {**params, **slot_params}
+        policies[slot] = {"name": name, "params": slot_params}
+    provenance = {_plan_path(p): v for p, v in merged.provenance.items()}
+
+    decl = litellm.get(identity.wire_model) or litellm.get(identity.model_id)
+    allowed: list[str] = []
+    entry = None
+    if decl is not None:
+        entry = LitellmModelEntry(key=decl.key, **decl.decl.model_dump())
+        allowed = sorted(({"tools", "tool_choice"} if decl.decl.supports_function_calling else set())
+                         | ({"reasoning_effort"} if decl.decl.supports_reasoning else set()))
+        line = decl.source.position(("litellm_models", decl.key))[0]
+        provenance["allowed_openai_params"] = Provenance(layer="litellm_models", file=decl.source.display, line=line)
+
+    routing = _openrouter(values.get("openrouter_defaults"), cfg, binding_ref.key)
+    pricing = _pricing(inputs, model_id)
+    if pricing is not None:
+        provenance["pricing"] = Provenance(layer="pricing", file=inputs.pricing.source.display)
+    if binding_ref.key is not None:
+        provenance["binding"] = Provenance(layer="binding", file=inputs.providers.source.display,
+                                           line=inputs.providers.source.position((binding_ref.key,))[0])
+
+    defaults = RequestDefaults(temperature=cfg.temperature, seed=cfg.seed, top_p=cfg.top_p,
+                               max_tokens=cfg.max_tokens, reasoning=cfg.reasoning)
+    for fld in ("temperature", "seed", "top_p", "max_tokens", "reasoning"):
+        if fld in cfg.model_fields_set:
+            provenance[f"request_defaults.{fld}"] = Provenance(
+                layer=f"model:{key}", file=run_src.display, line=run_src.position((*mloc, fld))[0])
+
+    diags = _configured_value_checks(cfg, params, rules, decl, run_src, key)
+    body: dict[str, Any] = {
+        "plan_version": PLAN_VERSION,
+        "model": identity.model_dump(mode="json"),
+        "effective_preset": matched.name if matched else "default",
+        "policies": policies,
+        "param_value_rules": {p: {v: r.model_dump(mode="json", by_alias=True, exclude_none=True)
+                                  for v, r in sorted(by_v.items())} for p, by_v in rules.items()},
+        "allowed_openai_params": allowed,
+        "litellm_model": entry.model_dump(mode="json") if entry else None,
+        "loop": LoopKnobs(**{k: values[k] for k in KNOB_KEYS if k in values}).model_dump(mode="json"),
+        "binding": binding_ref.model_dump(mode="json"),
+        "openrouter": routing.model_dump(mode="json") if routing else None,
+        "pricing": pricing.model_dump(mode="json") if pricing else None,
+        "request_defaults": defaults.model_dump(mode="json"),
+        "inputs": _input_digests(inputs),
+        "models_fingerprint": models_fingerprint(inputs),
+        "provenance": {k: v.model_dump(mode="json") for k, v in sorted(provenance.items())},
+    }
+    return Plan.seal(body), diags
+
+
+def _apply_model_block(merged: Merged, cfg: ModelConfig, src: SourceFile, key: str) -> None:
+    """Layer 5: the run config's own model block (legacy capability switches)."""
+    caps = cfg.capabilities
+    if caps is not None and caps.dict_map_prompt_hints:
+        from compiler.inputs.common import PolicyValueModel
+
+        merged.values["prompt_policy"] = PolicyValueModel(name="dict_map_hints")
+        loc = ("models", key, "capabilities", "dict_map_prompt_hints")
+        merged.provenance["prompt_policy"] = Provenance(layer=f"model:{key}", file=src.display,
+                                                        line=src.position(loc)[0])
+
+
+def _plan_path(merge_path: str) -> str:
+    """Where a merged field lives in the plan."""
+    head, _, rest = merge_path.partition(".")
+    if head in SLOT_KEYS:
+        return f"policies.{head}" + (f".{rest}" if rest else "")
+    if head == "params":
+        if rest.startswith("param_value_rules"):
+            return rest
+        return f"policies.params_policy.params.{rest}" if rest else "policies.params_policy.params"
+    if head in KNOB_KEYS:
+        return f"loop.{head}"
+    if head == "openrouter_defaults":
+        return "openrouter" + (f".{rest}" if rest else "")
+    return merge_path
+
+
+def _binding(inputs: Inputs, provider: str) -> BindingRef:
+    key = binding_key(provider)
+    bindings = inputs.providers.model.root
+    if key in bindings:
+        return BindingRef(key=key, binding=bindings[key])
+    return BindingRef(key=None, binding=ProviderBinding())
+
+
+def _rewrite(model_id: str, binding: ProviderBinding) -> str:
+    rule = binding.slug_rewrite
+    if rule is None:
+        return model_id
+    out = model_id
+    if rule.strip_prefix and out.startswith(rule.strip_prefix):
+        out = out[len(rule.strip_prefix):]
+    if rule.ensure_prefix and not out.startswith(rule.ensure_prefix):
+        out = rule.ensure_prefix + out
+    return out
+
+
+def _openrouter(defaults: Any, cfg: ModelConfig, binding_key_: str | None) -> OpenRouterRouting | None:
+    """Field-by-field merge of the preset default and the user's `openrouter:` block."""
+    if binding_key_ != "openrouter" or (defaults is None and cfg.openrouter is None):
+        return None
+    user = cfg.openrouter
+    order = list(user.provider_order) if user and user.provider_order else list(
+        (defaults.provider_order if defaults else None) or [])
+    if user is not None:  # a bool has no "unset": the block's presence is what counts
+        fallbacks = user.allow_fallbacks
+    elif defaults is not None and defaults.allow_fallbacks is not None:
+        fallbacks = defaults.allow_fallbacks
+    else:
+        fallbacks = True
+    return OpenRouterRouting(provider_order=tuple(order), allow_fallbacks=fallbacks)
+
+
+def _pricing(inputs: Inputs, model_id: str) -> PricingEntry | None:
+    key = normalize_model_name(model_id)
+    price = inputs.pricing.model.models.get(key)
+    if price is None or price.input < 0 or price.output < 0:  # negative: a variable-price router
+        return None
+    return PricingEntry(key=key, **price.model_dump())
+
+
+def _input_digests(inputs: Inputs) -> dict[str, dict[str, str]]:
+    out = {
+        "presets": inputs.presets.source,
+        "providers": inputs.providers.source,
+        "pricing": inputs.pricing.source,
+        inputs.run_role: inputs.run.source,
+    }
+    digests = {role: InputDigest(path=s.display, sha256=s.sha256).model_dump() for role, s in out.items()}
+    for i, ov in enumerate(inputs.overlays, start=1):
+        digests[f"overlay.{i}"] = InputDigest(path=ov.source.display, sha256=ov.source.sha256).model_dump()
+    return digests
+
+
+def models_fingerprint(inputs: Inputs) -> str:
+    """sha256 over the digests of presets, providers, pricing and the catalogue / run config."""
+    parts = {role: s.sha256 for role, s in (("presets", inputs.presets.source), ("providers", inputs.providers.source),
+                                            ("pricing", inputs.pricing.source), (inputs.run_role, inputs.run.source))}
+    return sha256_hex(canonical_bytes(parts))
+
+
+def _configured_value_checks(cfg: ModelConfig, params: dict[str, Any], rules: dict[str, dict[str, ValueRule]],
+                             decl: LitellmDecl | None, src: SourceFile, key: str) -> list[Diagnostic]:
+    """Failures the compiler can see before any request exists."""
+    out: list[Diagnostic] = []
+    rloc = ("models", key, "reasoning")
+    reasoning = cfg.reasoning
+    thinking = bool(params.get("reasoning_via_thinking_kwarg"))
+    if reasoning.mode == "adaptive" and thinking:
+        out.append(src.diag(rloc, "reasoning-unexpressible",
+                            "this model's preset sends reasoning as a thinking budget and has no adaptive path",
+                            "use `reasoning: {mode: budget, budget_tokens: N}` (or mode: off)"))
+    if reasoning.mode == "budget" and thinking and reasoning.budget_tokens is None \
+            and params.get("reasoning_budget_default") is None:
+        out.append(src.diag(rloc, "reasoning-unexpressible",
+                            "mode budget without budget_tokens, and the preset has no reasoning_budget_default",
+                            "set reasoning.budget_tokens"))
+    effort = None
+    if reasoning.mode == "adaptive" or (reasoning.mode == "budget" and not thinking):
+        effort = reasoning.effort_hint
+    sent = {"reasoning_effort": effort, "temperature": cfg.temperature, "top_p": cfg.top_p}
+    for param, value in sent.items():
+        if value is None or param not in rules:
+            continue
+        rule = rules[param].get(value_key(param, value))
+        if rule is not None and rule.action == "reject":
+            field = "reasoning" if param == "reasoning_effort" else param
+            refused = {v for v, r in rules[param].items() if r.action == "reject"}
+            remaining = [v for v in PARAM_CHOICES.get(param, ()) if v not in refused]
+            out.append(src.diag(("models", key, field), "rejected-value",
+                                f"{param}={value!r} is refused for this model: {rule.evidence}",
+                                "choose another value" + (f": {', '.join(remaining)}" if remaining else "")))
+    if decl is not None and reasoning.mode != "off" and not decl.decl.supports_reasoning:
+        line, col = decl.source.position(("litellm_models", decl.key))
+        out.append(src.diag(rloc, "reasoning-not-declared",
+                            f"reasoning is configured, but the litellm_models entry {decl.key!r} "
+                            f"({decl.source.display}:{line}) does not declare supports_reasoning",
+                            "add `supports_reasoning: true` with evidence to that entry, or set reasoning.mode: off"))
+    return out

@@ -1,0 +1,46 @@
+"""JSON Schemas of every input format and the plan, generated from the pydantic models."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from executor.canonical import canonical_bytes
+
+#: file stem -> "module:Model"
+SCHEMAS: dict[str, str] = {
+    "preset-file": "compiler.inputs.preset_file:PresetFile",
+    "overlay": "compiler.inputs.overlay_file:OverlayFile",
+    "providers": "compiler.inputs.providers_file:ProvidersFile",
+    "pricing": "compiler.inputs.pricing_file:PricingFile",
+    "run-config": "compiler.inputs.run_config:RunConfig",
+    "plan": "executor.plan:Plan",
+    "request": "executor.messages:RequestFile",
+}
+
+
+def schema_dir() -> Path:
+    """``schemas/`` of the checkout capplan runs from."""
+    return Path(__file__).resolve().parents[1] / "schemas"
+
+
+def generate(name: str) -> dict[str, Any]:
+    """The JSON Schema for ``name``."""
+    module, _, attr = SCHEMAS[name].partition(":")
+    model = getattr(importlib.import_module(module), attr)
+    schema: dict[str, Any] = model.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://capplan.dev/schemas/{name}.schema.json"
+    return schema
+
+
+def rendered() -> dict[str, bytes]:
+    """File name -> canonical bytes, for every schema whose model is importable."""
+    out = {}
+    for name in SCHEMAS:
+        try:
+            out[f"{name}.schema.json"] = canonical_bytes(generate(name))
+        except (ImportError, AttributeError):
+            continue  # the request format ships with the executor's messages module
+    return out
