@@ -8,7 +8,9 @@ from pathlib import Path
 
 from compiler.diagnostics import Diagnostic, InputError, errors_only
 from compiler.inputs.run_config import ModelConfig
-from compiler.loading import Inputs, load_inputs
+from compiler.inputs.overlay_file import OverlayFile
+from compiler.inputs.preset_file import PresetFile
+from compiler.loading import Inputs, Loaded, load_inputs
 from compiler.matching import Candidate, shadowed_globs
 from compiler.plan_builder import LitellmDecl, build_plan
 from executor.plan import Plan
@@ -24,14 +26,15 @@ class Compiled:
     warnings: list[Diagnostic] = field(default_factory=list)
 
 
-def candidates_of(inputs: Inputs) -> tuple[list[Candidate], list[Diagnostic]]:
+def candidates_of(presets: Loaded[PresetFile], overlays: list[Loaded[OverlayFile]]
+                  ) -> tuple[list[Candidate], list[Diagnostic]]:
     """Presets in matching order: overlays first (in the order given), then the base file's."""
     warnings: list[Diagnostic] = []
     out: list[Candidate] = []
     overlay_names: set[str] = set()
-    for ov in inputs.overlays:
+    for ov in overlays:
         for name, entry in ov.model.presets.items():
-            if name in inputs.presets.model.presets and name not in overlay_names:
+            if name in presets.model.presets and name not in overlay_names:
                 warnings.append(ov.source.diag(
                     ("presets", name), "preset-replaced",
                     f"replaces the bundled preset {name!r} wholesale, value rules included",
@@ -40,9 +43,9 @@ def candidates_of(inputs: Inputs) -> tuple[list[Candidate], list[Diagnostic]]:
                 continue  # an earlier overlay already owns the name
             overlay_names.add(name)
             out.append(Candidate(name, entry, ov.source, "overlay"))
-    for name, entry in inputs.presets.model.presets.items():
+    for name, entry in presets.model.presets.items():
         if name not in overlay_names:
-            out.append(Candidate(name, entry, inputs.presets.source, "bundled"))
+            out.append(Candidate(name, entry, presets.source, "bundled"))
     for cand, glob, blocker in shadowed_globs(out):
         i = cand.entry.match.index(glob)
         warnings.append(cand.source.diag(
@@ -87,7 +90,7 @@ def engine_version_gate(inputs: Inputs) -> list[Diagnostic]:
 def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None) -> Compiled:
     """Compile ``models`` (default: every model of the run config / catalogue)."""
     chosen = inputs.run.model.models if models is None else models
-    candidates, warnings = candidates_of(inputs)
+    candidates, warnings = candidates_of(inputs.presets, inputs.overlays)
     warnings = inputs.warnings + warnings
     problems = engine_version_gate(inputs)
     decls = litellm_decls(inputs)

@@ -11,7 +11,7 @@ from compiler.inputs.preset_file import PresetFile
 from compiler.inputs.pricing_file import PricingFile
 from compiler.inputs.providers_file import ProvidersFile
 from compiler.inputs.run_config import RunConfig
-from compiler.loading import Inputs, Loaded, load_file, load_inputs
+from compiler.loading import PRESETS_FILE, Inputs, Loaded, bundled_dir, display_path, load_file, load_inputs
 from compiler.yaml_source import read_source
 
 KINDS = ("auto", "presets", "overlay", "providers", "pricing", "run-config")
@@ -49,16 +49,24 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None) -> l
         return check_blocks(loaded.source, blocks_of(model.default, model.presets, model.providers))
     if isinstance(model, OverlayFile):
         own = check_blocks(loaded.source, blocks_of(None, model.presets, model.providers))
-        if own:
-            return own
-        return _lint_by_compiling(run_config=None, overlays=[path], data_dir=data_dir, only=str(path))
+        return own or _overlay_against_base(loaded, data_dir)
     if isinstance(model, ProvidersFile):
         return check_bindings(loaded.source)
     return []
 
 
-def _lint_by_compiling(*, run_config: Path | None, overlays: list[Path], data_dir: Path | None,
-                       only: str | None = None) -> list[Diagnostic]:
+def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -> list[Diagnostic]:
+    """Shadowing and by-name replacement need the base presets, not a whole compilation."""
+    from compiler.compile import candidates_of
+
+    base, diags = load_file((data_dir or bundled_dir()) / PRESETS_FILE, PresetFile,
+                            display_path((data_dir or bundled_dir()) / PRESETS_FILE, None if data_dir else "bundled"))
+    if base is None:
+        return diags
+    return [d for d in candidates_of(base, [overlay])[1] if d.file == overlay.source.display]
+
+
+def _lint_by_compiling(*, run_config: Path | None, overlays: list[Path], data_dir: Path | None) -> list[Diagnostic]:
     """Compile against the base data to find what needs the whole picture (shadowing, gates)."""
     from compiler.compile import compile_models
 
@@ -67,7 +75,7 @@ def _lint_by_compiling(*, run_config: Path | None, overlays: list[Path], data_di
         diags = compile_models(inputs).warnings
     except InputError as exc:
         diags = list(exc.diagnostics)
-    return [d for d in diags if only is None or d.file == only]
+    return diags
 
 
 __all__ = ["KINDS", "Loaded", "detect_kind", "lint_file"]

@@ -1,0 +1,5 @@
+"""``python -m compiler.cli`` is ``capplan``."""
+
+from compiler.cli import main
+
+main()
