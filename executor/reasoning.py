@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -39,18 +39,31 @@ BlockType = Literal["thinking", "redacted_thinking", "summary_text", "reasoning_
 
 @dataclass(frozen=True)
 class ReasoningBlock:
-    """One unit of reasoning as the provider returned it; signatures and opaque data verbatim."""
+    """One unit of reasoning as the provider returned it; signatures and opaque data verbatim.
+
+    ``extras`` holds the keys of the provider's entry that have no field here (OpenRouter's
+    ``id`` / ``format`` / ``index`` on a ``reasoning_details`` entry), as ``(key, value)`` pairs
+    in the order received. Codecs replay them verbatim: an entry's ``id`` can name the tool call
+    its reasoning belongs to, so dropping them would change what the next turn tells the provider.
+    """
 
     type: BlockType
     text: str = ""
     signature: str | None = None
     encrypted_data: str | None = None
+    extras: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
 class StructuredReasoning:
-    """Reasoning extracted from one response: ordered blocks plus an optional summary."""
+    """Reasoning extracted from one response: ordered blocks plus an optional summary.
+
+    ``signatures`` are opaque signatures the provider attached to the message rather than to a
+    block (Gemini's ``thoughtSignature`` on text and function-call parts, which litellm lists in
+    ``provider_specific_fields.thought_signatures``), in the order received, replayed verbatim.
+    """
 
     blocks: tuple[ReasoningBlock, ...] = ()
     summary: str | None = None
     budget_used: int | None = None
+    signatures: tuple[str, ...] = ()

@@ -6,9 +6,16 @@ one, so adding a parameter means adding its consult site in the same change.
 
 from __future__ import annotations
 
-from typing import Literal
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from executor.reasoning import EffortLevel
+
+logger = logging.getLogger("capplan.value_rules")
 
 #: parameter -> how its values are keyed (rules match the value the call would send)
 RULABLE_PARAMS: dict[str, type] = {
@@ -55,3 +62,152 @@ def value_key(param: str, value: object) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{param} values are strings, got {value!r}")
     return value
+
+
+#: The values a caller can pick for each string-valued rulable parameter, for "remaining choices".
+PARAM_CHOICES: dict[str, tuple[str, ...]] = {
+    "tool_choice": ("auto", "none", "required"),
+    "reasoning_effort": get_args(EffortLevel),
+}
+
+
+#: what ``_consult`` returns as the value to send when a rule drops the parameter
+_DROP = object()
+
+
+class RejectedValueError(ValueError):
+    """A call would send a value a ``param_value_rules`` entry rejects; the request is not built."""
+
+    def __init__(self, param: str, value: object, remaining: str, evidence: str) -> None:
+        self.param, self.value, self.remaining, self.evidence = param, value, remaining, evidence
+        super().__init__(
+            f"{param}={value!r} is rejected on this route; remaining choices for {param}: {remaining}; "
+            f"evidence: {evidence}"
+        )
+
+
+@dataclass(frozen=True)
+class Substitution:
+    """A parameter a value rule changed: overridden (``sent`` is the value sent) or dropped (``None``)."""
+
+    param: str
+    requested: Any
+    sent: Any
+    action: Literal["override", "drop"]
+    evidence: str
+
+
+def apply_value_rules(
+    kwargs: dict[str, Any],
+    rules: Mapping[str, Mapping[str, ValueRule]],
+    *,
+    has_tools: bool,
+) -> tuple[dict[str, Any], tuple[Substitution, ...]]:
+    """Consult every rulable parameter at its site; returns new kwargs and what was changed.
+
+    Sites: ``tool_choice`` (only when tools are sent: it travels only beside them; a named-tool
+    dict is not a rulable value), ``reasoning_effort`` top-level and at
+    ``extra_body.reasoning.effort``, ``temperature``, ``top_p``. ``reject`` raises
+    :class:`RejectedValueError`; ``override`` sends ``with`` and logs a WARNING; ``drop`` omits
+    the parameter. ``kwargs`` is never mutated.
+    """
+    unknown = sorted(set(rules) - set(RULABLE_PARAMS))
+    if unknown:
+        raise ValueError(f"value rules for {unknown} can never be consulted; rulable: {sorted(RULABLE_PARAMS)}")
+    out = dict(kwargs)
+    changes: list[Substitution] = []
+    for param in RULABLE_PARAMS:  # each one's top-level site
+        by_value = rules.get(param)
+        if not by_value or param not in out or (param == "tool_choice" and not has_tools):
+            continue
+        if param == "tool_choice" and not isinstance(out[param], str):
+            continue
+        sent, change = _consult(param, out[param], by_value)
+        if change is not None:
+            changes.append(change)
+            if sent is _DROP:
+                del out[param]
+            else:
+                out[param] = sent
+    # reasoning_effort's second site: the OpenRouter route carries it in extra_body.reasoning
+    effort_rules = rules.get("reasoning_effort")
+    nested = _nested_effort(out)
+    if effort_rules and nested is not None:
+        sent, change = _consult("reasoning_effort", nested, effort_rules)
+        if change is not None:
+            changes.append(change)
+            extra_body = dict(out["extra_body"])
+            reasoning = dict(extra_body["reasoning"])
+            if sent is _DROP:
+                del reasoning["effort"]
+            else:
+                reasoning["effort"] = sent
+            extra_body["reasoning"] = reasoning
+            out["extra_body"] = extra_body
+    return out, tuple(changes)
+
+
+def _nested_effort(kwargs: Mapping[str, Any]) -> Any:
+    extra_body = kwargs.get("extra_body")
+    if not isinstance(extra_body, Mapping):
+        return None
+    reasoning = extra_body.get("reasoning")
+    if not isinstance(reasoning, Mapping):
+        return None
+    return reasoning.get("effort")
+
+
+def _consult(param: str, value: Any, by_value: Mapping[str, ValueRule]) -> tuple[Any, Substitution | None]:
+    rule = by_value.get(value_key(param, value))
+    if rule is None:
+        return value, None
+    if rule.action == "reject":
+        raise RejectedValueError(param, value, _remaining(param, by_value), rule.evidence)
+    if rule.action == "drop":
+        # omitting tool_choice=auto is how the envelope says "the model decides": the same request.
+        # Any other omission hands the choice to the provider's default, a change worth a warning.
+        level = logging.INFO if (param, value) == ("tool_choice", "auto") else logging.WARNING
+        logger.log(level, "%s=%r dropped: the provider default applies; evidence: %s", param, value, rule.evidence)
+        return _DROP, Substitution(param, value, None, "drop", rule.evidence)
+    sent = _with_value(param, rule)
+    if value_key(param, sent) in by_value:
+        # substituting into another declared gap would send a value the rules call unusable
+        raise ValueError(f"{param} rule for {value!r} overrides with {sent!r}, which is itself ruled")
+    logger.warning(
+        "%s=%r overridden: sending %r instead; evidence: %s. Results of this call are not comparable "
+        "with calls that sent %r.",
+        param,
+        value,
+        sent,
+        rule.evidence,
+        value,
+    )
+    return sent, Substitution(param, value, sent, "override", rule.evidence)
+
+
+def _with_value(param: str, rule: ValueRule) -> Any:
+    sent = rule.with_
+    if RULABLE_PARAMS[param] is float:
+        if isinstance(sent, bool) or not isinstance(sent, (int, float)):
+            raise ValueError(f"{param} override needs a number in `with:`, got {sent!r}")
+        return float(sent)
+    if not isinstance(sent, str):
+        raise ValueError(f"{param} override needs a string in `with:`, got {sent!r}")
+    return sent
+
+
+def _remaining(param: str, by_value: Mapping[str, ValueRule]) -> str:
+    rejected = sorted(key for key, rule in by_value.items() if rule.action == "reject")
+    choices = PARAM_CHOICES.get(param)
+    if choices is None:
+        return f"any value except {', '.join(rejected)}"
+    listed = []
+    for choice in choices:
+        rule = by_value.get(choice)
+        if rule is None:
+            listed.append(choice)
+        elif rule.action == "override":
+            listed.append(f"{choice} (sent as {rule.with_})")
+        elif rule.action == "drop":
+            listed.append(f"{choice} (omitted)")
+    return ", ".join(listed) if listed else "none"

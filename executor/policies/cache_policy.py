@@ -1,0 +1,154 @@
+"""Prompt-cache markers: which parts of a request carry ``cache_control``.
+
+The policy runs twice per request: ``apply`` on the system prompt and tools after enrichment and
+sanitising (so the sanitiser never sees a marker), and ``apply_messages`` on the wire-shape
+messages after conversion (marker placement needs the exact list litellm receives).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+SystemPrompt = str | list[dict[str, Any]] | None
+
+#: Anthropic's ephemeral marker: the default 5-minute TTL; the policy deliberately has no TTL knob.
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+
+class CachePolicy(ABC):
+    """Where cache markers go, in the two phases of request building."""
+
+    slot: ClassVar[str] = "cache_policy"
+    name: ClassVar[str]
+
+    @abstractmethod
+    def apply(
+        self,
+        system: SystemPrompt,
+        tools: list[dict[str, Any]] | None,
+        messages: list[dict[str, Any]],
+    ) -> tuple[SystemPrompt, list[dict[str, Any]] | None, list[dict[str, Any]]]:
+        """Mark the system prompt and tools; returns ``(system, tools, messages)``."""
+
+    @abstractmethod
+    def apply_messages(self, wire_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Mark message positions in the wire-shape list; returns the new list."""
+
+
+class NoCache(CachePolicy):
+    """No markers: both phases hand their inputs back untouched."""
+
+    name: ClassVar[str] = "none"
+
+    def apply(
+        self,
+        system: SystemPrompt,
+        tools: list[dict[str, Any]] | None,
+        messages: list[dict[str, Any]],
+    ) -> tuple[SystemPrompt, list[dict[str, Any]] | None, list[dict[str, Any]]]:
+        """``(system, tools, messages)`` as given."""
+        return system, tools, messages
+
+    def apply_messages(self, wire_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``wire_messages`` as given."""
+        return wire_messages
+
+
+class AnthropicEphemeralCache(CachePolicy):
+    """Anthropic ephemeral markers within the Messages API's 4-breakpoint budget.
+
+    At most four markers: the last system block (1), the last tool (1), and up to two message
+    anchors — the tail message when it is ``user`` or ``tool``, and the most recent ``user``
+    message before it. The early user message rarely changes across a trajectory, so every
+    later request re-marks the same prefix and reads it from the cache.
+
+    Assistant messages are never anchors: litellm merges their ``tool_calls`` into Anthropic's
+    content list in a version-sensitive way. An empty anchor keeps its place unmarked, because
+    Anthropic rejects an empty text block. Everything is copied on the way; caller dicts and
+    lists are never mutated.
+    """
+
+    name: ClassVar[str] = "anthropic_ephemeral"
+
+    def apply(
+        self,
+        system: SystemPrompt,
+        tools: list[dict[str, Any]] | None,
+        messages: list[dict[str, Any]],
+    ) -> tuple[SystemPrompt, list[dict[str, Any]] | None, list[dict[str, Any]]]:
+        """Mark the last system block and the last tool; ``messages`` pass through as a new list."""
+        return self._system(system), self._tools(tools), list(messages)
+
+    @staticmethod
+    def _system(system: SystemPrompt) -> SystemPrompt:
+        if system is None:
+            return None
+        if isinstance(system, str):
+            if not system:
+                return system  # an empty block is never cached
+            return [{"type": "text", "text": system, "cache_control": dict(EPHEMERAL)}]
+        if isinstance(system, list):
+            if not system:
+                return system
+            return _mark_last_block(system, where="system")
+        raise TypeError(
+            f"system prompt must be a string, a list of content blocks or None, got {type(system).__name__}"
+        )
+
+    @staticmethod
+    def _tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        if not tools:
+            return tools
+        last = tools[-1]
+        if not isinstance(last, dict):
+            raise TypeError(f"a tool must be a dict, got {type(last).__name__}")
+        # marking the last entry caches the whole tools prefix; a caller's marker is replaced, not stacked
+        return [*tools[:-1], {**last, "cache_control": dict(EPHEMERAL)}]
+
+    def apply_messages(self, wire_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Mark the tail (``user`` / ``tool``) and the most recent other ``user`` message."""
+        out = list(wire_messages)
+        for index in self.anchors(out):
+            message = out[index]
+            content = message.get("content")
+            if _is_empty(content):
+                continue
+            out[index] = {**message, "content": _marked_content(content, index)}
+        return out
+
+    @staticmethod
+    def anchors(wire_messages: Sequence[dict[str, Any]]) -> tuple[int, ...]:
+        """Indices of the (at most two) anchor messages, tail first."""
+        if not wire_messages:
+            return ()
+        tail = len(wire_messages) - 1
+        found = [tail] if wire_messages[tail].get("role") in ("user", "tool") else []
+        for index in range(tail - 1 if found else tail, -1, -1):
+            if wire_messages[index].get("role") == "user":
+                found.append(index)
+                break
+        return tuple(found)
+
+
+def _is_empty(content: Any) -> bool:
+    return content is None or content == "" or content == []
+
+
+def _marked_content(content: Any, index: int) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}]
+    if isinstance(content, list):
+        return _mark_last_block(content, where=f"message {index} content")
+    raise TypeError(
+        f"message {index} content must be a string or a list of content blocks, got {type(content).__name__}"
+    )
+
+
+def _mark_last_block(blocks: list[Any], *, where: str) -> list[Any]:
+    last = blocks[-1]
+    if not isinstance(last, dict):
+        raise TypeError(f"{where}: the last content block must be a dict, got {type(last).__name__}")
+    # replaced, not stacked: a re-run over an already-marked payload stays at one marker
+    return [*blocks[:-1], {**last, "cache_control": dict(EPHEMERAL)}]

@@ -1,0 +1,274 @@
+"""Generation parameters: temperature, seed, sampling and the reasoning routing matrix.
+
+:class:`GenerationParams` turns the caller's settings (falling back to the run config's) into
+the kwargs a route accepts. Which reasoning kwargs it emits:
+
+==========  =========================  ===========================  ===================
+``mode``    thinking-kwarg route       ``reasoning_via_extra_body``  plain route
+==========  =========================  ===========================  ===================
+off         nothing                    nothing                      nothing
+adaptive    ReasoningConfigError       ``extra_body.reasoning``     ``reasoning_effort``
+budget      ``thinking`` + drop        effort fallback              effort fallback
+            sampling (if flagged)
+==========  =========================  ===========================  ===================
+
+A route with ``reasoning_via_thinking_kwarg`` is a thinking-kwarg route even when the OpenRouter
+overlay also sets ``reasoning_via_extra_body`` (Claude 4.7 over OpenRouter): litellm forwards
+``thinking`` to OpenRouter as given, and Claude 4.7 ignores effort levels.
+
+``budget_tokens`` is read only on the thinking-kwarg route, where a budget config without one
+and without the route's ``reasoning_budget_default`` is a :class:`ReasoningConfigError`. Elsewhere
+budget mode falls back to its ``effort_hint``, and without one sends nothing (an effort level is
+never invented); that case, dropped sampling parameters and an unsent seed are logged once per
+policy instance.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from executor.reasoning import ReasoningConfig
+
+logger = logging.getLogger("capplan.params")
+
+#: Sampling parameters a route may refuse as a group.
+SAMPLING_PARAMS: tuple[str, ...] = ("temperature", "top_p", "top_k")
+
+
+class ReasoningConfigError(ValueError):
+    """A reasoning config (or a params flag set) the route cannot express as a request."""
+
+
+def _declares_abstract(cls: type) -> bool:
+    # ABCMeta fills __abstractmethods__ only after __init_subclass__ has run, so recompute it
+    names = {name for base in cls.__mro__[1:] for name in getattr(base, "__abstractmethods__", ())}
+    names |= {name for name, value in vars(cls).items() if getattr(value, "__isabstractmethod__", False)}
+    return any(getattr(getattr(cls, name, None), "__isabstractmethod__", False) for name in names)
+
+
+class ParamsPolicy(ABC):
+    """Adapts generation kwargs for one route.
+
+    Every concrete subclass declares, in its own class body, ``KNOWN_KEYS``: the constructor
+    keywords it accepts, which are exactly the ``params:`` keys a preset may set for it. A class
+    that lacks it, or whose ``KNOWN_KEYS`` disagrees with its ``__init__``, is refused with a
+    ``TypeError`` when the class is defined, so the validator and the constructor cannot drift.
+    """
+
+    slot: ClassVar[str] = "params_policy"
+    name: ClassVar[str]
+    KNOWN_KEYS: ClassVar[frozenset[str]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if _declares_abstract(cls):
+            return
+        known = vars(cls).get("KNOWN_KEYS")
+        if known is None:
+            raise TypeError(f"{cls.__qualname__} must declare KNOWN_KEYS: ClassVar[frozenset[str]] in its class body")
+        if not isinstance(known, frozenset) or not all(isinstance(key, str) for key in known):
+            raise TypeError(f"{cls.__qualname__}.KNOWN_KEYS must be a frozenset of strings, got {known!r}")
+        params = inspect.signature(cls.__init__).parameters.values()
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return  # **kwargs: the constructor accepts whatever KNOWN_KEYS says
+        accepted = {
+            p.name
+            for p in params
+            if p.name != "self" and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        }
+        if accepted != known:
+            raise TypeError(
+                f"{cls.__qualname__}.KNOWN_KEYS {sorted(known)} does not match its __init__ keywords {sorted(accepted)}"
+            )
+
+    @abstractmethod
+    def adapt(
+        self,
+        kwargs: dict[str, Any],
+        config_temperature: float | None,
+        config_seed: int | None,
+        config_reasoning: ReasoningConfig,
+        temperature: float | None,
+        seed: int | None,
+        reasoning: ReasoningConfig | None,
+    ) -> dict[str, Any]:
+        """A new kwargs dict for the call; call-level values win over the config's."""
+
+
+class GenerationParams(ParamsPolicy):
+    """The preset-driven flags that shape temperature, seed, sampling and reasoning kwargs."""
+
+    name: ClassVar[str] = "generation_params"
+    KNOWN_KEYS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "fixed_temperature",
+            "supports_seed",
+            "supports_sampling_params",
+            "reasoning_via_extra_body",
+            "reasoning_via_thinking_kwarg",
+            "drop_sampling_when_thinking",
+            "reasoning_budget_default",
+        }
+    )
+
+    def __init__(
+        self,
+        fixed_temperature: float | None = None,
+        supports_seed: bool = True,
+        supports_sampling_params: bool = True,
+        reasoning_via_extra_body: bool = False,
+        reasoning_via_thinking_kwarg: bool = False,
+        drop_sampling_when_thinking: bool = False,
+        reasoning_budget_default: int | None = None,
+    ) -> None:
+        flags = {
+            "supports_seed": supports_seed,
+            "supports_sampling_params": supports_sampling_params,
+            "reasoning_via_extra_body": reasoning_via_extra_body,
+            "reasoning_via_thinking_kwarg": reasoning_via_thinking_kwarg,
+            "drop_sampling_when_thinking": drop_sampling_when_thinking,
+        }
+        for key, value in flags.items():
+            if not isinstance(value, bool):
+                raise TypeError(f"{key} must be true or false, got {value!r}")
+        if fixed_temperature is not None and (
+            isinstance(fixed_temperature, bool)
+            or not isinstance(fixed_temperature, (int, float))
+            or fixed_temperature < 0
+        ):
+            raise TypeError(f"fixed_temperature must be a non-negative number, got {fixed_temperature!r}")
+        if reasoning_budget_default is not None and (
+            isinstance(reasoning_budget_default, bool)
+            or not isinstance(reasoning_budget_default, int)
+            or reasoning_budget_default <= 0
+        ):
+            raise TypeError(f"reasoning_budget_default must be a positive integer, got {reasoning_budget_default!r}")
+        # a flag nothing would ever read is a mis-configuration, not a choice
+        if fixed_temperature is not None and not supports_sampling_params:
+            raise ReasoningConfigError("fixed_temperature contradicts supports_sampling_params: false")
+        if not reasoning_via_thinking_kwarg:
+            inert = [
+                key
+                for key, set_ in (
+                    ("drop_sampling_when_thinking", drop_sampling_when_thinking),
+                    ("reasoning_budget_default", reasoning_budget_default is not None),
+                )
+                if set_
+            ]
+            if inert:
+                raise ReasoningConfigError(
+                    f"{', '.join(inert)} only act with reasoning_via_thinking_kwarg: true, which is not set"
+                )
+        self.fixed_temperature = None if fixed_temperature is None else float(fixed_temperature)
+        self.supports_seed = supports_seed
+        self.supports_sampling_params = supports_sampling_params
+        self.reasoning_via_extra_body = reasoning_via_extra_body
+        self.reasoning_via_thinking_kwarg = reasoning_via_thinking_kwarg
+        self.drop_sampling_when_thinking = drop_sampling_when_thinking
+        self.reasoning_budget_default = reasoning_budget_default
+        self._noted: set[str] = set()
+
+    def adapt(
+        self,
+        kwargs: dict[str, Any],
+        config_temperature: float | None,
+        config_seed: int | None,
+        config_reasoning: ReasoningConfig,
+        temperature: float | None,
+        seed: int | None,
+        reasoning: ReasoningConfig | None,
+    ) -> dict[str, Any]:
+        """Temperature, seed and reasoning kwargs merged into a copy of ``kwargs``."""
+        out = dict(kwargs)
+        self._temperature(out, temperature if temperature is not None else config_temperature)
+        self._seed(out, seed if seed is not None else config_seed)
+        active = reasoning if reasoning is not None else config_reasoning
+        if not isinstance(active, ReasoningConfig):
+            raise TypeError(f"reasoning must be a ReasoningConfig, got {type(active).__name__}")
+        self._reasoning(out, active)
+        return out
+
+    def _temperature(self, out: dict[str, Any], requested: float | None) -> None:
+        if not self.supports_sampling_params:
+            dropped = {key for key in SAMPLING_PARAMS if out.pop(key, None) is not None}
+            if requested is not None:
+                dropped.add("temperature")
+            if dropped:
+                self._note_once(
+                    "sampling",
+                    "this route refuses sampling parameters (supports_sampling_params: false); "
+                    f"not sending {', '.join(sorted(dropped))}",
+                )
+            return
+        if self.fixed_temperature is not None:
+            if requested is not None and requested != self.fixed_temperature:
+                self._note_once(
+                    "fixed_temperature",
+                    f"temperature {requested!r} replaced by the route's fixed_temperature {self.fixed_temperature!r}",
+                )
+            out["temperature"] = self.fixed_temperature
+        elif requested is not None:
+            out["temperature"] = requested
+
+    def _seed(self, out: dict[str, Any], requested: int | None) -> None:
+        if requested is None:
+            return
+        if self.supports_seed:
+            out["seed"] = requested
+        else:
+            self._note_once("seed", f"this route takes no seed (supports_seed: false); seed {requested!r} not sent")
+
+    def _reasoning(self, out: dict[str, Any], cfg: ReasoningConfig) -> None:
+        if cfg.mode == "off":
+            return
+        if self.reasoning_via_thinking_kwarg:
+            if cfg.mode == "adaptive":
+                raise ReasoningConfigError(
+                    "reasoning mode 'adaptive' on a thinking-kwarg route (reasoning_via_thinking_kwarg: true): "
+                    "this model takes a token budget, not an effort level; use "
+                    "ReasoningConfig(mode='budget', budget_tokens=N)"
+                )
+            budget = cfg.budget_tokens if cfg.budget_tokens is not None else self.reasoning_budget_default
+            if budget is None:
+                raise ReasoningConfigError(
+                    "reasoning mode 'budget' without budget_tokens, and the route declares no "
+                    "reasoning_budget_default; set ReasoningConfig(mode='budget', budget_tokens=N)"
+                )
+            if "thinking" in out:
+                raise ReasoningConfigError(f"kwargs already carry thinking={out['thinking']!r}; refusing to overwrite")
+            out["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            if self.drop_sampling_when_thinking:
+                dropped = sorted(key for key in SAMPLING_PARAMS if out.pop(key, None) is not None)
+                if dropped:
+                    self._note_once(
+                        "sampling_when_thinking",
+                        f"thinking is on and the route refuses sampling with it; not sending {', '.join(dropped)}",
+                    )
+            return
+        if cfg.effort_hint is None:
+            # budget mode on a route without a budget kwarg: an effort level is not fabricated
+            self._note_once(
+                "budget_without_effort",
+                "reasoning mode 'budget' on a route without a thinking kwarg and no effort_hint to fall back "
+                "on: no reasoning parameter is sent",
+            )
+            return
+        if self.reasoning_via_extra_body:
+            extra_body = dict(out.get("extra_body") or {})
+            if "reasoning" in extra_body:
+                raise ReasoningConfigError(
+                    f"kwargs already carry extra_body.reasoning={extra_body['reasoning']!r}; refusing to overwrite"
+                )
+            extra_body["reasoning"] = {"effort": cfg.effort_hint, "enabled": True}
+            out["extra_body"] = extra_body
+        else:
+            out["reasoning_effort"] = cfg.effort_hint
+
+    def _note_once(self, key: str, message: str) -> None:
+        # per instance (one per plan): a run of thousands of calls warns once per cause, not per call
+        if key not in self._noted:
+            self._noted.add(key)
+            logger.warning("%s", message)
