@@ -87,8 +87,12 @@ def upstream_run_config(folder: Path) -> tuple[Path, Path] | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (median is reported)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="runs per measurement (median is reported)"
+    )
     args = parser.parse_args()
     bindir = Path(sys.executable).parent
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,18 +101,28 @@ def main() -> None:
         overlay.write_text(OVERLAY)
         base = wall([sys.executable, "-c", "import pydantic, ruamel.yaml, click"], args.repeat)
         lint = wall([str(bindir / "capplan"), "lint", str(overlay)], args.repeat)
-        comp = wall([str(bindir / "capplan"), "compile", "--out", str(folder / "plans")], args.repeat)
+        comp = wall(
+            [str(bindir / "capplan"), "compile", "--out", str(folder / "plans")], args.repeat
+        )
         print(f"baseline import pydantic, ruamel.yaml, click: {base * 1000:.0f} ms")
-        print(f"capplan lint (one overlay):        {lint * 1000:.0f} ms  ratio {lint / base:.2f}x (target <= 1.5x)")
-        print(f"capplan compile (whole catalogue): {comp * 1000:.0f} ms  ratio {comp / base:.2f}x (target <= 2.5x)")
+        print(
+            f"capplan lint (one overlay):        {lint * 1000:.0f} ms  ratio {lint / base:.2f}x (target <= 1.5x)"
+        )
+        print(
+            f"capplan compile (whole catalogue): {comp * 1000:.0f} ms  ratio {comp / base:.2f}x (target <= 2.5x)"
+        )
         n, t = per_model(None, None, args.repeat)
-        print(f"in-process compile, bundled catalogue: {n} models, median {t * 1000:.2f} ms per model")
+        print(
+            f"in-process compile, bundled catalogue: {n} models, median {t * 1000:.2f} ms per model"
+        )
         upstream = upstream_run_config(folder)
         if upstream is None:
             print("in-process compile, upstream data: skipped (tolokaforge-models not installed)")
         else:
             n, t = per_model(upstream[0], upstream[1], args.repeat)
-            print(f"in-process compile, upstream tolokaforge-models 1.8.0 data: {n} models, median {t * 1000:.2f} ms per model")
+            print(
+                f"in-process compile, upstream tolokaforge-models 1.8.0 data: {n} models, median {t * 1000:.2f} ms per model"
+            )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from compiler.inputs.common import Strict
@@ -16,6 +18,21 @@ class LitellmModelDecl(Strict):
     evidence: str = Field(min_length=1, description="Dated observation that justifies the declaration (required).")
 
 
+ReplayVerdict = Literal["consumes-all-turns", "in-loop-only", "accepted-ignored", "rejected",
+                        "baseline-failed", "direct-lane-not-reached"]
+
+
+class ReplayMeasurement(Strict):
+    """A measured reasoning-replay verdict for one route, model and lane (from `capplan replay report --overlay`)."""
+
+    verdict: ReplayVerdict = Field(description="What the provider did with replayed reasoning.")
+    measured: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="Date of the measurement (YYYY-MM-DD).")
+    complete: bool = Field(description="Whether every cell of the row was measured.")
+    carriers: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="Carrier → position → result, e.g. {in_loop: 'consumed +412'}.")
+    evidence: str = Field(min_length=1, description="The dated claim, with the deltas it rests on.")
+
+
 class OverlayFile(Strict):
     """An operator overlay. Its presets are tried before the bundled ones."""
 
@@ -28,4 +45,9 @@ class OverlayFile(Strict):
     )
     litellm_models: dict[str, LitellmModelDecl] = Field(
         default_factory=dict, description="Keyed by the litellm model id; becomes the plan's allowed_openai_params."
+    )
+    reasoning_replay: dict[str, dict[str, dict[str, ReplayMeasurement]]] = Field(
+        default_factory=dict,
+        description="Measured evidence, route → model → lane: whether replayed reasoning is consumed. "
+        "Recorded for review beside the presets it justifies; it does not change a plan.",
     )

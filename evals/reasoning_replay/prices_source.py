@@ -1,0 +1,43 @@
+"""Which price list a run estimates costs from (when the provider reports none)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from .catalog import fetch
+from .credentials import KeySource, NousAuthKey, hermes_dir
+from .errors import HarnessError
+from .pricing import PriceList, from_catalog, load_prices_file
+from .routes import ROUTES, Route
+
+
+def price_list(args: argparse.Namespace, route: Route, keys: KeySource,
+               catalog: list[dict[str, Any]]) -> PriceList:
+    """``--prices`` if given; free for keyless servers; otherwise the Portal price list.
+
+    The Portal list is fetched from the route itself on ``nous`` and from the public Portal
+    for other routes, but only when Portal credentials exist. Without any list, the
+    pessimistic default price applies (and cost records say so).
+    """
+    if args.prices:
+        return load_prices_file(Path(args.prices))
+    if not route.key:
+        return PriceList(free=True)
+    if catalog:
+        return from_catalog(catalog)
+    if route.lanes:
+        source, source_keys = route, keys
+    elif (hermes_dir() / "auth.json").exists():
+        source, source_keys = ROUTES["nous"], NousAuthKey()
+    else:
+        print("note: no Portal credentials, so calls without usage.cost are priced at the "
+              "default rate; pass --prices FILE for real prices", file=sys.stderr)
+        return PriceList()
+    try:
+        return from_catalog(fetch(source, source_keys, args.timeout))
+    except HarnessError as exc:
+        print(f"warning: price list unavailable ({exc}); using the default rate", file=sys.stderr)
+        return PriceList()

@@ -1,0 +1,1 @@
+"""Tests of the reasoning-replay consumption harness (loopback servers only)."""
