@@ -1,0 +1,76 @@
+"""``capplan preview``: the exact litellm kwargs a plan builds for a request file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from executor.canonical import canonical_bytes
+from executor.errors import user_error
+
+
+@click.command("preview")
+@click.option("--plan", "plan_path", required=True, type=click.Path(dir_okay=False), help="Compiled plan file.")
+@click.option("--api-base", default=None, help="Send to this base URL instead of the binding's.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True,
+    help="json: canonical JSON of the kwargs; text: a readable summary.",
+)
+@click.argument("request_file", type=click.Path(dir_okay=False))
+def preview_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
+    """Print the kwargs litellm.completion would receive for REQUEST_FILE, credentials redacted.
+
+    Nothing is sent. Exit codes: 0 ok, 2 input error (plan, request, settings the plan refuses).
+    """
+    from executor.client import Client
+    from executor.messages import load_request
+
+    try:
+        client = Client.from_plan_file(plan_path, api_base=api_base)
+        kwargs = client.preview(load_request(request_file))
+    except Exception as exc:  # noqa: BLE001 - user errors become one line; others re-raise below
+        fail_on_user_error(exc, plan_path, request_file)
+        raise
+    if fmt == "json":
+        sys.stdout.write(canonical_bytes(kwargs).decode("utf-8"))
+    else:
+        click.echo(render_text(kwargs))
+
+
+def fail_on_user_error(exc: BaseException, plan_path: str, request_file: str) -> None:
+    """Print a user error as located one-liners and exit 2; return for anything else."""
+    found = user_error(exc)
+    if found is None:
+        return
+    code, message = found
+    where = plan_path if code == "PLAN" else request_file
+    for line in message.splitlines():
+        if "error[" in line:
+            located = line  # request-file errors arrive located to line and column
+        elif line.startswith(f"{where}: "):
+            located = f"{where}: error[{code}]: {line[len(where) + 2:]}"
+        else:
+            located = f"{where}: error[{code}]: {line}"
+        click.echo(located, err=True)
+    raise SystemExit(2)
+
+
+def render_text(kwargs: dict[str, Any]) -> str:
+    """A readable summary: transport, settings, tools, then each message."""
+    lines = [f"model: {kwargs['model']}"]
+    for key in sorted(k for k in kwargs if k not in ("model", "messages", "tools")):
+        lines.append(f"{key}: {json.dumps(kwargs[key], sort_keys=True, ensure_ascii=False)}")
+    tools = kwargs.get("tools") or []
+    lines.append(f"tools ({len(tools)}): {', '.join(t.get('function', {}).get('name', '?') for t in tools)}")
+    for i, msg in enumerate(kwargs["messages"]):
+        extra = sorted(k for k in msg if k not in ("role", "content"))
+        content = msg.get("content")
+        shown = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        if shown is not None and len(shown) > 200:
+            shown = shown[:200] + "…"
+        suffix = f"  [{', '.join(extra)}]" if extra else ""
+        lines.append(f"[{i}] {msg['role']}: {shown}{suffix}")
+    return "\n".join(lines)

@@ -1,0 +1,78 @@
+"""``capplan send``: send a request file through a plan and print the parsed result."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from compiler.cli.preview_cmd import fail_on_user_error
+from executor.canonical import canonical_bytes
+from executor.errors import ResponseShapeError
+
+
+@click.command("send")
+@click.option("--plan", "plan_path", required=True, type=click.Path(dir_okay=False), help="Compiled plan file.")
+@click.option("--api-base", default=None, help="Send to this base URL instead of the binding's.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["json", "text"]), default="text", show_default=True,
+    help="text: a readable summary; json: the whole result as canonical JSON.",
+)
+@click.argument("request_file", type=click.Path(dir_okay=False))
+def send_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
+    """Send REQUEST_FILE through the plan and print text, tool calls, reasoning, usage, cost, parser errors.
+
+    Credentials come from the environment. Exit codes: 0 ok, 1 the provider call failed,
+    2 input error (plan, request, settings the plan refuses, missing credential).
+    """
+    from executor.client import Client
+    from executor.messages import load_request
+
+    try:
+        client = Client.from_plan_file(plan_path, api_base=api_base)
+        result = client.generate(load_request(request_file))
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one line, never a traceback
+        fail_on_user_error(exc, plan_path, request_file)
+        code = "RESPONSE" if isinstance(exc, ResponseShapeError) else "PROVIDER"
+        click.echo(f"{request_file}: error[{code}]: {type(exc).__name__}: {_one_line(str(exc))}", err=True)
+        raise SystemExit(1) from None
+    data = result.to_json()
+    if fmt == "json":
+        sys.stdout.write(canonical_bytes(data).decode("utf-8"))
+    else:
+        click.echo(render_result(data))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def render_result(data: dict[str, Any]) -> str:
+    """The parts of a result a person reads first, one per line."""
+    usage = data["usage"]
+    lines = [f"text: {data['text']}"]
+    for call in data["tool_calls"]:
+        lines.append(f"tool_call {call['id']} {call['name']}: {json.dumps(call['arguments'], sort_keys=True, ensure_ascii=False)}")
+    if data["reasoning"] is not None:
+        blocks = data["reasoning"]["blocks"]
+        signed = sum(1 for b in blocks if b.get("signature"))
+        lines.append(f"reasoning: {len(blocks)} block(s), {signed} signed; summary: {data['reasoning']['summary']!r}")
+    lines.append(
+        "usage: "
+        + ", ".join(f"{k}={v}" for k, v in sorted(usage.items()) if k != "provider_raw" and not isinstance(v, (dict, list)))
+    )
+    cost = "unknown" if data["cost_usd"] is None else f"${data['cost_usd']:.6f}"
+    lines.append(f"cost: {cost} ({data['cost_source']})")
+    lines.append(f"finish_reason: {data['finish_reason']}")
+    lines.append(f"latency_s: {data['latency_s']:.3f}")
+    if data["openrouter_generation_id"]:
+        lines.append(f"openrouter_generation_id: {data['openrouter_generation_id']}")
+    for err in data["parser_errors"]:
+        lines.append(f"parser_error {err['tool_name']}: {err['reason']} (raw: {err['raw_arguments']!r})")
+    for v in data["validation_errors"]:
+        lines.append(f"schema_violation {v['tool_name']} at {v['path']}: {v['message']}")
+    for s in data["value_substitutions"]:
+        lines.append(f"value_substitution: {json.dumps(s, sort_keys=True, default=str)}")
+    return "\n".join(lines)

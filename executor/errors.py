@@ -1,0 +1,76 @@
+"""Typed executor errors.
+
+Each one is a user error with a message that says what is wrong and where; the CLI turns any
+of them into a one-line message and exit code 2. Errors raised by policies keep their own types
+(``SchemaInvariantError``, ``RejectedValueError``, the reasoning routing ``ValueError``s); the
+CLI recognises those too, so nothing here re-wraps them.
+"""
+
+from __future__ import annotations
+
+
+class ExecutorError(Exception):
+    """Base of every error the executor raises about its inputs."""
+
+
+class RequestFileError(ExecutorError):
+    """A request file is unreadable or does not match the request format.
+
+    ``problems`` holds one located line per problem, so a file with several mistakes is
+    reported in one pass.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(problems))
+
+
+class MissingCredentialError(ExecutorError):
+    """A credential the plan's binding pins into each call resolved empty."""
+
+
+class PolicyConstructionError(ExecutorError):
+    """A plan names a policy whose constructor refuses the plan's parameters."""
+
+
+class PlanInconsistencyError(ExecutorError):
+    """A loaded plan contradicts itself (e.g. its wire model is not its binding's rewrite)."""
+
+
+class UnsupportedContentError(ExecutorError):
+    """A conversation carries content the plan's content policy cannot put on the wire."""
+
+
+class ResponseShapeError(ExecutorError):
+    """A provider response cannot be interpreted without dropping data (e.g. unknown reasoning blocks)."""
+
+
+def user_error(exc: BaseException) -> tuple[str, str] | None:
+    """``(code, message)`` when ``exc`` is a mistake in the caller's input, else None.
+
+    The CLI prints these as one line and exits 2; anything else is an internal error.
+    """
+    from executor.plan import PlanLoadError
+    from executor.policies.params_policy import ReasoningConfigError
+    from executor.policies.reasoning_codec import ReasoningCodecError
+    from executor.policies.schema_sanitizer import ToolSchemaError
+    from executor.registry import RegistryError
+    from executor.value_rules import RejectedValueError
+
+    codes: list[tuple[type[BaseException], str]] = [
+        (PlanLoadError, "PLAN"),
+        (RegistryError, "PLAN"),
+        (PlanInconsistencyError, "PLAN"),
+        (PolicyConstructionError, "PLAN"),
+        (RequestFileError, "REQUEST"),
+        (ReasoningConfigError, "REASONING"),
+        (ReasoningCodecError, "REASONING"),
+        (RejectedValueError, "VALUE_RULE"),
+        (ToolSchemaError, "TOOL_SCHEMA"),
+        (MissingCredentialError, "CREDENTIAL"),
+        (UnsupportedContentError, "CONTENT"),
+    ]
+    for cls, code in codes:
+        if isinstance(exc, cls):
+            return code, str(exc)
+    return None

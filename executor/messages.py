@@ -1,0 +1,332 @@
+"""The conversation a caller hands the executor, which is also the ``REQUEST.json`` file format.
+
+A request is provider-neutral: a system prompt, OpenAI-style messages (an assistant message may
+carry the reasoning blocks its provider returned, so they can be replayed), tool results with
+optional images, tool definitions, and per-call settings. Everything provider-specific happens in
+the request builder, from the plan's policies.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Callable, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from executor.errors import RequestFileError
+from executor.reasoning import BlockType, ReasoningBlock, ReasoningConfig, StructuredReasoning
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TextPart(_Model):
+    """A text part of a multi-part user message."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ImageUrl(_Model):
+    """Where an image part's bytes are: an https URL or a ``data:`` URL."""
+
+    url: str = Field(min_length=1)
+    detail: Literal["auto", "low", "high"] | None = None
+
+
+class ImagePart(_Model):
+    """An image part of a multi-part user message (OpenAI ``image_url`` shape)."""
+
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+
+ContentPart = Annotated[Union[TextPart, ImagePart], Field(discriminator="type")]
+
+
+class UserMessage(_Model):
+    """A user turn: a string, or text and image parts."""
+
+    role: Literal["user"]
+    content: str | list[ContentPart] = Field(description="A string, or a list of text / image_url parts.")
+
+
+class FunctionCall(_Model):
+    """The function half of a tool call in the history."""
+
+    name: str = Field(min_length=1)
+    arguments: str | dict[str, Any] = Field(
+        description="The arguments as the model emitted them: a JSON string (sent verbatim) or an object "
+        "(serialised to JSON)."
+    )
+
+
+class ToolCallIn(_Model):
+    """A tool call an earlier assistant turn made."""
+
+    id: str = Field(min_length=1)
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class ReasoningBlockIn(_Model):
+    """One reasoning block exactly as an earlier response carried it; signatures verbatim."""
+
+    type: BlockType = Field(description="thinking | redacted_thinking | summary_text | reasoning_text | encrypted")
+    text: str = Field("", description="The reasoning text (empty for redacted blocks and omitted displays).")
+    signature: str | None = Field(None, description="The provider's signature over the block, verbatim.")
+    encrypted_data: str | None = Field(None, description="Opaque payload of redacted / encrypted blocks, verbatim.")
+    extras: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Provider keys with no field above (e.g. OpenRouter's id / format / index), replayed verbatim.",
+    )
+
+
+class ReasoningIn(_Model):
+    """The reasoning an earlier assistant turn returned, for replay."""
+
+    blocks: list[ReasoningBlockIn] = Field(default_factory=list)
+    summary: str | None = None
+    signatures: list[str] = Field(
+        default_factory=list, description="Message-level signatures (e.g. Gemini thought signatures), verbatim."
+    )
+
+    @classmethod
+    def from_structured(cls, reasoning: StructuredReasoning) -> ReasoningIn:
+        """The request form of extracted reasoning, so a result's reasoning can be replayed next turn."""
+        return cls(
+            blocks=[
+                ReasoningBlockIn(
+                    type=b.type,
+                    text=b.text,
+                    signature=b.signature,
+                    encrypted_data=b.encrypted_data,
+                    extras=dict(b.extras),
+                )
+                for b in reasoning.blocks
+            ],
+            summary=reasoning.summary,
+            signatures=list(reasoning.signatures),
+        )
+
+    def to_structured(self) -> StructuredReasoning:
+        """The executor's reasoning type, which the plan's codec encodes for replay."""
+        return StructuredReasoning(
+            blocks=tuple(
+                ReasoningBlock(
+                    type=b.type,
+                    text=b.text,
+                    signature=b.signature,
+                    encrypted_data=b.encrypted_data,
+                    extras=tuple(b.extras.items()),
+                )
+                for b in self.blocks
+            ),
+            summary=self.summary,
+            signatures=tuple(self.signatures),
+        )
+
+
+class AssistantMessage(_Model):
+    """An earlier assistant turn: text, tool calls, and the reasoning that came with it."""
+
+    role: Literal["assistant"]
+    content: str | None = Field(None, description="The reply text; null or empty on a pure tool-call turn.")
+    tool_calls: list[ToolCallIn] = Field(default_factory=list)
+    reasoning: ReasoningIn | None = Field(None, description="Reasoning blocks to replay on this turn.")
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> AssistantMessage:
+        if not self.content and not self.tool_calls and self.reasoning is None:
+            raise ValueError("an assistant message needs content, tool_calls or reasoning")
+        return self
+
+
+class ToolImage(_Model):
+    """An image a tool returned (e.g. a screenshot), base64-encoded."""
+
+    media_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+    data: str = Field(min_length=1, description="Base64 of the image bytes (no data: prefix).")
+
+
+class ToolMessage(_Model):
+    """The result of one tool call."""
+
+    role: Literal["tool"]
+    tool_call_id: str = Field(min_length=1)
+    content: str
+    images: list[ToolImage] = Field(default_factory=list, description="Images the tool returned with its text.")
+
+
+Message = Annotated[Union[UserMessage, AssistantMessage, ToolMessage], Field(discriminator="role")]
+
+
+class ToolFunction(_Model):
+    """A tool's name, description and JSON-Schema parameters, as the caller defines them."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: str | None = None
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema of the arguments (Pydantic output with $defs / $ref is fine).",
+    )
+    strict: bool | None = None
+
+
+class ToolSpec(_Model):
+    """One tool in OpenAI's ``{"type": "function", "function": {...}}`` shape."""
+
+    type: Literal["function"]
+    function: ToolFunction
+
+
+class NamedFunction(_Model):
+    """The function a named tool_choice forces."""
+
+    name: str = Field(min_length=1)
+
+
+class NamedToolChoice(_Model):
+    """``tool_choice`` forcing one named function."""
+
+    type: Literal["function"]
+    function: NamedFunction
+
+
+ToolChoice = Union[Literal["auto", "none", "required"], NamedToolChoice]
+
+
+class ChatRequest(_Model):
+    """A conversation plus per-call settings: the input to ``Client.generate`` and ``capplan preview/send``."""
+
+    system: str | None = Field(None, description="The system prompt before any policy enriches it.")
+    messages: list[Message] = Field(min_length=1, description="The conversation, oldest first; no system role.")
+    tools: list[ToolSpec] = Field(default_factory=list, description="Tools the model may call.")
+    temperature: float | None = Field(None, ge=0, description="Overrides the plan's default temperature.")
+    seed: int | None = Field(None, description="Overrides the plan's default seed.")
+    top_p: float | None = Field(None, gt=0, le=1, description="Overrides the plan's default top_p.")
+    max_tokens: int | None = Field(None, gt=0, description="Overrides the plan's default output token cap.")
+    tool_choice: ToolChoice | None = Field(None, description="auto | none | required | a named function; needs tools.")
+    reasoning: ReasoningConfig | None = Field(None, description="Overrides the plan's default reasoning config.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ChatRequest:
+        names = [t.function.name for t in self.tools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate tool names: {', '.join(duplicates)}")
+        if self.tool_choice is not None and not self.tools:
+            # tool_choice only ever travels alongside tools, so without them it would be ignored
+            raise ValueError("tool_choice is set but the request has no tools")
+        if isinstance(self.tool_choice, NamedToolChoice) and self.tool_choice.function.name not in names:
+            raise ValueError(f"tool_choice names {self.tool_choice.function.name!r}, which is not among the tools")
+        seen_calls: set[str] = set()
+        for i, msg in enumerate(self.messages):
+            if isinstance(msg, AssistantMessage):
+                seen_calls.update(c.id for c in msg.tool_calls)
+            elif isinstance(msg, ToolMessage) and msg.tool_call_id not in seen_calls:
+                raise ValueError(
+                    f"messages[{i}] answers tool_call_id {msg.tool_call_id!r}, which no earlier assistant turn made"
+                )
+        return self
+
+    def tools_json(self) -> bytes:
+        """The tools as compact JSON bytes, unset optional keys omitted (the sanitiser memo's key)."""
+        return _TOOLS.dump_json(self.tools, exclude_none=True)
+
+    def tool_dicts(self) -> list[dict[str, Any]]:
+        """The tools as plain dicts, in order (what the sanitiser receives)."""
+        result: list[dict[str, Any]] = json.loads(self.tools_json())
+        return result
+
+
+_TOOLS: TypeAdapter[list[ToolSpec]] = TypeAdapter(list[ToolSpec])
+
+
+def load_request(path: str | Path) -> ChatRequest:
+    """Read and validate a request file; every problem is reported with its position."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RequestFileError([f"{p}: error[REQUEST]: cannot read request file: {exc}"]) from None
+    return parse_request(text, source=str(p))
+
+
+def parse_request(text: str, *, source: str = "<request>") -> ChatRequest:
+    """Validate request JSON text; ``source`` names it in error messages."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RequestFileError([f"{source}:{exc.lineno}:{exc.colno}: error[REQUEST]: not valid JSON: {exc.msg}"]) from None
+    try:
+        return ChatRequest.model_validate(data)
+    except ValidationError as exc:
+        raise RequestFileError(_located(exc, text, source)) from None
+
+
+def _located(exc: ValidationError, text: str, source: str) -> list[str]:
+    locate = _locator(text)
+    # a union field fails once per member at the same place; those become one line
+    merged: dict[tuple[tuple[int, int], str], list[str]] = {}
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        where, path = locate(loc) if locate else ((0, 0), loc)
+        dotted = ".".join(str(p) for p in path) or "(root)"
+        messages = merged.setdefault((where, dotted), [])
+        if err["msg"] not in messages:
+            messages.append(err["msg"])
+    lines = []
+    for (where, dotted), messages in sorted(merged.items()):
+        prefix = f"{source}:{where[0]}:{where[1]}" if locate else source
+        lines.append(f"{prefix}: error[REQUEST]: {dotted}: {'; or '.join(messages)}")
+    return lines
+
+
+Locator = Callable[[tuple[Any, ...]], tuple[tuple[int, int], tuple[Any, ...]]]
+
+
+def _locator(text: str) -> Locator | None:
+    """Map a pydantic ``loc`` to a 1-based (line, col) and the loc without union tags.
+
+    JSON is YAML 1.2 flow syntax, so ruamel's round-trip loader gives every key and item a
+    position; it is only consulted once validation has already failed. None when the text
+    cannot be read that way (the messages then carry the key path alone).
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        root = YAML(typ="rt", pure=True).load(text)
+    except YAMLError:
+        return None
+
+    def locate(loc: tuple[Any, ...]) -> tuple[tuple[int, int], tuple[Any, ...]]:
+        node: Any = root
+        pos = (1, 1)
+        path: list[Any] = []
+        for part in loc:
+            if isinstance(node, CommentedMap) and part in node:
+                line, col = node.lc.key(part)
+            elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
+                line, col = node.lc.item(part)
+            else:
+                # pydantic's union tags (e.g. 'assistant', 'str') name no place in the file
+                continue
+            node, pos = node[part], (line + 1, col + 1)
+            path.append(part)
+        return pos, tuple(path)
+
+    return locate
+
+
+def request_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the request file format (written to ``schemas/request.schema.json``)."""
+    schema = ChatRequest.model_json_schema(mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **schema,
+        "title": "capplan request file",
+    }

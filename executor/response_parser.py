@@ -1,0 +1,129 @@
+"""A provider response becomes a GenerationResult.
+
+Every policy that reads a response acts here: the reasoning codec extracts reasoning, the
+response policy reshapes tool arguments (with ``param_types`` from the tools as sanitised), and
+the assistant-text policy reshapes the reply. What cannot be interpreted is recorded beside the
+data (ParserError, SchemaViolation) or raised as a typed error, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from executor.cost import response_cost
+from executor.errors import ResponseShapeError
+from executor.plan import Plan
+from executor.policy_set import PolicySet
+from executor.request_builder import BuiltRequest
+from executor.result import GenerationResult, ParserError, SchemaViolation, ToolCall
+from executor.tool_arguments import ArgumentsUndecodable, decode_arguments
+from executor.tool_memo import PreparedTools
+from executor.usage import UsageExtractor, extract_openrouter_generation_id
+
+
+class ResponseParser:
+    """Parses responses for one plan's policies."""
+
+    def __init__(self, plan: Plan, policies: PolicySet) -> None:
+        self.plan = plan
+        self.policies = policies
+        self.usage_extractor = UsageExtractor()
+
+    def parse(
+        self,
+        response: Any,
+        built: BuiltRequest,
+        *,
+        latency_s: float,
+        synthetic: bool = False,
+    ) -> GenerationResult:
+        """Interpret ``response`` to the request ``built`` described.
+
+        ``synthetic`` marks an offline mock response: its text bypasses the assistant-text
+        policy, so offline fixtures do not depend on whichever preset a plan resolved to.
+        """
+        usage = self.usage_extractor.extract(response)
+        choices = _get(response, "choices") or []
+        if not choices:
+            raise ResponseShapeError(f"{self.plan.model.key}: response has no choices")
+        choice = choices[0]
+        message = _get(choice, "message")
+        if message is None:
+            raise ResponseShapeError(f"{self.plan.model.key}: response choice has no message")
+        try:
+            reasoning = self.policies.reasoning_codec.extract(message)
+        except ValueError as exc:
+            raise ResponseShapeError(f"{self.plan.model.key}: reasoning in the response cannot be read: {exc}") from exc
+        text = _get(message, "content") or ""
+        if not isinstance(text, str):
+            raise ResponseShapeError(f"{self.plan.model.key}: message content is {type(text).__name__}, not text")
+        if not synthetic:
+            text = self.policies.assistant_text_policy.parse_assistant_text(text, model=self.plan.model)
+        calls, parser_errors, violations = self._tool_calls(_get(message, "tool_calls") or [], built.tools)
+        cost, source = response_cost(response, usage, self.plan.pricing)
+        return GenerationResult(
+            text=text,
+            tool_calls=tuple(calls),
+            usage=usage,
+            latency_s=latency_s,
+            cost_usd=cost,
+            cost_source=source,
+            reasoning=reasoning,
+            effective_system_prompt=built.effective_system_prompt,
+            finish_reason=_get(choice, "finish_reason"),
+            parser_errors=tuple(parser_errors),
+            validation_errors=tuple(violations),
+            openrouter_generation_id=extract_openrouter_generation_id(response),
+            value_substitutions=built.value_substitutions,
+        )
+
+    def _tool_calls(
+        self, raw_calls: list[Any], tools: PreparedTools | None
+    ) -> tuple[list[ToolCall], list[ParserError], list[SchemaViolation]]:
+        calls: list[ToolCall] = []
+        errors: list[ParserError] = []
+        violations: list[SchemaViolation] = []
+        for raw_call in raw_calls:
+            function = _get(raw_call, "function")
+            name = str(_get(function, "name") or "")
+            call_id = str(_get(raw_call, "id") or "")
+            raw = _get(function, "arguments")
+            raw_text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+            try:
+                arguments, _rung = decode_arguments(raw_text)
+            except ArgumentsUndecodable as exc:
+                errors.append(ParserError.from_raw(name, raw_text, str(exc)))
+                arguments = {}
+            else:
+                # {} stands in for undecodable text and is not the model's output, so only
+                # decoded arguments are held to the schema
+                violations.extend(_violations(call_id, name, arguments, tools))
+            param_types = tools.param_types.get(name) if tools else None
+            final = self.policies.response_policy.parse_arguments(arguments, param_types=param_types)
+            calls.append(ToolCall(id=call_id, name=name, arguments=final, raw_arguments=raw_text))
+        return calls, errors, violations
+
+
+def _violations(call_id: str, name: str, arguments: dict[str, Any], tools: PreparedTools | None) -> list[SchemaViolation]:
+    """The model's arguments checked against the sanitised schema it was shown for that tool.
+
+    Checked before the response policy runs: the policy may reverse a sanitiser rewrite (an
+    array back into a dict-map), after which the arguments no longer match what was shown.
+    """
+    validator = tools.validators.get(name) if tools else None
+    if validator is None:
+        return [SchemaViolation(call_id, name, "(root)", f"the model called {name!r}, which the request did not offer")]
+    found = [
+        SchemaViolation(call_id, name, "/".join(str(p) for p in err.absolute_path) or "(root)", err.message)
+        for err in validator.iter_errors(arguments)
+    ]
+    return sorted(found, key=lambda v: (v.path, v.message))
+
+
+def _get(obj: Any, name: str) -> Any:
+    # litellm objects answer attribute access; the offline mock and recorded bodies are dicts
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)

@@ -1,0 +1,98 @@
+"""What one generation produced, as the executor hands it to its callers.
+
+Everything here is frozen: a result is a record of one provider call, so nothing downstream may
+edit it. Records of what went wrong (parser errors, schema violations, value substitutions) ride
+beside the data they describe instead of replacing it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from executor.messages import ReasoningIn
+from executor.reasoning import StructuredReasoning
+from executor.usage import Usage
+from executor.value_rules import Substitution
+
+#: Where ``cost_usd`` came from: the provider via litellm, our pricing table, or nowhere.
+CostSource = Literal["litellm", "pricing", "unknown"]
+
+#: Raw tool-call arguments are quoted in a ParserError up to this many characters, so a long
+#: garbage payload does not inflate a feedback turn built from it.
+PARSER_ERROR_RAW_ARGS_EXCERPT_MAX_CHARS = 500
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call as the tool should receive it (after the response policy)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str = field(repr=False, default="")
+
+
+@dataclass(frozen=True)
+class ParserError:
+    """A tool call whose argument string no parser on the ladder accepted; its arguments became ``{}``."""
+
+    tool_name: str
+    raw_arguments: str
+    reason: str
+
+    @classmethod
+    def from_raw(cls, tool_name: str, raw_arguments: str, reason: str) -> ParserError:
+        """Build the record with the raw arguments cut to the excerpt bound."""
+        return cls(tool_name, raw_arguments[:PARSER_ERROR_RAW_ARGS_EXCERPT_MAX_CHARS], reason)
+
+
+@dataclass(frozen=True)
+class SchemaViolation:
+    """Arguments the model emitted that break the (sanitised) schema it was shown for that tool."""
+
+    tool_call_id: str
+    tool_name: str
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """The parsed outcome of one provider call."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    latency_s: float
+    cost_usd: float | None
+    cost_source: CostSource
+    reasoning: StructuredReasoning | None
+    effective_system_prompt: str
+    finish_reason: str | None
+    parser_errors: tuple[ParserError, ...] = ()
+    validation_errors: tuple[SchemaViolation, ...] = ()
+    openrouter_generation_id: str | None = None
+    value_substitutions: tuple[Substitution, ...] = ()
+    guard_rejections: tuple[Any, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict of the whole result (for ``capplan send`` and trajectory writers)."""
+        data = asdict(self)
+        data["usage"] = asdict(self.usage)
+        if self.reasoning is not None:
+            # the request-file shape, so a printed result can be pasted into the next turn
+            data["reasoning"] = ReasoningIn.from_structured(self.reasoning).model_dump(mode="json")
+        data["value_substitutions"] = [_record_json(s) for s in self.value_substitutions]
+        data["guard_rejections"] = [_record_json(g) for g in self.guard_rejections]
+        for call in data["tool_calls"]:
+            call.pop("raw_arguments")
+        return data
+
+
+def _record_json(record: Any) -> Any:
+    if hasattr(record, "model_dump"):
+        return record.model_dump(mode="json")
+    if hasattr(record, "__dataclass_fields__"):
+        return asdict(record)
+    return record

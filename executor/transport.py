@@ -1,0 +1,150 @@
+"""Transport kwargs from the plan's provider binding: where a call goes, as whom, under what name.
+
+This is the only module that knows transport facts (endpoints, credential env vars, litellm
+routing hints, OpenRouter's headers and upstream pin). Everything comes from plan data; the one
+provider name tested here is OpenRouter's, because its headers and pin are OpenRouter features,
+not binding fields. Credentials are read from the environment at call time and never stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from executor.errors import MissingCredentialError, PlanInconsistencyError
+from executor.plan import Plan, SlugRewrite
+
+log = logging.getLogger(__name__)
+
+#: Attribution headers OpenRouter reads; without them litellm sends its own name instead of ours.
+OPENROUTER_HEADERS: dict[str, str] = {
+    "HTTP-Referer": "https://pypi.org/project/capplan/",
+    "X-Title": "capplan",
+}
+
+REDACTED = "<redacted>"
+_SECRET_HEADER = re.compile(r"(?i)authorization|api[-_]?key|token|secret|cookie|password")
+
+
+def rewrite_slug(model: str, rewrite: SlugRewrite | None) -> str:
+    """Strip the binding's prefix, then ensure its other prefix (nova/x -> openai/x)."""
+    if rewrite is None:
+        return model
+    if rewrite.strip_prefix and model.startswith(rewrite.strip_prefix):
+        model = model[len(rewrite.strip_prefix) :]
+    if rewrite.ensure_prefix and not model.startswith(rewrite.ensure_prefix):
+        model = rewrite.ensure_prefix + model
+    return model
+
+
+def custom_llm_provider(plan: Plan) -> str | None:
+    """The binding's routing hint; a compound provider (``openrouter/google``) falls back to its first segment."""
+    hint = plan.binding.binding.custom_llm_provider
+    if hint is not None:
+        return hint
+    if "/" in plan.model.provider:
+        return plan.model.provider.split("/")[0].lower()
+    return None
+
+
+def is_openrouter_route(plan: Plan) -> bool:
+    """Whether litellm will speak OpenRouter's dialect for this plan."""
+    provider = custom_llm_provider(plan)
+    if provider is not None:
+        return provider == "openrouter"
+    return plan.model.wire_model.startswith("openrouter/")
+
+
+class Transport:
+    """Applies one plan's binding to each call's kwargs."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        binding = plan.binding.binding
+        model = rewrite_slug(plan.model.model_id, binding.slug_rewrite)
+        if model != plan.model.wire_model:
+            raise PlanInconsistencyError(
+                f"plan {plan.model.key!r}: wire_model {plan.model.wire_model!r} is not the binding's rewrite of "
+                f"model_id {plan.model.model_id!r} ({model!r}); recompile it with `capplan compile`"
+            )
+        self.model = model
+        self.custom_llm_provider = custom_llm_provider(plan)
+        self.openrouter = is_openrouter_route(plan)
+        routing = plan.openrouter
+        self.provider_pin: dict[str, Any] | None = None
+        if routing is not None and routing.provider_order:
+            pin = {"order": list(routing.provider_order), "allow_fallbacks": routing.allow_fallbacks}
+            if self.openrouter:
+                self.provider_pin = pin
+            else:
+                # the pin is an OpenRouter body field; another upstream rejects or silently ignores it
+                log.warning(
+                    "plan %s: provider pin %s not sent: route %s is not OpenRouter", plan.model.key, pin, self.model
+                )
+
+    def apply(
+        self,
+        kwargs: dict[str, Any],
+        *,
+        env: Mapping[str, str] | None = None,
+        api_base: str | None = None,
+    ) -> dict[str, Any]:
+        """Return ``kwargs`` plus the transport keys; ``api_base`` (e.g. ``--api-base``) beats the binding's."""
+        env = os.environ if env is None else env
+        binding = self.plan.binding.binding
+        out = dict(kwargs)
+        out["model"] = self.model
+        # the executor's retry controller is the only one: the provider SDK's own silent
+        # retries would multiply its attempts and sleep where no test or log can see them
+        out["max_retries"] = 0
+        if self.custom_llm_provider is not None:
+            out["custom_llm_provider"] = self.custom_llm_provider
+        base = api_base or self._binding_api_base(env)
+        if base:
+            out["api_base"] = base
+        if binding.kwargs_pin_transport:
+            out["api_key"] = self._pinned_key(env)
+        if self.openrouter:
+            out["extra_headers"] = {**OPENROUTER_HEADERS, **out.get("extra_headers", {})}
+        if self.provider_pin is not None:
+            out["extra_body"] = {**out.get("extra_body", {}), "provider": dict(self.provider_pin)}
+        if self.plan.allowed_openai_params:
+            out["allowed_openai_params"] = list(self.plan.allowed_openai_params)
+        return out
+
+    def _binding_api_base(self, env: Mapping[str, str]) -> str | None:
+        # The deployment's env var wins over the bundled endpoint. The base is pinned into the
+        # call rather than published into os.environ, so nothing process-global changes.
+        binding = self.plan.binding.binding
+        if binding.api_base_env and env.get(binding.api_base_env):
+            return env[binding.api_base_env]
+        return binding.endpoint
+
+    def _pinned_key(self, env: Mapping[str, str]) -> str:
+        binding = self.plan.binding.binding
+        provider = self.plan.binding.key or self.plan.model.provider
+        if not binding.api_key_env:
+            raise PlanInconsistencyError(
+                f"plan {self.plan.model.key!r}: binding {provider!r} pins transport but names no api_key_env"
+            )
+        key = env.get(binding.api_key_env, "").strip()
+        if not key:
+            raise MissingCredentialError(
+                f"{binding.api_key_env} is required for {provider} provider (model {self.plan.model.key!r}); "
+                f"set it in the environment"
+            )
+        return key
+
+
+def redact(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``kwargs`` safe to print: credential values and secret-looking headers replaced."""
+    out = dict(kwargs)
+    if "api_key" in out:
+        out["api_key"] = REDACTED
+    headers = out.get("extra_headers")
+    if isinstance(headers, Mapping):
+        out["extra_headers"] = {k: (REDACTED if _SECRET_HEADER.search(k) else v) for k, v in headers.items()}
+    return out
