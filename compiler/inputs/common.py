@@ -36,4 +36,6 @@ class PolicyValueModel(Strict):
     params: dict[str, Any] = Field(default_factory=dict, description="Constructor keyword arguments.")
 
 
-PolicyValue = Annotated[PolicyValueModel, BeforeValidator(_policy_from_name)]
+PolicyValue = Annotated[
+    PolicyValueModel, BeforeValidator(_policy_from_name, json_schema_input_type=str | PolicyValueModel)
+]
