@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from compiler.diagnostics import Diagnostic, InputError
+from executor.registry import RegistryError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,6 +48,9 @@ def report_input_errors(func: F) -> F:
             print_diagnostics(exc.diagnostics)
             errors = sum(d.severity == "error" for d in exc.diagnostics)
             click.echo(f"capplan: {errors} error(s); nothing was written", err=True)
+            sys.exit(EXIT_INPUT)
+        except RegistryError as exc:  # a broken policy installation is a start-up error, not a bug
+            click.echo(f"capplan: {exc}", err=True)
             sys.exit(EXIT_INPUT)
 
     return wrapper  # type: ignore[return-value]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from compiler.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option
+from compiler.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, report_input_errors
 from compiler.diagnostics import render_all
 from compiler.lint import KINDS, lint_file
 
@@ -19,6 +19,7 @@ from compiler.lint import KINDS, lint_file
 @click.option("--data", "data_dir", type=click.Path(path_type=Path, file_okay=False),
               help="Base data to check overlays and run configs against (default: bundled).")
 @format_option("text", "json", "github")
+@report_input_errors
 def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, fmt: str) -> None:
     """Check preset, overlay, providers, pricing and run-config files.
 
