@@ -151,3 +151,13 @@ def test_compilation_is_byte_identical_for_identical_inputs(write: Callable[[str
     a = compile_paths(run_config=cfg).plans["m"].to_bytes()
     b = compile_paths(run_config=cfg).plans["m"].to_bytes()
     assert a == b and a.endswith(b"\n")
+
+
+def test_data_that_needs_another_capplan_is_refused(bundled_copy: Path) -> None:
+    presets = bundled_copy / "model_presets.yaml"
+    presets.write_text(presets.read_text().replace('requires_capplan: ">=0.1,<1"', 'requires_capplan: ">=99"'))
+    with pytest.raises(InputError) as info:
+        compile_paths(data_dir=bundled_copy)
+    (diag,) = info.value.diagnostics
+    assert diag.code == "engine-version" and "needs capplan >=99" in diag.message
+    assert diag.file == str(presets) and diag.line > 1
