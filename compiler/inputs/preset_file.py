@@ -7,20 +7,11 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field
 
 from compiler.inputs.common import MergeByKey, PolicyValue, Strict
+from executor.registry import SLOTS
 from executor.value_rules import ValueRule
 
-#: preset-block keys that name a policy, one per executor slot
-SLOT_KEYS: tuple[str, ...] = (
-    "schema_sanitizer",
-    "prompt_policy",
-    "content_policy",
-    "params_policy",
-    "response_policy",
-    "reasoning_codec",
-    "cache_policy",
-    "message_assembly_policy",
-    "assistant_text_policy",
-)
+#: preset-block keys that name a policy: exactly the executor's slots
+SLOT_KEYS: tuple[str, ...] = SLOTS
 
 #: preset-block keys that land on the plan's loop knobs
 KNOB_KEYS: tuple[str, ...] = (
