@@ -1,0 +1,127 @@
+"""``capplan diff``: what changed between two plans, two plan folders, or a git revision and now."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from compiler.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, input_options, print_diagnostics
+from compiler.diagnostics import InputError
+from compiler.diff.blast import blast_radius
+from compiler.diff.checkers import CHECKERS, parse_names, select_checkers
+from compiler.diff.engine import diff_plan_sets
+from compiler.diff.errors import DiffInputError, SideCompileError
+from compiler.diff.plan_files import PlanDoc, load_side
+from compiler.diff.render import FORMATS, render_blast, render_report
+
+_EPILOG = "\b\nChecks:\n" + "\n".join(f"  {c.name:<15} {c.description}" for c in CHECKERS.values()) + """
+
+\b
+Exit codes: 0 no differences, 1 differences, 2 bad input (missing or non-plan file, tampered plan,
+incompatible plan_version, unknown check, missing git revision, inputs that do not compile).
+"""
+
+
+@click.command("diff", epilog=_EPILOG)
+@click.argument("old", required=False, type=click.Path(path_type=Path))
+@click.argument("new", required=False, type=click.Path(path_type=Path))
+@click.option("--base", "base_rev", metavar="REV",
+              help="Compile the inputs as they are at git revision REV and as they are now, and diff the plans.")
+@input_options
+@click.option("--checks", metavar="NAMES", help="Comma-separated checks to run (default: all of them).")
+@click.option("--ignore", metavar="NAMES", help="Comma-separated checks to skip, e.g. --ignore inputs.")
+@format_option(*FORMATS)
+@click.option("--summary", is_flag=True,
+              help="Blast radius only: per changed input file, which models change plan and which do not.")
+def diff_cmd(old: Path | None, new: Path | None, base_rev: str | None, run_config: Path | None,
+             overlays: tuple[Path, ...], data_dir: Path | None, checks: str | None, ignore: str | None,
+             fmt: str, summary: bool) -> None:
+    """Semantic diff of capability plans, field by field, with the layer behind each change.
+
+    \b
+    Two plans, or two folders of plans matched by model key (the file stem):
+      capplan diff old/kimi-k3.json plans/kimi-k3.json
+      capplan diff golden/plans/ plans/
+    What the working tree changes compared with a git revision (the CI command):
+      capplan diff --base origin/main --format markdown >> "$GITHUB_STEP_SUMMARY"
+      capplan diff --base HEAD --config run.yaml --presets-file ops-overlay.yaml --summary
+
+    With --base, the data files (the bundled presets/ when this is a checkout of capplan,
+    else the --data folder), the --config file and its engine.presets_file overlays, and the
+    --presets-file overlays are each read at REV by their path in the repository and compiled
+    exactly like the working tree's. A shallow clone works once REV is fetched.
+
+    --format json is stable: see the README ("capplan diff --format json"); keys are never
+    removed within a version.
+    """
+    sys.exit(_exit_code(lambda: _run(old, new, base_rev, run_config, overlays, data_dir, checks, ignore,
+                                     fmt, summary)))
+
+
+def _exit_code(run: Callable[[], bool]) -> int:
+    """The one place outcomes become exit codes: 0 same, 1 differs, 2 bad input."""
+    try:
+        differs = run()
+    except SideCompileError as exc:
+        click.echo(f"capplan diff: {exc}:", err=True)
+        print_diagnostics(exc.diagnostics)
+        return EXIT_INPUT
+    except DiffInputError as exc:
+        click.echo(f"capplan diff: {exc}", err=True)
+        return EXIT_INPUT
+    except InputError as exc:  # located input errors raised outside either side's compile
+        print_diagnostics(exc.diagnostics)
+        return EXIT_INPUT
+    return EXIT_FINDINGS if differs else EXIT_OK
+
+
+def _run(old: Path | None, new: Path | None, base_rev: str | None, run_config: Path | None,
+         overlays: tuple[Path, ...], data_dir: Path | None, checks: str | None, ignore: str | None,
+         fmt: str, summary: bool) -> bool:
+    checkers = select_checkers(parse_names(checks), parse_names(ignore) or [])
+    if base_rev is not None:
+        if old is not None:
+            raise DiffInputError("give either OLD NEW or --base REV, not both")
+        old_docs, new_docs, old_label, new_label, notes = _from_revision(base_rev, run_config, overlays, data_dir)
+    else:
+        if old is None or new is None:
+            raise DiffInputError("give two plan files or folders (OLD NEW), or --base REV; see `capplan diff --help`")
+        if run_config or overlays or data_dir:
+            raise DiffInputError("--config, --presets-file and --data only apply with --base")
+        old_docs, new_docs, notes = _from_files(old, new)
+        old_label, new_label = str(old), str(new)
+    report = diff_plan_sets(old_docs, new_docs, checkers, old_label=old_label, new_label=new_label, notes=notes)
+    if summary:
+        click.echo(render_blast(blast_radius(report, old_docs, new_docs), fmt), nl=False)
+    else:
+        click.echo(render_report(report, fmt), nl=False)
+    return report.differs
+
+
+def _from_files(old: Path, new: Path) -> tuple[dict[str, PlanDoc], dict[str, PlanDoc], list[str]]:
+    old_kind, old_docs = load_side(old)
+    new_kind, new_docs = load_side(new)
+    if old_kind != new_kind:
+        raise DiffInputError(f"{old} is a {old_kind} and {new} is a {new_kind}: compare two plan files or two folders")
+    if old_kind == "folder":
+        return old_docs, new_docs, []
+    (old_doc,), (new_doc,) = old_docs.values(), new_docs.values()
+    # two files are compared whatever their names; say so when they are plans of different models
+    was, now = old_doc.model_key, new_doc.model_key
+    notes = [] if was == now else [f"comparing plans of two different models: {was} and {now}"]
+    return {now: old_doc}, {now: new_doc}, notes
+
+
+def _from_revision(rev: str, run_config: Path | None, overlays: tuple[Path, ...], data_dir: Path | None
+                   ) -> tuple[dict[str, PlanDoc], dict[str, PlanDoc], str, str, list[str]]:
+    # imported here: comparing plan files needs none of the compiler
+    from compiler.diff.base import compile_against_base
+    from compiler.diff.base_args import CompileOptions
+    from compiler.loading import bundled_dir
+
+    sides = compile_against_base(rev, CompileOptions(data_dir, run_config, overlays), cwd=Path.cwd(),
+                                 bundled=bundled_dir())
+    return sides.old, sides.new, sides.old_label, sides.new_label, list(sides.notes)

@@ -1,0 +1,9 @@
+"""``defaults``: the run config's per-model request defaults (temperature, seed, reasoning …)."""
+
+from compiler.diff.checkers.base import Checker
+
+CHECKER = Checker(
+    name="defaults",
+    description="request defaults from the run config: temperature, seed, top_p, max_tokens, reasoning",
+    owns=(("request_defaults",),),
+)

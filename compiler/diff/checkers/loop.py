@@ -1,0 +1,9 @@
+"""``loop``: the trial-loop knobs (resample counts, context window, watermark, turn budget)."""
+
+from compiler.diff.checkers.base import Checker
+
+CHECKER = Checker(
+    name="loop",
+    description="trial-loop knobs: resample counts, context window and watermark, tool output cap, turns",
+    owns=(("loop",),),
+)

@@ -1,0 +1,31 @@
+"""``preset``: which preset matched, and the model identity (provider, name, model id, wire model)."""
+
+from collections.abc import Mapping
+from typing import Any
+
+from compiler.diff.checkers.base import Checker
+from compiler.diff.walk import Path, source_of
+from executor.plan import Provenance
+
+
+class PresetChecker(Checker):
+    """The matched preset has no provenance key of its own; the preset's layer is its source."""
+
+    def source(self, path: Path, old: Mapping[str, Any], new: Mapping[str, Any]) -> Provenance | None:
+        if path != ("effective_preset",):
+            return source_of(path, new, old)
+        for body in (new, old):
+            name = body.get("effective_preset")
+            layer = "default" if name == "default" else f"preset:{name}"
+            entries = [Provenance.model_validate(v) for v in (body.get("provenance") or {}).values()]
+            hits = [p for p in entries if p.layer == layer]
+            if hits:
+                return min(hits, key=lambda p: p.line or 0)
+        return None
+
+
+CHECKER = PresetChecker(
+    name="preset",
+    description="effective_preset (which preset matched) and the model identity",
+    owns=(("effective_preset",), ("model",)),
+)

@@ -1,0 +1,38 @@
+"""Match two plan sets by model key and run the selected checkers on every pair."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from compiler.diff.checkers import Checker
+from compiler.diff.model import DiffReport, ModelDiff
+from compiler.diff.plan_files import PlanDoc, check_comparable
+
+
+def diff_plan_sets(old: Mapping[str, PlanDoc], new: Mapping[str, PlanDoc], checkers: Sequence[Checker], *,
+                   old_label: str, new_label: str, notes: Sequence[str] = ()) -> DiffReport:
+    """Every model key of either side: added, removed, or compared field by field."""
+    models = []
+    for key in sorted(set(old) | set(new)):
+        before, after = old.get(key), new.get(key)
+        if before is None or after is None:
+            models.append(_one_sided(key, before, after))
+            continue
+        models.append(diff_pair(key, before, after, checkers))
+    extra = list(notes)
+    versions = {(m.old_version, m.new_version) for m in models if m.version_changed}
+    for was, now in sorted(versions):
+        extra.append(f"plan_version changed from {was} to {now}; the shapes match, so fields are compared")
+    return DiffReport(old_label, new_label, tuple(c.name for c in checkers), tuple(models), tuple(extra))
+
+
+def diff_pair(key: str, old: PlanDoc, new: PlanDoc, checkers: Sequence[Checker]) -> ModelDiff:
+    """One model's changes, in checker order."""
+    check_comparable(old, new)
+    changes = tuple(change for checker in checkers for change in checker.check(old.body, new.body))
+    return ModelDiff(key, old.path, new.path, old.version, new.version, changes)
+
+
+def _one_sided(key: str, old: PlanDoc | None, new: PlanDoc | None) -> ModelDiff:
+    return ModelDiff(key, old.path if old else None, new.path if new else None,
+                     old.version if old else None, new.version if new else None)

@@ -1,0 +1,129 @@
+"""Read plan files for diffing: verified, version-aware, matched by model key.
+
+The registry check of :func:`executor.plan.load_plan` is skipped on purpose: a diff must
+work for plans naming policies this installation does not have. The fingerprint check is
+not skipped: a plan edited by hand is reported as tampered and never diffed.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from compiler.diff.errors import DiffInputError, PlanShapeError, TamperedPlanError
+from executor.canonical import canonical_bytes, sha256_hex
+from executor.plan import PLAN_VERSION, Plan, PlanLoadError, load_plan
+
+
+@dataclass(frozen=True)
+class PlanDoc:
+    """One plan as data: where it came from, its version, and its body without the fingerprint."""
+
+    key: str
+    path: str
+    version: int
+    body: Mapping[str, Any]
+    shape_problem: str | None = None  # why a plan of another version does not fit the current shape
+
+    @property
+    def model_key(self) -> str:
+        """The key the plan was compiled for (the file stem is the key in a folder of plans)."""
+        model = self.body.get("model")
+        key = model.get("key") if isinstance(model, Mapping) else None
+        return key if isinstance(key, str) else self.key
+
+
+def doc_of(plan: Plan, path: str) -> PlanDoc:
+    """A freshly compiled plan as a :class:`PlanDoc`."""
+    return PlanDoc(plan.model.key, path, plan.plan_version, plan.body())
+
+
+def load_doc(path: Path) -> PlanDoc:
+    """Read and verify one plan file; every problem is a :class:`DiffInputError`."""
+    data = _read_json(path)
+    if not isinstance(data, dict) or "plan_version" not in data or "fingerprint" not in data:
+        raise DiffInputError(f"{path}: not a plan file (a JSON object without plan_version / fingerprint)")
+    version = data["plan_version"]
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise DiffInputError(f"{path}: not a plan file (plan_version {version!r} is not an integer)")
+    claimed = data.pop("fingerprint")
+    actual = sha256_hex(canonical_bytes(data))
+    if claimed != actual:
+        raise TamperedPlanError(
+            f"{path}: tampered plan: the fingerprint says {str(claimed)[:12]}… but the body hashes to "
+            f"{actual[:12]}…, so it was edited after compilation; it is not diffed. Recompile it with "
+            "`capplan compile` instead of editing it"
+        )
+    if version == PLAN_VERSION:
+        try:
+            load_plan(path, check_registry=False)
+        except PlanLoadError as exc:
+            raise DiffInputError(str(exc)) from None
+        return PlanDoc(path.stem, str(path), version, data)
+    return PlanDoc(path.stem, str(path), version, data, _shape_problem(data))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DiffInputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DiffInputError(f"{path}: is a folder (compare two files or two folders)") from None
+    except OSError as exc:
+        raise DiffInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if b"\0" in raw[:8192]:
+        raise DiffInputError(f"{path}: binary file, not a plan (plans are UTF-8 JSON)")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise DiffInputError(f"{path}: not a plan file (not UTF-8 text)") from None
+    except json.JSONDecodeError as exc:
+        raise DiffInputError(f"{path}: not a plan file (invalid JSON at line {exc.lineno}, column {exc.colno}: "
+                             f"{exc.msg})") from None
+
+
+def _shape_problem(body: dict[str, Any]) -> str | None:
+    """None when a plan of another version has the current shape (so its fields compare)."""
+    try:
+        Plan.model_validate({**body, "plan_version": PLAN_VERSION, "fingerprint": "0" * 64})
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}" for e in exc.errors()]
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        return "; ".join(problems[:3]) + more
+    return None
+
+
+def check_comparable(old: PlanDoc, new: PlanDoc) -> None:
+    """Two plans of different versions compare only when both fit the current shape."""
+    for doc in (old, new):
+        if doc.shape_problem is not None:
+            raise PlanShapeError(
+                f"cannot compare {old.path} (plan_version {old.version}) with {new.path} "
+                f"(plan_version {new.version}): {doc.path} does not have the shape of plan_version "
+                f"{PLAN_VERSION}, the version this capplan reads ({doc.shape_problem}); recompile it "
+                "with this capplan (`capplan compile`) and diff again"
+            )
+
+
+def load_side(path: Path) -> tuple[str, dict[str, PlanDoc]]:
+    """A plan file or a folder of plan files (``*.json``), by model key; returns its kind too."""
+    try:
+        is_folder = stat.S_ISDIR(path.stat().st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        raise DiffInputError(f"{path}: no such file or folder") from None
+    except OSError as exc:
+        raise DiffInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if is_folder:
+        files = sorted(p for p in path.glob("*.json") if p.is_file())
+        if not files:
+            raise DiffInputError(f"{path}: the folder holds no plan files (*.json)")
+        return "folder", {p.stem: load_doc(p) for p in files}
+    doc = load_doc(path)
+    return "file", {doc.key: doc}

@@ -1,0 +1,26 @@
+"""Renderers of a diff report and a blast radius: ``text``, ``markdown``, ``json``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from compiler.diff.blast import BlastRadius
+from compiler.diff.model import DiffReport
+from compiler.diff.render import json_out, markdown, text
+
+FORMATS = ("text", "markdown", "json")
+
+_REPORT: dict[str, Callable[[DiffReport], str]] = {
+    "text": text.render_report, "markdown": markdown.render_report, "json": json_out.render_report}
+_BLAST: dict[str, Callable[[BlastRadius], str]] = {
+    "text": text.render_blast, "markdown": markdown.render_blast, "json": json_out.render_blast}
+
+
+def render_report(report: DiffReport, fmt: str) -> str:
+    """The full diff in ``fmt``."""
+    return _REPORT[fmt](report)
+
+
+def render_blast(blast: BlastRadius, fmt: str) -> str:
+    """The blast radius (``--summary``) in ``fmt``."""
+    return _BLAST[fmt](blast)

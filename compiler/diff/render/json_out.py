@@ -1,0 +1,79 @@
+"""Stable JSON for tools. Documented in ``capplan diff --help`` and the README.
+
+Stability promise: keys are never removed or renamed within a ``version``; new keys may be
+added. Keys are sorted and lists are in a fixed order (models by key, changes by checker then
+field), so the output of the same inputs is byte-identical.
+
+Diff document::
+
+    {"format": "capplan-diff", "version": 1, "old": LABEL, "new": LABEL, "checks": [NAME, …],
+     "differs": BOOL, "counts": {"changed": N, "inputs-only": N, "added": N, "removed": N, "unchanged": N},
+     "notes": [TEXT, …],
+     "models": [{"key": KEY, "status": "changed|inputs-only|added|removed|unchanged",
+                 "old_path": PATH|null, "new_path": PATH|null,
+                 "plan_version": {"old": INT|null, "new": INT|null},
+                 "changes": [{"check": NAME, "field": DOTTED.PATH, "kind": "modified|added|removed",
+                              "old": VALUE|null, "new": VALUE|null,
+                              "layer": {"layer": LAYER, "file": PATH|null, "line": INT|null}|null}]}]}
+
+``old`` is null for an ``added`` field and ``new`` for a ``removed`` one (``kind`` tells a
+missing field from a null value).
+
+Blast-radius document (``--summary``)::
+
+    {"format": "capplan-blast-radius", "version": 1, "old": LABEL, "new": LABEL, "notes": [TEXT, …],
+     "inputs": [{"path": PATH, "roles": [ROLE, …], "status": "modified|added|removed",
+                 "old_sha256": HEX|null, "new_sha256": HEX|null,
+                 "changes_plan": [KEY, …], "does_not_change": [KEY, …]}],
+     "models": {"changed": [KEY, …], "unchanged": [KEY, …], "unattributed": [KEY, …],
+                "added": [KEY, …], "removed": [KEY, …]}}
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from compiler.diff.blast import BlastRadius
+from compiler.diff.model import ABSENT, Change, DiffReport, ModelDiff
+
+VERSION = 1
+
+
+def render_report(report: DiffReport) -> str:
+    """The diff document."""
+    return _dump({
+        "format": "capplan-diff", "version": VERSION, "old": report.old_label, "new": report.new_label,
+        "checks": list(report.checks), "differs": report.differs, "counts": report.counts(),
+        "notes": list(report.notes), "models": [_model(m) for m in report.models],
+    })
+
+
+def _model(m: ModelDiff) -> dict[str, Any]:
+    return {"key": m.key, "status": m.status, "old_path": m.old_path, "new_path": m.new_path,
+            "plan_version": {"old": m.old_version, "new": m.new_version},
+            "changes": [_change(c) for c in m.changes]}
+
+
+def _change(c: Change) -> dict[str, Any]:
+    return {"check": c.check, "field": c.field, "kind": c.kind,
+            "old": None if c.old is ABSENT else c.old, "new": None if c.new is ABSENT else c.new,
+            "layer": c.source.model_dump(mode="json") if c.source else None}
+
+
+def render_blast(blast: BlastRadius) -> str:
+    """The blast-radius document."""
+    return _dump({
+        "format": "capplan-blast-radius", "version": VERSION, "old": blast.old_label, "new": blast.new_label,
+        "notes": list(blast.notes),
+        "inputs": [{"path": i.path, "roles": list(i.roles), "status": i.status, "old_sha256": i.old_sha256,
+                    "new_sha256": i.new_sha256, "changes_plan": list(i.affects),
+                    "does_not_change": list(i.does_not_change)} for i in blast.inputs],
+        "models": {"changed": list(blast.changed), "unchanged": list(blast.unchanged),
+                   "unattributed": list(blast.unattributed), "added": list(blast.added),
+                   "removed": list(blast.removed)},
+    })
+
+
+def _dump(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

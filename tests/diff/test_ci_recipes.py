@@ -1,0 +1,121 @@
+"""The pre-commit hook and the CI workflow example run real capplan commands that exist."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from ruamel.yaml import YAML
+
+from compiler.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+CAPPLAN = Path(sys.executable).parent / "capplan"
+TIMEOUT = 120
+
+
+def load(path: Path) -> Any:
+    return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def hook() -> dict[str, Any]:
+    (only,) = load(REPO / ".pre-commit-hooks.yaml")
+    return dict(only)
+
+
+def test_hook_declaration(hook: dict[str, Any]) -> None:
+    assert hook["id"] == "capplan-lint" and hook["language"] == "python"
+    assert hook["entry"] == "capplan lint" and hook["types"] == ["yaml"]
+    # pre-commit rejects keys it does not know; these are the ones a hook manifest may carry
+    assert set(hook) <= {"id", "name", "entry", "language", "files", "exclude", "types", "types_or",
+                         "exclude_types", "args", "description", "minimum_pre_commit_version", "pass_filenames",
+                         "always_run", "require_serial", "stages", "verbose", "language_version",
+                         "additional_dependencies", "log_file", "fail_fast"}
+
+
+@pytest.mark.parametrize("path, matched", [
+    ("examples/overlays/ops-overlay.yaml", True),
+    ("examples/overlays/eval-team.yaml", True),
+    ("presets/model_presets.yaml", True),
+    ("presets/providers.yaml", True),
+    ("configs/ops-overlay.yml", True),
+    ("team/overlays/x.yaml", True),
+    (".github/workflows/capplan.yml", False),
+    ("docker-compose.yaml", False),
+    ("presets/catalogue.yaml", False),
+])
+def test_hook_files_pattern(hook: dict[str, Any], path: str, matched: bool) -> None:
+    # pre-commit matches `files` with re.search against the repo-relative path
+    assert bool(re.search(hook["files"], path)) is matched
+
+
+def test_hook_entry_runs_on_the_example_overlays(hook: dict[str, Any]) -> None:
+    files = sorted(str(p.relative_to(REPO)) for p in (REPO / "examples" / "overlays").glob("*.yaml"))
+    entry = shlex.split(hook["entry"])
+    done = subprocess.run([str(CAPPLAN), *entry[1:], *files], cwd=REPO, capture_output=True, text=True,
+                          timeout=TIMEOUT, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    bad = subprocess.run([str(CAPPLAN), *entry[1:], "tests/compiler/bad_inputs/unknown_keys.yaml"], cwd=REPO,
+                         capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert bad.returncode == 2 and "error[unknown-key]" in bad.stdout
+
+
+def _workflow_commands() -> list[list[str]]:
+    """Every `capplan …` command line in the example workflow, without shell redirections."""
+    workflow = load(REPO / "examples" / "ci" / "capplan.yml")
+    out = []
+    for job in workflow["jobs"].values():
+        for step in job["steps"]:
+            for line in str(step.get("run", "")).splitlines():
+                line = line.strip()
+                if line.startswith("capplan "):
+                    words = shlex.split(line.split("|")[0].split(">")[0])
+                    out.append(words)
+    return out
+
+
+def test_workflow_shape() -> None:
+    workflow = load(REPO / "examples" / "ci" / "capplan.yml")
+    assert "pull_request" in workflow["on"]
+    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
+    text = (REPO / "examples" / "ci" / "capplan.yml").read_text(encoding="utf-8")
+    assert "git fetch --no-tags --depth=1 origin" in text
+    assert '--format markdown | tee plan-diff.md >> "$GITHUB_STEP_SUMMARY"' in text
+    assert "gh pr comment" in text and "--body-file plan-diff.md" in text
+    assert any(s.get("uses", "").startswith("actions/checkout@") for s in steps)
+
+
+def test_workflow_runs_lint_compile_check_and_diff() -> None:
+    commands = _workflow_commands()
+    subcommands = [c[1] for c in commands]
+    assert "lint" in subcommands and "compile" in subcommands and "diff" in subcommands
+    lint = next(c for c in commands if c[1] == "lint")
+    assert lint[2:4] == ["--format", "github"]
+    assert "--check" in next(c for c in commands if c[1] == "compile")
+    diff = next(c for c in commands if c[1] == "diff")
+    assert diff[2:4] == ["--base", "origin/${GITHUB_BASE_REF}"] and "markdown" in diff
+
+
+@pytest.mark.parametrize("words", _workflow_commands(), ids=lambda w: " ".join(w[:2]))
+def test_workflow_commands_parse_with_the_real_cli(words: list[str]) -> None:
+    """Each command's options exist: click parses the line exactly as the runner's shell passes it."""
+    command = main.get_command(click.Context(main), words[1])
+    assert command is not None, f"no such command: {words[1]}"
+    try:
+        command.make_context(words[1], words[2:])
+    except click.UsageError as exc:
+        pytest.fail(f"`{' '.join(words)}` does not parse: {exc.format_message()}")
+
+
+def test_a_misspelt_option_would_be_caught() -> None:
+    command = main.get_command(click.Context(main), "diff")
+    assert command is not None
+    with pytest.raises(click.NoSuchOption):
+        command.make_context("diff", ["--bsae", "origin/main"])

@@ -1,0 +1,85 @@
+"""Plans of an earlier plan_version: diffed when the shape allows, refused naming both versions otherwise."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from executor.plan import PLAN_VERSION
+from tests.diff.conftest import invoke
+from tests.diff.plans import catalogue_bytes, sealed, write_catalogue
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+V0 = FIXTURES / "plan_v0_gpt-4o.json"
+V0_OLD_SHAPE = FIXTURES / "plan_v0_old_shape.json"
+
+
+def test_fixtures_are_sealed_plans_of_version_0() -> None:
+    for path in (V0, V0_OLD_SHAPE):
+        body = json.loads(path.read_text(encoding="utf-8"))
+        assert body["plan_version"] == 0 and PLAN_VERSION != 0
+        assert sealed(body) == path.read_bytes(), f"{path.name} must carry a matching fingerprint (not tampered)"
+
+
+def test_earlier_version_diffs_against_a_current_plan(tmp_path: Path) -> None:
+    current = tmp_path / "gpt-4o.json"
+    current.write_bytes(catalogue_bytes()["gpt-4o"])
+    out = invoke("diff", str(V0), str(current), "--format", "json")
+    assert out.code == 1
+    doc = json.loads(out.stdout)
+    (model,) = doc["models"]
+    assert model["status"] == "changed"
+    assert model["plan_version"] == {"old": 0, "new": PLAN_VERSION}
+    assert f"plan_version changed from 0 to {PLAN_VERSION}; the shapes match, so fields are compared" in doc["notes"]
+    fields = {c["field"]: (c["old"], c["new"]) for c in model["changes"]}
+    assert fields["loop.default_max_turns"] == (50, None)
+    assert fields["policies.params_policy.params.supports_seed"] == (None, True)
+    text = invoke("diff", str(V0), str(current)).stdout
+    assert f"plan_version: 0 → {PLAN_VERSION}" in text
+    markdown = invoke("diff", str(V0), str(current), "--format", "markdown").stdout
+    assert f"plan_version 0 → {PLAN_VERSION}" in markdown
+
+
+def test_a_version_change_alone_is_a_difference(tmp_path: Path) -> None:
+    body = json.loads(V0.read_text(encoding="utf-8"))
+    body["plan_version"] = PLAN_VERSION
+    relabelled = tmp_path / "gpt-4o.json"
+    relabelled.write_bytes(sealed(body))
+    out = invoke("diff", str(V0), str(relabelled), "--format", "json")
+    assert out.code == 1
+    (model,) = json.loads(out.stdout)["models"]
+    assert (model["status"], model["changes"]) == ("changed", [])
+
+
+def test_folders_mixing_versions(tmp_path: Path) -> None:
+    old = write_catalogue(tmp_path / "old")
+    new = tmp_path / "new"
+    shutil.copytree(old, new)
+    shutil.copy(V0, old / "gpt-4o.json")
+    out = invoke("diff", str(old), str(new))
+    assert out.code == 1 and "gpt-4o: changed" in out.stdout and f"plan_version: 0 → {PLAN_VERSION}" in out.stdout
+
+
+def test_incompatible_shape_fails_naming_both_versions(tmp_path: Path) -> None:
+    current = tmp_path / "gpt-4o.json"
+    current.write_bytes(catalogue_bytes()["gpt-4o"])
+    old_shape, now = (V0_OLD_SHAPE, 0), (current, PLAN_VERSION)
+    for (a, va), (b, vb) in ((old_shape, now), (now, old_shape)):
+        out = invoke("diff", str(a), str(b))
+        assert out.code == 2 and out.stdout == ""
+        assert f"cannot compare {a} (plan_version {va}) with {b} (plan_version {vb})" in out.stderr
+        assert f"{V0_OLD_SHAPE} does not have the shape of plan_version {PLAN_VERSION}" in out.stderr
+        assert "allowed_openai_params: Field required" in out.stderr
+        assert "recompile it with this capplan" in out.stderr
+
+
+def test_an_old_shape_plan_on_one_side_only_is_listed_not_compared(tmp_path: Path) -> None:
+    old = write_catalogue(tmp_path / "old")
+    new = tmp_path / "new"
+    shutil.copytree(old, new)
+    shutil.copy(V0_OLD_SHAPE, new / "retired-model.json")
+    out = invoke("diff", str(old), str(new), "--format", "json")
+    assert out.code == 1
+    retired = next(m for m in json.loads(out.stdout)["models"] if m["key"] == "retired-model")
+    assert retired["status"] == "added" and retired["plan_version"] == {"old": None, "new": 0}
