@@ -44,7 +44,7 @@ class Diagnostic:
         body = f"[{self.code}] {where}{self.message}" + (f" (hint: {self.hint})" if self.hint else "")
         # workflow commands end at a newline, so escape the characters GitHub reserves
         body = body.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        file = self.file.replace(",", "%2C").replace(":", "%3A")
+        file = self.file.replace("%", "%25").replace(",", "%2C").replace(":", "%3A")
         return f"::{kind} file={file},line={self.line},col={self.col},title=capplan {self.code}::{body}"
 
     def as_json(self) -> dict[str, object]:

@@ -83,6 +83,11 @@ def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, L
         provenance["allowed_openai_params"] = Provenance(layer="litellm_models", file=decl.source.display, line=line)
 
     routing = _openrouter(values.get("openrouter_defaults"), cfg, binding_ref.key)
+    if routing is not None and cfg.openrouter is not None:
+        fields = ["allow_fallbacks"] + (["provider_order"] if cfg.openrouter.provider_order else [])
+        for fld in fields:
+            provenance[f"openrouter.{fld}"] = Provenance(
+                layer=f"model:{key}", file=run_src.display, line=run_src.position((*mloc, "openrouter", fld))[0])
     pricing = _pricing(inputs, model_id)
     if pricing is not None:
         provenance["pricing"] = Provenance(layer="pricing", file=inputs.pricing.source.display)
@@ -167,17 +172,18 @@ def _rewrite(model_id: str, binding: ProviderBinding) -> str:
     return out
 
 
-def _openrouter(defaults: Any, cfg: ModelConfig, binding_key_: str | None) -> OpenRouterRouting | None:
+def _openrouter(defaults: dict[str, Any] | None, cfg: ModelConfig, binding_key_: str | None
+                ) -> OpenRouterRouting | None:
     """Field-by-field merge of the preset default and the user's `openrouter:` block."""
     if binding_key_ != "openrouter" or (defaults is None and cfg.openrouter is None):
         return None
+    defaults = defaults or {}
     user = cfg.openrouter
-    order = list(user.provider_order) if user and user.provider_order else list(
-        (defaults.provider_order if defaults else None) or [])
+    order = list(user.provider_order) if user and user.provider_order else list(defaults.get("provider_order") or [])
     if user is not None:  # a bool has no "unset": the block's presence is what counts
         fallbacks = user.allow_fallbacks
-    elif defaults is not None and defaults.allow_fallbacks is not None:
-        fallbacks = defaults.allow_fallbacks
+    elif defaults.get("allow_fallbacks") is not None:
+        fallbacks = bool(defaults["allow_fallbacks"])
     else:
         fallbacks = True
     return OpenRouterRouting(provider_order=tuple(order), allow_fallbacks=fallbacks)

@@ -84,7 +84,9 @@ class PresetBody(Strict):
     context_watermark: int | None = Field(None, gt=0, description="Free-token watermark that triggers summarize.")
     tool_output_max_chars: int | None = Field(None, gt=0, description="Per-model cap on tool output in the prompt.")
     default_max_turns: int | None = Field(None, gt=0, description="Turn budget when the task sets none.")
-    openrouter_defaults: OpenRouterDefaults | None = Field(None, description="Default OpenRouter routing.")
+    openrouter_defaults: Annotated[OpenRouterDefaults, MergeByKey()] | None = Field(
+        None, description="Default OpenRouter routing; a later layer sets only the fields it names."
+    )
 
 
 class PresetEntry(PresetBody):

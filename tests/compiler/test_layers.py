@@ -161,3 +161,12 @@ def test_data_that_needs_another_capplan_is_refused(bundled_copy: Path) -> None:
     (diag,) = info.value.diagnostics
     assert diag.code == "engine-version" and "needs capplan >=99" in diag.message
     assert diag.file == str(presets) and diag.line > 1
+
+
+def test_openrouter_defaults_merge_field_by_field_across_layers(write: Callable[[str, str], Path]) -> None:
+    overlay = write("ops.yaml", "providers:\n  openrouter:\n    openrouter_defaults: {allow_fallbacks: true}\n")
+    plan = compile_paths(run_config=run_config(write, "openrouter", "moonshotai/kimi-k3"), overlays=[overlay]).plans["m"]
+    assert plan.openrouter is not None
+    assert plan.openrouter.provider_order == ("moonshotai",) and plan.openrouter.allow_fallbacks is True
+    assert plan.provenance["openrouter.provider_order"].layer == "preset:moonshot_kimi_k3"
+    assert plan.provenance["openrouter.allow_fallbacks"].layer == "overlay:" + str(overlay)
