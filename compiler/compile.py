@@ -8,10 +8,8 @@ from pathlib import Path
 
 from compiler.diagnostics import Diagnostic, InputError, errors_only
 from compiler.inputs.run_config import ModelConfig
-from compiler.inputs.overlay_file import OverlayFile
-from compiler.inputs.preset_file import PresetFile
-from compiler.loading import Inputs, Loaded, load_inputs
-from compiler.matching import Candidate, shadowed_globs
+from compiler.loading import Inputs, load_inputs
+from compiler.matching import candidates_of
 from compiler.plan_builder import LitellmDecl, build_plan
 from executor.plan import Plan
 
@@ -24,36 +22,6 @@ class Compiled:
 
     plans: dict[str, Plan]
     warnings: list[Diagnostic] = field(default_factory=list)
-
-
-def candidates_of(presets: Loaded[PresetFile], overlays: list[Loaded[OverlayFile]]
-                  ) -> tuple[list[Candidate], list[Diagnostic]]:
-    """Presets in matching order: overlays first (in the order given), then the base file's."""
-    warnings: list[Diagnostic] = []
-    out: list[Candidate] = []
-    overlay_names: set[str] = set()
-    for ov in overlays:
-        for name, entry in ov.model.presets.items():
-            if name in presets.model.presets and name not in overlay_names:
-                warnings.append(ov.source.diag(
-                    ("presets", name), "preset-replaced",
-                    f"replaces the bundled preset {name!r} wholesale, value rules included",
-                    "to add to it rather than replace it, give this preset another name", "warning"))
-            if name in overlay_names:
-                continue  # an earlier overlay already owns the name
-            overlay_names.add(name)
-            out.append(Candidate(name, entry, ov.source, "overlay"))
-    for name, entry in presets.model.presets.items():
-        if name not in overlay_names:
-            out.append(Candidate(name, entry, presets.source, "bundled"))
-    for cand, glob, blocker in shadowed_globs(out):
-        i = cand.entry.match.index(glob)
-        warnings.append(cand.source.diag(
-            ("presets", cand.name, "match", i), "shadowed-preset",
-            f"preset {cand.name!r} can never match: earlier preset {blocker.name!r} "
-            f"({blocker.source.display}) already matches everything {glob!r} does",
-            "move this preset above the broader one (first match wins)", "warning"))
-    return out, warnings
 
 
 def litellm_decls(inputs: Inputs) -> dict[str, LitellmDecl]:

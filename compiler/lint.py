@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from compiler.checks import blocks_of, check_bindings, check_blocks
 from compiler.diagnostics import Diagnostic, InputError
 from compiler.inputs.overlay_file import OverlayFile
 from compiler.inputs.preset_file import PresetFile
-from compiler.inputs.pricing_file import PricingFile
-from compiler.inputs.providers_file import ProvidersFile
-from compiler.inputs.run_config import RunConfig
-from compiler.loading import PRESETS_FILE, Inputs, Loaded, bundled_dir, display_path, load_file, load_inputs
+from compiler.matching import candidates_of
+from compiler.loading import PRESETS_FILE, Loaded, bundled_dir, display_path, load_file
 from compiler.yaml_source import read_source
 
 KINDS = ("auto", "presets", "overlay", "providers", "pricing", "run-config")
-_MODELS = {"presets": PresetFile, "overlay": OverlayFile, "providers": ProvidersFile,
-           "pricing": PricingFile, "run-config": RunConfig}
+# imported per kind, so linting an overlay does not pay for the plan model and the others
+_MODELS = {"presets": "compiler.inputs.preset_file:PresetFile", "overlay": "compiler.inputs.overlay_file:OverlayFile",
+           "providers": "compiler.inputs.providers_file:ProvidersFile",
+           "pricing": "compiler.inputs.pricing_file:PricingFile", "run-config": "compiler.inputs.run_config:RunConfig"}
+
+
+def _model_for(kind: str) -> type[BaseModel]:
+    module, _, attr = _MODELS[kind].partition(":")
+    cls: type[BaseModel] = getattr(importlib.import_module(module), attr)
+    return cls
 
 
 def detect_kind(path: Path) -> str:
@@ -41,7 +50,7 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None) -> l
         kind = detect_kind(path)
     if kind == "run-config":
         return _lint_by_compiling(run_config=path, overlays=[], data_dir=data_dir)
-    loaded, diags = load_file(path, _MODELS[kind], str(path))
+    loaded, diags = load_file(path, _model_for(kind), str(path))
     if loaded is None:
         return diags
     model = loaded.model
@@ -50,15 +59,13 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None) -> l
     if isinstance(model, OverlayFile):
         own = check_blocks(loaded.source, blocks_of(None, model.presets, model.providers))
         return own or _overlay_against_base(loaded, data_dir)
-    if isinstance(model, ProvidersFile):
+    if kind == "providers":
         return check_bindings(loaded.source)
     return []
 
 
 def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -> list[Diagnostic]:
     """Shadowing and by-name replacement need the base presets, not a whole compilation."""
-    from compiler.compile import candidates_of
-
     base, diags = load_file((data_dir or bundled_dir()) / PRESETS_FILE, PresetFile,
                             display_path((data_dir or bundled_dir()) / PRESETS_FILE, None if data_dir else "bundled"))
     if base is None:
@@ -69,9 +76,10 @@ def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -
 def _lint_by_compiling(*, run_config: Path | None, overlays: list[Path], data_dir: Path | None) -> list[Diagnostic]:
     """Compile against the base data to find what needs the whole picture (shadowing, gates)."""
     from compiler.compile import compile_models
+    from compiler.loading import load_inputs
 
     try:
-        inputs: Inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=overlays)
+        inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=overlays)
         diags = compile_models(inputs).warnings
     except InputError as exc:
         diags = list(exc.diagnostics)

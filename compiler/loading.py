@@ -6,7 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -14,11 +14,13 @@ from compiler.checks import blocks_of, check_bindings, check_blocks
 from compiler.diagnostics import Diagnostic, InputError, errors_only
 from compiler.inputs.overlay_file import OverlayFile
 from compiler.inputs.preset_file import PresetFile
-from compiler.inputs.pricing_file import PricingFile
-from compiler.inputs.providers_file import ProvidersFile
-from compiler.inputs.run_config import RunConfig
 from compiler.pydantic_errors import parse
 from compiler.yaml_source import SourceFile, read_source
+
+if TYPE_CHECKING:  # imported where used, so linting one overlay does not load every format
+    from compiler.inputs.pricing_file import PricingFile
+    from compiler.inputs.providers_file import ProvidersFile
+    from compiler.inputs.run_config import RunConfig
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -95,6 +97,10 @@ def read_json_fast(path: Path, display: str) -> SourceFile:
 
 def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: list[Path]) -> Inputs:
     """Load base data (bundled or ``data_dir``), the run config (or catalogue) and overlays."""
+    from compiler.inputs.pricing_file import PricingFile
+    from compiler.inputs.providers_file import ProvidersFile
+    from compiler.inputs.run_config import RunConfig
+
     base = data_dir or bundled_dir()
     label = None if data_dir else "bundled"
     problems: list[Diagnostic] = []

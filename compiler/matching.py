@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from compiler.inputs.preset_file import PresetEntry
+from compiler.diagnostics import Diagnostic
+from compiler.inputs.overlay_file import OverlayFile
+from compiler.inputs.preset_file import PresetEntry, PresetFile
+from compiler.loading import Loaded
 from compiler.yaml_source import SourceFile
 
 
@@ -67,3 +70,33 @@ def shadowed_globs(candidates: list[Candidate]) -> list[tuple[Candidate, str, Ca
             glob, blocker = blockers[0]
             found.append((cand, glob, blocker))
     return found
+
+
+def candidates_of(presets: Loaded[PresetFile], overlays: list[Loaded[OverlayFile]]
+                  ) -> tuple[list[Candidate], list[Diagnostic]]:
+    """Presets in matching order: overlays first (in the order given), then the base file's."""
+    warnings: list[Diagnostic] = []
+    out: list[Candidate] = []
+    overlay_names: set[str] = set()
+    for ov in overlays:
+        for name, entry in ov.model.presets.items():
+            if name in presets.model.presets and name not in overlay_names:
+                warnings.append(ov.source.diag(
+                    ("presets", name), "preset-replaced",
+                    f"replaces the bundled preset {name!r} wholesale, value rules included",
+                    "to add to it rather than replace it, give this preset another name", "warning"))
+            if name in overlay_names:
+                continue  # an earlier overlay already owns the name
+            overlay_names.add(name)
+            out.append(Candidate(name, entry, ov.source, "overlay"))
+    for name, entry in presets.model.presets.items():
+        if name not in overlay_names:
+            out.append(Candidate(name, entry, presets.source, "bundled"))
+    for cand, glob, blocker in shadowed_globs(out):
+        i = cand.entry.match.index(glob)
+        warnings.append(cand.source.diag(
+            ("presets", cand.name, "match", i), "shadowed-preset",
+            f"preset {cand.name!r} can never match: earlier preset {blocker.name!r} "
+            f"({blocker.source.display}) already matches everything {glob!r} does",
+            "move this preset above the broader one (first match wins)", "warning"))
+    return out, warnings
