@@ -58,7 +58,7 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None) -> l
         return check_blocks(loaded.source, blocks_of(model.default, model.presets, model.providers))
     if isinstance(model, OverlayFile):
         own = check_blocks(loaded.source, blocks_of(None, model.presets, model.providers))
-        return own or _overlay_against_base(loaded, data_dir)
+        return own or _overlay_against_base(Loaded(model, loaded.source), data_dir)
     if kind == "providers":
         return check_bindings(loaded.source)
     return []
