@@ -45,6 +45,8 @@ def explain(plan: Plan, field_prefix: str | None = None) -> list[Explained]:
 
 
 def _atomic(path: str) -> bool:
+    if path == "policies.params_policy":  # its flags come from different layers: show each
+        return False
     parts = path.split(".")
     for pattern in _ATOMIC:
         pp = pattern.split(".")

@@ -118,3 +118,11 @@ def test_lint_and_compile_do_not_import_litellm(tmp_path: Path, write: Callable[
     proc = subprocess.run([sys.executable, "-c", script, str(overlay), str(tmp_path / "p")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr
+
+
+def test_explain_shows_each_generation_flag_with_its_own_layer() -> None:
+    code, out = invoke("explain", "claude-opus-4.7-openrouter", "policies.params_policy")
+    assert code == 0
+    assert "policies.params_policy.params.reasoning_via_extra_body = true\n    set by providers:openrouter" in out
+    assert "policies.params_policy.params.supports_seed = false\n    set by preset:anthropic_claude_4_7" in out
+    assert 'policies.params_policy.name = "generation_params"\n    set by capplan default' in out
