@@ -31,6 +31,15 @@ def input_options(func: F) -> F:
     return func
 
 
+def request_options(func: F) -> F:
+    """--plan PLAN, --api-base URL and the REQUEST_FILE argument (preview and send)."""
+    func = click.argument("request_file", type=click.Path(dir_okay=False))(func)
+    func = click.option("--api-base", default=None, help="Send to this base URL instead of the binding's.")(func)
+    func = click.option("--plan", "plan_path", required=True, type=click.Path(dir_okay=False),
+                        help="Compiled plan file.")(func)
+    return func
+
+
 def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
     """--format with the given choices."""
     return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,

@@ -8,22 +8,29 @@ from typing import Any
 
 import click
 
+from compiler.cli.common import request_options
+
 from executor.canonical import canonical_bytes
 from executor.errors import user_error
 
 
 @click.command("preview")
-@click.option("--plan", "plan_path", required=True, type=click.Path(dir_okay=False), help="Compiled plan file.")
-@click.option("--api-base", default=None, help="Send to this base URL instead of the binding's.")
+@request_options
 @click.option(
     "--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True,
     help="json: canonical JSON of the kwargs; text: a readable summary.",
 )
-@click.argument("request_file", type=click.Path(dir_okay=False))
 def preview_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
     """Print the kwargs litellm.completion would receive for REQUEST_FILE, credentials redacted.
 
-    Nothing is sent. Exit codes: 0 ok, 2 input error (plan, request, settings the plan refuses).
+    Nothing is sent. The request file format is documented in the README and in
+    schemas/request.schema.json.
+
+    \b
+      capplan compile --out plans/
+      capplan preview --plan plans/claude-opus-4.7.json golden/conversations/signed_thinking_replay.json
+
+    Exit codes: 0 ok, 2 input error (plan, request, settings the plan refuses).
     """
     from executor.client import Client
     from executor.messages import load_request

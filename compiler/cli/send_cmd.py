@@ -8,23 +8,29 @@ from typing import Any
 
 import click
 
+from compiler.cli.common import request_options
+
 from compiler.cli.preview_cmd import fail_on_user_error
 from executor.canonical import canonical_bytes
 from executor.errors import ResponseShapeError
 
 
 @click.command("send")
-@click.option("--plan", "plan_path", required=True, type=click.Path(dir_okay=False), help="Compiled plan file.")
-@click.option("--api-base", default=None, help="Send to this base URL instead of the binding's.")
+@request_options
 @click.option(
     "--format", "fmt", type=click.Choice(["json", "text"]), default="text", show_default=True,
     help="text: a readable summary; json: the whole result as canonical JSON.",
 )
-@click.argument("request_file", type=click.Path(dir_okay=False))
 def send_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
     """Send REQUEST_FILE through the plan and print text, tool calls, reasoning, usage, cost, parser errors.
 
-    Credentials come from the environment. Exit codes: 0 ok, 1 the provider call failed,
+    Credentials come from the environment (the binding names the variable, e.g. OPENROUTER_API_KEY).
+
+    \b
+      capplan send --plan plans/mock-echo.json golden/conversations/dict_map_tools.json   # offline
+      capplan send --plan plans/qwen3-32b.json request.json --format json
+
+    Exit codes: 0 ok, 1 the provider call failed,
     2 input error (plan, request, settings the plan refuses, missing credential).
     """
     from executor.client import Client
