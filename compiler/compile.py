@@ -99,6 +99,7 @@ def select_models(inputs: Inputs, model: str | None) -> dict[str, ModelConfig] |
     if not sep or not name:
         raise InputError([Diagnostic("--model", 1, 1, "bad-model",
                                      f"{model!r} is neither a model key of {inputs.run.source.display} nor PROVIDER/NAME",
-                                     "e.g. --model openrouter/anthropic/claude-opus-4.7")])
+                                     hint="e.g. --model openrouter/anthropic/claude-opus-4.7, or a key: "
+                                          + ", ".join(sorted(models)[:8]) + (", …" if len(models) > 8 else ""))])
     key = re.sub(r"[^A-Za-z0-9._-]+", "__", model)
     return {key: ModelConfig(provider=provider, name=name)}

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler.diagnostics import Diagnostic, InputError
+from compiler.diagnostics import Diagnostic, InputError, Severity
 
 Loc = tuple[str | int, ...]
 
@@ -36,10 +36,10 @@ class SourceFile:
         return self.positions.get((), (1, 1))
 
     def diag(self, loc: Sequence[str | int], code: str, message: str, hint: str | None = None,
-             severity: str = "error") -> Diagnostic:
+             severity: Severity = "error") -> Diagnostic:
         """A diagnostic located at ``loc`` in this file."""
         line, col = self.position(loc)
-        return Diagnostic(self.display, line, col, code, message, dotted(loc), hint, severity)  # type: ignore[arg-type]
+        return Diagnostic(self.display, line, col, code, message, dotted(loc), hint, severity)
 
 
 def dotted(loc: Sequence[str | int]) -> str:
