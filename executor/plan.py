@@ -188,6 +188,27 @@ class PlanLoadError(ValueError):
     """A plan file cannot be used; the message says why and how to recompile."""
 
 
+class PlanTamperedError(PlanLoadError):
+    """A plan's body no longer hashes to its fingerprint: it was edited after compilation."""
+
+    def __init__(self, message: str, claimed: str, actual: str) -> None:
+        super().__init__(message)
+        self.claimed = claimed
+        self.actual = actual
+
+
+def verify_fingerprint(path: Path, data: dict[str, Any]) -> None:
+    """Check a plan document's ``fingerprint`` against the sha256 of the rest of it."""
+    body = {k: v for k, v in data.items() if k != "fingerprint"}
+    claimed, actual = data.get("fingerprint"), sha256_hex(canonical_bytes(body))
+    if claimed != actual:
+        raise PlanTamperedError(
+            f"{path}: fingerprint mismatch (file says {str(claimed)[:12]}…, body hashes to {actual[:12]}…): "
+            f"the plan was edited after compilation; {RECOMPILE_HINT} instead of editing it",
+            str(claimed), actual,
+        )
+
+
 RECOMPILE_HINT = "recompile it with `capplan compile` (see `capplan compile --help`)"
 
 
@@ -209,15 +230,9 @@ def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
         raise PlanLoadError(
             f"{p}: plan_version {version!r} but this capplan reads plan_version {PLAN_VERSION}; {RECOMPILE_HINT}"
         )
-    claimed = data.pop("fingerprint")
-    actual = sha256_hex(canonical_bytes(data))
-    if claimed != actual:
-        raise PlanLoadError(
-            f"{p}: fingerprint mismatch (file says {str(claimed)[:12]}…, body hashes to {actual[:12]}…): "
-            f"the plan was edited after compilation; {RECOMPILE_HINT} instead of editing it"
-        )
+    verify_fingerprint(p, data)
     try:
-        plan = Plan.model_validate({**data, "fingerprint": claimed})
+        plan = Plan.model_validate(data)
     except ValidationError as exc:
         raise PlanLoadError(f"{p}: plan body does not match plan_version {PLAN_VERSION}: {exc}") from None
     if check_registry:

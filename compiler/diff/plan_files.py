@@ -17,8 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from compiler.diff.errors import DiffInputError, PlanShapeError, TamperedPlanError
-from executor.canonical import canonical_bytes, sha256_hex
-from executor.plan import PLAN_VERSION, Plan, PlanLoadError, load_plan
+from executor.plan import PLAN_VERSION, Plan, PlanLoadError, PlanTamperedError, load_plan, verify_fingerprint
 
 
 @dataclass(frozen=True)
@@ -52,14 +51,15 @@ def load_doc(path: Path) -> PlanDoc:
     version = data["plan_version"]
     if not isinstance(version, int) or isinstance(version, bool):
         raise DiffInputError(f"{path}: not a plan file (plan_version {version!r} is not an integer)")
-    claimed = data.pop("fingerprint")
-    actual = sha256_hex(canonical_bytes(data))
-    if claimed != actual:
+    try:
+        verify_fingerprint(path, data)
+    except PlanTamperedError as exc:
         raise TamperedPlanError(
-            f"{path}: tampered plan: the fingerprint says {str(claimed)[:12]}… but the body hashes to "
-            f"{actual[:12]}…, so it was edited after compilation; it is not diffed. Recompile it with "
+            f"{path}: tampered plan: the fingerprint says {exc.claimed[:12]}… but the body hashes to "
+            f"{exc.actual[:12]}…, so it was edited after compilation; it is not diffed. Recompile it with "
             "`capplan compile` instead of editing it"
-        )
+        ) from None
+    data.pop("fingerprint")
     if version == PLAN_VERSION:
         try:
             load_plan(path, check_registry=False)
