@@ -50,7 +50,7 @@ def test_missing_file_is_an_input_error_not_a_traceback(tmp_path: Path) -> None:
 def test_missing_file_on_the_command_line_exits_2(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from compiler.cli import main
+    from commands import main
 
     result = CliRunner().invoke(main, ["compile", "--config", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2

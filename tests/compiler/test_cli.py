@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from compiler.cli import main
+from commands import main
 from compiler.golden import write_plans
 from compiler.compile import compile_paths
 
@@ -110,7 +110,7 @@ def test_schemas_on_disk_match_the_models() -> None:
 def test_lint_and_compile_do_not_import_litellm(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
     overlay = write("ok.yaml", CLEAN_OVERLAY)
     script = (
-        "import sys\nfrom compiler.cli import main\n"
+        "import sys\nfrom commands import main\n"
         "for args in (['lint', sys.argv[1]], ['compile', '--out', sys.argv[2]]):\n"
         "    try:\n        main(args)\n    except SystemExit:\n        pass\n"
         "assert 'litellm' not in sys.modules, 'litellm was imported'\nprint('ok')\n"

@@ -311,7 +311,7 @@ def test_run_from_a_subfolder_of_the_repository(scenario: Scenario, monkeypatch:
 
 
 def test_diff_never_imports_litellm() -> None:
-    code = ("import sys, compiler.cli.diff_cmd, compiler.diff.base, compiler.git_revision; "
+    code = ("import sys, commands.diff_cmd, compiler.diff.base, compiler.git_revision; "
             "sys.exit('litellm' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from compiler.cli import main
+from commands import main
 from tests.executor.plans import make_plan
 
 REQUEST: dict[str, Any] = {

@@ -282,7 +282,7 @@ def test_transient_5xx_is_retried_and_a_400_is_not(server: LoopbackServer) -> No
 
 
 def test_cli_send_prints_the_parsed_result_and_provider_failures_exit_1(server: LoopbackServer, tmp_path: Path) -> None:
-    from compiler.cli import main
+    from commands import main
 
     plan_path, request_path = tmp_path / "plan.json", tmp_path / "request.json"
     plan_path.write_bytes(make_plan("openrouter", "x-ai/grok-wire", policies={"reasoning_codec": "openai"}).to_bytes())

@@ -51,7 +51,7 @@ def test_module_entry_point():
 
 def test_capplan_replay_runs_the_same_code(serve, tmp_path, monkeypatch):
     click_testing = pytest.importorskip("click.testing")
-    from compiler.cli import main as capplan
+    from commands import main as capplan
 
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY, reads=()))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from compiler.cli.common import input_options, report_input_errors
+from commands.common import input_options, report_input_errors
 from compiler.compile import compile_paths
 from compiler.explain import explain
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from compiler.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, input_options, print_diagnostics
+from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, input_options, print_diagnostics
 from compiler.diagnostics import InputError
 from compiler.diff.blast import blast_radius
 from compiler.diff.checkers import CHECKERS, parse_names, select_checkers

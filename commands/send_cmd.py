@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from compiler.cli.common import request_options
+from commands.common import request_options
 
-from compiler.cli.preview_cmd import fail_on_user_error
+from commands.preview_cmd import fail_on_user_error
 from executor.canonical import canonical_bytes
 from executor.errors import ResponseShapeError
 

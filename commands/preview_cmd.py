@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from compiler.cli.common import request_options
+from commands.common import request_options
 
 from executor.canonical import canonical_bytes
 from executor.errors import user_error

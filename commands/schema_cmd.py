@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from compiler.cli.common import EXIT_FINDINGS
+from commands.common import EXIT_FINDINGS
 from compiler.schemas import SCHEMAS, rendered, schema_dir
 
 

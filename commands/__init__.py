@@ -14,15 +14,15 @@ import click
 
 # command name -> "module:attribute" of its click command
 COMMANDS: dict[str, str] = {
-    "compile": "compiler.cli.compile_cmd:compile_cmd",
-    "lint": "compiler.cli.lint_cmd:lint_cmd",
-    "explain": "compiler.cli.explain_cmd:explain_cmd",
-    "schema": "compiler.cli.schema_cmd:schema_cmd",
-    "diff": "compiler.cli.diff_cmd:diff_cmd",
-    "preview": "compiler.cli.preview_cmd:preview_cmd",
-    "send": "compiler.cli.send_cmd:send_cmd",
-    "guard": "compiler.cli.guard_cmd:guard_cmd",
-    "replay": "compiler.cli.replay_cmd:replay_cmd",
+    "compile": "commands.compile_cmd:compile_cmd",
+    "lint": "commands.lint_cmd:lint_cmd",
+    "explain": "commands.explain_cmd:explain_cmd",
+    "schema": "commands.schema_cmd:schema_cmd",
+    "diff": "commands.diff_cmd:diff_cmd",
+    "preview": "commands.preview_cmd:preview_cmd",
+    "send": "commands.send_cmd:send_cmd",
+    "guard": "commands.guard_cmd:guard_cmd",
+    "replay": "commands.replay_cmd:replay_cmd",
 }
 
 # one-line help shown by `capplan --help` without importing the command modules

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from compiler.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, report_input_errors
+from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, report_input_errors
 from compiler.diagnostics import render_all
 from compiler.lint import KINDS, lint_file
 

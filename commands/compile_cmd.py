@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from compiler.cli.common import EXIT_FINDINGS, input_options, print_diagnostics, report_input_errors
+from commands.common import EXIT_FINDINGS, input_options, print_diagnostics, report_input_errors
 from compiler.compile import compile_paths
 from compiler.golden import REGEN_COMMAND, compare, default_golden_dir, write_plans
 

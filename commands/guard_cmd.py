@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import click
 
-from compiler.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, print_diagnostics
+from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, print_diagnostics
 from compiler.diagnostics import Diagnostic, InputError
 from executor.usersim.detectors.base import ReplyDetector
 from executor.usersim.guard import DEFAULT_REPLY_DETECTORS, ReplyDefect, UserReplyGuard

@@ -1,0 +1,5 @@
+"""``python -m commands`` is ``capplan``."""
+
+from commands import main
+
+main()

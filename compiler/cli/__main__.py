@@ -1,5 +1,0 @@
-"""``python -m compiler.cli`` is ``capplan``."""
-
-from compiler.cli import main
-
-main()
