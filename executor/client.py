@@ -20,6 +20,8 @@ from executor.policy_set import PolicySet
 from executor.request_builder import BuiltRequest, RequestBuilder
 from executor.response_parser import ResponseParser
 from executor.result import GenerationResult
+from executor.loop_errors import LoopErrorDecision, classify_loop_error
+from executor.rate_limit import compile_patterns
 from executor.retrying import default_retrying
 from executor.transport import redact
 
@@ -49,11 +51,20 @@ class Client:
         self._sleep = sleep
         self._env = env
         self._api_base = api_base
+        self._rate_limit_patterns = compile_patterns(plan.binding.binding.rate_limit_patterns)
 
     @classmethod
     def from_plan_file(cls, path: str | Path, **kwargs: Any) -> Client:
         """Load and verify a plan file, then build a client for it."""
         return cls(Plan.load(path), **kwargs)
+
+    def classify_loop_error(self, exc: BaseException) -> LoopErrorDecision:
+        """How a trial-loop turn that raised ``exc`` ends, judged with this plan's rate-limit patterns.
+
+        The seam a trial loop takes as ``classify_error=client.classify_loop_error``; see
+        :mod:`executor.loop_errors` for the contract.
+        """
+        return classify_loop_error(exc, self._rate_limit_patterns)
 
     def build(self, request: ChatRequest | Mapping[str, Any]) -> BuiltRequest:
         """The request as litellm will receive it, plus what parsing the response needs."""

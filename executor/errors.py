@@ -45,6 +45,28 @@ class ResponseShapeError(ExecutorError):
     """A provider response cannot be interpreted without dropping data (e.g. unknown reasoning blocks)."""
 
 
+class AllApiKeysExhausted(RuntimeError):
+    """Every key in the binding's rotation chain hit its own per-key limit.
+
+    Terminal: the chain only ever advances, so no wait clears it. It chains the last per-key
+    429 as its ``__cause__``; the rate-limit classifier stops at this type so the condition is
+    never handed the probe controller's long 429 budget. The message names the env vars and the
+    number of keys, never a key.
+    """
+
+
+class ApiTimeoutError(TimeoutError):
+    """A call timed out on every attempt of the transport-timeout retry.
+
+    Not retried by the outer controller: the timeout retry already spent its own budget, and
+    multiplying it by the outer attempts would turn minutes into an hour.
+    """
+
+
+class GatewayRejectedError(RuntimeError):
+    """A pinned gateway key was refused as over quota or unauthorised; rotation cannot help."""
+
+
 def user_error(exc: BaseException) -> tuple[str, str] | None:
     """``(code, message)`` when ``exc`` is a mistake in the caller's input, else None.
 

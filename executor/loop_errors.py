@@ -1,0 +1,118 @@
+"""``classify_loop_error``: the seam a trial loop uses to decide how a failed turn ends.
+
+Contract (stable; the trial runner depends on it):
+
+``classify_loop_error(exc, patterns) -> LoopErrorDecision`` is pure: no I/O, no logging, never
+raises, and reads only ``exc`` (its type, its ``status_code``, its ``__cause__`` chain and its
+text) and ``patterns`` (a binding's compiled ``rate_limit_patterns``). Callers normally use the
+bound form :meth:`executor.client.Client.classify_loop_error`, which closes over the plan's
+patterns, so the compiled tuple never crosses a module boundary.
+
+The decision's ``reason`` is one of :class:`LoopErrorReason`, checked in this order:
+
+``context_window_exceeded``
+    litellm's ``ContextWindowExceededError`` anywhere in the chain. Counts against the model.
+``api_timeout``
+    :class:`~executor.errors.ApiTimeoutError` in the chain (the transport-timeout retry is
+    spent). Excludes the trial; ``evidence`` names the chain's types.
+``rate_limit``
+    a 429 proven by **type or status** (``openai.RateLimitError`` or ``status_code == 429``),
+    never by text. Excludes the trial; ``evidence`` names the chain's types. A spent key chain
+    (:class:`~executor.errors.AllApiKeysExhausted`) is *not* this: it is a configuration
+    outcome, reported as ``api_error``.
+``api_error``
+    any other provider or transport failure: an HTTP status in the chain, a litellm / openai /
+    httpx exception type, or a spent key chain. A 400 whose body talks about rate limits is
+    this, not ``rate_limit``: its status is authoritative. The loop may retry it in place under
+    its own bounded budget.
+``error``
+    everything else, counted and not retried. When the text looks like a rate limit but no
+    link carries a type or status (something stringified a provider error instead of
+    chaining it), ``message`` says so.
+
+``excluded`` is True exactly for ``api_timeout`` and ``rate_limit``: those trials leave every
+benchmark rate's denominator, which is why only typed evidence can earn it. ``message`` is
+one line for the trajectory; it quotes ``str(exc)``, which the executor keeps free of
+credentials. Runner-level reasons (a lost trial, an episode timeout) are the runner's own and
+are decided before this is called.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from dataclasses import dataclass
+
+from executor.errors import AllApiKeysExhausted, ApiTimeoutError
+from executor.rate_limit import Patterns, cause_chain, is_typed_rate_limit_exception, matches_rate_limit_text
+
+
+class LoopErrorReason(str, enum.Enum):
+    """How a turn that raised ends the trial."""
+
+    CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
+    API_TIMEOUT = "api_timeout"
+    RATE_LIMIT = "rate_limit"
+    API_ERROR = "api_error"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class LoopErrorDecision:
+    """The classification of one loop exception."""
+
+    reason: LoopErrorReason
+    message: str
+    #: True when the trial leaves the measured denominator (infrastructure, not the model).
+    excluded: bool = False
+    #: The chain's type names, outermost first, when ``excluded`` (what the verdict rests on).
+    evidence: str = ""
+
+
+def chain_types(exc: BaseException) -> str:
+    """The cause chain's type names, outermost first: ``ProviderCallError <- RateLimitError``."""
+    return " <- ".join(type(link).__qualname__ for link in cause_chain(exc))
+
+
+def _litellm_class(name: str) -> type | None:
+    litellm = sys.modules.get("litellm")
+    cls = getattr(litellm, name, None) if litellm is not None else None
+    return cls if isinstance(cls, type) else None
+
+
+def _is_provider_failure(exc: BaseException) -> bool:
+    for link in cause_chain(exc):
+        status = getattr(link, "status_code", None)
+        if isinstance(status, int) and not isinstance(status, bool):
+            return True
+        module = type(link).__module__ or ""
+        if module.startswith(("litellm", "openai", "httpx")):
+            return True
+    return False
+
+
+def classify_loop_error(exc: BaseException, patterns: Patterns) -> LoopErrorDecision:
+    """Classify a turn-loop exception (see the module docstring for the full contract)."""
+    text = " ".join(str(exc).split())
+    window = _litellm_class("ContextWindowExceededError")
+    if window is not None and any(isinstance(link, window) for link in cause_chain(exc)):
+        return LoopErrorDecision(LoopErrorReason.CONTEXT_WINDOW_EXCEEDED, f"Context window exceeded: {text}")
+    if any(isinstance(link, ApiTimeoutError) for link in cause_chain(exc)):
+        return LoopErrorDecision(
+            LoopErrorReason.API_TIMEOUT, f"API timeout: {text}", excluded=True, evidence=chain_types(exc)
+        )
+    if is_typed_rate_limit_exception(exc):  # vetoed by AllApiKeysExhausted anywhere before the 429
+        return LoopErrorDecision(
+            LoopErrorReason.RATE_LIMIT, f"Rate limit: {text}", excluded=True, evidence=chain_types(exc)
+        )
+    if any(isinstance(link, AllApiKeysExhausted) for link in cause_chain(exc)):
+        return LoopErrorDecision(LoopErrorReason.API_ERROR, f"API error: {text}")
+    if matches_rate_limit_text(str(exc), patterns) and not _is_provider_failure(exc):
+        return LoopErrorDecision(
+            LoopErrorReason.ERROR,
+            "Rate-limit-shaped error with no typed provider exception behind it, so the trial is "
+            f"counted rather than excluded: {text}",
+        )
+    if _is_provider_failure(exc):
+        return LoopErrorDecision(LoopErrorReason.API_ERROR, f"API error: {text}")
+    return LoopErrorDecision(LoopErrorReason.ERROR, f"Error: {text}")

@@ -1,0 +1,100 @@
+"""Is this failure a 429? Three tiers of evidence, strongest first.
+
+The executor re-raises provider errors wrapped (``raise ProviderCallError(...) from exc``), so
+every question here walks the ``__cause__`` chain rather than looking at the outer exception.
+
+1. **Type or status**: an ``openai.RateLimitError`` (litellm's subclasses it) or any link with
+   ``status_code == 429``.
+2. **Terminal veto**: :class:`~executor.errors.AllApiKeysExhausted` chains the provider's per-key
+   429 as its cause, yet nothing clears it (the key chain only advances), so it stops the walk
+   and is *not* a transient 429.
+3. **Anchored text**, last resort, only when no link carried an HTTP status at all: a wrapper
+   that stringified a provider error instead of chaining it. A non-429 status beats prose,
+   because a 400's message can echo request content that talks about rate limits.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import sys
+from collections.abc import Iterable, Iterator
+
+from executor.errors import AllApiKeysExhausted
+
+Patterns = tuple[re.Pattern[str], ...]
+
+#: Bounds the cause walk: a cycle (``a.__cause__ = b; b.__cause__ = a``) must not hang a retry.
+_MAX_CHAIN = 32
+
+
+def cause_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` then each explicit ``__cause__``, cycle-safe and bounded.
+
+    Only ``raise … from …`` links count: an implicit ``__context__`` is whatever happened to be
+    in flight, not a statement about what this failure is.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < _MAX_CHAIN:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__
+
+
+def compile_patterns(patterns: Iterable[str]) -> Patterns:
+    """Compile a binding's ``rate_limit_patterns`` once, at client construction."""
+    return tuple(re.compile(p) for p in patterns)
+
+
+def matches_rate_limit_text(text: str, patterns: Patterns) -> bool:
+    """Whether ``text`` carries one of the anchored 429 shapes in ``patterns``.
+
+    Prose alone is never proof of a rate limit; callers use this as tier 3 or as a diagnostic.
+    """
+    return any(p.search(text) for p in patterns)
+
+
+class Evidence(enum.Enum):
+    """What a walk of the cause chain found by type or status."""
+
+    TYPED_429 = "typed_429"
+    KEYS_EXHAUSTED = "keys_exhausted"
+    OTHER_STATUS = "other_status"
+    NONE = "none"
+
+
+def _is_openai_rate_limit(exc: BaseException) -> bool:
+    # openai is imported only by whoever sent the request; if it is not loaded, no link can be one
+    openai = sys.modules.get("openai")
+    cls = getattr(openai, "RateLimitError", None) if openai is not None else None
+    return isinstance(cls, type) and isinstance(exc, cls)
+
+
+def type_evidence(exc: BaseException) -> Evidence:
+    """Tier 1 and 2: the first decisive link of the chain, by type or HTTP status."""
+    saw_status = False
+    for link in cause_chain(exc):
+        if isinstance(link, AllApiKeysExhausted):
+            return Evidence.KEYS_EXHAUSTED
+        status = getattr(link, "status_code", None)
+        if _is_openai_rate_limit(link) or status == 429:
+            return Evidence.TYPED_429
+        if isinstance(status, int) and not isinstance(status, bool):
+            saw_status = True
+    return Evidence.OTHER_STATUS if saw_status else Evidence.NONE
+
+
+def is_typed_rate_limit_exception(exc: BaseException) -> bool:
+    """A 429 proven by type or status somewhere in the chain; message text is never read."""
+    return type_evidence(exc) is Evidence.TYPED_429
+
+
+def is_transient_rate_limit(exc: BaseException, patterns: Patterns) -> bool:
+    """All three tiers: whether the probe controller should treat ``exc`` as a transient 429."""
+    evidence = type_evidence(exc)
+    if evidence is Evidence.TYPED_429:
+        return True
+    if evidence is not Evidence.NONE:
+        return False
+    return matches_rate_limit_text(str(exc), patterns)
