@@ -84,10 +84,14 @@ def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, L
 
     routing = _openrouter(values.get("openrouter_defaults"), cfg, binding_ref.key)
     if routing is not None and cfg.openrouter is not None:
-        fields = ["allow_fallbacks"] + (["provider_order"] if cfg.openrouter.provider_order else [])
+        user_set = cfg.openrouter.model_fields_set
+        fields = ["allow_fallbacks"] + [f for f in ("provider_order", "referer", "title", "data_collection")
+                                        if f in user_set and getattr(cfg.openrouter, f)]
         for fld in fields:
-            provenance[f"openrouter.{fld}"] = Provenance(
-                layer=f"model:{key}", file=run_src.display, line=run_src.position((*mloc, "openrouter", fld))[0])
+            line = run_src.position((*mloc, "openrouter", fld))[0]
+            provenance[f"openrouter.{fld}"] = Provenance(layer=f"model:{key}", file=run_src.display, line=line)
+    if routing is None:
+        provenance = {p: v for p, v in provenance.items() if not p.startswith("openrouter")}
     pricing = _pricing(inputs, model_id)
     if pricing is not None:
         provenance["pricing"] = Provenance(layer="pricing", file=inputs.pricing.source.display)
@@ -96,8 +100,9 @@ def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, L
                                            line=inputs.providers.source.position((binding_ref.key,))[0])
 
     defaults = RequestDefaults(temperature=cfg.temperature, seed=cfg.seed, top_p=cfg.top_p,
-                               max_tokens=cfg.max_tokens, reasoning=cfg.reasoning)
-    for fld in ("temperature", "seed", "top_p", "max_tokens", "reasoning"):
+                               max_tokens=cfg.max_tokens, parallel_tool_calls=cfg.parallel_tool_calls,
+                               reasoning=cfg.reasoning)
+    for fld in ("temperature", "seed", "top_p", "max_tokens", "parallel_tool_calls", "reasoning"):
         if fld in cfg.model_fields_set:
             provenance[f"request_defaults.{fld}"] = Provenance(
                 layer=f"model:{key}", file=run_src.display, line=run_src.position((*mloc, fld))[0])
@@ -126,6 +131,10 @@ def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, L
 
 def _apply_model_block(merged: Merged, cfg: ModelConfig, src: SourceFile, key: str) -> None:
     """Layer 5: the run config's own model block (legacy capability switches)."""
+    if cfg.api_call_timeout_s is not None:
+        merged.values["api_call_timeout_s"] = cfg.api_call_timeout_s
+        merged.provenance["api_call_timeout_s"] = Provenance(
+            layer=f"model:{key}", file=src.display, line=src.position(("models", key, "api_call_timeout_s"))[0])
     caps = cfg.capabilities
     if caps is not None and caps.dict_map_prompt_hints:
         from compiler.inputs.common import PolicyValueModel
@@ -175,7 +184,7 @@ def _rewrite(model_id: str, binding: ProviderBinding) -> str:
 def _openrouter(defaults: dict[str, Any] | None, cfg: ModelConfig, binding_key_: str | None
                 ) -> OpenRouterRouting | None:
     """Field-by-field merge of the preset default and the user's `openrouter:` block."""
-    if binding_key_ != "openrouter" or (defaults is None and cfg.openrouter is None):
+    if binding_key_ != "openrouter":
         return None
     defaults = defaults or {}
     user = cfg.openrouter
@@ -186,7 +195,11 @@ def _openrouter(defaults: dict[str, Any] | None, cfg: ModelConfig, binding_key_:
         fallbacks = bool(defaults["allow_fallbacks"])
     else:
         fallbacks = True
-    return OpenRouterRouting(provider_order=tuple(order), allow_fallbacks=fallbacks)
+    # attribution and the data-collection choice: the user's value, else the layers', else the plan default
+    named = {fld: getattr(user, fld) if user is not None and getattr(user, fld) is not None else defaults.get(fld)
+             for fld in ("referer", "title", "data_collection")}
+    return OpenRouterRouting(provider_order=tuple(order), allow_fallbacks=fallbacks,
+                             **{fld: v for fld, v in named.items() if v is not None})
 
 
 def _pricing(inputs: Inputs, model_id: str) -> PricingEntry | None:
@@ -236,7 +249,8 @@ def _configured_value_checks(cfg: ModelConfig, params: dict[str, Any], rules: di
     effort = None
     if reasoning.mode == "adaptive" or (reasoning.mode == "budget" and not thinking):
         effort = reasoning.effort_hint
-    sent = {"reasoning_effort": effort, "temperature": cfg.temperature, "top_p": cfg.top_p}
+    sent = {"reasoning_effort": effort, "temperature": cfg.temperature, "top_p": cfg.top_p,
+            "parallel_tool_calls": cfg.parallel_tool_calls}
     for param, value in sent.items():
         if value is None or param not in rules:
             continue

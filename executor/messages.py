@@ -208,6 +208,9 @@ class ChatRequest(_Model):
     top_p: float | None = Field(None, gt=0, le=1, description="Overrides the plan's default top_p.")
     max_tokens: int | None = Field(None, gt=0, description="Overrides the plan's default output token cap.")
     tool_choice: ToolChoice | None = Field(None, description="auto | none | required | a named function; needs tools.")
+    parallel_tool_calls: bool | None = Field(
+        None, description="Overrides the plan's default; sent only beside tools, ruled by param_value_rules."
+    )
     reasoning: ReasoningConfig | None = Field(None, description="Overrides the plan's default reasoning config.")
 
     @model_validator(mode="after")
@@ -219,6 +222,8 @@ class ChatRequest(_Model):
         if self.tool_choice is not None and not self.tools:
             # tool_choice only ever travels alongside tools, so without them it would be ignored
             raise ValueError("tool_choice is set but the request has no tools")
+        if self.parallel_tool_calls is not None and not self.tools:
+            raise ValueError("parallel_tool_calls is set but the request has no tools")
         if isinstance(self.tool_choice, NamedToolChoice) and self.tool_choice.function.name not in names:
             raise ValueError(f"tool_choice names {self.tool_choice.function.name!r}, which is not among the tools")
         seen_calls: set[str] = set()

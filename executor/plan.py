@@ -75,11 +75,32 @@ class BindingRef(_Frozen):
     binding: ProviderBinding
 
 
+#: What tolokaforge 0.29.0 sends as OpenRouter attribution; kept as the default so usage reports
+#: stay comparable across the two engines until an operator names their own app.
+DEFAULT_OPENROUTER_REFERER = "https://github.com/Toloka-F/tolokaforge"
+DEFAULT_OPENROUTER_TITLE = "Tolokaforge Evaluation"
+
+DataCollection = Literal["allow", "deny"]
+
+
 class OpenRouterRouting(_Frozen):
-    """Effective OpenRouter upstream routing after the field-by-field merge."""
+    """Everything capplan tells OpenRouter about a call, after the field-by-field merge."""
 
     provider_order: tuple[str, ...] = Field((), description="Upstream pin; empty means no pin lands.")
     allow_fallbacks: bool = Field(True, description="Whether OpenRouter may fall back to other upstreams.")
+    referer: str = Field(
+        DEFAULT_OPENROUTER_REFERER, min_length=1, description="HTTP-Referer attribution header (the app's URL)."
+    )
+    title: str = Field(DEFAULT_OPENROUTER_TITLE, min_length=1, description="X-Title attribution header (the app's name).")
+    data_collection: DataCollection = Field(
+        "deny",
+        description="deny: only upstreams that do not collect or train on prompts (sent as "
+        "provider.data_collection and the X-Data-Collection-Opt-Out header); allow: OpenRouter's default.",
+    )
+
+
+#: tolokaforge's per-attempt timeout when no layer sets one
+DEFAULT_API_CALL_TIMEOUT_S = 120.0
 
 
 class LoopKnobs(_Frozen):
@@ -92,6 +113,9 @@ class LoopKnobs(_Frozen):
     context_watermark: int | None = Field(None, gt=0, description="Free tokens that trigger summarize before a turn.")
     tool_output_max_chars: int | None = Field(None, gt=0, description="Per-model cap on tool output in the prompt.")
     default_max_turns: int | None = Field(None, gt=0, description="Turn budget when the task declares none.")
+    api_call_timeout_s: float = Field(
+        DEFAULT_API_CALL_TIMEOUT_S, gt=0, description="Seconds litellm waits on one attempt (its `timeout`); sent on every attempt."
+    )
 
 
 class LitellmModelEntry(_Frozen):
@@ -120,6 +144,9 @@ class RequestDefaults(_Frozen):
     seed: int | None = Field(None, description="Default seed.")
     top_p: float | None = Field(None, description="Default nucleus sampling mass.")
     max_tokens: int | None = Field(None, gt=0, description="Default output token cap.")
+    parallel_tool_calls: bool | None = Field(
+        None, description="Default parallel_tool_calls, sent only beside tools; null leaves the provider's default."
+    )
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig, description="Default reasoning config.")
 
 
@@ -153,7 +180,7 @@ class Plan(_Frozen):
     loop: LoopKnobs
     binding: BindingRef
     openrouter: OpenRouterRouting | None = Field(
-        description="Effective routing; null when neither the preset nor the run config says anything."
+        description="Routing, attribution and data-collection choice; null when the model is not on the OpenRouter binding."
     )
     pricing: PricingEntry | None = Field(description="Price entry; null when pricing.json has no key for the model.")
     request_defaults: RequestDefaults

@@ -75,6 +75,12 @@ class RequestBuilder:
             kwargs["tools"] = wire_tools
             if request.tool_choice is not None:
                 kwargs["tool_choice"] = _tool_choice_wire(request.tool_choice)
+            # meaningful only beside tools; null leaves the provider's default
+            parallel = request.parallel_tool_calls
+            if parallel is None:
+                parallel = defaults.parallel_tool_calls
+            if parallel is not None:
+                kwargs["parallel_tool_calls"] = parallel
         top_p = request.top_p if request.top_p is not None else defaults.top_p
         if top_p is not None:
             kwargs["top_p"] = top_p

@@ -1,7 +1,7 @@
 """Transport kwargs from the plan's provider binding: where a call goes, as whom, under what name.
 
 This is the only module that knows transport facts (endpoints, credential env vars, litellm
-routing hints, OpenRouter's headers and upstream pin). Everything comes from plan data; the one
+routing hints, OpenRouter's headers and provider preferences, the per-attempt timeout). Everything comes from plan data; the one
 provider name tested here is OpenRouter's, because its headers and pin are OpenRouter features,
 not binding fields. Credentials are read from the environment at call time and never stored.
 """
@@ -15,15 +15,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from executor.errors import MissingCredentialError, PlanInconsistencyError
-from executor.plan import Plan, SlugRewrite
+from executor.plan import OpenRouterRouting, Plan, SlugRewrite
 
 log = logging.getLogger(__name__)
 
-#: Attribution headers OpenRouter reads; without them litellm sends its own name instead of ours.
-OPENROUTER_HEADERS: dict[str, str] = {
-    "HTTP-Referer": "https://pypi.org/project/capplan/",
-    "X-Title": "capplan",
-}
+#: The header tolokaforge sends to opt out of data collection; OpenRouter documents the
+#: ``provider.data_collection`` body field for the same choice, so both are sent.
+DATA_COLLECTION_OPT_OUT_HEADER = "X-Data-Collection-Opt-Out"
+
+
+def openrouter_headers(routing: OpenRouterRouting) -> dict[str, str]:
+    """Attribution headers (without them litellm sends its own name) and the opt-out header."""
+    headers = {"HTTP-Referer": routing.referer, "X-Title": routing.title}
+    if routing.data_collection == "deny":
+        headers[DATA_COLLECTION_OPT_OUT_HEADER] = "true"
+    return headers
 
 REDACTED = "<redacted>"
 _SECRET_HEADER = re.compile(r"(?i)authorization|api[-_]?key|token|secret|cookie|password")
@@ -74,16 +80,25 @@ class Transport:
         self.custom_llm_provider = custom_llm_provider(plan)
         self.openrouter = is_openrouter_route(plan)
         routing = plan.openrouter
-        self.provider_pin: dict[str, Any] | None = None
-        if routing is not None and routing.provider_order:
-            pin = {"order": list(routing.provider_order), "allow_fallbacks": routing.allow_fallbacks}
+        self.headers: dict[str, str] = {}
+        self.provider_prefs: dict[str, Any] | None = None
+        if routing is not None:
+            prefs: dict[str, Any] = {}
+            if routing.provider_order:
+                prefs = {"order": list(routing.provider_order), "allow_fallbacks": routing.allow_fallbacks}
+            if routing.data_collection == "deny":
+                # OpenRouter's documented opt-out: only upstreams that neither store nor train on prompts
+                prefs["data_collection"] = "deny"
             if self.openrouter:
-                self.provider_pin = pin
-            else:
-                # the pin is an OpenRouter body field; another upstream rejects or silently ignores it
+                self.headers = openrouter_headers(routing)
+                self.provider_prefs = prefs or None
+            elif prefs:
+                # provider preferences are an OpenRouter body field; another upstream rejects or ignores them
                 log.warning(
-                    "plan %s: provider pin %s not sent: route %s is not OpenRouter", plan.model.key, pin, self.model
+                    "plan %s: provider preferences %s not sent: route %s is not OpenRouter", plan.model.key, prefs,
+                    self.model,
                 )
+        self.timeout = plan.loop.api_call_timeout_s
 
     def apply(
         self,
@@ -100,6 +115,8 @@ class Transport:
         # the executor's retry controller is the only one: the provider SDK's own silent
         # retries would multiply its attempts and sleep where no test or log can see them
         out["max_retries"] = 0
+        # one attempt's bound; the same kwargs go out on every attempt, so every attempt has it
+        out["timeout"] = self.timeout
         if self.custom_llm_provider is not None:
             out["custom_llm_provider"] = self.custom_llm_provider
         base = api_base or self._binding_api_base(env)
@@ -107,10 +124,10 @@ class Transport:
             out["api_base"] = base
         if binding.kwargs_pin_transport:
             out["api_key"] = self._pinned_key(env)
-        if self.openrouter:
-            out["extra_headers"] = {**OPENROUTER_HEADERS, **out.get("extra_headers", {})}
-        if self.provider_pin is not None:
-            out["extra_body"] = {**out.get("extra_body", {}), "provider": dict(self.provider_pin)}
+        if self.headers:
+            out["extra_headers"] = {**self.headers, **out.get("extra_headers", {})}
+        if self.provider_prefs is not None:
+            out["extra_body"] = {**out.get("extra_body", {}), "provider": dict(self.provider_prefs)}
         if self.plan.allowed_openai_params:
             out["allowed_openai_params"] = list(self.plan.allowed_openai_params)
         return out

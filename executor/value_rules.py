@@ -23,6 +23,7 @@ RULABLE_PARAMS: dict[str, type] = {
     "reasoning_effort": str,
     "temperature": float,
     "top_p": float,
+    "parallel_tool_calls": bool,
 }
 
 RuleAction = Literal["reject", "override", "drop"]
@@ -36,7 +37,7 @@ class ValueRule(BaseModel):
     action: RuleAction = Field(
         description="reject: refuse to build the request; override: send `with` instead; drop: omit the parameter."
     )
-    with_: str | float | None = Field(
+    with_: bool | str | float | None = Field(
         None, alias="with", description="The value sent instead (override only, required there)."
     )
     evidence: str = Field(
@@ -55,6 +56,13 @@ class ValueRule(BaseModel):
 def value_key(param: str, value: object) -> str:
     """Canonical text key of ``value`` for ``param`` (rules are keyed by it in plans)."""
     kind = RULABLE_PARAMS[param]
+    if kind is bool:
+        # YAML keys and `with:` values arrive as booleans or as the strings YAML would print
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if value in ("true", "false"):
+            return str(value)
+        raise ValueError(f"{param} values are true or false, got {value!r}")
     if kind is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"{param} values are numbers, got {value!r}")
@@ -68,6 +76,7 @@ def value_key(param: str, value: object) -> str:
 PARAM_CHOICES: dict[str, tuple[str, ...]] = {
     "tool_choice": ("auto", "none", "required"),
     "reasoning_effort": get_args(EffortLevel),
+    "parallel_tool_calls": ("true", "false"),
 }
 
 
@@ -105,8 +114,8 @@ def apply_value_rules(
 ) -> tuple[dict[str, Any], tuple[Substitution, ...]]:
     """Consult every rulable parameter at its site; returns new kwargs and what was changed.
 
-    Sites: ``tool_choice`` (only when tools are sent: it travels only beside them; a named-tool
-    dict is not a rulable value), ``reasoning_effort`` top-level and at
+    Sites: ``tool_choice`` and ``parallel_tool_calls`` (only when tools are sent: they travel only
+    beside them; a named-tool dict is not a rulable value), ``reasoning_effort`` top-level and at
     ``extra_body.reasoning.effort``, ``temperature``, ``top_p``. ``reject`` raises
     :class:`RejectedValueError`; ``override`` sends ``with`` and logs a WARNING; ``drop`` omits
     the parameter. ``kwargs`` is never mutated.
@@ -121,6 +130,8 @@ def apply_value_rules(
         if not by_value or param not in out or (param == "tool_choice" and not has_tools):
             continue
         if param == "tool_choice" and not isinstance(out[param], str):
+            continue
+        if param == "parallel_tool_calls" and not has_tools:
             continue
         sent, change = _consult(param, out[param], by_value)
         if change is not None:
@@ -187,6 +198,12 @@ def _consult(param: str, value: Any, by_value: Mapping[str, ValueRule]) -> tuple
 
 def _with_value(param: str, rule: ValueRule) -> Any:
     sent = rule.with_
+    if RULABLE_PARAMS[param] is bool:
+        if isinstance(sent, bool):
+            return sent
+        if sent in ("true", "false"):
+            return sent == "true"
+        raise ValueError(f"{param} override needs true or false in `with:`, got {sent!r}")
     if RULABLE_PARAMS[param] is float:
         if isinstance(sent, bool) or not isinstance(sent, (int, float)):
             raise ValueError(f"{param} override needs a number in `with:`, got {sent!r}")

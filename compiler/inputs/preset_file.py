@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -22,6 +22,7 @@ KNOB_KEYS: tuple[str, ...] = (
     "context_watermark",
     "tool_output_max_chars",
     "default_max_turns",
+    "api_call_timeout_s",
 )
 
 
@@ -62,6 +63,11 @@ class OpenRouterDefaults(Strict):
 
     provider_order: list[str] | None = Field(None, description="Upstream providers to pin, in order.")
     allow_fallbacks: bool | None = Field(None, description="Whether OpenRouter may fall back beyond the pin.")
+    referer: str | None = Field(None, min_length=1, description="HTTP-Referer attribution header (your app's URL).")
+    title: str | None = Field(None, min_length=1, description="X-Title attribution header (your app's name).")
+    data_collection: Literal["allow", "deny"] | None = Field(
+        None, description="deny (the default): route only to upstreams that do not collect prompts; allow: any upstream."
+    )
 
 
 class PresetBody(Strict):
@@ -84,6 +90,7 @@ class PresetBody(Strict):
     context_watermark: int | None = Field(None, gt=0, description="Free-token watermark that triggers summarize.")
     tool_output_max_chars: int | None = Field(None, gt=0, description="Per-model cap on tool output in the prompt.")
     default_max_turns: int | None = Field(None, gt=0, description="Turn budget when the task sets none.")
+    api_call_timeout_s: float | None = Field(None, gt=0, description="Per-attempt timeout in seconds (default 120).")
     openrouter_defaults: Annotated[OpenRouterDefaults, MergeByKey()] | None = Field(
         None, description="Default OpenRouter routing; a later layer sets only the fields it names."
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from compiler.inputs.common import Strict
@@ -13,6 +15,11 @@ class OpenRouterUserConfig(Strict):
 
     provider_order: list[str] = Field(default_factory=list, description="Upstreams to pin; empty defers to the preset.")
     allow_fallbacks: bool = Field(True, description="Whether OpenRouter may fall back beyond the pin.")
+    referer: str | None = Field(None, min_length=1, description="HTTP-Referer attribution header; unset defers to the preset.")
+    title: str | None = Field(None, min_length=1, description="X-Title attribution header; unset defers to the preset.")
+    data_collection: Literal["allow", "deny"] | None = Field(
+        None, description="deny: only upstreams that do not collect prompts; unset defers to the preset (default deny)."
+    )
 
 
 class LegacyCapabilities(Strict):
@@ -33,6 +40,10 @@ class ModelConfig(Strict):
     top_p: float | None = Field(None, gt=0, le=1, description="Default nucleus sampling mass.")
     max_tokens: int | None = Field(None, gt=0, description="Default output token cap.")
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig, description="Reasoning config.")
+    parallel_tool_calls: bool | None = Field(
+        None, description="Default parallel_tool_calls (sent only beside tools; ruled by param_value_rules)."
+    )
+    api_call_timeout_s: float | None = Field(None, gt=0, description="Per-attempt timeout in seconds; beats the preset's.")
     openrouter: OpenRouterUserConfig | None = Field(None, description="OpenRouter upstream routing.")
     capabilities: LegacyCapabilities | None = Field(None, description="Legacy capability overrides.")
 

@@ -45,7 +45,7 @@ def test_preview_text_format(tmp_path: Path) -> None:
     plan, request = _write(tmp_path, make_plan())
     result = _run("preview", "--plan", plan, "--format", "text", request)
     assert result.exit_code == 0
-    assert result.stdout.splitlines()[:3] == ["model: openai/gpt-test", "max_retries: 0", 'tool_choice: "auto"']
+    assert result.stdout.splitlines()[:4] == ["model: openai/gpt-test", "max_retries: 0", "timeout: 120.0", 'tool_choice: "auto"']
     assert "[0] system: be brief" in result.stdout and "tools (1): lookup" in result.stdout
 
 

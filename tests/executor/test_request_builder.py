@@ -315,7 +315,7 @@ def test_no_system_message_when_the_prompt_is_empty() -> None:
 def test_transport_is_applied_last() -> None:
     plan = make_plan("openrouter", "anthropic/claude-x", openrouter={"provider_order": ["anthropic"], "allow_fallbacks": False}, params={"reasoning_via_extra_body": True})
     kwargs = _build(plan, {"messages": [{"role": "user", "content": "x"}], "reasoning": {"mode": "adaptive", "effort_hint": "high"}}).kwargs
-    assert kwargs["extra_body"] == {"reasoning": {"effort": "high", "enabled": True}, "provider": {"order": ["anthropic"], "allow_fallbacks": False}}
+    assert kwargs["extra_body"] == {"reasoning": {"effort": "high", "enabled": True}, "provider": {"order": ["anthropic"], "allow_fallbacks": False, "data_collection": "deny"}}
     assert kwargs["model"] == "openrouter/anthropic/claude-x"
 
 

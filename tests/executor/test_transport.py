@@ -6,7 +6,8 @@ import pytest
 
 from executor.errors import MissingCredentialError, PlanInconsistencyError
 from executor.plan import Plan, SlugRewrite
-from executor.transport import OPENROUTER_HEADERS, REDACTED, Transport, custom_llm_provider, redact, rewrite_slug
+from executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE
+from executor.transport import REDACTED, Transport, custom_llm_provider, redact, rewrite_slug
 from tests.executor.plans import make_plan
 
 BODY = {"messages": [{"role": "user", "content": "hi"}]}
@@ -55,22 +56,38 @@ def test_openrouter_headers_and_provider_pin() -> None:
     out = Transport(plan).apply({**BODY, "extra_body": {"reasoning": {"effort": "high"}}}, env={})
     assert out["model"] == "openrouter/moonshotai/kimi-k3"
     assert out["custom_llm_provider"] == "openrouter"
-    assert out["extra_headers"] == OPENROUTER_HEADERS
+    assert out["extra_headers"] == {
+        "HTTP-Referer": DEFAULT_OPENROUTER_REFERER,
+        "X-Title": DEFAULT_OPENROUTER_TITLE,
+        "X-Data-Collection-Opt-Out": "true",
+    }
     assert out["extra_body"] == {
         "reasoning": {"effort": "high"},
-        "provider": {"order": ["moonshotai"], "allow_fallbacks": False},
+        "provider": {"order": ["moonshotai"], "allow_fallbacks": False, "data_collection": "deny"},
     }
 
 
-def test_no_pin_without_provider_order() -> None:
+def test_no_pin_without_provider_order_but_the_opt_out_stays() -> None:
     plan = make_plan("openrouter", "x/y", openrouter={"provider_order": [], "allow_fallbacks": False})
-    assert "extra_body" not in Transport(plan).apply(BODY, env={})
+    assert Transport(plan).apply(BODY, env={})["extra_body"] == {"provider": {"data_collection": "deny"}}
+
+
+def test_attribution_and_data_collection_come_from_the_plan() -> None:
+    plan = make_plan("openrouter", "x/y", openrouter={"referer": "https://example.org/app", "title": "App",
+                                                      "data_collection": "allow"})
+    out = Transport(plan).apply(BODY, env={})
+    assert out["extra_headers"] == {"HTTP-Referer": "https://example.org/app", "X-Title": "App"}
+    assert "extra_body" not in out  # allow is OpenRouter's default: nothing to say
+
+
+def test_timeout_is_on_every_call() -> None:
+    assert Transport(make_plan("openai", "m")).apply(BODY, env={})["timeout"] == 120.0
 
 
 def test_pin_on_a_non_openrouter_route_is_not_sent_and_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     plan = make_plan("anthropic", "claude-x", openrouter={"provider_order": ["anthropic"], "allow_fallbacks": True})
     out = Transport(plan).apply(BODY, env={})
-    assert "extra_body" not in out
+    assert "extra_body" not in out and "extra_headers" not in out
     assert "not OpenRouter" in caplog.text
 
 

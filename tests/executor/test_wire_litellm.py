@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from executor.client import Client
+from executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE
 from tests.executor.loopback import LoopbackServer
 from tests.executor.plans import make_plan
 
@@ -136,8 +137,9 @@ def test_openrouter_route_extra_body_reasoning_pin_usage_include_and_headers(ser
     assert sent.body["model"] == "deepseek/deepseek-v4"
     assert sent.body["usage"] == {"include": True}
     assert sent.body["reasoning"] == {"effort": "medium", "enabled": True} and "reasoning_effort" not in sent.body
-    assert sent.body["provider"] == {"order": ["deepinfra", "together"], "allow_fallbacks": False}
-    assert sent.headers["http-referer"] == "https://pypi.org/project/capplan/" and sent.headers["x-title"] == "capplan"
+    assert sent.body["provider"] == {"order": ["deepinfra", "together"], "allow_fallbacks": False, "data_collection": "deny"}
+    assert sent.headers["http-referer"] == DEFAULT_OPENROUTER_REFERER and sent.headers["x-title"] == DEFAULT_OPENROUTER_TITLE
+    assert sent.headers["x-data-collection-opt-out"] == "true"
     assert sent.headers["authorization"] == "Bearer sk-or-test"
     assert sent.body["messages"][1]["reasoning_details"] == [{"type": "reasoning.text", "text": "earlier thought"}]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from executor.value_rules import RULABLE_PARAMS, RejectedValueError, Substitution, ValueRule, apply_value_rules
+from executor.value_rules import RULABLE_PARAMS, RejectedValueError, Substitution, ValueRule, apply_value_rules, value_key
 
 EVIDENCE = "2026-05-21, litellm 1.83.14: empty response with tool calls"
 
@@ -170,10 +170,12 @@ def test_rules_for_a_parameter_nothing_consults_are_refused() -> None:
 
 def test_every_rulable_parameter_has_a_consult_site() -> None:
     # one kwargs dict carrying each rulable parameter; a reject rule on each must fire
-    values: dict[str, Any] = {"tool_choice": "auto", "reasoning_effort": "low", "temperature": 0.0, "top_p": 1.0}
+    values: dict[str, Any] = {
+        "tool_choice": "auto", "reasoning_effort": "low", "temperature": 0.0, "top_p": 1.0, "parallel_tool_calls": False,
+    }
     assert set(values) == set(RULABLE_PARAMS)
     for param, value in values.items():
-        key = value if isinstance(value, str) else repr(float(value))
+        key = value_key(param, value)
         with pytest.raises(RejectedValueError, match=param):
             apply_value_rules(dict(values), {param: {key: rule("reject")}}, has_tools=True)
 

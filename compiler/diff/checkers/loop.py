@@ -4,6 +4,6 @@ from compiler.diff.checkers.base import Checker
 
 CHECKER = Checker(
     name="loop",
-    description="trial-loop knobs: resample counts, context window and watermark, tool output cap, turns",
+    description="loop knobs: resample counts, context window and watermark, tool output cap, turns, per-attempt timeout",
     owns=(("loop",),),
 )

@@ -4,6 +4,6 @@ from compiler.diff.checkers.base import Checker
 
 CHECKER = Checker(
     name="routing",
-    description="OpenRouter routing: provider_order pin and allow_fallbacks",
+    description="OpenRouter: provider_order pin, allow_fallbacks, attribution headers, data_collection",
     owns=(("openrouter",),),
 )
