@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "send": "commands.send_cmd:send_cmd",
     "guard": "commands.guard_cmd:guard_cmd",
     "replay": "commands.replay_cmd:replay_cmd",
+    "gateway": "commands.gateway_cmd:gateway_cmd",
 }
 
 # one-line help shown by `capplan --help` without importing the command modules
@@ -36,6 +37,7 @@ SHORT_HELP: dict[str, str] = {
     "send": "Send a request file through a plan and print the parsed result.",
     "guard": "Audit user-simulator replies offline with the reply guard.",
     "replay": "Reasoning-replay consumption eval (models | run | report).",
+    "gateway": "Check how each plan routes through the LLM gateway (LLM_PROXY_*).",
 }
 
 

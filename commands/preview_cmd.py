@@ -44,6 +44,10 @@ def preview_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: st
     if fmt == "json":
         sys.stdout.write(canonical_bytes(kwargs).decode("utf-8"))
     else:
+        route = client.route
+        if route is not None:
+            shown = f" -> {route.route}" if route.route else ""
+            click.echo(f"gateway: {route.kind}{shown} ({route.reason})")
         click.echo(render_text(kwargs))
 
 
@@ -53,7 +57,7 @@ def fail_on_user_error(exc: BaseException, plan_path: str, request_file: str) ->
     if found is None:
         return
     code, message = found
-    where = plan_path if code == "PLAN" else request_file
+    where = {"PLAN": plan_path, "GATEWAY": "capplan"}.get(code, request_file)
     for line in message.splitlines():
         if "error[" in line:
             located = line  # request-file errors arrive located to line and column

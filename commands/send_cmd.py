@@ -73,6 +73,11 @@ def render_result(data: dict[str, Any]) -> str:
     lines.append(f"cost: {cost} ({data['cost_source']})")
     lines.append(f"finish_reason: {data['finish_reason']}")
     lines.append(f"latency_s: {data['latency_s']:.3f}")
+    if data.get("gateway_route_kind"):
+        route = f" -> {data['gateway_route']}" if data.get("gateway_route") else ""
+        lines.append(f"gateway: {data['gateway_route_kind']}{route}")
+    if data.get("key_index") is not None:
+        lines.append(f"key_index: {data['key_index']}")
     if data["openrouter_generation_id"]:
         lines.append(f"openrouter_generation_id: {data['openrouter_generation_id']}")
     for err in data["parser_errors"]:

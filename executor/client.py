@@ -1,12 +1,14 @@
 """``Client``: a loaded plan, its policies, and one provider call per ``generate``.
 
-The client only wires the parts together: the request builder shapes the call, the retry
-controller repeats transient failures, the response parser interprets the answer. litellm is
-imported on the first real send, never at import time (it takes seconds to import).
+The client only wires the parts together: the request builder shapes the call (the gateway,
+when configured, reroutes it), the retry controller repeats transient failures, key rotation
+moves past spent keys, and the response parser interprets the answer. litellm is imported on
+the first real send, never at import time (it takes seconds to import).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -14,15 +16,24 @@ from pathlib import Path
 from typing import Any
 
 from executor import mock_provider
+from executor.errors import AllApiKeysExhausted, GatewayRejectedError
+from executor.gateway.config import EnvSource, GatewayConfig, GatewayConfigError, resolve_gateway_config
+from executor.gateway.route import RouteDecision
+from executor.gateway.transport import GatewayTransport, decide_route
+from executor.keys import KeyChain, is_per_key_limit, load_keys
+from executor.loop_errors import LoopErrorDecision, classify_loop_error
 from executor.messages import ChatRequest
 from executor.plan import Plan
 from executor.policy_set import PolicySet
+from executor.probe import RateLimitProbeConfig
+from executor.probe_stats import ProbeStats
+from executor.rate_limit import compile_patterns
+from executor.redaction import Redactor
 from executor.request_builder import BuiltRequest, RequestBuilder
 from executor.response_parser import ResponseParser
 from executor.result import GenerationResult
-from executor.loop_errors import LoopErrorDecision, classify_loop_error
-from executor.rate_limit import compile_patterns
-from executor.retrying import default_retrying
+from executor.retrying import RetryContext, default_retrying, probe_retrying
+from executor.timeout_retry import DEFAULT_TIMEOUT_RETRIES, call_with_timeout_retry
 from executor.transport import redact
 
 Completion = Callable[..., Any]
@@ -39,9 +50,21 @@ class Client:
         sleep: Callable[[float], None] = time.sleep,
         env: Mapping[str, str] | None = None,
         api_base: str | None = None,
+        rate_limit_probe: RateLimitProbeConfig | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        timeout_retries: int = DEFAULT_TIMEOUT_RETRIES,
+        gateway: GatewayConfig | None = None,
     ) -> None:
         """``completion`` replaces ``litellm.completion`` (benchmarks, tests); ``env`` replaces
-        ``os.environ`` for credentials and endpoint overrides; ``api_base`` overrides the binding's."""
+        ``os.environ`` (and the ``.env`` file) for credentials, endpoint overrides and the
+        ``LLM_PROXY_*`` variables; ``api_base`` overrides the binding's endpoint.
+
+        ``rate_limit_probe`` is the run config's block: an enabled one selects the probe retry
+        controller, anything else the default. ``gateway`` passes an already resolved gateway
+        configuration instead of reading the variables. A malformed gateway configuration raises
+        :class:`GatewayConfigError` here, before any request exists.
+        """
         self.plan = plan
         self.policies = PolicySet.from_plan(plan)
         self.builder = RequestBuilder(plan, self.policies)
@@ -49,14 +72,43 @@ class Client:
         self.mock = mock_provider.is_mock(plan.model.provider)
         self._completion = completion
         self._sleep = sleep
+        self._clock = clock
+        self._wall_clock = wall_clock
         self._env = env
         self._api_base = api_base
+        self._timeout_retries = timeout_retries
         self._rate_limit_patterns = compile_patterns(plan.binding.binding.rate_limit_patterns)
+        self._probe = rate_limit_probe if rate_limit_probe is not None and rate_limit_probe.enabled else None
+        source = EnvSource(env)
+        config = gateway if gateway is not None else resolve_gateway_config(source)
+        if config is not None and api_base is not None:
+            raise GatewayConfigError(
+                f"--api-base {api_base} and LLM_PROXY_BASE_URL ({config.base_url}) both say where calls go; "
+                f"unset LLM_PROXY_BASE_URL to send to {api_base}, or drop --api-base to use the gateway"
+            )
+        self.gateway: GatewayTransport | None = None
+        if config is not None:
+            self.gateway = GatewayTransport(plan, config, decide_route(plan, config))
+        credentials = os.environ if env is None else env
+        keys, key_source = load_keys(plan.binding.binding, credentials)
+        # a pinned gateway key takes precedence over any provider key, so rotating would resend
+        # byte-identical requests and then report a chain that was never in play
+        self._gateway_key_pinned = bool(self.gateway and self.gateway.decision.via_gateway and config and config.api_key)
+        self.keys = KeyChain(keys, key_source) if keys and not self._gateway_key_pinned else None
+        pinned_env = plan.binding.binding.api_key_env
+        self.redactor = Redactor(
+            (*(config.secret_values() if config else ()), *keys, *([credentials.get(pinned_env, "")] if pinned_env else []))
+        )
 
     @classmethod
     def from_plan_file(cls, path: str | Path, **kwargs: Any) -> Client:
         """Load and verify a plan file, then build a client for it."""
         return cls(Plan.load(path), **kwargs)
+
+    @property
+    def route(self) -> RouteDecision | None:
+        """The gateway route decision for this plan; None when no gateway is configured."""
+        return self.gateway.decision if self.gateway is not None else None
 
     def classify_loop_error(self, exc: BaseException) -> LoopErrorDecision:
         """How a trial-loop turn that raised ``exc`` ends, judged with this plan's rate-limit patterns.
@@ -68,7 +120,10 @@ class Client:
 
     def build(self, request: ChatRequest | Mapping[str, Any]) -> BuiltRequest:
         """The request as litellm will receive it, plus what parsing the response needs."""
-        return self.builder.build(_as_request(request), env=self._env, api_base=self._api_base)
+        built = self.builder.build(_as_request(request), env=self._env, api_base=self._api_base)
+        if self.gateway is None or self.mock:
+            return built
+        return dataclasses.replace(built, kwargs=self.gateway.apply(built.kwargs))
 
     def build_request(self, request: ChatRequest | Mapping[str, Any]) -> dict[str, Any]:
         """The exact kwargs for ``litellm.completion``, credentials included."""
@@ -76,23 +131,91 @@ class Client:
 
     def preview(self, request: ChatRequest | Mapping[str, Any]) -> dict[str, Any]:
         """The kwargs with credentials redacted, safe to print."""
-        return redact(self.build_request(request))
+        out: dict[str, Any] = self.redactor.value(redact(self.build_request(request)))
+        return out
 
-    def generate(self, request: ChatRequest | Mapping[str, Any]) -> GenerationResult:
-        """Send one request (retrying transient failures) and parse the response."""
+    def generate(
+        self,
+        request: ChatRequest | Mapping[str, Any],
+        *,
+        role: str = "agent",
+        probe_stats: ProbeStats | None = None,
+    ) -> GenerationResult:
+        """Send one request (retrying transient failures) and parse the response.
+
+        ``role`` and ``probe_stats`` attribute probe telemetry; a client whose run did not arm
+        probe mode never records into ``probe_stats``.
+        """
+        try:
+            return self._generate(request, role, probe_stats)
+        except BaseException as exc:
+            self.redactor.scrub_exception(exc)
+            raise
+
+    def _generate(self, request: ChatRequest | Mapping[str, Any], role: str, probe_stats: ProbeStats | None) -> GenerationResult:
         built = self.build(request)
         if self.mock:
             started = time.monotonic()
             response = mock_provider.complete(built.kwargs)
             return self.parser.parse(response, built, latency_s=time.monotonic() - started, synthetic=True)
         completion = self._completion or _litellm_completion()
+        context = RetryContext(
+            patterns=self._rate_limit_patterns, sleep=self._sleep, clock=self._clock, wall_clock=self._wall_clock,
+            probe_stats=probe_stats, role=role, model=self.plan.model.model_id, redact=self.redactor.text,
+        )
+        controller = probe_retrying(self._probe, context) if self._probe else default_retrying(self._sleep, context)
         latency = 0.0
-        for attempt in default_retrying(self._sleep):
+        key_index: int | None = None
+        for attempt in controller:
             with attempt:
-                started = time.monotonic()
-                response = completion(**built.kwargs)
-                latency = time.monotonic() - started
-        return self.parser.parse(response, built, latency_s=latency)
+                started = self._clock()
+                response, key_index = self._call_rotating(completion, built.kwargs)
+                latency = self._clock() - started
+        result = self.parser.parse(response, built, latency_s=latency)
+        route = self.route
+        result = dataclasses.replace(
+            result,
+            gateway_route=route.route if route is not None else None,
+            gateway_route_kind=route.kind if route is not None else None,
+            key_index=key_index,
+        )
+        if self._probe is not None and probe_stats is not None:
+            probe_stats.record_success(
+                role=role, model=self.plan.model.model_id, duration_s=latency,
+                prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
+                ts=self._wall_clock(),
+            )
+        return result
+
+    def _call_rotating(self, completion: Completion, kwargs: dict[str, Any]) -> tuple[Any, int | None]:
+        """One outer attempt: the call (with its timeout retry), moving along the key chain on a per-key limit."""
+        while True:
+            index: int | None = None
+            sent = kwargs
+            if self.keys is not None:
+                index, key = self.keys.current()
+                sent = {**kwargs, "api_key": key}
+            try:
+                response = call_with_timeout_retry(
+                    lambda: completion(**sent), retries=self._timeout_retries, sleep=self._sleep,
+                    timeout_s=sent.get("timeout"),
+                )
+                return response, index
+            except Exception as exc:
+                if not is_per_key_limit(exc):
+                    raise
+                if self._gateway_key_pinned and self.gateway is not None:
+                    raise GatewayRejectedError(
+                        f"the LLM gateway at {self.gateway.config.base_url} rejected the request as over quota or "
+                        f"unauthorised; provider key rotation does not apply to a pinned LLM_PROXY_API_KEY: check "
+                        f"the gateway credential and its budget"
+                    ) from exc
+                if self.keys is None or index is None:
+                    raise
+                if not self.keys.advance(index):
+                    raise AllApiKeysExhausted(
+                        f"all {len(self.keys)} key(s) from {self.keys.source} are over their per-key limit"
+                    ) from exc
 
 
 def _as_request(request: ChatRequest | Mapping[str, Any]) -> ChatRequest:
@@ -106,5 +229,8 @@ def _litellm_completion() -> Completion:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
-    completion: Completion = litellm.completion
+    def completion(**kwargs: Any) -> Any:
+        # the executor's controllers are the only retries: litellm's own would multiply them unseen
+        return litellm.completion(**kwargs, num_retries=0)
+
     return completion

@@ -72,6 +72,8 @@ def user_error(exc: BaseException) -> tuple[str, str] | None:
 
     The CLI prints these as one line and exits 2; anything else is an internal error.
     """
+    from executor.gateway.config import GatewayConfigError
+    from executor.gateway.route import GatewayRouteAmbiguous
     from executor.plan import PlanLoadError
     from executor.policies.params_policy import ReasoningConfigError
     from executor.policies.reasoning_codec import ReasoningCodecError
@@ -91,6 +93,8 @@ def user_error(exc: BaseException) -> tuple[str, str] | None:
         (ToolSchemaError, "TOOL_SCHEMA"),
         (MissingCredentialError, "CREDENTIAL"),
         (UnsupportedContentError, "CONTENT"),
+        (GatewayConfigError, "GATEWAY"),
+        (GatewayRouteAmbiguous, "GATEWAY"),
     ]
     for cls, code in codes:
         if isinstance(exc, cls):

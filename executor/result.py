@@ -75,6 +75,12 @@ class GenerationResult:
     openrouter_generation_id: str | None = None
     value_substitutions: tuple[Substitution, ...] = ()
     guard_rejections: tuple[Any, ...] = ()
+    #: The gateway route name the call was addressed by; None when no gateway was used.
+    gateway_route: str | None = None
+    #: How the route was chosen: exact / wildcard / untranslated / direct; None without a gateway.
+    gateway_route_kind: str | None = None
+    #: Which key of the binding's rotation chain served the call (an index, never the key).
+    key_index: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict of the whole result (for ``capplan send`` and trajectory writers)."""

@@ -1,21 +1,36 @@
-"""The outer retry controller around one provider call.
+"""The outer retry controllers around one provider call.
 
-The spec's default controller: five attempts, exponential waits of 4 to 60 seconds, and retries
-only for failures a second attempt can fix (rate limits, timeouts, connection errors, 5xx). A
-request the provider refused as malformed (400, unsupported params, context window) fails at
-once: sending it again would fail the same way.
+``default``: five attempts, exponential waits of 4 to 60 seconds. ``probe`` (run-level
+``rate_limit_probe``): a 429 waits a fixed, jittered interval and is retried until the call's
+time budget is spent; any other retryable error keeps the same five-attempt exponential, with
+its own attempt count, on the *global* attempt number, so a 5xx after a long 429 stretch resumes
+the curve rather than restarting it (waits only ever get longer).
+
+Both retry only what a second attempt can fix (rate limits, timeouts, connection errors, 5xx).
+A request the provider refused as malformed (400, unsupported params, context window) fails at
+once. A spent key chain and an exhausted timeout retry are terminal here too: no wait clears them.
+Both controllers share one ``before_sleep`` hook, so retry logs and probe telemetry are the
+same on either path.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import tenacity
 
+from executor.errors import AllApiKeysExhausted, ApiTimeoutError
+from executor.probe import RateLimitProbeConfig, rate_limit_wait
+from executor.probe_stats import ProbeStats
+from executor.rate_limit import Patterns, cause_chain, is_transient_rate_limit
+
 log = logging.getLogger(__name__)
 
+MAX_ATTEMPTS = 5
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 _TRANSIENT_LITELLM = (
     "APIConnectionError",
@@ -28,7 +43,9 @@ _TRANSIENT_LITELLM = (
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Whether another attempt of the same request can succeed."""
+    """Whether another attempt of the same request can succeed (by type or HTTP status)."""
+    if any(isinstance(link, (AllApiKeysExhausted, ApiTimeoutError)) for link in cause_chain(exc)):
+        return False
     litellm = sys.modules.get("litellm")
     if litellm is not None:
         classes = tuple(getattr(litellm, name) for name in _TRANSIENT_LITELLM if hasattr(litellm, name))
@@ -38,19 +55,82 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
 
 
-def default_retrying(sleep: Callable[[float], None]) -> tenacity.Retrying:
-    """A fresh controller per call; ``sleep`` is injectable so tests never wait."""
+def exponential() -> tenacity.wait.wait_base:
+    """The standard wait: 2 × 2^(n-1) seconds on attempt n, clamped to [4, 60]."""
+    return tenacity.wait_exponential(multiplier=2, min=4, max=60)
+
+
+@dataclass(frozen=True)
+class RetryContext:
+    """What one call's controller needs besides the policy: 429 patterns, clock, sleep, telemetry."""
+
+    patterns: Patterns = ()
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    wall_clock: Callable[[], float] = time.time
+    probe_stats: ProbeStats | None = None
+    role: str = "agent"
+    model: str = ""
+    #: Applied to every logged message: provider errors can echo the credential they were sent.
+    redact: Callable[[str], str] = str
+
+
+def default_retrying(sleep: Callable[[float], None], context: RetryContext | None = None) -> tenacity.Retrying:
+    """A fresh default controller per call; ``sleep`` is injectable so tests never wait."""
+    context = context or RetryContext(sleep=sleep)
+    patterns = context.patterns
     return tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(5),
-        wait=tenacity.wait_exponential(multiplier=2, min=4, max=60),
-        retry=tenacity.retry_if_exception(is_transient),
+        stop=tenacity.stop_after_attempt(MAX_ATTEMPTS),
+        wait=exponential(),
+        retry=tenacity.retry_if_exception(lambda exc: is_transient(exc) or is_transient_rate_limit(exc, patterns)),
         sleep=sleep,
         reraise=True,
-        before_sleep=_log_retry,
+        before_sleep=_before_sleep(context, probe_active=False),
     )
 
 
-def _log_retry(state: tenacity.RetryCallState) -> None:
-    exc = state.outcome.exception() if state.outcome else None
-    wait = state.next_action.sleep if state.next_action else 0.0
-    log.warning("provider call failed (attempt %d): %s; retrying in %.1fs", state.attempt_number, exc, wait)
+def probe_retrying(config: RateLimitProbeConfig, context: RetryContext, *, rng_seed: int | None = None) -> tenacity.Retrying:
+    """A fresh probe controller per call (its clock and 429 count are per call)."""
+    import random
+
+    patterns = context.patterns
+    started = context.clock()
+    seen_429 = 0
+    wait_429 = rate_limit_wait(config, random.Random(rng_seed) if rng_seed is not None else None)
+    wait_other = exponential()
+
+    def is_429(state: tenacity.RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        return exc is not None and is_transient_rate_limit(exc, patterns)
+
+    def stop(state: tenacity.RetryCallState) -> bool:
+        nonlocal seen_429
+        if is_429(state):
+            seen_429 += 1
+            return context.clock() - started >= config.per_call_budget_s
+        return state.attempt_number - seen_429 >= MAX_ATTEMPTS
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        return float(wait_429(state) if is_429(state) else wait_other(state))
+
+    return tenacity.Retrying(
+        stop=stop,
+        wait=wait,
+        retry=tenacity.retry_if_exception(lambda exc: is_transient(exc) or is_transient_rate_limit(exc, patterns)),
+        sleep=context.sleep,
+        reraise=True,
+        before_sleep=_before_sleep(context, probe_active=True),
+    )
+
+
+def _before_sleep(context: RetryContext, *, probe_active: bool) -> Callable[[tenacity.RetryCallState], None]:
+    def hook(state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        wait = float(state.next_action.sleep) if state.next_action else 0.0
+        log.warning("provider call failed (attempt %d): %s: %s; retrying in %.1fs",
+                    state.attempt_number, type(exc).__name__, context.redact(str(exc)), wait)
+        # only a probing client contributes to the census: a judge or fallback call is not the measurement
+        if probe_active and context.probe_stats is not None and exc is not None and is_transient_rate_limit(exc, context.patterns):
+            context.probe_stats.record_retry(role=context.role, model=context.model, wait_s=wait, ts=context.wall_clock())
+
+    return hook

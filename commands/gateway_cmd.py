@@ -1,0 +1,112 @@
+"""``capplan gateway check``: where each plan's calls would go through the configured gateway, and why."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option
+
+_EPILOG = """\b
+Exit codes: 0 every plan routes through the gateway, 1 a plan would leave the gateway (direct to
+its provider) or the gateway serves it under several names with no LLM_PROXY_PREFERRED_ROUTE to
+pick one, 2 input error (unreadable or tampered plan, malformed or missing LLM_PROXY_* setting).
+"""
+
+
+@click.group("gateway")
+def gateway_cmd() -> None:
+    """Inspect routing through the LLM gateway configured by the LLM_PROXY_* variables."""
+
+
+@gateway_cmd.command("check", epilog=_EPILOG)
+@click.option("--plan", "plans", multiple=True, required=True, type=click.Path(path_type=Path, exists=False),
+              help="Plan file, or folder of plan files; repeatable.")
+@format_option("text", "json")
+def check_cmd(plans: tuple[Path, ...], fmt: str) -> None:
+    """For each plan, print the route its calls take through the gateway and why.
+
+    The gateway is configured as for a run: LLM_PROXY_BASE_URL and its companions, from the
+    environment or a .env file in the working directory. The gateway's catalog
+    (GET {base}/models) is read once.
+
+    \b
+      export LLM_PROXY_BASE_URL=https://gateway.example.com LLM_PROXY_API_KEY=...
+      capplan compile --out plans/
+      capplan gateway check --plan plans/
+      capplan gateway check --plan plans/gpt-5.json --plan plans/kimi-k3.json --format json
+    """
+    from executor.errors import user_error
+    from executor.gateway.config import BASE_URL, resolve_gateway_config
+    from executor.gateway.route import GatewayRouteAmbiguous
+    from executor.gateway.transport import decide_route
+    from executor.plan import Plan
+
+    try:
+        config = resolve_gateway_config()
+    except Exception as exc:  # noqa: BLE001 - a configuration error is one line and exit 2
+        _fail(exc, "LLM_PROXY")
+        raise
+    if config is None:
+        click.echo(f"capplan gateway check: error[GATEWAY]: {BASE_URL} is not set, so no call goes through a gateway; "
+                   f"set it (in the environment or .env) to the gateway's base URL", err=True)
+        sys.exit(EXIT_INPUT)
+    rows: list[dict[str, Any]] = []
+    for path in _plan_files(plans):
+        try:
+            plan = Plan.load(path)
+        except Exception as exc:  # noqa: BLE001
+            _fail(exc, str(path))
+            raise
+        try:
+            decision = decide_route(plan, config)
+            rows.append({"plan": str(path), "model": plan.model.key, "model_id": plan.model.model_id,
+                         "kind": decision.kind, "route": decision.route, "reason": decision.reason, "ok": decision.via_gateway})
+        except GatewayRouteAmbiguous as exc:
+            rows.append({"plan": str(path), "model": plan.model.key, "model_id": plan.model.model_id,
+                         "kind": "ambiguous", "route": None, "reason": str(exc), "ok": False})
+        except Exception as exc:  # noqa: BLE001
+            if user_error(exc) is None:
+                raise
+            _fail(exc, str(path))
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"gateway": config.base_url, "plans": rows}, indent=2, sort_keys=True) + "\n")
+    else:
+        click.echo(f"gateway: {config.base_url}")
+        for row in rows:
+            route = f" -> {row['route']}" if row["route"] else ""
+            click.echo(f"{'ok  ' if row['ok'] else 'FAIL'} {row['model']}: {row['kind']}{route}: {row['reason']}")
+    sys.exit(EXIT_OK if all(r["ok"] for r in rows) else EXIT_FINDINGS)
+
+
+def _plan_files(paths: tuple[Path, ...]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(path.glob("*.json"))
+            if not found:
+                click.echo(f"{path}: error[PLAN]: no plan files (*.json) in this folder", err=True)
+                sys.exit(EXIT_INPUT)
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            click.echo(f"{path}: error[PLAN]: no such plan file or folder", err=True)
+            sys.exit(EXIT_INPUT)
+    return files
+
+
+def _fail(exc: BaseException, where: str) -> None:
+    from executor.errors import user_error
+
+    found = user_error(exc)
+    if found is None:
+        return
+    code, message = found
+    for line in message.splitlines():
+        click.echo(f"{where}: error[{code}]: {line}", err=True)
+    sys.exit(EXIT_INPUT)

@@ -1,0 +1,114 @@
+"""Apply one plan's gateway route to each call's kwargs.
+
+Decided once per client (route, pin rule, allow-list); per request only a dict merge and a
+UUID4, so the gateway adds next to nothing to building a request.
+
+On a resolved route (``exact`` / ``wildcard``) the model becomes the route name in the OpenAI
+dialect (``custom_llm_provider="openai"``): the OpenRouter dialect would add its
+``usage: {include: true}`` body field, which every non-OpenRouter upstream rejects. On the
+``untranslated`` path only ``api_base``, ``api_key`` and the headers change. The OpenRouter
+upstream pin (``extra_body.provider``) rides exactly when the wire name's first segment is the
+model's own provider namespace; otherwise it is dropped, with one warning per client.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from executor.gateway.catalog import fetch_gateway_catalog
+from executor.gateway.config import PROVIDERS, GatewayConfig, GatewayConfigError
+from executor.gateway.route import RouteDecision, resolve_route
+from executor.plan import Plan
+
+log = logging.getLogger(__name__)
+
+CatalogFetch = Callable[[GatewayConfig], "frozenset[str] | None"]
+
+
+def provider_namespace(plan: Plan) -> str:
+    """The model's provider namespace: the first '/' segment of its provider, lower-cased."""
+    return plan.model.provider.split("/", 1)[0].lower()
+
+
+def decide_route(plan: Plan, config: GatewayConfig, fetch: CatalogFetch = fetch_gateway_catalog) -> RouteDecision:
+    """The route this plan's calls take under ``config`` (reads the catalog only when routable)."""
+    namespace = provider_namespace(plan)
+    provider = plan.model.provider.lower()
+    named = config.providers is not None and (provider in config.providers or namespace in config.providers)
+    if plan.binding.binding.unroutable:
+        if named:
+            raise GatewayConfigError(
+                f"{PROVIDERS} names {namespace!r}, whose binding is unroutable: it can never go through a gateway "
+                f"(mock never reaches a wire; nova needs a model-name rewrite a gateway does not perform); "
+                f"remove it from {PROVIDERS}"
+            )
+        return RouteDecision("direct", None, f"provider {namespace!r} is unroutable (providers.yaml): direct to the provider")
+    allowed = config.routed_providers
+    if provider not in allowed and namespace not in allowed:
+        source = PROVIDERS if config.providers is not None else "the default allow-list"
+        return RouteDecision(
+            "direct", None,
+            f"provider {namespace!r} is not in {source} ({', '.join(sorted(allowed))}): direct to the provider",
+        )
+    return resolve_route(
+        plan.model.model_id,
+        fetch(config),
+        preferred=config.preferred_routes,
+        trust_namespace_wildcards=config.trust_namespace_wildcards,
+    )
+
+
+def dialect_model(route: str) -> str:
+    """The model string that makes litellm's OpenAI dialect put ``route`` on the wire.
+
+    That dialect strips one leading ``openai/``, so a route that itself starts with it is
+    prefixed once more.
+    """
+    return f"openai/{route}" if route.startswith("openai/") else route
+
+
+class GatewayTransport:
+    """A client's gateway decision, applied to each call's kwargs."""
+
+    def __init__(self, plan: Plan, config: GatewayConfig, decision: RouteDecision) -> None:
+        self.config = config
+        self.decision = decision
+        self.resolved = decision.kind in ("exact", "wildcard")
+        wire = decision.route if self.resolved and decision.route else plan.model.model_id
+        self.keep_pin = wire.split("/", 1)[0].lower() == provider_namespace(plan)
+        self._model = dialect_model(decision.route) if self.resolved and decision.route else None
+        self._gateway_names = {name.lower() for name in config.headers}
+        if config.request_id_header:
+            self._gateway_names.add(config.request_id_header.lower())
+        routing = plan.openrouter
+        if decision.via_gateway and not self.keep_pin and routing is not None and routing.provider_order:
+            log.warning(
+                "plan %s: OpenRouter provider pin %s dropped: gateway route %r leaves the %r namespace",
+                plan.model.key, list(routing.provider_order), wire, provider_namespace(plan),
+            )
+
+    def apply(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` (already carrying the binding's transport) rerouted through the gateway."""
+        if not self.decision.via_gateway:
+            return kwargs
+        out = dict(kwargs)
+        out["api_base"] = self.config.base_url
+        if self.config.api_key:
+            out["api_key"] = self.config.api_key
+        if self._model is not None:
+            out["model"] = self._model
+            out["custom_llm_provider"] = "openai"
+        engine = out.get("extra_headers") or {}
+        # the operator's headers win over engine defaults, compared as HTTP does: case-insensitively
+        headers = {k: v for k, v in engine.items() if k.lower() not in self._gateway_names}
+        headers.update(self.config.request_headers())
+        out["extra_headers"] = headers
+        if not self.keep_pin and "extra_body" in out and "provider" in out["extra_body"]:
+            body = {k: v for k, v in out["extra_body"].items() if k != "provider"}
+            if body:
+                out["extra_body"] = body
+            else:
+                del out["extra_body"]
+        return out

@@ -1,0 +1,103 @@
+"""Key rotation: a binding's chain of credentials, advanced when a key hits its own limit.
+
+Keys come from the binding's ``api_keys_env`` (comma-separated), else from the file named by
+``key_file_env`` (one key per line, ``#`` comments, the first comma field of a line). The chain
+hands the picked key to the call as its ``api_key`` instead of publishing it into
+``os.environ``, so concurrent calls on one client can never race on a process-global variable.
+A call records which key *index* served it; the key itself is never recorded or logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from executor.errors import MissingCredentialError
+from executor.plan import ProviderBinding
+from executor.rate_limit import cause_chain
+
+log = logging.getLogger(__name__)
+
+#: A key file larger than this is not a key file.
+_MAX_KEY_FILE_BYTES = 1024 * 1024
+
+#: Texts a provider uses when one key (not the account or the model) is over its limit.
+PER_KEY_LIMIT_TEXTS = ("Key limit exceeded", "requires more credits")
+
+
+def is_per_key_limit(exc: BaseException) -> bool:
+    """Whether ``exc`` says the key it was sent with is spent (OpenRouter's per-key 429 or a 402)."""
+    for link in cause_chain(exc):
+        if getattr(link, "status_code", None) == 402:
+            return True
+        text = str(link)
+        if any(marker in text for marker in PER_KEY_LIMIT_TEXTS):
+            return True
+    return False
+
+
+def load_keys(binding: ProviderBinding, env: Mapping[str, str]) -> tuple[tuple[str, ...], str]:
+    """The binding's rotation keys and where they came from (a description without any key)."""
+    if not binding.api_keys_env:
+        return (), ""
+    listed = [k.strip() for k in env.get(binding.api_keys_env, "").split(",") if k.strip()]
+    if listed:
+        return tuple(listed), binding.api_keys_env
+    if binding.key_file_env and env.get(binding.key_file_env, "").strip():
+        path = Path(env[binding.key_file_env].strip())
+        return _read_key_file(path, binding.key_file_env), f"{binding.key_file_env} ({path})"
+    return (), ""
+
+
+def _read_key_file(path: Path, variable: str) -> tuple[str, ...]:
+    try:
+        if path.stat().st_size > _MAX_KEY_FILE_BYTES:
+            raise MissingCredentialError(f"{variable} names {path}, which is larger than {_MAX_KEY_FILE_BYTES} bytes")
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise MissingCredentialError(f"{variable} names {path}, which cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise MissingCredentialError(f"{variable} names {path}, which is not UTF-8 text") from None
+    keys = []
+    for line in text.splitlines():
+        field = line.split("#", 1)[0].split(",", 1)[0].strip()
+        if field:
+            keys.append(field)
+    if not keys:
+        raise MissingCredentialError(f"{variable} names {path}, which holds no key")
+    return tuple(keys)
+
+
+class KeyChain:
+    """The rotation keys of one client; thread-safe, only ever advances."""
+
+    def __init__(self, keys: tuple[str, ...], source: str) -> None:
+        self._keys = keys
+        self.source = source
+        self._index = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def current(self) -> tuple[int, str]:
+        """The index and key the next attempt uses."""
+        with self._lock:
+            return self._index, self._keys[self._index]
+
+    def advance(self, spent: int) -> bool:
+        """Mark key ``spent`` used up; False when no key is left.
+
+        Concurrent calls that failed on the same key advance the chain once, not once each.
+        """
+        with self._lock:
+            if spent < self._index:
+                return True  # another call already moved past it
+            if self._index + 1 >= len(self._keys):
+                return False
+            self._index += 1
+            log.warning("key %d of %s is over its limit; rotating to key %d of %d",
+                        spent, self.source, self._index, len(self._keys))
+            return True

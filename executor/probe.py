@@ -1,0 +1,45 @@
+"""Rate-limit probe mode: the run-level switch and the probe retry controller's waits.
+
+Probe mode absorbs 429s at a fixed poll interval for up to a generous per-call budget, so a
+run measures the throughput a provider actually serves instead of dying on 429s. It is a run
+policy, never a model property: it is armed only by the run config's ``rate_limit_probe``
+block passed to :class:`~executor.client.Client`, never by a plan or an environment variable,
+so a path that must not probe (a judge, a fallback model) cannot be armed by accident.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import tenacity
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RateLimitProbeConfig(BaseModel):
+    """The run config's ``rate_limit_probe`` block."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(False, description="Arm probe mode for this run's agent calls.")
+    retry_interval_s: float = Field(15.0, gt=0, description="Fixed wait between 429 retries; the poll rate is its inverse.")
+    jitter_fraction: float = Field(
+        0.2, ge=0, lt=1,
+        description="Symmetric jitter as a fraction of the interval, so blocked clients do not retry in lockstep; "
+        "the mean wait stays exactly retry_interval_s. 0 restores the exact fixed interval.",
+    )
+    per_call_budget_s: float = Field(
+        3600.0, gt=0, description="Wall-clock seconds one call may spend retrying 429s (checked after each attempt)."
+    )
+    bucket_width_s: int = Field(30, gt=0, description="Width of a telemetry window, in whole seconds on the Unix epoch.")
+    max_buckets: int = Field(4096, gt=0, description="Cap on telemetry window rows per census; refusals are counted.")
+
+
+def rate_limit_wait(config: RateLimitProbeConfig, rng: random.Random | None = None) -> Callable[[tenacity.RetryCallState], float]:
+    """The probe's 429 wait: the fixed interval plus uniform jitter in ``±fraction × interval``."""
+    interval = config.retry_interval_s
+    spread = interval * config.jitter_fraction
+    if spread == 0:
+        return lambda state: interval
+    draw = (rng or random.Random()).uniform
+    return lambda state: interval + draw(-spread, spread)

@@ -1,0 +1,78 @@
+"""Credential values kept out of every printed or written text.
+
+A :class:`Redactor` knows the credential *values* a client holds (the gateway key, rotation
+keys, expanded ``${secret:NAME}`` header values, a pinned provider key) and replaces each with
+``<redacted>`` wherever text leaves the client: log lines, exception messages, previews. Name
+patterns alone are not enough: a gateway header such as ``X-Order-Id`` carries a secret under an
+innocent name, and a provider's error body may echo the key it was sent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+REDACTED = "<redacted>"
+
+#: Shorter values are not redacted: replacing "1" or "ab" everywhere would shred text and hide
+#: nothing a reader could use.
+MIN_SECRET_CHARS = 6
+
+
+class Redactor:
+    """Replaces known credential values in text."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        values = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
+        self._values = tuple(values)
+        self._pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def extend(self, secrets: Iterable[str]) -> Redactor:
+        """A redactor that also knows ``secrets``."""
+        return Redactor((*self._values, *secrets))
+
+    def text(self, text: str) -> str:
+        """``text`` with every known credential replaced."""
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub(REDACTED, text)
+
+    def leaks(self, text: str) -> bool:
+        """Whether ``text`` still contains a known credential."""
+        return self._pattern is not None and self._pattern.search(text) is not None
+
+    def value(self, value: Any) -> Any:
+        """A copy of a JSON-like value with credentials replaced in every string."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self.value(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(v) for v in value]
+        return value
+
+    def scrub_exception(self, exc: BaseException) -> None:
+        """Replace credentials inside ``exc`` and its ``__cause__`` chain, in place.
+
+        Rewrites string ``args`` and the ``message`` attribute litellm and openai exceptions
+        render from, so the chain (and with it the typed classification) survives intact.
+        """
+        if self._pattern is None:
+            return
+        seen: set[int] = set()
+        link: BaseException | None = exc
+        while link is not None and id(link) not in seen:
+            seen.add(id(link))
+            link.args = tuple(self.value(a) for a in link.args)
+            for attr in ("message", "_message", "body"):
+                current = getattr(link, attr, None)
+                if isinstance(current, (str, dict, list)):
+                    try:
+                        setattr(link, attr, self.value(current))
+                    except AttributeError:
+                        pass
+            link = link.__cause__ if link.__cause__ is not None else link.__context__
