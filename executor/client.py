@@ -88,7 +88,9 @@ class Client:
             )
         self.gateway: GatewayTransport | None = None
         if config is not None:
-            self.gateway = GatewayTransport(plan, config, decide_route(plan, config))
+            self.gateway = GatewayTransport(
+                plan, config, decide_route(plan, config), provider_prefs=self.builder.transport.provider_prefs
+            )
         credentials = os.environ if env is None else env
         keys, key_source = load_keys(plan.binding.binding, credentials)
         # a pinned gateway key takes precedence over any provider key, so rotating would resend

@@ -72,7 +72,10 @@ def dialect_model(route: str) -> str:
 class GatewayTransport:
     """A client's gateway decision, applied to each call's kwargs."""
 
-    def __init__(self, plan: Plan, config: GatewayConfig, decision: RouteDecision) -> None:
+    def __init__(
+        self, plan: Plan, config: GatewayConfig, decision: RouteDecision, provider_prefs: dict[str, Any] | None = None
+    ) -> None:
+        """``provider_prefs`` is the ``extra_body.provider`` the binding's transport sends, if any."""
         self.config = config
         self.decision = decision
         self.resolved = decision.kind in ("exact", "wildcard")
@@ -82,11 +85,10 @@ class GatewayTransport:
         self._gateway_names = {name.lower() for name in config.headers}
         if config.request_id_header:
             self._gateway_names.add(config.request_id_header.lower())
-        routing = plan.openrouter
-        if decision.via_gateway and not self.keep_pin and routing is not None and routing.provider_order:
+        if decision.via_gateway and not self.keep_pin and provider_prefs:
             log.warning(
-                "plan %s: OpenRouter provider pin %s dropped: gateway route %r leaves the %r namespace",
-                plan.model.key, list(routing.provider_order), wire, provider_namespace(plan),
+                "plan %s: OpenRouter provider preferences %s dropped: gateway route %r leaves the %r namespace",
+                plan.model.key, provider_prefs, wire, provider_namespace(plan),
             )
 
     def apply(self, kwargs: dict[str, Any]) -> dict[str, Any]:

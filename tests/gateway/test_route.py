@@ -90,7 +90,8 @@ PIN = {"provider_order": ["moonshotai"], "allow_fallbacks": False}
 def _apply(plan_args: tuple[str, str], route_catalog: frozenset[str] | None, **config: object) -> dict[str, object]:
     plan = make_plan(*plan_args, openrouter=PIN)
     cfg = _config(**config)
-    transport = GatewayTransport(plan, cfg, decide_route(plan, cfg, lambda c: route_catalog))
+    prefs = {"order": ["moonshotai"], "allow_fallbacks": False}
+    transport = GatewayTransport(plan, cfg, decide_route(plan, cfg, lambda c: route_catalog), provider_prefs=prefs)
     kwargs = {"model": plan.model.wire_model, "extra_headers": {"X-Title": "capplan", "HTTP-Referer": "r"},
               "extra_body": {"provider": {"order": ["moonshotai"]}, "other": 1}, "custom_llm_provider": "openrouter"}
     return transport.apply(kwargs)
@@ -108,7 +109,8 @@ def test_pin_rides_within_own_namespace_and_drops_elsewhere(caplog: pytest.LogCa
     assert dropped["extra_body"] == {"other": 1}
     assert dropped["model"] == "azure_ai/cohere-b"
     assert [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()] == [
-        "plan azure_ai/cohere-b: OpenRouter provider pin ['moonshotai'] dropped: gateway route 'azure_ai/cohere-b' leaves the 'openrouter' namespace"
+        "plan azure_ai/cohere-b: OpenRouter provider preferences {'order': ['moonshotai'], 'allow_fallbacks': False} "
+        "dropped: gateway route 'azure_ai/cohere-b' leaves the 'openrouter' namespace"
     ]
 
 
