@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -15,7 +14,9 @@ from compiler.diagnostics import Diagnostic, InputError, errors_only
 from compiler.inputs.overlay_file import OverlayFile
 from compiler.inputs.preset_file import PresetFile
 from compiler.pydantic_errors import parse
-from compiler.yaml_source import SourceFile, read_source
+from compiler.yaml_source import SourceFile, limit_diagnostic, read_source
+from executor.input_limits import MAX_CONFIG_BYTES, InputLimitError, read_limited
+from executor.strict_json import StrictJSONError, loads_strict
 
 if TYPE_CHECKING:  # imported where used, so linting one overlay does not load every format
     from compiler.inputs.pricing_file import PricingFile
@@ -82,13 +83,20 @@ def load_file(path: Path, cls: type[M], display: str) -> tuple[Loaded[M] | None,
 def read_json_fast(path: Path, display: str) -> SourceFile:
     """Parse a JSON input with json (~50x faster than position-tracking YAML on a 60 KB table).
 
-    Positions only matter when something is wrong, so a file json cannot parse goes through
-    the YAML reader, which locates the problem.
+    Positions only matter when something is wrong: strict JSON errors carry their own line and
+    column, and a file with a problem json does not locate (bad UTF-8, a duplicate key's
+    second spelling) goes through the YAML reader, which does.
     """
     try:
-        raw = path.read_bytes()
-        data = json.loads(raw)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        raw = read_limited(path, MAX_CONFIG_BYTES)
+        data = loads_strict(raw.decode("utf-8"))
+    except InputLimitError as exc:
+        raise InputError([limit_diagnostic(display, exc)]) from None
+    except StrictJSONError as exc:
+        if exc.code == "duplicate-key":
+            return read_source(path, display)
+        raise InputError([Diagnostic(display, exc.line, exc.col, exc.code, str(exc))]) from None
+    except (OSError, UnicodeDecodeError):
         return read_source(path, display)  # raises the located error
     if not isinstance(data, dict):
         raise InputError([Diagnostic(display, 1, 1, "not-a-mapping", "the top level must be a JSON object")])

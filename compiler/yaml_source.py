@@ -13,6 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from compiler.diagnostics import Diagnostic, InputError, Severity
+from executor.input_limits import (
+    MAX_ALIAS_EXPANSION,
+    MAX_ALIASES,
+    MAX_CONFIG_BYTES,
+    MAX_NESTING,
+    InputLimitError,
+    check_flow_nesting,
+    read_limited,
+)
 
 Loc = tuple[str | int, ...]
 
@@ -54,7 +63,9 @@ def read_source(path: Path, display: str | None = None) -> SourceFile:
     """Parse ``path``; every problem becomes a located :class:`InputError`."""
     name = display or str(path)
     try:
-        raw = path.read_bytes()
+        raw = read_limited(path, MAX_CONFIG_BYTES)
+    except InputLimitError as exc:
+        raise InputError([limit_diagnostic(name, exc)]) from None
     except FileNotFoundError:
         raise InputError([Diagnostic(name, 1, 1, "file-not-found", "no such file",
                                      hint="check the path; relative paths are taken from the current directory")]) from None
@@ -70,7 +81,11 @@ def read_source(path: Path, display: str | None = None) -> SourceFile:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError([Diagnostic(name, line, 1, "binary-file", f"not UTF-8 text ({exc.reason})")]) from None
-    data, positions = _parse(text, name)
+    try:
+        check_flow_nesting(text)
+        data, positions = _parse(text, name)
+    except InputLimitError as exc:
+        raise InputError([limit_diagnostic(name, exc)]) from None
     if data is None:
         raise InputError([Diagnostic(name, 1, 1, "empty-file", "the file is empty",
                                      hint="a preset or overlay file is a YAML mapping, e.g. `presets: {}`")])
@@ -78,6 +93,12 @@ def read_source(path: Path, display: str | None = None) -> SourceFile:
         raise InputError([Diagnostic(name, 1, 1, "not-a-mapping",
                                      f"the top level is a {type(data).__name__}, expected a mapping of keys")])
     return SourceFile(name, digest, data, positions)
+
+
+def limit_diagnostic(name: str, exc: InputLimitError) -> Diagnostic:
+    """The located error for a breached input limit (the README lists the limits)."""
+    return Diagnostic(name, exc.line, exc.col, exc.code, str(exc),
+                      hint="capplan bounds every input it reads; see the README's Limits section")
 
 
 def _parse(text: str, name: str) -> tuple[Any, dict[Loc, tuple[int, int]]]:
@@ -102,35 +123,104 @@ def _parse(text: str, name: str) -> tuple[Any, dict[Loc, tuple[int, int]]]:
         raise InputError([Diagnostic(
             name, (mark.line + 1) if mark else 1, (mark.column + 1) if mark else 1, "yaml-syntax",
             " ".join(str(p) for p in (exc.context, exc.problem) if p) or "invalid YAML")]) from None
+    except RecursionError:
+        # block-style nesting the text scan cannot see; the parser ran out of stack
+        raise InputLimitError("nesting-too-deep", f"nested more than {MAX_NESTING} levels deep") from None
     except Exception as exc:  # ruamel raises a few unmarked errors (e.g. bad escapes)
         raise InputError([Diagnostic(name, 1, 1, "yaml-syntax", f"invalid YAML: {exc}")]) from None
     positions: dict[Loc, tuple[int, int]] = {(): (1, 1)}
-    return _plain(node, (), positions), positions
+    return _Plain(positions).convert(node, (), None), positions
 
 
-def _plain(node: Any, loc: Loc, positions: dict[Loc, tuple[int, int]]) -> Any:
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+class _Plain:
+    """ruamel's tree → plain dicts, lists and scalars, recording positions.
 
-    if isinstance(node, CommentedMap):
-        out: dict[Any, Any] = {}
-        for key in node:
+    Aliases share one node in ruamel's tree but become copies here, so a few hundred bytes of
+    nested aliases can stand for billions of nodes. Each alias use in the text is counted, and
+    so is the size of what it stands for (a node each, a string one per 64 characters, memoised per
+    anchored node), before anything is copied. A node that contains itself is refused.
+    """
+
+    def __init__(self, positions: dict[Loc, tuple[int, int]]) -> None:
+        self.positions = positions
+        self.anchored: set[int] = set()
+        self.active: set[int] = set()
+        self.sizes: dict[int, int] = {}
+        self.copying = 0  # > 0 inside an alias's copy, whose own aliases were counted at their first sight
+        self.aliases = 0
+        self.expanded = 0
+
+    def convert(self, node: Any, loc: Loc, at: tuple[int, int] | None) -> Any:
+        from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+        line, col = at or (1, 1)
+        if len(loc) > MAX_NESTING:
+            raise InputLimitError("nesting-too-deep", f"nested more than {MAX_NESTING} levels deep", line, col)
+        anchor = getattr(getattr(node, "anchor", None), "value", None)
+        if anchor is not None and id(node) in self.active:
+            raise InputLimitError("recursive-alias", f"alias *{anchor} refers to a node that contains it", line, col)
+        if anchor is not None and id(node) in self.anchored:
+            if not self.copying:
+                self._count_alias(node, anchor, line, col)
+            self.copying += 1
             try:
-                line, col = node.lc.key(key)
-                positions[(*loc, key)] = (line + 1, col + 1)
-            except (KeyError, TypeError, AttributeError):
-                pass
-            out[key] = _plain(node[key], (*loc, key), positions)
-        return out
-    if isinstance(node, CommentedSeq):
-        items = []
-        for i, item in enumerate(node):
-            try:
-                line, col = node.lc.item(i)
-                positions[(*loc, i)] = (line + 1, col + 1)
-            except (KeyError, TypeError, AttributeError):
-                pass
-            items.append(_plain(item, (*loc, i), positions))
-        return items
+                return self._convert(node, loc, at, CommentedMap, CommentedSeq)
+            finally:
+                self.copying -= 1
+        if anchor is not None:
+            self.anchored.add(id(node))
+        return self._convert(node, loc, at, CommentedMap, CommentedSeq)
+
+    def _convert(self, node: Any, loc: Loc, at: tuple[int, int] | None, cmap: Any, cseq: Any) -> Any:
+        if isinstance(node, cmap):
+            self.active.add(id(node))
+            out: dict[Any, Any] = {}
+            for key in node:
+                here = self._position(node.lc.key, key, (*loc, key))
+                out[key] = self.convert(node[key], (*loc, key), here or at)
+            self.active.discard(id(node))
+            return out
+        if isinstance(node, cseq):
+            self.active.add(id(node))
+            items = []
+            for i, item in enumerate(node):
+                here = self._position(node.lc.item, i, (*loc, i))
+                items.append(self.convert(item, (*loc, i), here or at))
+            self.active.discard(id(node))
+            return items
+        return _scalar(node)
+
+    def _position(self, lookup: Any, key: Any, loc: Loc) -> tuple[int, int] | None:
+        try:
+            line, col = lookup(key)
+        except (KeyError, TypeError, AttributeError):
+            return None
+        self.positions[loc] = (line + 1, col + 1)
+        return line + 1, col + 1
+
+    def _count_alias(self, node: Any, anchor: str, line: int, col: int) -> None:
+        self.aliases += 1
+        if self.aliases > MAX_ALIASES:
+            raise InputLimitError("too-many-aliases", f"more than {MAX_ALIASES} alias uses in one document", line, col)
+        self.expanded += self._size(node)
+        if self.expanded > MAX_ALIAS_EXPANSION:
+            raise InputLimitError("alias-expansion", f"aliases (here *{anchor}) expand the document past "
+                                  f"{MAX_ALIAS_EXPANSION} nodes; is it an alias bomb?", line, col)
+
+    def _size(self, node: Any) -> int:
+        """Nodes ``node`` expands to (a string counts a node per 64 characters); memoised, linear in the text."""
+        if isinstance(node, str):
+            return 1 + len(node) // 64
+        if not isinstance(node, (dict, list)):
+            return 1
+        known = self.sizes.get(id(node))
+        if known is None:
+            known = 1 + sum(self._size(v) for v in (node.values() if isinstance(node, dict) else node))
+            self.sizes[id(node)] = known
+        return known
+
+
+def _scalar(node: Any) -> Any:
     if isinstance(node, str):
         return str(node)  # drop ruamel's scalar-string subclasses
     if isinstance(node, bool) or node is None:

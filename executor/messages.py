@@ -251,9 +251,13 @@ _TOOLS: TypeAdapter[list[ToolSpec]] = TypeAdapter(list[ToolSpec])
 
 def load_request(path: str | Path) -> ChatRequest:
     """Read and validate a request file; every problem is reported with its position."""
+    from executor.input_limits import MAX_REQUEST_BYTES, InputLimitError, read_limited
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_limited(p, MAX_REQUEST_BYTES).decode("utf-8")
+    except InputLimitError as exc:
+        raise RequestFileError([f"{p}:1:1: error[REQUEST]: {exc}"]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RequestFileError([f"{p}: error[REQUEST]: cannot read request file: {exc}"]) from None
     return parse_request(text, source=str(p))
@@ -261,10 +265,13 @@ def load_request(path: str | Path) -> ChatRequest:
 
 def parse_request(text: str, *, source: str = "<request>") -> ChatRequest:
     """Validate request JSON text; ``source`` names it in error messages."""
+    from executor.input_limits import InputLimitError
+    from executor.strict_json import StrictJSONError, loads_strict
+
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RequestFileError([f"{source}:{exc.lineno}:{exc.colno}: error[REQUEST]: not valid JSON: {exc.msg}"]) from None
+        data = loads_strict(text)
+    except (StrictJSONError, InputLimitError) as exc:
+        raise RequestFileError([f"{source}:{exc.line}:{exc.col}: error[REQUEST]: {exc}"]) from None
     try:
         return ChatRequest.model_validate(data)
     except ValidationError as exc:

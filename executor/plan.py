@@ -240,28 +240,37 @@ RECOMPILE_HINT = "recompile it with `capplan compile` (see `capplan compile --he
 
 
 def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
-    """Load and verify a plan file (fingerprint, version, policy names)."""
+    """Load and verify a plan file: exactly canonical bytes, fingerprint, version, types, policy names."""
+    from executor.input_limits import MAX_PLAN_BYTES, InputLimitError, read_limited
+    from executor.strict_json import StrictJSONError, loads_strict
+
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = read_limited(p, MAX_PLAN_BYTES)
+        data = loads_strict(raw.decode("utf-8"))
     except OSError as exc:
         raise PlanLoadError(f"{p}: cannot read plan: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PlanLoadError(f"{p}: not a plan file (not UTF-8 JSON: {exc})") from None
+    except UnicodeDecodeError as exc:
+        raise PlanLoadError(f"{p}: not a plan file (not UTF-8: {exc.reason})") from None
+    except (InputLimitError, StrictJSONError) as exc:
+        raise PlanLoadError(f"{p}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
     if not isinstance(data, dict) or "plan_version" not in data or "fingerprint" not in data:
         raise PlanLoadError(f"{p}: not a plan file (no plan_version / fingerprint)")
     version = data["plan_version"]
-    if version != PLAN_VERSION:
+    if type(version) is not int or version != PLAN_VERSION:  # `true` and `1.0` equal 1 in Python
         raise PlanLoadError(
-            f"{p}: plan_version {version!r} but this capplan reads plan_version {PLAN_VERSION}; {RECOMPILE_HINT}"
+            f"{p}: plan_version {json.dumps(version)} but this capplan reads plan_version {PLAN_VERSION}; {RECOMPILE_HINT}"
         )
     verify_fingerprint(p, data)
+    if raw != canonical_bytes(data):
+        # the fingerprint covers canonical bytes, so another spelling of the same body is not this plan
+        raise PlanLoadError(f"{p}: not in canonical form (sorted keys, two-space indent, UTF-8, trailing newline); "
+                            f"{RECOMPILE_HINT} instead of editing it")
     try:
-        plan = Plan.model_validate(data)
+        plan = Plan.model_validate_json(raw, strict=True)
     except ValidationError as exc:
-        raise PlanLoadError(f"{p}: plan body does not match plan_version {PLAN_VERSION}: {exc}") from None
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise PlanLoadError(f"{p}: plan body does not match plan_version {PLAN_VERSION}: {problems}") from None
     if check_registry:
         _check_policy_names(p, plan)
     return plan
