@@ -9,7 +9,8 @@ import click
 
 from commands.common import EXIT_FINDINGS, input_options, print_diagnostics, report_input_errors
 from compiler.compile import compile_paths
-from compiler.golden import REGEN_COMMAND, compare, default_golden_dir, write_plans
+from compiler.golden import REGEN_COMMAND, compare, default_golden_dir
+from compiler.plan_output import write_plan_set
 
 
 @click.command("compile")
@@ -17,14 +18,17 @@ from compiler.golden import REGEN_COMMAND, compare, default_golden_dir, write_pl
 @click.option("--model", metavar="KEY|PROVIDER/NAME",
               help="Compile one model: a key of the catalogue / run config, or an ad-hoc PROVIDER/NAME.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("plans"),
-              show_default=True, help="Folder the plans are written to, one <model key>.json each.")
+              show_default=True, help="Folder the plans are written to, one <model key>.json each, plus "
+              "manifest.json; replaced as a whole, atomically.")
+@click.option("--keep-others", is_flag=True,
+              help="Keep plans (and other files) already in --out instead of removing those not compiled now.")
 @click.option("--check", is_flag=True, help="Write nothing; compare with the golden plans and exit 1 on any difference.")
 @click.option("--update-golden", is_flag=True, help="Rewrite the golden plans (and delete unused ones).")
 @click.option("--golden", "golden_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Golden folder for --check / --update-golden (default: golden/plans of this checkout).")
 @report_input_errors
 def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: Path | None, model: str | None,
-                out_dir: Path, check: bool, update_golden: bool, golden_dir: Path | None) -> None:
+                out_dir: Path, keep_others: bool, check: bool, update_golden: bool, golden_dir: Path | None) -> None:
     """Compile model configuration into fingerprinted plan files.
 
     \b
@@ -37,8 +41,12 @@ def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: P
     In CI, fail when committed golden plans are stale:
       capplan compile --check
 
-    Nothing is written when any input has an error. Identical inputs give byte-identical plans.
-    Exit codes: 0 ok, 1 --check found differences, 2 input error.
+    Nothing is written when any input has an error. Identical inputs give byte-identical plans,
+    wherever the command runs from: plans name input files relative to the project root (the
+    nearest folder with .git), and the input digests go to --out's manifest.json. --out is
+    replaced atomically and then holds exactly the compiled set (stale plans are removed and
+    listed) unless --keep-others.
+    Exit codes: 0 ok, 1 --check found differences, 2 input or output error.
     """
     if check and update_golden:
         raise click.UsageError("--check and --update-golden are exclusive")
@@ -47,7 +55,7 @@ def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: P
     if check or update_golden:
         folder = golden_dir or default_golden_dir()
         if check:
-            report = compare(result.plans, folder)
+            report = compare(result.plans, folder, None if model is not None else result.manifest)
             if model is not None:
                 report.unused = []
             for line in report.lines():
@@ -57,8 +65,15 @@ def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: P
                 sys.exit(EXIT_FINDINGS)
             click.echo(f"{len(result.plans)} plan(s) match {folder}")
             return
-        write_plans(result.plans, folder, prune=model is None)
+        written = write_plan_set(result.plans, result.manifest, folder, keep_others=model is not None)
+        _report_removed(written.removed)
         click.echo(f"wrote {len(result.plans)} golden plan(s) to {folder}")
         return
-    write_plans(result.plans, out_dir)
+    written = write_plan_set(result.plans, result.manifest, out_dir, keep_others=keep_others)
+    _report_removed(written.removed)
     click.echo(f"compiled {len(result.plans)} plan(s) into {out_dir}")
+
+
+def _report_removed(removed: list[str]) -> None:
+    for name in removed:
+        click.echo(f"removed stale plan: {name} (its model was not compiled; --keep-others keeps it)", err=True)

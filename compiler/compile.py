@@ -9,6 +9,7 @@ from pathlib import Path
 from compiler.diagnostics import Diagnostic, InputError, errors_only
 from compiler.inputs.run_config import ModelConfig
 from compiler.loading import Inputs, load_inputs
+from compiler.manifest import Manifest, build_manifest
 from compiler.matching import candidates_of
 from compiler.plan_builder import LitellmDecl, build_plan
 from executor.plan import Plan
@@ -18,9 +19,10 @@ _SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 @dataclass
 class Compiled:
-    """Plans by model key, plus the warnings seen on the way."""
+    """Plans by model key, the run's manifest, and the warnings seen on the way."""
 
     plans: dict[str, Plan]
+    manifest: Manifest
     warnings: list[Diagnostic] = field(default_factory=list)
 
 
@@ -75,13 +77,16 @@ def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None)
     errors = errors_only(problems)
     if errors:
         raise InputError(errors + warnings)
-    return Compiled(plans, warnings + problems)
+    return Compiled(plans, build_manifest(inputs, plans), warnings + problems)
 
 
 def compile_paths(*, data_dir: Path | None = None, run_config: Path | None = None,
-                  overlays: list[Path] | None = None, model: str | None = None) -> Compiled:
-    """Load inputs and compile; ``model`` picks one catalogue key or an ad-hoc ``provider/name``."""
-    inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=list(overlays or []))
+                  overlays: list[Path] | None = None, model: str | None = None, root: Path | None = None) -> Compiled:
+    """Load inputs and compile; ``model`` picks one catalogue key or an ad-hoc ``provider/name``.
+
+    ``root`` is the project root that names input files in plans (default: found from the cwd).
+    """
+    inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=list(overlays or []), root=root)
     return compile_models(inputs, select_models(inputs, model))
 
 

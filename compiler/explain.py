@@ -11,7 +11,7 @@ from executor.plan import Plan, Provenance
 # Fields shown as one value rather than broken into their leaves.
 _ATOMIC = ("policies.*", "param_value_rules.*.*", "binding", "pricing", "litellm_model",
            "allowed_openai_params", "request_defaults.reasoning")
-_SKIP = ("inputs", "provenance", "fingerprint", "models_fingerprint", "plan_version")
+_SKIP = ("provenance", "fingerprint", "plan_version")
 
 
 @dataclass(frozen=True)

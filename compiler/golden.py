@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compiler.manifest import MANIFEST_FILE, Manifest
 from executor.plan import Plan
 
 REGEN_COMMAND = "capplan compile --update-golden"
@@ -17,6 +18,11 @@ REGEN_COMMAND = "capplan compile --update-golden"
 def default_golden_dir() -> Path:
     """``golden/plans`` of the checkout capplan runs from."""
     return Path(__file__).resolve().parents[1] / "golden" / "plans"
+
+
+def plan_files(folder: Path) -> list[Path]:
+    """The plan files of a folder (every ``*.json`` but the manifest)."""
+    return sorted(p for p in folder.glob("*.json") if p.name != MANIFEST_FILE) if folder.is_dir() else []
 
 
 @dataclass
@@ -32,37 +38,26 @@ class GoldenReport:
         return not (self.changed or self.missing or self.unused)
 
     def lines(self) -> list[str]:
-        out = [f"stale golden plan: {n}" for n in self.changed]
+        out = [f"stale golden plan: {n}" for n in self.changed if n != MANIFEST_FILE]
+        out += [f"stale golden manifest: {n} (input digests)" for n in self.changed if n == MANIFEST_FILE]
         out += [f"missing golden plan: {n}" for n in self.missing]
         out += [f"unused golden plan (no such model): {n}" for n in self.unused]
         return out
 
 
-def compare(plans: dict[str, Plan], folder: Path) -> GoldenReport:
-    """Byte-for-byte comparison of ``plans`` with ``folder``."""
+def compare(plans: dict[str, Plan], folder: Path, manifest: Manifest | None = None) -> GoldenReport:
+    """Byte-for-byte comparison of ``plans`` (and ``manifest``, when given) with ``folder``."""
     report = GoldenReport()
-    existing = {p.name for p in folder.glob("*.json")} if folder.is_dir() else set()
-    for key, plan in sorted(plans.items()):
-        path = folder / f"{key}.json"
-        if path.name not in existing:
-            report.missing.append(path.name)
-        elif path.read_bytes() != plan.to_bytes():
-            report.changed.append(path.name)
-    report.unused = sorted(existing - {f"{k}.json" for k in plans})
+    existing = {p.name for p in plan_files(folder)}
+    expected = {f"{key}.json": plan.to_bytes() for key, plan in plans.items()}
+    if manifest is not None:
+        expected[MANIFEST_FILE] = manifest.to_bytes()
+        if (folder / MANIFEST_FILE).is_file():
+            existing.add(MANIFEST_FILE)
+    for name, data in sorted(expected.items()):
+        if name not in existing:
+            report.missing.append(name)
+        elif (folder / name).read_bytes() != data:
+            report.changed.append(name)
+    report.unused = sorted(existing - set(expected))
     return report
-
-
-def write_plans(plans: dict[str, Plan], folder: Path, *, prune: bool = False) -> list[Path]:
-    """Write every plan as ``<key>.json``; with ``prune``, delete plan files of other models."""
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for key, plan in sorted(plans.items()):
-        path = folder / f"{key}.json"
-        path.write_bytes(plan.to_bytes())
-        written.append(path)
-    if prune:
-        keep = {f"{k}.json" for k in plans}
-        for stale in folder.glob("*.json"):
-            if stale.name not in keep:
-                stale.unlink()
-    return written

@@ -57,7 +57,7 @@ def layers_for(inputs: Inputs, provider: str, matched: Candidate | None) -> list
     # 4. each operator overlay's `providers:` entry, in the order the overlays were given
     for ov in inputs.overlays:
         if key in ov.model.providers:
-            layers.append(Layer(f"overlay:{ov.source.display}", ov.model.providers[key], ov.source, ("providers", key)))
+            layers.append(Layer(f"overlay:{ov.source.stable_name}", ov.model.providers[key], ov.source, ("providers", key)))
     # 5. the run config's own model block is applied by the caller (legacy capability switches)
     return layers
 
@@ -110,7 +110,7 @@ def _set(merged: Merged, layer: Layer, path: tuple[str, ...], loc: Loc, value: A
     for stale in [p for p in merged.provenance if p.startswith(dotted + ".")]:
         del merged.provenance[stale]
     line, _ = layer.source.position(loc)
-    merged.provenance[dotted] = Provenance(layer=layer.name, file=layer.source.display, line=line)
+    merged.provenance[dotted] = Provenance(layer=layer.name, file=layer.source.stable_name, line=line)
 
 
 def _marker_in_annotation(annotation: Any) -> MergeByKey | None:

@@ -64,8 +64,9 @@ def display_path(path: Path, label: str | None) -> str:
     return f"{label}:{path.name}" if label else str(path)
 
 
-def load_file(path: Path, cls: type[M], display: str) -> tuple[Loaded[M] | None, list[Diagnostic]]:
-    """Parse and validate one file; problems are returned, not raised."""
+def load_file(path: Path, cls: type[M], display: str, name: str | None = None
+              ) -> tuple[Loaded[M] | None, list[Diagnostic]]:
+    """Parse and validate one file; problems are returned, not raised. ``name`` is its stable name."""
     try:
         source = read_json_fast(path, display) if path.suffix == ".json" else read_source(path, display)
         try:
@@ -77,6 +78,7 @@ def load_file(path: Path, cls: type[M], display: str) -> tuple[Loaded[M] | None,
             model = parse(source, cls)
     except InputError as exc:
         return None, list(exc.diagnostics)
+    source.name = name
     return Loaded(model, source), []
 
 
@@ -103,24 +105,32 @@ def read_json_fast(path: Path, display: str) -> SourceFile:
     return SourceFile(display, hashlib.sha256(raw).hexdigest(), data, {(): (1, 1)})
 
 
-def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: list[Path]) -> Inputs:
-    """Load base data (bundled or ``data_dir``), the run config (or catalogue) and overlays."""
+def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: list[Path],
+                root: Path | None = None) -> Inputs:
+    """Load base data (bundled or ``data_dir``), the run config (or catalogue) and overlays.
+
+    ``root`` is the project root files are named relative to in plans (default: found from the
+    current directory, see :mod:`compiler.project_root`).
+    """
+    from compiler.project_root import find_project_root, stable_name
     from compiler.inputs.pricing_file import PricingFile
     from compiler.inputs.providers_file import ProvidersFile
     from compiler.inputs.run_config import RunConfig
 
     base = data_dir or bundled_dir()
     label = None if data_dir else "bundled"
+    project = root or find_project_root()
     problems: list[Diagnostic] = []
 
-    def one(path: Path, cls: type[M], lab: str | None = label) -> Loaded[M] | None:
-        loaded, diags = load_file(path, cls, display_path(path, lab))
+    def one(path: Path, cls: type[M], lab: str | None, outside: str = "external") -> Loaded[M] | None:
+        display = display_path(path, lab)
+        loaded, diags = load_file(path, cls, display, display if lab else stable_name(path, project, outside))
         problems.extend(diags)
         return loaded
 
-    presets = one(base / PRESETS_FILE, PresetFile)
-    providers = one(base / PROVIDERS_FILE, ProvidersFile)
-    pricing = one(base / PRICING_FILE, PricingFile)
+    presets = one(base / PRESETS_FILE, PresetFile, label, "data")
+    providers = one(base / PROVIDERS_FILE, ProvidersFile, label, "data")
+    pricing = one(base / PRICING_FILE, PricingFile, label, "data")
     if run_config is not None:
         run = one(run_config, RunConfig, None)
         role = "run_config"

@@ -15,11 +15,9 @@ from compiler.layers import Merged, layers_for, merge
 from compiler.loading import Inputs
 from compiler.matching import Candidate, first_match
 from compiler.yaml_source import SourceFile
-from executor.canonical import canonical_bytes, sha256_hex
 from executor.plan import (
     PLAN_VERSION,
     BindingRef,
-    InputDigest,
     LitellmModelEntry,
     LoopKnobs,
     ModelIdentity,
@@ -80,7 +78,7 @@ def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, L
         allowed = sorted(({"tools", "tool_choice"} if decl.decl.supports_function_calling else set())
                          | ({"reasoning_effort"} if decl.decl.supports_reasoning else set()))
         line = decl.source.position(("litellm_models", decl.key))[0]
-        provenance["allowed_openai_params"] = Provenance(layer="litellm_models", file=decl.source.display, line=line)
+        provenance["allowed_openai_params"] = Provenance(layer="litellm_models", file=decl.source.stable_name, line=line)
 
     routing = _openrouter(values.get("openrouter_defaults"), cfg, binding_ref.key)
     if routing is not None and cfg.openrouter is not None:
@@ -89,14 +87,14 @@ def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, L
                                         if f in user_set and getattr(cfg.openrouter, f)]
         for fld in fields:
             line = run_src.position((*mloc, "openrouter", fld))[0]
-            provenance[f"openrouter.{fld}"] = Provenance(layer=f"model:{key}", file=run_src.display, line=line)
+            provenance[f"openrouter.{fld}"] = Provenance(layer=f"model:{key}", file=run_src.stable_name, line=line)
     if routing is None:
         provenance = {p: v for p, v in provenance.items() if not p.startswith("openrouter")}
     pricing = _pricing(inputs, model_id)
     if pricing is not None:
-        provenance["pricing"] = Provenance(layer="pricing", file=inputs.pricing.source.display)
+        provenance["pricing"] = Provenance(layer="pricing", file=inputs.pricing.source.stable_name)
     if binding_ref.key is not None:
-        provenance["binding"] = Provenance(layer="binding", file=inputs.providers.source.display,
+        provenance["binding"] = Provenance(layer="binding", file=inputs.providers.source.stable_name,
                                            line=inputs.providers.source.position((binding_ref.key,))[0])
 
     defaults = RequestDefaults(temperature=cfg.temperature, seed=cfg.seed, top_p=cfg.top_p,
@@ -105,7 +103,7 @@ def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, L
     for fld in ("temperature", "seed", "top_p", "max_tokens", "parallel_tool_calls", "reasoning"):
         if fld in cfg.model_fields_set:
             provenance[f"request_defaults.{fld}"] = Provenance(
-                layer=f"model:{key}", file=run_src.display, line=run_src.position((*mloc, fld))[0])
+                layer=f"model:{key}", file=run_src.stable_name, line=run_src.position((*mloc, fld))[0])
 
     diags = _configured_value_checks(cfg, params, rules, decl, run_src, key)
     body: dict[str, Any] = {
@@ -122,8 +120,6 @@ def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, L
         "openrouter": routing.model_dump(mode="json") if routing else None,
         "pricing": pricing.model_dump(mode="json") if pricing else None,
         "request_defaults": defaults.model_dump(mode="json"),
-        "inputs": _input_digests(inputs),
-        "models_fingerprint": models_fingerprint(inputs),
         "provenance": {k: v.model_dump(mode="json") for k, v in sorted(provenance.items())},
     }
     return Plan.seal(body), diags
@@ -134,14 +130,14 @@ def _apply_model_block(merged: Merged, cfg: ModelConfig, src: SourceFile, key: s
     if cfg.api_call_timeout_s is not None:
         merged.values["api_call_timeout_s"] = cfg.api_call_timeout_s
         merged.provenance["api_call_timeout_s"] = Provenance(
-            layer=f"model:{key}", file=src.display, line=src.position(("models", key, "api_call_timeout_s"))[0])
+            layer=f"model:{key}", file=src.stable_name, line=src.position(("models", key, "api_call_timeout_s"))[0])
     caps = cfg.capabilities
     if caps is not None and caps.dict_map_prompt_hints:
         from compiler.inputs.common import PolicyValueModel
 
         merged.values["prompt_policy"] = PolicyValueModel(name="dict_map_hints")
         loc = ("models", key, "capabilities", "dict_map_prompt_hints")
-        merged.provenance["prompt_policy"] = Provenance(layer=f"model:{key}", file=src.display,
+        merged.provenance["prompt_policy"] = Provenance(layer=f"model:{key}", file=src.stable_name,
                                                         line=src.position(loc)[0])
 
 
@@ -208,26 +204,6 @@ def _pricing(inputs: Inputs, model_id: str) -> PricingEntry | None:
     if price is None or price.input < 0 or price.output < 0:  # negative: a variable-price router
         return None
     return PricingEntry(key=key, **price.model_dump())
-
-
-def _input_digests(inputs: Inputs) -> dict[str, dict[str, str]]:
-    out = {
-        "presets": inputs.presets.source,
-        "providers": inputs.providers.source,
-        "pricing": inputs.pricing.source,
-        inputs.run_role: inputs.run.source,
-    }
-    digests = {role: InputDigest(path=s.display, sha256=s.sha256).model_dump() for role, s in out.items()}
-    for i, ov in enumerate(inputs.overlays, start=1):
-        digests[f"overlay.{i}"] = InputDigest(path=ov.source.display, sha256=ov.source.sha256).model_dump()
-    return digests
-
-
-def models_fingerprint(inputs: Inputs) -> str:
-    """sha256 over the digests of presets, providers, pricing and the catalogue / run config."""
-    parts = {role: s.sha256 for role, s in (("presets", inputs.presets.source), ("providers", inputs.providers.source),
-                                            ("pricing", inputs.pricing.source), (inputs.run_role, inputs.run.source))}
-    return sha256_hex(canonical_bytes(parts))
 
 
 def _configured_value_checks(cfg: ModelConfig, params: dict[str, Any], rules: dict[str, dict[str, ValueRule]],

@@ -16,6 +16,7 @@ SCHEMAS: dict[str, str] = {
     "pricing": "compiler.inputs.pricing_file:PricingFile",
     "run-config": "compiler.inputs.run_config:RunConfig",
     "plan": "executor.plan:Plan",
+    "manifest": "compiler.manifest:Manifest",
     "request": "executor.messages:ChatRequest",
 }
 

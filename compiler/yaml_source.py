@@ -34,6 +34,13 @@ class SourceFile:
     sha256: str
     data: Any
     positions: dict[Loc, tuple[int, int]] = field(default_factory=dict)
+    #: how plans and the manifest name this file (see compiler.project_root); diagnostics use ``display``
+    name: str | None = None
+
+    @property
+    def stable_name(self) -> str:
+        """The file's name in plans: independent of the current directory and the machine."""
+        return self.name if self.name is not None else self.display
 
     def position(self, loc: Sequence[str | int]) -> tuple[int, int]:
         """Where ``loc`` is in the file; the nearest enclosing node when it has no own position."""

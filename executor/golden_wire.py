@@ -33,7 +33,8 @@ GOLDEN_CREDENTIAL = "golden-credential"
 
 def plan_files(root: Path) -> list[Path]:
     """The plans goldens are made for, sorted."""
-    return sorted((root / "golden" / "plans").glob("*.json"))
+    # manifest.json beside the plans holds the run's input digests, not a plan
+    return sorted(p for p in (root / "golden" / "plans").glob("*.json") if p.name != "manifest.json")
 
 
 def conversations(root: Path) -> dict[str, ChatRequest]:

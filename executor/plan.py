@@ -18,7 +18,9 @@ from executor.reasoning import ReasoningConfig
 from executor.value_rules import ValueRule
 
 #: Bumped whenever the plan's shape or meaning changes; the executor refuses other versions.
-PLAN_VERSION = 1
+#: 2: input digests and models_fingerprint moved to the run's manifest.json; files named by
+#: stable name (relative to the project root, or a label), never by absolute path.
+PLAN_VERSION = 2
 
 
 class _Frozen(BaseModel):
@@ -150,18 +152,11 @@ class RequestDefaults(_Frozen):
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig, description="Default reasoning config.")
 
 
-class InputDigest(_Frozen):
-    """One input file the plan was compiled from."""
-
-    path: str = Field(description="Display path: 'bundled:<file>' for bundled data, else as given.")
-    sha256: str
-
-
 class Provenance(_Frozen):
     """Which layer set a field, and where."""
 
     layer: str = Field(description="default | preset:<name> | providers:<provider> | overlay:<file> | model:<key> | binding | pricing | litellm_models")
-    file: str | None = Field(None, description="Display path of the file that set it.")
+    file: str | None = Field(None, description="Stable name of the file that set it (relative to the project root, or bundled:<file>).")
     line: int | None = Field(None, description="1-based line in that file.")
 
 
@@ -184,8 +179,6 @@ class Plan(_Frozen):
     )
     pricing: PricingEntry | None = Field(description="Price entry; null when pricing.json has no key for the model.")
     request_defaults: RequestDefaults
-    inputs: dict[str, InputDigest] = Field(description="Every input file, by role.")
-    models_fingerprint: str = Field(description="sha256 over presets + providers + pricing + catalogue digests.")
     provenance: dict[str, Provenance] = Field(description="Dotted field path -> the layer that set it.")
     fingerprint: str = Field(description="sha256 of the canonical plan body without this field.")
 
@@ -258,8 +251,10 @@ def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
         raise PlanLoadError(f"{p}: not a plan file (no plan_version / fingerprint)")
     version = data["plan_version"]
     if type(version) is not int or version != PLAN_VERSION:  # `true` and `1.0` equal 1 in Python
+        age = "an older" if type(version) is int and version < PLAN_VERSION else "another"
         raise PlanLoadError(
-            f"{p}: plan_version {json.dumps(version)} but this capplan reads plan_version {PLAN_VERSION}; {RECOMPILE_HINT}"
+            f"{p}: plan_version {json.dumps(version)} is {age} plan format; this capplan reads plan_version "
+            f"{PLAN_VERSION}: {RECOMPILE_HINT}"
         )
     verify_fingerprint(p, data)
     if raw != canonical_bytes(data):

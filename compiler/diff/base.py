@@ -18,13 +18,12 @@ from pathlib import Path
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from compiler.compile import compile_paths
+from compiler.compile import Compiled, compile_paths
 from compiler.diagnostics import InputError
 from compiler.diff.errors import DiffInputError, SideCompileError
 from compiler.diff.base_args import CompileOptions, SideArgs, resolve_arguments
 from compiler.diff.plan_files import PlanDoc, doc_of
 from compiler.git_revision import GitRepo
-from executor.plan import Plan
 
 WORKING_TREE = "working tree"
 
@@ -51,8 +50,8 @@ def compile_against_base(rev: str, options: CompileOptions, *, cwd: Path, bundle
         base_args, has_models = _materialise(repo, commit, rev, args, tree)
         where = tree / (repo.relative(cwd) or ".")
         where.mkdir(parents=True, exist_ok=True)
-        old = _compile(base_args, where, f"the base side ({old_label})") if has_models else {}
-    new = _compile(args, cwd, f"the {WORKING_TREE}")
+        old = _compile(base_args, where, tree, f"the base side ({old_label})") if has_models else None
+    new = _compile(args, cwd, repo.root, f"the {WORKING_TREE}")
     return BaseDiffInput(_docs(old, old_label), _docs(new, WORKING_TREE), old_label, WORKING_TREE,
                          tuple(args.notes + base_args.notes))
 
@@ -108,18 +107,19 @@ def _configured_overlays(config: str, blob: bytes, rev: str) -> list[str]:
     return out
 
 
-def _compile(args: SideArgs, where: Path, side: str) -> dict[str, Plan]:
+def _compile(args: SideArgs, where: Path, root: Path, side: str) -> Compiled:
     try:
-        # compiled from `where` so relative input paths, hence every display path, match across sides
+        # compiled from `where`, with the side's own project root, so every file name matches across sides
         with contextlib.chdir(where):
-            compiled = compile_paths(
+            return compile_paths(
                 data_dir=Path(args.data_dir) if args.data_dir else None,
                 run_config=Path(args.run_config) if args.run_config else None,
-                overlays=[Path(o) for o in args.overlays])
+                overlays=[Path(o) for o in args.overlays], root=root)
     except InputError as exc:
         raise SideCompileError(side, exc.diagnostics) from None
-    return dict(compiled.plans)
 
 
-def _docs(plans: dict[str, Plan], label: str) -> dict[str, PlanDoc]:
-    return {key: doc_of(plan, label) for key, plan in plans.items()}
+def _docs(compiled: Compiled | None, label: str) -> dict[str, PlanDoc]:
+    if compiled is None:
+        return {}
+    return {key: doc_of(plan, label, compiled.manifest) for key, plan in compiled.plans.items()}

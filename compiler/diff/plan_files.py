@@ -3,6 +3,11 @@
 The registry check of :func:`executor.plan.load_plan` is skipped on purpose: a diff must
 work for plans naming policies this installation does not have. The fingerprint check is
 not skipped: a plan edited by hand is reported as tampered and never diffed.
+
+Input digests live in the plan body up to plan_version 1 and in the run's ``manifest.json``
+from version 2 on. For diffing, a version-2 plan gets its run's digests (``RUN_FIELDS``) from
+the manifest beside it, when that manifest lists the plan's fingerprint, so the ``inputs``
+checker and the blast radius read both versions the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +22,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from compiler.diff.errors import DiffInputError, PlanShapeError, TamperedPlanError
+from compiler.manifest import MANIFEST_FILE, Manifest
 from executor.plan import PLAN_VERSION, Plan, PlanLoadError, PlanTamperedError, load_plan, verify_fingerprint
+
+#: run-level facts a plan_version 1 body carries and a later plan's manifest holds
+RUN_FIELDS = ("inputs", "models_fingerprint")
 
 
 @dataclass(frozen=True)
@@ -38,13 +47,38 @@ class PlanDoc:
         return key if isinstance(key, str) else self.key
 
 
-def doc_of(plan: Plan, path: str) -> PlanDoc:
-    """A freshly compiled plan as a :class:`PlanDoc`."""
-    return PlanDoc(plan.model.key, path, plan.plan_version, plan.body())
+def doc_of(plan: Plan, path: str, manifest: Manifest | None = None) -> PlanDoc:
+    """A freshly compiled plan as a :class:`PlanDoc`, with its run's input digests."""
+    return PlanDoc(plan.model.key, path, plan.plan_version, {**plan.body(), **_run_fields(manifest)})
 
 
-def load_doc(path: Path) -> PlanDoc:
-    """Read and verify one plan file; every problem is a :class:`DiffInputError`."""
+def _run_fields(manifest: Manifest | None) -> dict[str, Any]:
+    if manifest is None:
+        return {}
+    data = manifest.model_dump(mode="json")
+    return {k: data[k] for k in RUN_FIELDS}
+
+
+def read_manifest(folder: Path) -> Manifest | None:
+    """The manifest of a plan folder; None when there is none."""
+    path = folder / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    data = _read_json(path)
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise DiffInputError(f"{path}: not a capplan manifest ({where}: {first['msg']}); recompile the plans "
+                             "with `capplan compile`") from None
+
+
+def load_doc(path: Path, manifest: Manifest | None = None) -> PlanDoc:
+    """Read and verify one plan file; every problem is a :class:`DiffInputError`.
+
+    ``manifest`` is the run's manifest; its digests apply when it lists this plan's fingerprint.
+    """
     data = _read_json(path)
     if not isinstance(data, dict) or "plan_version" not in data or "fingerprint" not in data:
         raise DiffInputError(f"{path}: not a plan file (a JSON object without plan_version / fingerprint)")
@@ -59,7 +93,9 @@ def load_doc(path: Path) -> PlanDoc:
             f"{exc.actual[:12]}…, so it was edited after compilation; it is not diffed. Recompile it with "
             "`capplan compile` instead of editing it"
         ) from None
-    data.pop("fingerprint")
+    fingerprint = data.pop("fingerprint")
+    if manifest is not None and version >= 2 and fingerprint in manifest.plans.values():
+        data.update(_run_fields(manifest))
     if version == PLAN_VERSION:
         try:
             load_plan(path, check_registry=False)
@@ -91,8 +127,9 @@ def _read_json(path: Path) -> Any:
 
 def _shape_problem(body: dict[str, Any]) -> str | None:
     """None when a plan of another version has the current shape (so its fields compare)."""
+    plan_fields = {k: v for k, v in body.items() if k not in RUN_FIELDS}
     try:
-        Plan.model_validate({**body, "plan_version": PLAN_VERSION, "fingerprint": "0" * 64})
+        Plan.model_validate({**plan_fields, "plan_version": PLAN_VERSION, "fingerprint": "0" * 64})
     except ValidationError as exc:
         problems = [f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}" for e in exc.errors()]
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
@@ -121,9 +158,10 @@ def load_side(path: Path) -> tuple[str, dict[str, PlanDoc]]:
     except OSError as exc:
         raise DiffInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if is_folder:
-        files = sorted(p for p in path.glob("*.json") if p.is_file())
+        files = sorted(p for p in path.glob("*.json") if p.is_file() and p.name != MANIFEST_FILE)
         if not files:
             raise DiffInputError(f"{path}: the folder holds no plan files (*.json)")
-        return "folder", {p.stem: load_doc(p) for p in files}
-    doc = load_doc(path)
+        manifest = read_manifest(path)
+        return "folder", {p.stem: load_doc(p, manifest) for p in files}
+    doc = load_doc(path, read_manifest(path.parent))
     return "file", {doc.key: doc}

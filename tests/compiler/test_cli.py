@@ -11,7 +11,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from commands import main
-from compiler.golden import write_plans
+from compiler.plan_output import write_plan_set
 from compiler.compile import compile_paths
 
 CLEAN_OVERLAY = """
@@ -39,24 +39,27 @@ def invoke(*args: str) -> tuple[int, str]:
 def test_compile_writes_one_plan_per_catalogue_model(tmp_path: Path) -> None:
     code, out = invoke("compile", "--out", str(tmp_path / "plans"))
     assert code == 0
-    files = sorted(p.stem for p in (tmp_path / "plans").glob("*.json"))
+    files = sorted(p.stem for p in (tmp_path / "plans").glob("*.json") if p.name != "manifest.json")
     assert files == sorted(compile_paths().plans)
+    assert (tmp_path / "plans" / "manifest.json").is_file()
     assert f"compiled {len(files)} plan(s)" in out
 
 
 def test_compile_one_model_by_provider_and_name(tmp_path: Path) -> None:
     code, _ = invoke("compile", "--model", "openrouter/qwen/qwen3-32b", "--out", str(tmp_path))
-    assert code == 0 and [p.name for p in tmp_path.iterdir()] == ["qwen3-32b.json"]
+    assert code == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json", "qwen3-32b.json"]
     code, _ = invoke("compile", "--model", "vendor/new-model", "--out", str(tmp_path / "adhoc"))
-    assert code == 0 and [p.name for p in (tmp_path / "adhoc").iterdir()] == ["vendor__new-model.json"]
+    assert code == 0 and sorted(p.name for p in (tmp_path / "adhoc").iterdir()) == ["manifest.json",
+                                                                                    "vendor__new-model.json"]
 
 
 def test_check_reports_stale_and_unused_goldens(tmp_path: Path) -> None:
     golden = tmp_path / "golden"
-    write_plans(compile_paths().plans, golden)
+    compiled = compile_paths()
+    write_plan_set(compiled.plans, compiled.manifest, golden)
     assert invoke("compile", "--check", "--golden", str(golden))[0] == 0
     (golden / "gpt-4o.json").write_text("{}\n")
-    (golden / "retired-model.json").write_text("{}\n")
+    (golden / "retired-model.json").write_bytes((golden / "o3.json").read_bytes())
     code, out = invoke("compile", "--check", "--golden", str(golden))
     assert code == 1
     assert "stale golden plan: gpt-4o.json" in out and "unused golden plan (no such model): retired-model.json" in out

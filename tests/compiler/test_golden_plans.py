@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compiler.compile import compile_paths
-from compiler.golden import REGEN_COMMAND, compare, default_golden_dir
+from compiler.golden import REGEN_COMMAND, compare, default_golden_dir, plan_files
 from compiler.loading import bundled_dir
 from compiler.yaml_source import read_source
 from executor.plan import load_plan
@@ -22,7 +22,7 @@ def test_every_bundled_preset_has_a_catalogue_model() -> None:
 
 
 def test_golden_plans_load_and_verify() -> None:
-    for path in sorted(default_golden_dir().glob("*.json")):
+    for path in plan_files(default_golden_dir()):
         plan = load_plan(path)
         assert plan.model.key == path.stem
         # no secret value ever lands in a plan: only env var names

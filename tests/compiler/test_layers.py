@@ -84,7 +84,7 @@ providers:
     assert rules["reasoning_effort"]["low"].action == "override" and rules["reasoning_effort"]["low"].with_ == "high"
     assert rules["tool_choice"]["required"].action == "drop"
     assert plan.provenance["param_value_rules.reasoning_effort.medium"].layer == "providers:gemini"
-    assert plan.provenance["param_value_rules.reasoning_effort.low"].layer == "overlay:" + str(overlay)
+    assert plan.provenance["param_value_rules.reasoning_effort.low"].layer == f"overlay:external:{overlay.name}"
 
 
 def test_operator_overlays_apply_in_order(write: Callable[[str, str], Path]) -> None:
@@ -92,7 +92,7 @@ def test_operator_overlays_apply_in_order(write: Callable[[str, str], Path]) -> 
     second = write("b.yaml", "providers:\n  openai:\n    empty_retry_count: 3\n")
     plan = compile_paths(run_config=run_config(write, "openai", "gpt-4o"), overlays=[first, second]).plans["m"]
     assert plan.loop.empty_retry_count == 3 and plan.loop.tool_output_max_chars == 100
-    assert plan.provenance["loop.empty_retry_count"].file == str(second)
+    assert plan.provenance["loop.empty_retry_count"].file == "external:b.yaml"  # outside the project root
 
 
 def test_openrouter_defaults_merge_field_by_field(write: Callable[[str, str], Path]) -> None:
@@ -169,4 +169,4 @@ def test_openrouter_defaults_merge_field_by_field_across_layers(write: Callable[
     assert plan.openrouter is not None
     assert plan.openrouter.provider_order == ("moonshotai",) and plan.openrouter.allow_fallbacks is True
     assert plan.provenance["openrouter.provider_order"].layer == "preset:moonshot_kimi_k3"
-    assert plan.provenance["openrouter.allow_fallbacks"].layer == "overlay:" + str(overlay)
+    assert plan.provenance["openrouter.allow_fallbacks"].layer == f"overlay:external:{overlay.name}"

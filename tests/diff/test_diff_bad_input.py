@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from executor.plan import PLAN_VERSION
+
 from tests.diff.conftest import Outcome, invoke
 from tests.diff.plans import catalogue_bytes, write_catalogue
 
@@ -58,7 +60,7 @@ def test_binary_file(plans: Path, tmp_path: Path) -> None:
 def test_tampered_plan_is_reported_and_not_diffed(plans: Path, tmp_path: Path) -> None:
     tampered = tmp_path / "edited" / f"{PLAN}.json"
     tampered.parent.mkdir()
-    body = json.loads(catalogue_bytes()[PLAN])
+    body = json.loads(catalogue_bytes()[f"{PLAN}.json"])
     body["loop"]["empty_retry_count"] = 3  # edited by hand: fingerprint left as it was
     tampered.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
     for args in ([str(plans / f"{PLAN}.json"), str(tampered)], [str(tampered.parent), str(tampered.parent)]):
@@ -70,12 +72,12 @@ def test_tampered_plan_is_reported_and_not_diffed(plans: Path, tmp_path: Path) -
 def test_plan_body_that_does_not_validate(plans: Path, tmp_path: Path) -> None:
     from tests.diff.plans import sealed
 
-    body = json.loads(catalogue_bytes()[PLAN])
+    body = json.loads(catalogue_bytes()[f"{PLAN}.json"])
     body["loop"]["empty_retry_count"] = -1  # a correctly sealed plan the plan model refuses
     odd = tmp_path / "odd.json"
     odd.write_bytes(sealed(body))
     out = refused(str(plans / f"{PLAN}.json"), str(odd))
-    assert "odd.json: plan body does not match plan_version 1" in out.stderr
+    assert f"odd.json: plan body does not match plan_version {PLAN_VERSION}" in out.stderr
 
 
 def test_file_against_folder(plans: Path) -> None:

@@ -306,7 +306,8 @@ def test_run_from_a_subfolder_of_the_repository(scenario: Scenario, monkeypatch:
     out = invoke("diff", "--base", "HEAD~1", "--data", "../data", "--config", "run.yaml", "--format", "json")
     assert out.code == 1, out.stderr
     change = fields(models_of(out.stdout)["claude-opus-4.7"])["loop.context_watermark"]
-    assert change["layer"]["file"] == "../data/model_presets.yaml"
+    # named relative to the repository root, not to where the command ran
+    assert change["layer"]["file"] == "data/model_presets.yaml"
     assert models_of(out.stdout)["gpt-4o"]["status"] == "inputs-only"  # paths line up on both sides
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.diff.conftest import invoke
-from tests.diff.plans import Body, edit, write_catalogue
+from tests.diff.plans import Body, edit, edit_manifest, plan_paths, write_catalogue
 
 MODEL = "claude-opus-4.7"
 
@@ -69,15 +69,20 @@ EDITS: dict[str, tuple[Callable[[Body], None], str, str | None]] = {
     "pricing": (_set(("pricing", "input"), 6.0), "pricing.input", "pricing"),
     "defaults": (_set(("request_defaults", "temperature"), 0.5), "request_defaults.temperature",
                  f"model:{MODEL}"),
-    "inputs": (_set(("models_fingerprint",), "0" * 64), "models_fingerprint", None),
 }
+#: run-level: the manifest's models_fingerprint belongs to every plan of the folder
+MANIFEST_EDITS = {"inputs": (_set(("models_fingerprint",), "0" * 64), "models_fingerprint", None)}
 
 
-@pytest.mark.parametrize("check", sorted(EDITS))
+@pytest.mark.parametrize("check", sorted({**EDITS, **MANIFEST_EDITS}))
 def test_each_checker_reports_its_field_with_the_layer(sides: tuple[Path, Path], check: str) -> None:
     old, new = sides
-    change, field, layer = EDITS[check]
-    edit(new / f"{MODEL}.json", change)
+    if check in MANIFEST_EDITS:
+        change, field, layer = MANIFEST_EDITS[check]
+        edit_manifest(new, change)
+    else:
+        change, field, layer = EDITS[check]
+        edit(new / f"{MODEL}.json", change)
     out = invoke("diff", str(old), str(new), "--format", "json")
     assert out.code == 1
     (record,) = changes_of(out.stdout, MODEL)  # exactly one checker owns the field
@@ -87,7 +92,7 @@ def test_each_checker_reports_its_field_with_the_layer(sides: tuple[Path, Path],
     assert (record["layer"] or {}).get("layer") == layer
     assert invoke("diff", str(old), str(new), "--ignore", check).code == 0
     assert invoke("diff", str(old), str(new), "--checks", check).code == 1
-    others = ",".join(sorted(set(EDITS) - {check}))
+    others = ",".join(sorted((set(EDITS) | set(MANIFEST_EDITS)) - {check}))
     assert invoke("diff", str(old), str(new), "--checks", others).code == 0
 
 
@@ -125,10 +130,11 @@ def test_added_and_removed_fields_and_models(sides: tuple[Path, Path]) -> None:
 
 def test_inputs_only_models_are_grouped_and_can_be_ignored(sides: tuple[Path, Path]) -> None:
     old, new = sides
-    edit(new / "gpt-4o.json", _set(("inputs", "presets", "sha256"), "f" * 64))
+    edit_manifest(new, _set(("inputs", "presets", "sha256"), "f" * 64))  # run-level: every plan reads it
     out = invoke("diff", str(old), str(new), "--format", "markdown")
     assert out.code == 1
-    assert "1 model(s) differ only in input digests" in out.stdout and "| inputs only | 1 |" in out.stdout
+    n = len(plan_paths(new))
+    assert f"{n} model(s) differ only in input digests" in out.stdout and f"| inputs only | {n} |" in out.stdout
     assert invoke("diff", str(old), str(new), "--ignore", "inputs").code == 0
 
 
@@ -161,7 +167,7 @@ def test_markdown_folds_long_model_details(sides: tuple[Path, Path]) -> None:
 
 def test_markdown_folds_every_model_when_many_change(sides: tuple[Path, Path]) -> None:
     old, new = sides
-    keys = sorted(p.stem for p in new.glob("*.json"))[:11]
+    keys = [p.stem for p in plan_paths(new)][:11]
     for key in keys:
         edit(new / f"{key}.json", _set(("loop", "empty_retry_count"), 4))
     out = invoke("diff", str(old), str(new), "--format", "markdown").stdout
@@ -193,9 +199,8 @@ def test_json_output_is_stable(sides: tuple[Path, Path]) -> None:
 
 def test_blast_radius_between_folders_traces_changes_to_inputs(sides: tuple[Path, Path]) -> None:
     old, new = sides
-    for path in new.glob("*.json"):  # two inputs changed for every model
-        edit(path, lambda body: body["inputs"]["pricing"].update(sha256="1" * 64))
-        edit(path, lambda body: body["inputs"]["presets"].update(sha256="2" * 64))
+    edit_manifest(new, lambda body: body["inputs"]["pricing"].update(sha256="1" * 64))  # two inputs changed
+    edit_manifest(new, lambda body: body["inputs"]["presets"].update(sha256="2" * 64))
     edit(new / "gpt-4o.json", _set(("pricing", "input"), 9.0))  # set by the pricing layer
     edit(new / "o3.json", _set(("loop", "empty_retry_count"), 2))  # no layer recorded: not traceable
     out = invoke("diff", str(old), str(new), "--summary", "--format", "json")

@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from executor.plan import PLAN_VERSION
 from tests.diff.conftest import invoke
 from tests.diff.plans import catalogue_bytes, sealed, write_catalogue
@@ -13,6 +15,7 @@ from tests.diff.plans import catalogue_bytes, sealed, write_catalogue
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 V0 = FIXTURES / "plan_v0_gpt-4o.json"
 V0_OLD_SHAPE = FIXTURES / "plan_v0_old_shape.json"
+V1 = {key: FIXTURES / f"plan_v1_{key}.json" for key in ("gpt-4o", "o3")}
 
 
 def test_fixtures_are_sealed_plans_of_version_0() -> None:
@@ -24,7 +27,7 @@ def test_fixtures_are_sealed_plans_of_version_0() -> None:
 
 def test_earlier_version_diffs_against_a_current_plan(tmp_path: Path) -> None:
     current = tmp_path / "gpt-4o.json"
-    current.write_bytes(catalogue_bytes()["gpt-4o"])
+    current.write_bytes(catalogue_bytes()["gpt-4o.json"])
     out = invoke("diff", str(V0), str(current), "--format", "json")
     assert out.code == 1
     doc = json.loads(out.stdout)
@@ -43,13 +46,51 @@ def test_earlier_version_diffs_against_a_current_plan(tmp_path: Path) -> None:
 
 def test_a_version_change_alone_is_a_difference(tmp_path: Path) -> None:
     body = json.loads(V0.read_text(encoding="utf-8"))
-    body["plan_version"] = PLAN_VERSION
+    body["plan_version"] = 1
     relabelled = tmp_path / "gpt-4o.json"
     relabelled.write_bytes(sealed(body))
     out = invoke("diff", str(V0), str(relabelled), "--format", "json")
     assert out.code == 1
     (model,) = json.loads(out.stdout)["models"]
     assert (model["status"], model["changes"]) == ("changed", [])
+
+
+def test_version_1_plans_are_refused_by_the_executor_with_the_recompile_hint() -> None:
+    from executor.plan import PlanLoadError, load_plan
+
+    for path in V1.values():
+        assert json.loads(path.read_text(encoding="utf-8"))["plan_version"] == 1
+        assert sealed(json.loads(path.read_text(encoding="utf-8"))) == path.read_bytes()
+        with pytest.raises(PlanLoadError) as caught:
+            load_plan(path)
+        assert (f"plan_version 1 is an older plan format; this capplan reads plan_version {PLAN_VERSION}: "
+                "recompile it with `capplan compile`") in str(caught.value)
+
+
+def test_a_version_1_folder_diffs_against_a_compiled_folder_and_its_manifest(tmp_path: Path) -> None:
+    old = tmp_path / "v1"
+    old.mkdir()
+    for key, path in V1.items():
+        shutil.copy(path, old / f"{key}.json")
+    new = write_catalogue(tmp_path / "v2")
+    for extra in new.glob("*.json"):
+        if extra.stem not in V1 and extra.name != "manifest.json":
+            extra.unlink()
+    out = invoke("diff", str(old), str(new), "--format", "json")
+    assert out.code == 1, out.stderr
+    doc = json.loads(out.stdout)
+    assert f"plan_version changed from 1 to {PLAN_VERSION}; the shapes match, so fields are compared" in doc["notes"]
+    models = {m["key"]: m for m in doc["models"]}
+    assert set(models) == set(V1)
+    for model in models.values():
+        assert model["plan_version"] == {"old": 1, "new": PLAN_VERSION}
+        # v1 carried its inputs in the plan, v2 in the manifest: both are read as the same field
+        assert all(c["check"] == "inputs" for c in model["changes"]), model["changes"]
+    inputs_of = {c["field"] for c in models["gpt-4o"]["changes"]}
+    assert not any(f.startswith("inputs.presets.path") for f in inputs_of)  # bundled:… on both sides
+    summary = json.loads(invoke("diff", str(old), str(new), "--summary", "--format", "json").stdout)
+    assert {i["path"] for i in summary["inputs"]} <= {"bundled:model_presets.yaml", "bundled:providers.yaml",
+                                                      "bundled:pricing.json", "bundled:catalogue.yaml"}
 
 
 def test_folders_mixing_versions(tmp_path: Path) -> None:
@@ -63,7 +104,7 @@ def test_folders_mixing_versions(tmp_path: Path) -> None:
 
 def test_incompatible_shape_fails_naming_both_versions(tmp_path: Path) -> None:
     current = tmp_path / "gpt-4o.json"
-    current.write_bytes(catalogue_bytes()["gpt-4o"])
+    current.write_bytes(catalogue_bytes()["gpt-4o.json"])
     old_shape, now = (V0_OLD_SHAPE, 0), (current, PLAN_VERSION)
     for (a, va), (b, vb) in ((old_shape, now), (now, old_shape)):
         out = invoke("diff", str(a), str(b))

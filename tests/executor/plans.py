@@ -73,8 +73,6 @@ def make_plan(
         "openrouter": openrouter,
         "pricing": pricing,
         "request_defaults": request_defaults or {},
-        "inputs": {},
-        "models_fingerprint": "0" * 64,
         "provenance": {},
     }
     return Plan.seal(body)

@@ -20,6 +20,6 @@ class InputsChecker(Checker):
 
 CHECKER = InputsChecker(
     name="inputs",
-    description="input file paths and sha256 digests, and models_fingerprint",
+    description="input file paths and sha256 digests, and models_fingerprint (from the run's manifest.json)",
     owns=(("inputs",), ("models_fingerprint",)),
 )

@@ -1,0 +1,213 @@
+"""Write a compiled plan set into ``--out`` atomically.
+
+The set (plans and ``manifest.json``) is written into a temporary folder beside ``--out``
+and then swapped into place with one ``renameat2(RENAME_EXCHANGE)``, so a crash or SIGKILL at
+any moment leaves ``--out`` holding either the old set or the new one, never a mix and never
+a half-written file. Where the kernel or file system cannot exchange, two renames are used;
+a crash between them leaves the old set in a ``.<out>.capplan-old-*`` folder beside it.
+
+Afterwards ``--out`` holds exactly the compiled set: plans of models not compiled this time
+are removed and listed, unless ``keep_others``. A folder that holds anything that is not a
+capplan plan is refused rather than emptied (``--out .`` must never delete a project).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compiler.diagnostics import Diagnostic, InputError
+from compiler.manifest import MANIFEST_FILE, Manifest
+from executor.plan import Plan
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+@dataclass
+class WriteResult:
+    """What a write changed."""
+
+    written: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+def out_error(message: str, hint: str | None = None, code: str = "out-unwritable") -> InputError:
+    """A located error about ``--out`` (exit 2)."""
+    return InputError([Diagnostic("--out", 1, 1, code, message, hint=hint)])
+
+
+def write_plan_set(plans: dict[str, Plan], manifest: Manifest, out: Path, *, keep_others: bool = False
+                   ) -> WriteResult:
+    """Replace ``out`` with exactly ``plans`` and their manifest (plus other files with ``keep_others``)."""
+    out = _usable_out(out)
+    names = {f"{key}.json" for key in plans}
+    kept, stale = _existing(out, names, keep_others)
+    if keep_others:
+        manifest = _merged_manifest(out, manifest, kept)
+    _sweep_leftovers(out)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.capplan-{os.getpid()}-", dir=out.parent))
+    except OSError as exc:
+        raise out_error(f"{out}: cannot create a folder beside it: {exc.strerror or exc}",
+                        "choose an --out in a folder you can write to") from None
+    try:
+        result = WriteResult()
+        for key, plan in sorted(plans.items()):
+            _write_synced(tmp / f"{key}.json", plan.to_bytes())
+            result.written.append(f"{key}.json")
+        _write_synced(tmp / MANIFEST_FILE, manifest.to_bytes())
+        for name in kept:
+            source = out / name
+            (shutil.copytree if source.is_dir() else shutil.copy2)(source, tmp / name)
+        _fsync_dir(tmp)
+        os.chmod(tmp, _mode_of(out))
+        _swap_into_place(tmp, out)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise out_error(f"{out}: cannot write the plans: {exc.strerror or exc}",
+                        "nothing was changed; check the folder's permissions and free space") from None
+    result.removed = sorted(stale)
+    return result
+
+
+def _usable_out(out: Path) -> Path:
+    """``out`` made absolute, its parent created; a file in the way is a located error."""
+    out = Path(os.path.abspath(out))
+    if out.is_symlink():
+        out = out.resolve()
+    for folder in (out, *out.parents):
+        if folder.exists() and not folder.is_dir():
+            where = "is a file" if folder == out else f"is under {folder}, which is a file"
+            raise out_error(f"{out} {where}, not a folder", "give --out a folder path")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise out_error(f"{out}: cannot create its parent folder: {exc.strerror or exc}") from None
+    return out
+
+
+def _existing(out: Path, names: set[str], keep_others: bool) -> tuple[list[str], list[str]]:
+    """Entries of ``out`` to carry over, and stale plans that will go; refuses what it must not delete."""
+    if not out.is_dir():
+        return [], []
+    kept: list[str] = []
+    stale: list[str] = []
+    foreign: list[str] = []
+    for entry in sorted(out.iterdir(), key=lambda p: p.name):
+        if entry.name in names:
+            if entry.is_dir() and not entry.is_symlink():
+                raise out_error(f"{entry} is a folder, so the plan {entry.name} cannot be written there",
+                                "move or remove that folder, or choose another --out", "out-conflict")
+            continue
+        if entry.name == MANIFEST_FILE:
+            continue
+        if _is_plan(entry):
+            (kept if keep_others else stale).append(entry.name)
+        else:
+            (kept if keep_others else foreign).append(entry.name + ("/" if entry.is_dir() else ""))
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise out_error(f"{out} holds files that are not capplan plans ({shown}); compiling replaces the "
+                        "folder's contents", "compile into an empty folder or a folder of plans, or pass "
+                        "--keep-others to keep what is there", "out-not-plans")
+    return kept, stale
+
+
+def _is_plan(entry: Path) -> bool:
+    if entry.suffix != ".json" or not entry.is_file():
+        return False
+    try:
+        data = json.loads(entry.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "plan_version" in data and "fingerprint" in data
+
+
+def _merged_manifest(out: Path, manifest: Manifest, kept: list[str]) -> Manifest:
+    """With --keep-others the kept plans stay listed, by the fingerprint the old manifest gave them."""
+    try:
+        old = Manifest.model_validate_json((out / MANIFEST_FILE).read_bytes())
+    except (OSError, ValueError):
+        return manifest
+    kept_keys = {name.removesuffix(".json") for name in kept}
+    carried = {k: v for k, v in old.plans.items() if k in kept_keys}
+    return manifest.model_copy(update={"plans": dict(sorted({**carried, **manifest.plans}.items()))})
+
+
+def _sweep_leftovers(out: Path) -> None:
+    """Remove temporary folders of earlier runs that were killed before they could clean up."""
+    for entry in out.parent.glob(f".{out.name}.capplan-*"):
+        pid = entry.name.removeprefix(f".{out.name}.capplan-").split("-")[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _mode_of(out: Path) -> int:
+    if out.is_dir():
+        return out.stat().st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o777 & ~umask
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    """Make ``tmp`` be ``out``; the previous ``out`` (if any) is removed afterwards."""
+    if not out.exists():
+        os.rename(tmp, out)
+    elif _exchange(tmp, out):
+        shutil.rmtree(tmp)  # now the old set
+    else:
+        aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.capplan-old-", dir=out.parent))
+        os.rmdir(aside)
+        os.rename(out, aside)
+        os.rename(tmp, out)
+        shutil.rmtree(aside)
+    _fsync_dir(out.parent)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2); False where that is not available."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))

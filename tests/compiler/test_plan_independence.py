@@ -1,0 +1,90 @@
+"""Plans depend only on what affects their model: not on the cwd, the path spelling or the machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from compiler.compile import compile_paths
+from compiler.manifest import MANIFEST_FILE
+from presets import data_dir
+from tests.compiler.conftest import REPO
+
+CAPPLAN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "capplan"
+RUN = """models:
+  gpt-4o: {provider: openai, name: gpt-4o}
+  kimi: {provider: openrouter, name: moonshotai/kimi-k3}
+  claude: {provider: anthropic, name: claude-opus-4.7}
+"""
+OVERLAY = "providers:\n  openai:\n    empty_retry_count: 2\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project with its own git root, a run config, an overlay and a copy of the base data."""
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    (root / "configs").mkdir()
+    (root / "configs" / "run.yaml").write_text(RUN, encoding="utf-8")
+    (root / "configs" / "ops.yaml").write_text(OVERLAY, encoding="utf-8")
+    shutil.copytree(data_dir(), root / "data", ignore=shutil.ignore_patterns("catalogue.yaml", "*.py", "__*"))
+    return root
+
+
+def compile_in(cwd: Path, *args: str, out: Path) -> dict[str, bytes]:
+    done = subprocess.run([str(CAPPLAN), "compile", *args, "--out", str(out)], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+def test_same_plans_from_any_folder_and_any_spelling(project: Path, tmp_path: Path) -> None:
+    relative = compile_in(project, "--config", "configs/run.yaml", "--presets-file", "configs/ops.yaml",
+                          "--data", "data", out=tmp_path / "a")
+    absolute = compile_in(project / "configs", "--config", str(project / "configs" / "run.yaml"),
+                          "--presets-file", str(project / "configs" / "ops.yaml"), "--data", "../data",
+                          out=tmp_path / "b")
+    assert relative == absolute  # plans and manifest, byte for byte
+    text = b"".join(relative.values()).decode()
+    assert str(tmp_path) not in text and "/proj" not in text
+    manifest = json.loads(relative[MANIFEST_FILE])
+    assert manifest["inputs"]["run_config"]["path"] == "configs/run.yaml"
+    assert manifest["inputs"]["overlay.1"]["path"] == "configs/ops.yaml"
+    assert manifest["inputs"]["presets"]["path"] == "data/model_presets.yaml"
+
+
+def test_a_moved_project_compiles_to_the_same_bytes(project: Path, tmp_path: Path) -> None:
+    before = compile_in(project, "--config", "configs/run.yaml", "--data", "data", out=tmp_path / "a")
+    moved = tmp_path / "elsewhere" / "renamed"
+    shutil.move(str(project), moved)
+    assert compile_in(moved, "--config", "configs/run.yaml", "--data", "data", out=tmp_path / "b") == before
+
+
+def test_a_one_preset_edit_changes_exactly_the_plans_it_affects(project: Path) -> None:
+    def plans() -> dict[str, bytes]:
+        compiled = compile_paths(data_dir=project / "data", run_config=project / "configs" / "run.yaml",
+                                 root=project)
+        return {key: plan.to_bytes() for key, plan in compiled.plans.items()}
+
+    before = plans()
+    presets = project / "data" / "model_presets.yaml"
+    text = presets.read_text(encoding="utf-8")
+    block = text.index("\n  moonshot_kimi_k3:")
+    at = text.index("context_watermark:", block)
+    end = text.index("\n", at)
+    presets.write_text(text[:at] + "context_watermark: 7777" + text[end:], encoding="utf-8")
+    after = plans()
+    assert {k for k in before if before[k] != after[k]} == {"kimi"}
+
+
+def test_plans_carry_no_input_digests_and_the_manifest_lists_every_plan() -> None:
+    compiled = compile_paths()
+    for plan in compiled.plans.values():
+        assert "inputs" not in plan.body() and "models_fingerprint" not in plan.body()
+    assert compiled.manifest.plans == {k: p.fingerprint for k, p in sorted(compiled.plans.items())}
+    assert set(compiled.manifest.inputs) == {"presets", "providers", "pricing", "catalogue"}
