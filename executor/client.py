@@ -8,6 +8,7 @@ the first real send, never at import time (it takes seconds to import).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import time
@@ -121,7 +122,11 @@ class Client:
         return classify_loop_error(exc, self._rate_limit_patterns)
 
     def build(self, request: ChatRequest | Mapping[str, Any]) -> BuiltRequest:
-        """The request as litellm will receive it, plus what parsing the response needs."""
+        """The request as litellm will receive it, plus what parsing the response needs.
+
+        The kwargs' tool and message dicts are shared with the builder's caches and with other
+        builds of the same conversation: read them, copy before editing.
+        """
         built = self.builder.build(_as_request(request), env=self._env, api_base=self._api_base)
         if self.gateway is None or self.mock:
             return built
@@ -166,12 +171,15 @@ class Client:
             probe_stats=probe_stats, role=role, model=self.plan.model.model_id, redact=self.redactor.text,
         )
         controller = probe_retrying(self._probe, context) if self._probe else default_retrying(self._sleep, context)
+        # the built kwargs share cached tool and message dicts with later builds; litellm gets
+        # its own copy, so nothing it does to a request can reach the next one
+        kwargs = copy.deepcopy(built.kwargs)
         latency = 0.0
         key_index: int | None = None
         for attempt in controller:
             with attempt:
                 started = self._clock()
-                response, key_index = self._call_rotating(completion, built.kwargs)
+                response, key_index = self._call_rotating(completion, kwargs)
                 latency = self._clock() - started
         result = self.parser.parse(response, built, latency_s=latency)
         route = self.route

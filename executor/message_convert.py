@@ -3,76 +3,120 @@
 Three policies act here and nowhere else: the reasoning codec's replay payload is spliced onto
 every assistant message that carries reasoning, the message-assembly policy decides what an
 empty tool-call turn says, and the content policy renders each tool result.
+
+A message's wire form depends only on the message and the plan's policies, never on its place in
+the conversation, so each message is converted once: ``ConversationCache`` keeps the wire list of
+the latest request of each conversation, and a request whose history extends it (the same message
+objects, then new ones) converts only the new messages.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
-from executor.messages import ReasoningIn
+from executor.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from executor.policy_set import PolicySet
 
 
 class MessageConverter:
-    """Converts request messages (as dicts) for one plan's policies."""
+    """Converts request messages for one plan's policies."""
 
     def __init__(self, policies: PolicySet) -> None:
         self.codec = policies.reasoning_codec
         self.assembly = policies.message_assembly_policy
         self.content = policies.content_policy
 
-    def convert(self, system: str | list[dict[str, Any]] | None, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def convert(self, system: str | list[dict[str, Any]] | None, messages: Sequence[Message]) -> list[dict[str, Any]]:
         """The wire list: the system message (when there is one) then every turn in order."""
-        wire: list[dict[str, Any]] = []
-        if system:
-            wire.append({"role": "system", "content": system})
-        for msg in messages:
-            role = msg["role"]
-            if role == "user":
-                wire.append({"role": "user", "content": _user_content(msg["content"])})
-            elif role == "assistant":
-                wire.append(self._assistant(msg))
-            elif role == "tool":
-                wire.append(self._tool(msg))
-            else:
-                raise ValueError(f"unknown message role {role!r}")
+        wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        wire.extend(map(self.message, messages))
         return wire
 
-    def _assistant(self, msg: dict[str, Any]) -> dict[str, Any]:
-        calls = msg.get("tool_calls") or []
-        content = self.assembly.assistant_content(msg.get("content"), has_tool_calls=bool(calls))
+    def message(self, msg: Message) -> dict[str, Any]:
+        """The wire form of one message."""
+        if isinstance(msg, UserMessage):
+            content = msg.content
+            if isinstance(content, str):
+                return {"role": "user", "content": content}
+            # the request model spells unset optional keys as null; the wire omits them
+            return {"role": "user", "content": [part.model_dump(mode="json", exclude_none=True) for part in content]}
+        if isinstance(msg, AssistantMessage):
+            return self._assistant(msg)
+        if isinstance(msg, ToolMessage):
+            images = [image.model_dump(mode="json") for image in msg.images]
+            content = self.content.render_tool_result(msg.content, images)
+            return {"role": "tool", "tool_call_id": msg.tool_call_id, "content": content}
+        raise ValueError(f"unknown message type {type(msg).__name__}")
+
+    def _assistant(self, msg: AssistantMessage) -> dict[str, Any]:
+        calls = msg.tool_calls
+        content = self.assembly.assistant_content(msg.content, has_tool_calls=bool(calls))
         out: dict[str, Any] = {"role": "assistant", "content": content or ""}
         if calls:
-            out["tool_calls"] = [_tool_call(c) for c in calls]
-        reasoning = msg.get("reasoning")
-        if reasoning is not None:
-            payload = self.codec.encode_for_replay(ReasoningIn.model_validate(reasoning).to_structured())
+            out["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.function.name, "arguments": _arguments(call.function.arguments)},
+                }
+                for call in calls
+            ]
+        if msg.reasoning is not None:
+            payload = self.codec.encode_for_replay(msg.reasoning.to_structured())
             if payload:
                 out.update(payload)
         return out
 
-    def _tool(self, msg: dict[str, Any]) -> dict[str, Any]:
-        content = self.content.render_tool_result(msg["content"], msg.get("images") or [])
-        return {"role": "tool", "tool_call_id": msg["tool_call_id"], "content": content}
+
+def _arguments(arguments: str | dict[str, Any]) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
 
-def _user_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    if isinstance(content, str):
-        return content
-    return [_without_none(part) for part in content]
+class ConversationCache:
+    """The wire messages of recent requests, so a growing history is converted once per message.
 
+    An entry is keyed by the id of the last message it was converted from and keeps that message
+    list (which also keeps its objects, and so their ids, alive) with the wire list. A new request
+    looks for an entry ending at one of its own last ``lookback`` messages: a trial turn adds a
+    few messages to the previous turn's list, so the entry is found in as many lookups as there
+    are new messages. The entry is reused only when the request's messages start with exactly its
+    list; the comparison runs in C and stops at identity for every shared object. Cached wire
+    dicts are shared by the requests built from them and are read-only by contract (the client
+    copies before sending).
+    """
 
-def _without_none(value: Any) -> Any:
-    # the request model spells unset optional keys as null; the wire omits them
-    if isinstance(value, dict):
-        return {k: _without_none(v) for k, v in value.items() if v is not None}
-    return value
+    def __init__(self, converter: MessageConverter, *, size: int = 256, lookback: int = 64) -> None:
+        self._converter = converter
+        self._size = size
+        self._lookback = lookback
+        self._entries: OrderedDict[int, tuple[list[Message], list[dict[str, Any]]]] = OrderedDict()
+        self._lock = threading.Lock()
 
+    def wire(self, messages: list[Message]) -> list[dict[str, Any]]:
+        """The wire form of ``messages`` (a new list; its dicts may be shared with earlier builds)."""
+        done = self._longest_prefix(messages)
+        wire = done + list(map(self._converter.message, messages[len(done) :]))
+        if messages:
+            with self._lock:
+                key = id(messages[-1])
+                self._entries[key] = (list(messages), wire)
+                self._entries.move_to_end(key)
+                while len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
+        return list(wire)
 
-def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
-    function = call["function"]
-    arguments = function["arguments"]
-    if not isinstance(arguments, str):
-        arguments = json.dumps(arguments, ensure_ascii=False)
-    return {"id": call["id"], "type": "function", "function": {"name": function["name"], "arguments": arguments}}
+    def _longest_prefix(self, messages: list[Message]) -> list[dict[str, Any]]:
+        last = len(messages) - 1
+        with self._lock:
+            for end in range(last, max(-1, last - self._lookback), -1):
+                entry = self._entries.get(id(messages[end]))
+                if entry is not None and len(entry[0]) == end + 1:
+                    seen, wire = entry
+                    break
+            else:
+                return []
+        return wire if messages[: end + 1] == seen else []

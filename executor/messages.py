@@ -9,10 +9,12 @@ the request builder, from the plan's policies.
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
 from executor.errors import RequestFileError
 from executor.reasoning import BlockType, ReasoningBlock, ReasoningConfig, StructuredReasoning
@@ -213,10 +215,13 @@ class ChatRequest(_Model):
     )
     reasoning: ReasoningConfig | None = Field(None, description="Overrides the plan's default reasoning config.")
 
+    #: tool-call ids the history has made, kept so ``extended`` checks only the new messages
+    _call_ids: frozenset[str] = PrivateAttr(default=frozenset())
+
     @model_validator(mode="after")
     def _consistent(self) -> ChatRequest:
-        names = [t.function.name for t in self.tools]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        counts = Counter(t.function.name for t in self.tools)
+        duplicates = sorted(n for n, c in counts.items() if c > 1)
         if duplicates:
             raise ValueError(f"duplicate tool names: {', '.join(duplicates)}")
         if self.tool_choice is not None and not self.tools:
@@ -224,17 +229,24 @@ class ChatRequest(_Model):
             raise ValueError("tool_choice is set but the request has no tools")
         if self.parallel_tool_calls is not None and not self.tools:
             raise ValueError("parallel_tool_calls is set but the request has no tools")
-        if isinstance(self.tool_choice, NamedToolChoice) and self.tool_choice.function.name not in names:
+        if isinstance(self.tool_choice, NamedToolChoice) and self.tool_choice.function.name not in counts:
             raise ValueError(f"tool_choice names {self.tool_choice.function.name!r}, which is not among the tools")
-        seen_calls: set[str] = set()
-        for i, msg in enumerate(self.messages):
-            if isinstance(msg, AssistantMessage):
-                seen_calls.update(c.id for c in msg.tool_calls)
-            elif isinstance(msg, ToolMessage) and msg.tool_call_id not in seen_calls:
-                raise ValueError(
-                    f"messages[{i}] answers tool_call_id {msg.tool_call_id!r}, which no earlier assistant turn made"
-                )
+        self._call_ids = _answered_calls(self.messages, frozenset(), 0)
         return self
+
+    def extended(self, messages: Iterable[Message | Mapping[str, Any]]) -> ChatRequest:
+        """This request with ``messages`` appended, validating only the new messages.
+
+        A trial's next turn is its last request plus a few messages; building it this way costs
+        what the new messages cost, not the whole history, and the executor then converts only
+        the new messages too. Raises ``ValidationError`` for a malformed message and
+        ``ValueError`` for a tool result answering a call no earlier turn made.
+        """
+        new = [_MESSAGE.validate_python(m) for m in messages]
+        call_ids = _answered_calls(new, self._call_ids, len(self.messages))
+        out = self.model_copy(update={"messages": [*self.messages, *new]})
+        out._call_ids = call_ids
+        return out
 
     def tools_json(self) -> bytes:
         """The tools as compact JSON bytes, unset optional keys omitted (the sanitiser memo's key)."""
@@ -246,7 +258,21 @@ class ChatRequest(_Model):
         return result
 
 
+def _answered_calls(messages: Sequence[Message], made: frozenset[str], offset: int) -> frozenset[str]:
+    """``made`` plus the calls ``messages`` make; refuses a tool result answering no earlier call."""
+    seen = set(made)
+    for i, msg in enumerate(messages, offset):
+        if isinstance(msg, AssistantMessage):
+            seen.update(c.id for c in msg.tool_calls)
+        elif isinstance(msg, ToolMessage) and msg.tool_call_id not in seen:
+            raise ValueError(
+                f"messages[{i}] answers tool_call_id {msg.tool_call_id!r}, which no earlier assistant turn made"
+            )
+    return frozenset(seen)
+
+
 _TOOLS: TypeAdapter[list[ToolSpec]] = TypeAdapter(list[ToolSpec])
+_MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 
 
 def load_request(path: str | Path) -> ChatRequest:

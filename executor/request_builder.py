@@ -4,6 +4,7 @@
 2. sanitise the tools (memoised on the tool list's digest)
 3. cache ``apply`` on system + tools (after sanitising, so the sanitiser never sees markers)
 4. convert messages: reasoning replay via the codec, empty-assistant filler, tool content format
+   (each message once per conversation: a growing history reuses its earlier turns' wire form)
 5. cache ``apply_messages`` on the wire-shape messages
 6. params ``adapt`` (temperature, seed, reasoning routing)
 7. ``param_value_rules``
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from executor.message_convert import MessageConverter
+from executor.message_convert import ConversationCache, MessageConverter
 from executor.messages import ChatRequest, NamedToolChoice
 from executor.plan import Plan
 from executor.policies.response_policy import param_types_from_tools
@@ -49,6 +50,7 @@ class RequestBuilder:
         self.transport = Transport(plan)
         self.tool_memo = ToolMemo(policies.schema_sanitizer.sanitize, param_types_from_tools, size=memo_size)
         self.converter = MessageConverter(policies)
+        self.conversations = ConversationCache(self.converter)
         self._enriched: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._enriched_lock = threading.Lock()
         self._memo_size = memo_size
@@ -62,13 +64,14 @@ class RequestBuilder:
     ) -> BuiltRequest:
         """The exact kwargs litellm would receive for ``request`` (credentials resolved from ``env``)."""
         policies, defaults = self.policies, self.plan.request_defaults
-        prepared = self.tool_memo.prepare(request.tools_json()) if request.tools else None
+        prepared = self.tool_memo.prepare_objects(request.tools, request.tools_json) if request.tools else None
         system = self._enrich(request.system or "", prepared)  # 1
-        sanitized = prepared.sanitized() if prepared else None  # 2
-        wire_system, wire_tools, messages = policies.cache_policy.apply(  # 3
-            system or None, sanitized, [m.model_dump(mode="json") for m in request.messages]
-        )
-        wire_messages = self.converter.convert(wire_system, messages)  # 4
+        sanitized = prepared.shared() if prepared else None  # 2
+        # messages are not converted yet, so ``apply`` marks system and tools only, as its contract says
+        wire_system, wire_tools, _ = policies.cache_policy.apply(system or None, sanitized, [])  # 3
+        wire_messages = self.conversations.wire(request.messages)  # 4
+        if wire_system:
+            wire_messages.insert(0, {"role": "system", "content": wire_system})
         wire_messages = policies.cache_policy.apply_messages(wire_messages)  # 5
         kwargs: dict[str, Any] = {"messages": wire_messages}
         if wire_tools:
@@ -115,7 +118,7 @@ class RequestBuilder:
             if hit is not None:
                 self._enriched.move_to_end(key)
                 return hit
-        enriched: str = self.policies.prompt_policy.enrich(system, prepared.declared() if prepared else [])
+        enriched: str = self.policies.prompt_policy.enrich(system, prepared.declared_shared() if prepared else [])
         with self._enriched_lock:
             self._enriched[key] = enriched
             while len(self._enriched) > self._memo_size:

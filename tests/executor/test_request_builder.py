@@ -265,12 +265,31 @@ def test_sanitisation_is_memoised_on_the_tool_list() -> None:
     client.builder.tool_memo._sanitize = Counting().sanitize
     request = {"tools": [LOOKUP], "messages": [{"role": "user", "content": "x"}]}
     first = client.build(request).kwargs["tools"]
-    first[0]["function"]["name"] = "mutated by a caller"
-    second = client.build(request).kwargs["tools"]
+    validated = ChatRequest.model_validate(request)
+    second = client.build(validated).kwargs["tools"]
+    third = client.build(validated.extended([{"role": "assistant", "content": "ok"}])).kwargs["tools"]
     other = client.build({**request, "tools": [dict(LOOKUP, function={**LOOKUP["function"], "name": "other"})]})
     assert calls == [1, 1]
-    assert second[0]["function"]["name"] == "lookup"
+    assert first == second == third and third[0]["function"]["name"] == "lookup"
     assert other.kwargs["tools"][0]["function"]["name"] == "other"
+
+
+def test_what_the_provider_call_does_to_its_kwargs_never_reaches_the_next_request() -> None:
+    # built kwargs share the memoised tools and converted messages; the send path copies them
+    def completion(**kwargs: Any) -> dict[str, Any]:
+        kwargs["tools"][0]["function"]["name"] = "mutated by the transport"
+        kwargs["messages"][0]["content"] = "mutated by the transport"
+        return {"choices": [{"message": {"content": "ok"}}]}
+
+    client = Client(make_plan(policies={"schema_sanitizer": "strict"}), completion=completion, env={})
+    request = ChatRequest.model_validate({"tools": [LOOKUP], "messages": [{"role": "user", "content": "x"}]})
+    before = copy.deepcopy(client.build(request).kwargs)
+    client.generate(request)
+    assert client.build(request).kwargs == before
+    assert client.build(request.extended([{"role": "assistant", "content": "ok"}])).kwargs["messages"][0] == {
+        "role": "user",
+        "content": "x",
+    }
 
 
 def test_a_recursive_ref_the_sanitiser_cannot_inline_is_a_typed_error() -> None:
