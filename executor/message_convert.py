@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from typing import Any
 
 from executor.messages import AssistantMessage, Message, ToolMessage, UserMessage
@@ -30,12 +29,6 @@ class MessageConverter:
         self.assembly = policies.message_assembly_policy
         self.content = policies.content_policy
 
-    def convert(self, system: str | list[dict[str, Any]] | None, messages: Sequence[Message]) -> list[dict[str, Any]]:
-        """The wire list: the system message (when there is one) then every turn in order."""
-        wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        wire.extend(map(self.message, messages))
-        return wire
-
     def message(self, msg: Message) -> dict[str, Any]:
         """The wire form of one message."""
         if isinstance(msg, UserMessage):
@@ -48,8 +41,8 @@ class MessageConverter:
             return self._assistant(msg)
         if isinstance(msg, ToolMessage):
             images = [image.model_dump(mode="json") for image in msg.images]
-            content = self.content.render_tool_result(msg.content, images)
-            return {"role": "tool", "tool_call_id": msg.tool_call_id, "content": content}
+            rendered = self.content.render_tool_result(msg.content, images)
+            return {"role": "tool", "tool_call_id": msg.tool_call_id, "content": rendered}
         raise ValueError(f"unknown message type {type(msg).__name__}")
 
     def _assistant(self, msg: AssistantMessage) -> dict[str, Any]:
