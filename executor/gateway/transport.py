@@ -6,7 +6,8 @@ UUID4, so the gateway adds next to nothing to building a request.
 On a resolved route (``exact`` / ``wildcard``) the model becomes the route name in the OpenAI
 dialect (``custom_llm_provider="openai"``): the OpenRouter dialect would add its
 ``usage: {include: true}`` body field, which every non-OpenRouter upstream rejects. On the
-``untranslated`` path only ``api_base``, ``api_key`` and the headers change. The OpenRouter
+``untranslated`` path only ``api_base``, ``api_key`` and the headers change (and an ``openai/``
+model keeps its prefix on the wire, see :func:`dialect_model`). The OpenRouter
 upstream pin (``extra_body.provider``) rides exactly when the wire name's first segment is the
 model's own provider namespace; otherwise it is dropped, with one warning per client.
 """
@@ -102,6 +103,10 @@ class GatewayTransport:
         if self._model is not None:
             out["model"] = self._model
             out["custom_llm_provider"] = "openai"
+        elif out.get("custom_llm_provider") in (None, "openai"):
+            # untranslated in the OpenAI dialect: without the extra prefix litellm would strip the
+            # model's own "openai/" and send a name that is not the untranslated one
+            out["model"] = dialect_model(out["model"])
         engine = out.get("extra_headers") or {}
         # the operator's headers win over engine defaults, compared as HTTP does: case-insensitively
         headers = {k: v for k, v in engine.items() if k.lower() not in self._gateway_names}

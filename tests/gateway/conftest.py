@@ -1,0 +1,87 @@
+"""Session fixtures for the gateway lane: fake upstreams, a real LiteLLM proxy in front of them,
+and a recording front in front of the proxy."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from executor.gateway.catalog import clear_catalog_cache
+from tests.gateway.fakes import Front, Upstream
+from tests.gateway.litellm_proxy import LiteLLMProxy
+
+MASTER_KEY = "sk-gateway-master-canary-5d1e"
+
+
+@dataclass
+class Gateway:
+    """The running lane: ``front.base`` is what clients use as LLM_PROXY_BASE_URL."""
+
+    proxy: LiteLLMProxy
+    front: Front
+    a: Upstream
+    b: Upstream
+    direct: Upstream
+
+
+def _deployment(route: str, upstream: Upstream, upstream_model: str) -> dict[str, object]:
+    return {"model_name": route, "litellm_params": {
+        "model": f"openai/{upstream_model}", "api_base": upstream.base + "/v1", "api_key": "upstream-key"}}
+
+
+def proxy_config(a: Upstream, b: Upstream) -> dict[str, object]:
+    """The gateway's catalog: exact names, a namespace wildcard, one model under two names, an alias."""
+    return {
+        "model_list": [
+            _deployment("openrouter/anthropic/claude-gw", a, "claude-gw-upstream"),  # exact, full engine string
+            _deployment("azure_ai/cohere-gw", a, "cohere-gw-upstream"),  # exact, bare name
+            _deployment("openai/gpt-gw", a, "gpt-gw-upstream"),  # exact, starts with the dialect's own prefix
+            _deployment("openrouter/google/gem-gw", a, "gem-via-openrouter"),  # one model ...
+            _deployment("google/gem-gw", b, "gem-via-google"),  # ... served under two names, two upstreams
+            _deployment("team-default", a, "alias-upstream"),  # an alias: invisible to the resolver
+            {"model_name": "moonshot/*", "litellm_params": {  # a namespace wildcard
+                "model": "openai/*", "api_base": a.base + "/v1", "api_key": "upstream-key"}},
+        ],
+        "general_settings": {"master_key": MASTER_KEY},
+        "litellm_settings": {"num_retries": 0, "request_timeout": 30},
+    }
+
+
+@pytest.fixture(scope="session")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    folder = tmp_path_factory.mktemp("litellm_proxy")
+    a, b, direct = Upstream("A"), Upstream("B"), Upstream("direct")
+    config = folder / "proxy.yaml"
+    # JSON is YAML: the proxy reads it with its YAML loader
+    config.write_text(json.dumps(proxy_config(a, b), indent=2))
+    proxy = LiteLLMProxy(config, MASTER_KEY, folder / "proxy.log")
+    front: Front | None = None
+    try:
+        proxy.start()
+        front = Front(proxy.base)
+        yield Gateway(proxy, front, a, b, direct)
+    finally:
+        proxy.stop()
+        if front is not None:
+            front.close()
+        for upstream in (a, b, direct):
+            upstream.close()
+
+
+@pytest.fixture
+def lane(gateway: Gateway) -> Iterator[Gateway]:
+    """The session's gateway with recordings, scripts and the catalog cache reset."""
+    for fake in (gateway.front, gateway.a, gateway.b, gateway.direct):
+        fake.reset()
+    clear_catalog_cache()
+    yield gateway
+    clear_catalog_cache()
+
+
+def proxy_log(gateway: Gateway) -> Path:
+    """Where the proxy's output went (attached to failures by hand when debugging)."""
+    return gateway.proxy.log_path
