@@ -45,7 +45,11 @@ class ResponseShapeError(ExecutorError):
     """A provider response cannot be interpreted without dropping data (e.g. unknown reasoning blocks)."""
 
 
-class AllApiKeysExhausted(RuntimeError):
+class CredentialSpentError(RuntimeError):
+    """A credential condition no wait clears: the rate-limit classifier stops its walk here."""
+
+
+class AllApiKeysExhausted(CredentialSpentError):
     """Every key in the binding's rotation chain hit its own per-key limit.
 
     Terminal: the chain only ever advances, so no wait clears it. It chains the last per-key
@@ -63,7 +67,7 @@ class ApiTimeoutError(TimeoutError):
     """
 
 
-class GatewayRejectedError(RuntimeError):
+class GatewayRejectedError(CredentialSpentError):
     """A pinned gateway key was refused as over quota or unauthorised; rotation cannot help."""
 
 

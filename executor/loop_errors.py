@@ -43,8 +43,8 @@ import enum
 import sys
 from dataclasses import dataclass
 
-from executor.errors import AllApiKeysExhausted, ApiTimeoutError
-from executor.rate_limit import Patterns, cause_chain, is_typed_rate_limit_exception, matches_rate_limit_text
+from executor.errors import ApiTimeoutError, CredentialSpentError
+from executor.rate_limit import Patterns, cause_chain, is_typed_rate_limit_exception, matches_rate_limit_text, wire_status
 
 
 class LoopErrorReason(str, enum.Enum):
@@ -82,8 +82,7 @@ def _litellm_class(name: str) -> type | None:
 
 def _is_provider_failure(exc: BaseException) -> bool:
     for link in cause_chain(exc):
-        status = getattr(link, "status_code", None)
-        if isinstance(status, int) and not isinstance(status, bool):
+        if wire_status(link) is not None:
             return True
         module = type(link).__module__ or ""
         if module.startswith(("litellm", "openai", "httpx")):
@@ -105,7 +104,7 @@ def classify_loop_error(exc: BaseException, patterns: Patterns) -> LoopErrorDeci
         return LoopErrorDecision(
             LoopErrorReason.RATE_LIMIT, f"Rate limit: {text}", excluded=True, evidence=chain_types(exc)
         )
-    if any(isinstance(link, AllApiKeysExhausted) for link in cause_chain(exc)):
+    if any(isinstance(link, CredentialSpentError) for link in cause_chain(exc)):
         return LoopErrorDecision(LoopErrorReason.API_ERROR, f"API error: {text}")
     if matches_rate_limit_text(str(exc), patterns) and not _is_provider_failure(exc):
         return LoopErrorDecision(

@@ -4,8 +4,10 @@ The executor re-raises provider errors wrapped (``raise ProviderCallError(...) f
 every question here walks the ``__cause__`` chain rather than looking at the outer exception.
 
 1. **Type or status**: an ``openai.RateLimitError`` (litellm's subclasses it) or any link with
-   ``status_code == 429``.
-2. **Terminal veto**: :class:`~executor.errors.AllApiKeysExhausted` chains the provider's per-key
+   ``status_code == 429``, where a litellm exception's status is the one off the wire
+   (:func:`wire_status`), not the one litellm guessed from the message text.
+2. **Terminal veto**: :class:`~executor.errors.AllApiKeysExhausted` (and a pinned gateway key's
+   quota rejection, :class:`~executor.errors.GatewayRejectedError`) chains the provider's per-key
    429 as its cause, yet nothing clears it (the key chain only advances), so it stops the walk
    and is *not* a transient 429.
 3. **Anchored text**, last resort, only when no link carried an HTTP status at all: a wrapper
@@ -20,7 +22,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 
-from executor.errors import AllApiKeysExhausted
+from executor.errors import CredentialSpentError
 
 Patterns = tuple[re.Pattern[str], ...]
 
@@ -64,6 +66,34 @@ class Evidence(enum.Enum):
     NONE = "none"
 
 
+def wire_status(exc: BaseException) -> int | None:
+    """The HTTP status the upstream actually sent for ``exc``, when it can be known.
+
+    litellm maps provider errors partly by *message text*: a 400 whose body says "rate limit
+    exceeded" comes back as a ``litellm.RateLimitError`` with ``status_code == 429``. The status
+    off the wire survives on the provider error litellm was handling (its ``__context__``), so
+    for a litellm exception the deepest status in that implicit chain wins. Any other exception's
+    own ``status_code`` is taken as is.
+    """
+    status = _int_status(exc)
+    if not type(exc).__module__.startswith("litellm"):
+        return status
+    seen = {id(exc)}
+    link = exc.__context__
+    while link is not None and id(link) not in seen and len(seen) < _MAX_CHAIN:
+        seen.add(id(link))
+        inner = _int_status(link)
+        if inner is not None:
+            status = inner
+        link = link.__context__
+    return status
+
+
+def _int_status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) and not isinstance(status, bool) else None
+
+
 def _is_openai_rate_limit(exc: BaseException) -> bool:
     # openai is imported only by whoever sent the request; if it is not loaded, no link can be one
     openai = sys.modules.get("openai")
@@ -75,12 +105,12 @@ def type_evidence(exc: BaseException) -> Evidence:
     """Tier 1 and 2: the first decisive link of the chain, by type or HTTP status."""
     saw_status = False
     for link in cause_chain(exc):
-        if isinstance(link, AllApiKeysExhausted):
+        if isinstance(link, CredentialSpentError):
             return Evidence.KEYS_EXHAUSTED
-        status = getattr(link, "status_code", None)
-        if _is_openai_rate_limit(link) or status == 429:
+        status = wire_status(link)
+        if status == 429 or (status is None and _is_openai_rate_limit(link)):
             return Evidence.TYPED_429
-        if isinstance(status, int) and not isinstance(status, bool):
+        if status is not None:
             saw_status = True
     return Evidence.OTHER_STATUS if saw_status else Evidence.NONE
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import tenacity
 
-from executor.errors import AllApiKeysExhausted, ApiTimeoutError
+from executor.errors import ApiTimeoutError, CredentialSpentError
 from executor.probe import RateLimitProbeConfig, rate_limit_wait
 from executor.probe_stats import ProbeStats
-from executor.rate_limit import Patterns, cause_chain, is_transient_rate_limit
+from executor.rate_limit import Patterns, cause_chain, is_transient_rate_limit, wire_status
 
 log = logging.getLogger(__name__)
 
@@ -44,15 +44,17 @@ _TRANSIENT_LITELLM = (
 
 def is_transient(exc: BaseException) -> bool:
     """Whether another attempt of the same request can succeed (by type or HTTP status)."""
-    if any(isinstance(link, (AllApiKeysExhausted, ApiTimeoutError)) for link in cause_chain(exc)):
+    if any(isinstance(link, (CredentialSpentError, ApiTimeoutError)) for link in cause_chain(exc)):
         return False
+    status = wire_status(exc)
+    if status is not None:
+        # the upstream's own status: litellm may have relabelled a 400 from its message text
+        return status in _TRANSIENT_STATUS or status >= 500
     litellm = sys.modules.get("litellm")
     if litellm is not None:
         classes = tuple(getattr(litellm, name) for name in _TRANSIENT_LITELLM if hasattr(litellm, name))
-        if isinstance(exc, classes):
-            return True
-    status = getattr(exc, "status_code", None)
-    return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
+        return isinstance(exc, classes)
+    return False
 
 
 def exponential() -> tenacity.wait.wait_base:

@@ -1,0 +1,47 @@
+"""Fixtures for the fault-injection tests: one loopback upstream per module, a fake clock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.gateway.fakes import Upstream
+
+
+class FakeClock:
+    """A monotonic clock that only moves when the code under test sleeps."""
+
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[Upstream]:
+    server = Upstream("fault")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def fault(upstream: Upstream, monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]:
+    # litellm reads a non-pinned provider key from the process environment itself
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-fault")
+    upstream.reset()
+    yield upstream
+    upstream.reset()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
