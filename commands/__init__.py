@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "guard": "commands.guard_cmd:guard_cmd",
     "replay": "commands.replay_cmd:replay_cmd",
     "gateway": "commands.gateway_cmd:gateway_cmd",
+    "trial": "commands.trial_cmd:trial_cmd",
 }
 
 # one-line help shown by `capplan --help` without importing the command modules
@@ -38,6 +39,7 @@ SHORT_HELP: dict[str, str] = {
     "guard": "Audit user-simulator replies offline with the reply guard.",
     "replay": "Reasoning-replay consumption eval (models | run | report).",
     "gateway": "Check how each plan routes through the LLM gateway (LLM_PROXY_*).",
+    "trial": "Run agent tasks from compiled plans (run | report).",
 }
 
 

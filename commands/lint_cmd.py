@@ -9,24 +9,28 @@ import click
 
 from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, report_input_errors
 from compiler.diagnostics import render_all
+from compiler.diagnostics import Diagnostic, InputError
 from compiler.lint import KINDS, lint_file
+from compiler.yaml_source import read_source
 
 
 @click.command("lint")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--kind", type=click.Choice(KINDS), default="auto", show_default=True,
+@click.option("--kind", type=click.Choice((*KINDS, "task")), default="auto", show_default=True,
               help="What the files are; auto guesses from the file name and top-level keys.")
 @click.option("--data", "data_dir", type=click.Path(path_type=Path, file_okay=False),
               help="Base data to check overlays and run configs against (default: bundled).")
 @format_option("text", "json", "github")
 @report_input_errors
 def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, fmt: str) -> None:
-    """Check preset, overlay, providers, pricing and run-config files.
+    """Check preset, overlay, providers, pricing, run-config and trial task files.
 
     Every problem in every file is reported in one pass, sorted by position, as
     `file:line:col: error[CODE]: key.path: message` with a `hint:` line. Overlays are also
     checked against the base presets (shadowed presets, replaced presets); run configs are
-    compiled without writing anything.
+    compiled without writing anything. Task files are checked against their environment
+    class: a tool the environment lacks, or a public method the task does not declare, is an
+    error.
 
     \b
     --format github   workflow annotations (::error file=…,line=…,col=…::…) for pull requests
@@ -35,12 +39,29 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, fmt: str
 
     Exit codes: 0 clean, 1 warnings only, 2 errors (including unreadable files).
     """
-    diagnostics = []
+    diagnostics: list[Diagnostic] = []
     for path in files:
-        diagnostics += lint_file(path, kind, data_dir)
+        diagnostics += _lint_task(path) if _is_task(path, kind) else lint_file(path, kind, data_dir)
     output = render_all(diagnostics, fmt)
     if output or fmt == "json":
         click.echo(output)
     if any(d.severity == "error" for d in diagnostics):
         sys.exit(EXIT_INPUT)
     sys.exit(EXIT_FINDINGS if diagnostics else EXIT_OK)
+
+
+def _is_task(path: Path, kind: str) -> bool:
+    if kind != "auto":
+        return kind == "task"
+    from trials.tasks import looks_like_task
+
+    try:
+        return looks_like_task(read_source(path).data)
+    except InputError:
+        return False  # the regular lint reports why the file cannot be read
+
+
+def _lint_task(path: Path) -> list[Diagnostic]:
+    from trials.tasks import lint_task
+
+    return lint_task(path)

@@ -18,6 +18,11 @@ SCHEMAS: dict[str, str] = {
     "plan": "executor.plan:Plan",
     "manifest": "compiler.manifest:Manifest",
     "request": "executor.messages:ChatRequest",
+    "task": "trials.taskfile:TaskFile",
+    "trajectory": "trials.records:Trajectory",
+    "metrics": "trials.records:Metrics",
+    "run-line": "trials.records:RunLine",
+    "trial-summary": "trials.records:Summary",
 }
 
 

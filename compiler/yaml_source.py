@@ -80,6 +80,11 @@ def read_source(path: Path, display: str | None = None) -> SourceFile:
         raise InputError([Diagnostic(name, 1, 1, "file-not-found", "is a directory, not a file")]) from None
     except OSError as exc:
         raise InputError([Diagnostic(name, 1, 1, "file-unreadable", str(exc.strerror or exc))]) from None
+    return source_from_bytes(raw, name)
+
+
+def source_from_bytes(raw: bytes, name: str) -> SourceFile:
+    """Parse file content already in memory (e.g. a task file carried inside a trial spec)."""
     digest = hashlib.sha256(raw).hexdigest()
     if b"\x00" in raw:
         raise InputError([Diagnostic(name, 1, 1, "binary-file", "binary file, expected YAML or JSON text")])

@@ -1,0 +1,119 @@
+"""``capplan trial run|report``: agent tasks run from compiled plans, and their summary."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, report_input_errors
+
+#: Ctrl-C: the shell convention for "ended by SIGINT"
+EXIT_INTERRUPTED = 130
+
+
+@click.group("trial")
+def trial_cmd() -> None:
+    """Run agent tasks from compiled plans (run), or re-render a run's summary (report)."""
+
+
+@trial_cmd.command("run")
+@click.argument("tasks", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--plan", "plans", multiple=True, required=True, type=click.Path(path_type=Path, dir_okay=False),
+              help="Compiled plan of an agent model; repeat to compare models.")
+@click.option("--user-plan", type=click.Path(path_type=Path, dir_okay=False),
+              help="Plan of the user simulator's model (needed by tasks with an llm user).")
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Run folder; re-running the same command resumes it.")
+@click.option("--trials", "n_trials", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Trials per plan × task.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Trials running at once.")
+@click.option("--max-turns", type=click.IntRange(min=1), default=None,
+              help="Run-level cap on agent turns; ceilings every task's budget.")
+@click.option("--max-cost", type=click.FloatRange(min=0), default=None,
+              help="Stop starting trials once this many USD are spent (running ones finish).")
+@click.option("--backend", default="local", show_default=True, help="Where trials execute (local).")
+@click.option("--api-base", default=None, help="Send agent calls to this base URL instead of the binding's.")
+@click.option("--user-api-base", default=None, help="Send user-simulator calls to this base URL.")
+@report_input_errors
+def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | None, out: Path, n_trials: int,
+            concurrency: int, max_turns: int | None, max_cost: float | None, backend: str, api_base: str | None,
+            user_api_base: str | None) -> None:
+    """Run every TASK file against every --plan, --trials times each, into --out.
+
+    Every task file is checked against its environment before any call is made. Progress
+    (done / running / failed, spend so far) is shown on stderr. The first Ctrl-C stops
+    starting trials and lets running ones end at their next turn; they are marked
+    interrupted and rerun when the same command is run again (finished trials are skipped).
+
+    \b
+      capplan compile --model mock-echo --out plans/
+      capplan trial run examples/trials/inventory_desk/tasks/*.yaml --plan plans/mock-echo.json \\
+          --user-plan plans/mock-echo.json --out runs/demo --trials 2
+      capplan trial report runs/demo
+
+    Writes runs.jsonl (one line per finished trial), trials/<model>/<task>/<i>/trajectory.yaml
+    and metrics.yaml, summary.md and summary.json.
+
+    Exit codes: 0 every trial finished, 1 stopped by --max-cost before all started,
+    2 input error, 130 interrupted (re-run to resume).
+    """
+    from executor.errors import user_error
+    from trials.backends import BACKENDS, load_backend
+    from trials.driver import RunRequest, UsageProblem, build_specs, drive
+    from trials.progress import Progress
+    from trials.run_folder import RunFolder, RunFolderMismatch
+
+    if backend not in BACKENDS:
+        from compiler.diagnostics import did_you_mean
+
+        hint = did_you_mean(backend, BACKENDS)
+        click.echo(f"capplan: unknown --backend {backend!r}" + (f"; {hint}" if hint else ""), err=True)
+        sys.exit(EXIT_INPUT)
+    request = RunRequest(tasks=tasks, plans=plans, out=out, user_plan=user_plan, trials=n_trials,
+                         concurrency=concurrency, max_turns=max_turns, max_cost=max_cost, api_base=api_base,
+                         user_api_base=user_api_base)
+    try:
+        specs = build_specs(request)
+        outcome = drive(specs, RunFolder(out), load_backend(backend), concurrency=concurrency, max_cost=max_cost,
+                        progress=Progress())
+    except (UsageProblem, RunFolderMismatch) as exc:
+        click.echo(f"capplan: {exc}", err=True)
+        sys.exit(EXIT_INPUT)
+    except Exception as exc:  # plan load errors and other input errors are one line, never a traceback
+        known = user_error(exc)
+        if known is None:
+            raise
+        click.echo(f"capplan: error[{known[0]}]: {known[1]}", err=True)
+        sys.exit(EXIT_INPUT)
+    click.echo(f"run folder: {out}  (summary: {out / 'summary.md'})", err=True)
+    if outcome.interrupted or outcome.not_started and not outcome.budget_stopped:
+        click.echo(f"interrupted: {len(outcome.interrupted) + len(outcome.not_started)} trial(s) not finished; "
+                   "run the same command again to resume", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if outcome.budget_stopped:
+        click.echo(f"budget stop: ${outcome.spent_usd:.4f} spent of --max-cost ${max_cost}; "
+                   f"{len(outcome.not_started)} trial(s) not started", err=True)
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_OK)
+
+
+@trial_cmd.command("report")
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+def report_cmd(run_dir: Path) -> None:
+    """Re-render RUN_DIR's summary.md and summary.json from its runs.jsonl, and print summary.md.
+
+    \b
+      capplan trial report runs/demo
+    """
+    from trials.driver import write_summary
+    from trials.run_folder import RunFolder
+
+    folder = RunFolder(run_dir)
+    if not folder.runs.exists():
+        click.echo(f"capplan: {run_dir} has no runs.jsonl (not a trial run folder?)", err=True)
+        sys.exit(EXIT_INPUT)
+    write_summary(folder)
+    click.echo((run_dir / "summary.md").read_text(encoding="utf-8"), nl=False)

@@ -1,0 +1,55 @@
+"""The run folder: atomic trial files, runs.jsonl as the commit marker, resume, mismatch refusal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.trials.helpers import mock_plan, spec_for, write_task
+from trials.outcome import TerminationReason, TrialStatus
+from trials.run_folder import RunFolder, RunFolderMismatch
+from trials.runner import RunContext, run_trial
+
+
+def test_run_trial_returns_records_and_writes_nothing(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "pack")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    records = run_trial(spec_for(task, mock_plan()), RunContext())
+    assert sorted(p.name for p in tmp_path.rglob("*") if "__pycache__" not in p.parts) == [
+        p for p in before if p != "__pycache__"]
+    assert records.status is TrialStatus.COMPLETED
+    assert records.termination_reason is TerminationReason.USER_STOP
+    assert records.run_line["key"] == "mock-agent/count/0"
+    json.dumps([records.trajectory, records.metrics, records.run_line])  # JSON-safe throughout
+
+
+def test_write_then_resume_skips_finished_and_cuts_a_torn_line(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "pack")
+    plan = mock_plan()
+    specs = [spec_for(task, plan, index=i) for i in range(3)]
+    folder = RunFolder(tmp_path / "run")
+    assert folder.open(specs) == {}
+    for spec in specs[:2]:
+        folder.write(run_trial(spec, RunContext()))
+    with open(folder.runs, "ab") as fh:  # a kill in the middle of the third append
+        fh.write(b'{"key": "mock-agent/count/2", "plan_fi')
+    finished = RunFolder(tmp_path / "run").open(specs)
+    assert sorted(finished) == ["mock-agent/count/0", "mock-agent/count/1"]
+    assert folder.runs.read_bytes().endswith(b"}\n")  # the torn tail is gone before anything is appended
+    for name in ("trajectory.yaml", "metrics.yaml"):
+        assert (tmp_path / "run" / "trials/mock-agent/count/0" / name).is_file()
+    assert not list((tmp_path / "run").rglob("*.tmp"))
+
+
+def test_resume_refuses_a_different_task_under_the_same_key(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "pack")
+    plan = mock_plan()
+    folder = RunFolder(tmp_path / "run")
+    spec = spec_for(task, plan)
+    folder.open([spec])
+    folder.write(run_trial(spec, RunContext()))
+    task.write_text(task.read_text() + "max_turns: 3\n")
+    with pytest.raises(RunFolderMismatch, match="another plan or task file"):
+        folder.open([spec_for(task, plan)])

@@ -1,0 +1,93 @@
+"""The small seams of the loop, each on its own: truncation, turn budget, ids, statuses, classification."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from trials.classify import classify_loop_error
+from trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
+from trials.spec import TrialSpec
+from trials.tool_call_ids import ToolCallIds
+from trials.truncation import effective_cap, keep_head_and_tail
+from trials.turn_budget import DEFAULT_MAX_TURNS, resolve_max_turns
+
+
+def test_truncation_keeps_head_and_tail_with_the_omitted_count() -> None:
+    text = "A" * 10 + "x" * 100 + "Z" * 10
+    out = keep_head_and_tail(text, 20)
+    assert out == "A" * 10 + "\n...[100 chars omitted]...\n" + "Z" * 10
+    assert keep_head_and_tail(text, None) == text
+    assert keep_head_and_tail(text, len(text)) == text
+
+
+def test_the_tighter_cap_wins_and_none_means_no_cap() -> None:
+    assert effective_cap(400, 300) == 300
+    assert effective_cap(None, 300) == 300
+    assert effective_cap(400, None) == 400
+    assert effective_cap(None, None) is None
+
+
+@pytest.mark.parametrize(
+    ("task", "cap", "plan", "expected"),
+    [
+        (10, None, 90, 10),  # a task's own budget is authoritative over the plan default
+        (10, 5, 90, 5),  # the run cap ceilings it
+        (10, 20, None, 10),
+        (None, None, 90, 90),  # plan default as base
+        (None, 30, 90, 30),
+        (None, None, None, DEFAULT_MAX_TURNS),
+        (None, 70, None, DEFAULT_MAX_TURNS),
+    ],
+)
+def test_turn_budget_precedence(task: int | None, cap: int | None, plan: int | None, expected: int) -> None:
+    assert resolve_max_turns(task, cap, plan) == expected
+
+
+def test_tool_call_ids_keep_fresh_ids_and_suffix_repeats() -> None:
+    ids = ToolCallIds()
+    assert [ids.assign(i) for i in ["search:0", "search:0", "book:0", "search:0", "call_x", ""]] == [
+        "search:0", "search:0#1", "book:0", "search:0#2", "call_x", "call",
+    ]
+    # an id that happens to equal an assigned suffix is still made unique
+    assert ids.assign("search:0#1") not in {"search:0", "search:0#1", "search:0#2"}
+
+
+def test_infrastructure_aborts_do_not_count_against_the_model() -> None:
+    for reason in (TerminationReason.RATE_LIMIT, TerminationReason.API_TIMEOUT, TerminationReason.INFRA_ERROR):
+        assert status_for(reason) is TrialStatus.ABORTED
+        assert not counts_against_model(status_for(reason))
+    for reason in (TerminationReason.EMPTY_COMPLETION, TerminationReason.CONTEXT_WINDOW_EXCEEDED,
+                   TerminationReason.API_ERROR):
+        assert status_for(reason) is TrialStatus.FAILED
+        assert counts_against_model(status_for(reason))
+    assert status_for(TerminationReason.ERROR) is TrialStatus.ERROR
+    assert counts_against_model(TrialStatus.ERROR)  # a harness defect is ours, but in the denominator
+    assert set(TerminationReason) == {r for r in TerminationReason if status_for(r) is not None}
+
+
+class _Status(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"status {status}")
+        self.status_code = status
+
+
+def test_classification_without_litellm_uses_typed_evidence_only() -> None:
+    assert classify_loop_error(_Status(429)) is TerminationReason.RATE_LIMIT
+    assert classify_loop_error(_Status(500)) is TerminationReason.API_ERROR
+    wrapped = RuntimeError("LLM API call failed")
+    wrapped.__cause__ = _Status(429)
+    assert classify_loop_error(wrapped) is TerminationReason.RATE_LIMIT
+    # rate-limit prose with no typed status behind it is not evidence enough to exclude a trial
+    assert classify_loop_error(RuntimeError("Error code: 429 rate limit exceeded")) is TerminationReason.ERROR
+    assert classify_loop_error(ConnectionRefusedError()) is TerminationReason.INFRA_ERROR
+    assert classify_loop_error(TimeoutError()) is TerminationReason.API_TIMEOUT
+
+
+def test_a_trial_spec_pickles() -> None:
+    spec = TrialSpec(plan_json="{}", plan_fingerprint="f" * 64, plan_key="m", task_path="/t.yaml", task_text="id: t\n",
+                     task_id="t", task_pack="p", index=3, max_turns_cap=7)
+    again = pickle.loads(pickle.dumps(spec))
+    assert again == spec
+    assert str(again.key) == "m/t/3" and again.key.relpath == "trials/m/t/3"

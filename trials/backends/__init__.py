@@ -1,0 +1,40 @@
+"""Where trials execute. A backend takes specs and yields records; it never writes files.
+
+Contract (``Backend``): ``run(specs, concurrency=K, stop=event)`` pulls specs from the
+iterator only when it has room for another running trial (the driver's budget stop works by
+ending that iterator), and yields each trial's :class:`~trials.spec.TrialRecords` as soon as
+it finishes, in completion order. When ``stop`` is set it pulls no further specs, lets the
+running trials end (the local backend's trials see the event between turns and end as
+``interrupted``) and yields their records. ``BACKENDS`` maps ``--backend`` names to
+``module:factory``, imported only when selected.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Protocol
+
+from trials.spec import TrialRecords, TrialSpec
+
+BACKENDS: dict[str, str] = {
+    "local": "trials.backends.local:LocalBackend",
+}
+
+
+class Backend(Protocol):
+    """Runs trials somewhere and yields their records as they finish."""
+
+    name: str
+
+    def run(self, specs: Iterable[TrialSpec], *, concurrency: int, stop: threading.Event) -> Iterator[TrialRecords]:
+        """Yield one record per spec pulled, in completion order."""
+        ...
+
+
+def load_backend(name: str) -> Backend:
+    """Instantiate the backend registered as ``name``."""
+    module, _, attr = BACKENDS[name].partition(":")
+    backend: Backend = getattr(importlib.import_module(module), attr)()
+    return backend

@@ -1,0 +1,53 @@
+"""The default backend: trials on a thread pool in this process.
+
+Threads, because a trial spends its time waiting on the provider; one client per plan is
+shared by all of that plan's trials (``RunContext`` caches it). The stop event is the
+context's cancel event, so running trials end at their next turn boundary as
+``interrupted``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+from trials.runner import RunContext, run_trial
+from trials.spec import TrialRecords, TrialSpec
+
+
+class LocalBackend:
+    """Runs up to ``concurrency`` trials at once in threads."""
+
+    name = "local"
+
+    def __init__(self, context: RunContext | None = None) -> None:
+        self.context = context
+
+    def run(self, specs: Iterable[TrialSpec], *, concurrency: int, stop: threading.Event) -> Iterator[TrialRecords]:
+        context = self.context or RunContext()
+        context.cancel = stop
+        pending = iter(specs)
+        running: set[Future[TrialRecords]] = set()
+        with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="trial") as pool:
+            exhausted = False
+            while True:
+                while not exhausted and not stop.is_set() and len(running) < concurrency:
+                    spec = next(pending, None)
+                    if spec is None:
+                        exhausted = True
+                        break
+                    running.add(pool.submit(run_trial, spec, context))
+                if not running:
+                    return
+                done, running = _wait(running)
+                for future in done:
+                    yield future.result()
+
+
+def _wait(running: set[Future[TrialRecords]]) -> tuple[set[Future[TrialRecords]], set[Future[TrialRecords]]]:
+    # a bounded wait keeps the generator responsive to Ctrl-C in the consuming thread
+    while True:
+        done, rest = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+        if done:
+            return set(done), set(rest)

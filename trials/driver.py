@@ -1,0 +1,184 @@
+"""The driver: specs from the command line, a backend to run them, the run folder to keep them.
+
+It validates everything before the first call (plans verified, every task file linted
+against its environment, llm-user tasks need a user plan), skips what the run folder already
+finished, feeds the backend lazily so the budget stop (``--max-cost``) can end the feed, and
+writes each record as it arrives. The first Ctrl-C stops the feed and lets running trials end
+at their next turn as ``interrupted`` (they rerun on resume); a second one exits at once.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compiler.diagnostics import Diagnostic, InputError
+from executor.plan import Plan
+from trials.backends import Backend
+from trials.outcome import TrialStatus
+from trials.progress import Progress
+from trials.run_folder import RunFolder
+from trials.spec import TrialKey, TrialSpec
+from trials.summary import render_json, render_markdown, summarize
+from trials.run_folder import atomic_write
+from trials.tasks import LoadedTask, load_task
+
+
+class UsageProblem(Exception):
+    """A command-line combination that cannot run (exit 2)."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What ``capplan trial run`` was asked to do."""
+
+    tasks: Sequence[Path]
+    plans: Sequence[Path]
+    out: Path
+    user_plan: Path | None = None
+    trials: int = 1
+    concurrency: int = 4
+    max_turns: int | None = None
+    max_cost: float | None = None
+    api_base: str | None = None
+    user_api_base: str | None = None
+
+
+@dataclass
+class RunOutcome:
+    """What the drive did, for the exit code and the closing line."""
+
+    finished: int = 0
+    skipped: int = 0
+    interrupted: list[TrialKey] = field(default_factory=list)
+    not_started: list[TrialKey] = field(default_factory=list)
+    budget_stopped: bool = False
+    spent_usd: float = 0.0
+
+
+def load_tasks(paths: Sequence[Path]) -> list[LoadedTask]:
+    """Every task file, validated; all problems in all files are raised together."""
+    loaded: list[LoadedTask] = []
+    diags: list[Diagnostic] = []
+    for path in paths:
+        try:
+            loaded.append(load_task(path))
+        except InputError as exc:
+            diags += exc.diagnostics
+    if diags:
+        raise InputError(diags)
+    seen: dict[str, Path] = {}
+    for task in loaded:
+        if task.task.id in seen:
+            diags.append(Diagnostic(str(task.path), 1, 1, "duplicate-task-id",
+                                    f"task id {task.task.id!r} is also used by {seen[task.task.id]}"))
+        seen[task.task.id] = task.path
+    if diags:
+        raise InputError(diags)
+    return loaded
+
+
+def build_specs(request: RunRequest) -> list[TrialSpec]:
+    """One spec per plan × task × trial index, in a stable order."""
+    if request.trials < 1 or request.concurrency < 1:
+        raise UsageProblem("--trials and --concurrency must be at least 1")
+    plans = [Plan.load(p) for p in request.plans]
+    keys = [p.model.key for p in plans]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        raise UsageProblem(f"two --plan files are for the same model key: {', '.join(dupes)}")
+    user_plan = Plan.load(request.user_plan) if request.user_plan else None
+    tasks = load_tasks(request.tasks)
+    needs_user = [t.task.id for t in tasks if t.task.user.mode == "llm"]
+    if needs_user and user_plan is None:
+        raise UsageProblem(f"task(s) {', '.join(needs_user)} have an llm user: pass --user-plan PLAN "
+                           "(the user simulator's model)")
+    specs = []
+    for plan in plans:
+        text = plan.to_bytes().decode("utf-8")
+        for task in tasks:
+            for index in range(request.trials):
+                specs.append(TrialSpec(
+                    plan_json=text, plan_fingerprint=plan.fingerprint, plan_key=plan.model.key,
+                    task_path=str(task.path.resolve()), task_text=task.text, task_id=task.task.id,
+                    task_pack=task.pack, index=index,
+                    user_plan_json=user_plan.to_bytes().decode("utf-8") if user_plan else None,
+                    user_plan_fingerprint=user_plan.fingerprint if user_plan else None,
+                    max_turns_cap=request.max_turns, api_base=request.api_base, user_api_base=request.user_api_base,
+                ))
+    return specs
+
+
+def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concurrency: int,
+          max_cost: float | None, progress: Progress) -> RunOutcome:
+    """Run what is not finished yet, writing each trial as it finishes."""
+    finished = folder.open(specs)
+    todo = [s for s in specs if str(s.key) not in finished]
+    outcome = RunOutcome(skipped=len(specs) - len(todo),
+                         spent_usd=sum(line["cost_usd"] for line in finished.values()))
+    stop = threading.Event()
+    started: set[str] = set()
+    progress.begin(total=len(specs), already=outcome.skipped, spent=outcome.spent_usd)
+
+    def feed() -> Iterator[TrialSpec]:
+        for spec in todo:
+            if max_cost is not None and outcome.spent_usd >= max_cost:
+                outcome.budget_stopped = True
+                return
+            started.add(str(spec.key))
+            progress.started()
+            yield spec
+
+    done_keys: set[str] = set()
+    with _first_interrupt_sets(stop):
+        for records in backend.run(feed(), concurrency=concurrency, stop=stop):
+            done_keys.add(str(records.key))
+            if records.status is TrialStatus.INTERRUPTED:
+                outcome.interrupted.append(records.key)
+                progress.finished(records, written=False)
+                continue
+            folder.write(records)
+            outcome.finished += 1
+            outcome.spent_usd += records.cost_usd
+            progress.finished(records, written=True, spent=outcome.spent_usd)
+    outcome.not_started = [s.key for s in todo if str(s.key) not in done_keys and str(s.key) not in started]
+    if stop.is_set():
+        folder.mark_interrupted([*outcome.interrupted, *outcome.not_started])
+    else:
+        folder.clear_interrupted()
+    write_summary(folder)
+    progress.end()
+    return outcome
+
+
+def write_summary(folder: RunFolder) -> None:
+    """Re-render ``summary.md`` and ``summary.json`` from ``runs.jsonl``."""
+    summary = summarize(folder.finished().values())
+    atomic_write(folder.root / "summary.md", render_markdown(summary).encode("utf-8"))
+    atomic_write(folder.root / "summary.json", render_json(summary).encode("utf-8"))
+
+
+class _first_interrupt_sets:
+    """While active, the first SIGINT sets ``stop``; the second raises KeyboardInterrupt."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.previous: Callable[..., Any] | int | None = None
+        self.active = threading.current_thread() is threading.main_thread()
+
+    def __enter__(self) -> None:
+        if self.active:
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.stop.is_set():
+            raise KeyboardInterrupt
+        self.stop.set()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.active:
+            signal.signal(signal.SIGINT, self.previous)

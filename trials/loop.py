@@ -1,0 +1,286 @@
+"""The tool-calling loop: agent turn -> tools -> agent turn ... -> user turn, until a terminal.
+
+One :class:`ToolCallingLoop` runs one trial's conversation. The agent answers; its tool calls
+run against the trial's environment and their results go back; when it answers in text, the
+user speaks. The conversation ends on the user's stop, the turn budget, or a terminal reason.
+
+Two views of the conversation: ``wire`` is what the next request carries, the recorder's
+``messages`` is what happened. They differ only after a context-window handoff (the wire is
+compacted, the record is not) and by the record-only markers (summarise, terminal, the
+user's stop turn).
+
+A failed generation never mutates either view, so the API-error retry replays in place
+against the unchanged prefix; that budget and the three resample budgets reset every turn.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from executor.messages import ReasoningIn
+from executor.plan import LoopKnobs
+from executor.result import GenerationResult, ParserError, ToolCall
+from trials import handoff
+from trials.classify import classify_loop_error
+from trials.outcome import TerminationReason
+from trials.terminal import Terminal
+from trials.recording import MetricsSink, Recorder, scrub
+from trials.records import ParserErrorRecord, SummarizeEvent
+from trials.retry_classes import OUTPUT_LENGTH_FEEDBACK, RetryClass, TurnBudgets, parser_error_feedback, trigger
+from trials.tool_call_ids import ToolCallIds
+from trials.tools import ToolRunner
+from trials.users import UserAdapter
+
+#: The API-error retry: one replay, one second apart (the spec's loop defaults; not plan knobs).
+API_ERROR_RETRIES = 1
+API_ERROR_BACKOFF_S = 1.0
+
+Generate = Callable[[dict[str, Any]], GenerationResult]
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """Everything the loop reads, resolved before it starts."""
+
+    knobs: LoopKnobs
+    max_turns: int
+    api_error_retries: int = API_ERROR_RETRIES
+    api_error_backoff_s: float = API_ERROR_BACKOFF_S
+
+
+@dataclass
+class LoopEnd:
+    """How the conversation ended."""
+
+    reason: TerminationReason
+    turns: int
+    detail: str = ""
+
+
+@dataclass
+class _TurnState:
+    turn: int
+    budgets: TurnBudgets
+    attempts: dict[RetryClass, int] = field(default_factory=dict)
+
+    def attempt(self, retry: RetryClass) -> int:
+        self.attempts[retry] = self.attempts.get(retry, 0) + 1
+        return self.attempts[retry]
+
+
+class ToolCallingLoop:
+    """One trial's conversation."""
+
+    def __init__(
+        self,
+        *,
+        generate: Generate,
+        system_prompt: str,
+        tools: list[dict[str, Any]],
+        tool_runner: ToolRunner,
+        user: UserAdapter,
+        recorder: Recorder,
+        sink: MetricsSink,
+        config: LoopConfig,
+        sleep: Callable[[float], None],
+        cancel: threading.Event | None = None,
+        classify: Callable[[BaseException], TerminationReason] = classify_loop_error,
+    ) -> None:
+        self._generate_raw = generate
+        self.system_prompt = system_prompt
+        self.tools = tools
+        self.tool_names = [t["function"]["name"] for t in tools]
+        self.tool_runner = tool_runner
+        self.user = user
+        self.recorder = recorder
+        self.sink = sink
+        self.config = config
+        self.sleep = sleep
+        self.cancel = cancel
+        self.classify = classify
+        self.ids = ToolCallIds()
+        self.wire: list[dict[str, Any]] = []
+        self._first_user: dict[str, Any] | None = None
+
+    # --- the outer loop ---------------------------------------------------------------------
+
+    def run(self) -> LoopEnd:
+        turns = 0
+        try:
+            opening = self.user.open()
+            if opening.stops or not opening.text:
+                self.recorder.message({"role": "user", "content": opening.text})
+                return LoopEnd(TerminationReason.USER_STOP, turns, "the user stopped before the agent spoke")
+            self._append_both({"role": "user", "content": opening.text})
+            while True:
+                if self.cancel is not None and self.cancel.is_set():
+                    return LoopEnd(TerminationReason.INTERRUPTED, turns, "the run was interrupted")
+                if turns >= self.config.max_turns:
+                    self.recorder.marker(f"Turn budget of {self.config.max_turns} agent turns reached; trial ended.")
+                    return LoopEnd(TerminationReason.MAX_TURNS, turns)
+                result = self._run_turn(turns)
+                turns += 1
+                if result.tool_calls:
+                    continue
+                reply = self.user.reply(self.recorder.messages, len(self.recorder.messages))
+                if reply.stops:
+                    self.recorder.message({"role": "user", "content": reply.text})
+                    return LoopEnd(TerminationReason.USER_STOP, turns)
+                self._append_both({"role": "user", "content": reply.text})
+        except Terminal as end:
+            return LoopEnd(end.reason, turns, end.detail)
+
+    def _append_both(self, message: dict[str, Any]) -> None:
+        if self._first_user is None and message["role"] == "user":
+            self._first_user = message
+        self.wire.append(message)
+        self.recorder.message(message)
+
+    # --- one agent turn -------------------------------------------------------------------
+
+    def _run_turn(self, turn: int) -> GenerationResult:
+        state = _TurnState(turn, TurnBudgets.fresh(self.config.knobs, self.config.api_error_retries))
+        if handoff.over_watermark(self.config.knobs, self.sink.last_prompt_tokens):
+            self._summarize(turn, "watermark")
+        reactive_done = False
+        while True:
+            try:
+                result = self._agent_generate(turn)
+            except Terminal:
+                raise
+            except Exception as exc:  # classified below: every provider failure has a typed end
+                reason = self.classify(exc)
+                detail = f"{type(exc).__name__}: {scrub(str(exc), self.recorder.secrets)[:1000]}"
+                if reason is TerminationReason.CONTEXT_WINDOW_EXCEEDED:
+                    if handoff.armed(self.config.knobs) and not reactive_done:
+                        reactive_done = True
+                        self._summarize(turn, "context_window_error")
+                        continue
+                    suffix = " (after a summarise)" if reactive_done else ""
+                    raise Terminal(reason, detail + suffix) from None
+                if reason is TerminationReason.API_ERROR and state.budgets.take(RetryClass.API_ERROR):
+                    self.recorder.retry(RetryClass.API_ERROR.value, turn, state.attempt(RetryClass.API_ERROR), detail)
+                    self.sleep(self.config.api_error_backoff_s)
+                    continue
+                raise Terminal(reason, detail) from None
+            accepted = self._inspect(result, state)
+            if accepted:
+                return self._accept(result, turn)
+
+    def _agent_generate(self, turn: int) -> GenerationResult:
+        request = {"system": self.system_prompt, "messages": self.wire, "tools": self.tools}
+        try:
+            result = self._generate_raw(request)
+        except Exception:
+            self.sink.failed("agent", turn)
+            raise
+        self.sink.call("agent", turn, result)
+        self.recorder.generation(result, turn)
+        return result
+
+    def _inspect(self, result: GenerationResult, state: _TurnState) -> bool:
+        """Apply the returned-result retry classes; True when ``result`` is to be accepted."""
+        retry = trigger(result)
+        if retry is None:
+            return True
+        turn = state.turn
+        if retry is RetryClass.EMPTY_COMPLETION:
+            if state.budgets.take(retry):
+                self._resampled(retry, turn, state.attempt(retry), f"finish_reason={result.finish_reason}")
+                return False
+            self.recorder.marker("The model returned an empty completion; trial ended.")
+            raise Terminal(TerminationReason.EMPTY_COMPLETION,
+                            f"empty completion after {state.attempts.get(retry, 0)} resample(s)")
+        if retry is RetryClass.PARSER_ERROR:
+            resample = state.budgets.take(retry)
+            for err in result.parser_errors:
+                self.recorder.parser_errors.append(ParserErrorRecord(
+                    turn=turn, tool_name=err.tool_name, raw_arguments=scrub(err.raw_arguments, self.recorder.secrets),
+                    reason=err.reason, accepted=not resample))
+            if resample:
+                self._resampled(retry, turn, state.attempt(retry), ", ".join(e.tool_name for e in result.parser_errors))
+                self._append_both({"role": "user", "content": parser_error_feedback(result.parser_errors, self.tool_names)})
+                return False
+            return True
+        # output length: content-carrying truncation
+        if state.budgets.take(retry):
+            self._resampled(retry, turn, state.attempt(retry), "finish_reason=length")
+            self._append_both({"role": "user", "content": OUTPUT_LENGTH_FEEDBACK})
+            return False
+        return True
+
+    def _resampled(self, retry: RetryClass, turn: int, attempt: int, detail: str) -> None:
+        last = self.sink.calls[-1]
+        last.outcome = "resampled"
+        last.retry_class = retry.value
+        self.recorder.retry(retry.value, turn, attempt, detail)
+
+    def _accept(self, result: GenerationResult, turn: int) -> GenerationResult:
+        failed = _parse_failed(result.tool_calls, result.parser_errors)
+        calls = [(call, self.ids.assign(call.id), i in failed) for i, call in enumerate(result.tool_calls)]
+        message: dict[str, Any] = {"role": "assistant", "content": result.text or None}
+        if calls:
+            message["tool_calls"] = [
+                {"id": new_id, "type": "function",
+                 "function": {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)}}
+                for call, new_id, _ in calls
+            ]
+        if result.reasoning is not None:
+            message["reasoning"] = ReasoningIn.from_structured(result.reasoning).model_dump(mode="json", exclude_none=True)
+        self._append_both(message)
+        for call, new_id, coerced in calls:
+            content = self.tool_runner.run(call, new_id, turn, coerced, result.validation_errors)
+            self._append_both({"role": "tool", "tool_call_id": new_id, "content": content})
+        return result
+
+    # --- context-window handoff -----------------------------------------------------------
+
+    def _summarize(self, turn: int, trigger_name: str) -> None:
+        prompt_tokens = self.sink.last_prompt_tokens
+        try:
+            recap, _ = handoff.summarize(self._summarize_generate(turn), self.system_prompt, self.wire)
+        except handoff.SummarizerFailedError as exc:
+            raise Terminal(TerminationReason.CONTEXT_WINDOW_EXCEEDED, f"summarise failed: {exc}") from None
+        except Exception as exc:  # the summariser's own call: a window error is the second loud failure
+            reason = self.classify(exc)
+            detail = f"summarise call raised {type(exc).__name__}: {scrub(str(exc), self.recorder.secrets)[:1000]}"
+            raise Terminal(reason, detail) from None
+        assert self._first_user is not None
+        index = self.recorder.marker(
+            f"Context summarized before turn {turn} (trigger={trigger_name}, prompt_tokens={prompt_tokens}); "
+            "wire history reset."
+        )
+        self.recorder.summarize_events.append(SummarizeEvent(
+            turn=turn, trigger=trigger_name, prompt_tokens=prompt_tokens,
+            recap=recap, message_index=index))
+        self.wire = handoff.compacted(self._first_user, recap)
+        self.sink.last_prompt_tokens = None  # one summarise per event: the next check needs a new generation
+
+    def _summarize_generate(self, turn: int) -> Generate:
+        def generate(request: dict[str, Any]) -> GenerationResult:
+            try:
+                result = self._generate_raw(request)
+            except Exception:
+                self.sink.failed("summarize", turn)
+                raise
+            self.sink.call("summarize", turn, result)
+            return result
+
+        return generate
+
+
+def _parse_failed(calls: tuple[ToolCall, ...], errors: tuple[ParserError, ...]) -> set[int]:
+    """Indexes of the calls whose arguments were coerced to ``{}``."""
+    pending = list(errors)
+    failed: set[int] = set()
+    for i, call in enumerate(calls):
+        for err in pending:
+            if err.tool_name == call.name and call.raw_arguments.startswith(err.raw_arguments) and not call.arguments:
+                failed.add(i)
+                pending.remove(err)
+                break
+    return failed

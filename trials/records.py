@@ -1,0 +1,220 @@
+"""The files a trial and a run leave, as models: ``schemas/`` is generated from these.
+
+``trajectory.yaml`` is what happened (every recorded message, every tool call with its
+untruncated output, retries, summarise markers, guard rejections, value substitutions, parser
+errors, the environment's final state). ``metrics.yaml`` is what it cost and how it ended.
+``runs.jsonl`` holds one :class:`RunLine` per finished trial; ``summary.json`` one
+:class:`Summary`. No credential value is ever part of any of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trials.outcome import TerminationReason, TrialStatus
+
+FORMAT_VERSION = 1
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class TrialIdentity(_Record):
+    """Which trial a record belongs to."""
+
+    key: str = Field(description="<plan_key>/<task_id>/<index>.")
+    plan_key: str
+    plan_fingerprint: str
+    effective_preset: str
+    user_plan_fingerprint: str | None = None
+    task_id: str
+    task_pack: str
+    task_path: str
+    task_sha256: str
+    index: int
+
+
+class ToolCallRecord(_Record):
+    """One tool call and its untruncated output."""
+
+    id: str = Field(description="The episode-unique id the history carries.")
+    provider_id: str = Field(description="The id the provider minted (may repeat across turns).")
+    name: str
+    arguments: dict[str, Any]
+    output: str = Field(description="The full output, before any truncation.")
+    prompt_chars: int = Field(description="Length of the output as the model saw it (after the cap).")
+    truncated: bool
+    error: Literal["exception", "invalid_arguments", "unknown_tool"] | None = None
+    turn: int
+
+
+class RetryRecord(_Record):
+    """One resample or replay."""
+
+    retry_class: Literal["empty_completion", "parser_error", "output_length", "api_error"]
+    turn: int
+    attempt: int = Field(description="1 for the first retry of this class in this turn.")
+    detail: str = ""
+
+
+class SummarizeEvent(_Record):
+    """One context-window handoff."""
+
+    turn: int
+    trigger: Literal["watermark", "context_window_error"]
+    prompt_tokens: int | None
+    recap: str = Field(description="The summariser's recap; the wire continued from it.")
+    message_index: int = Field(description="Where the marker sits in messages.")
+
+
+class ParserErrorRecord(_Record):
+    """Tool-call arguments no parser accepted (quoted up to the excerpt bound)."""
+
+    turn: int
+    tool_name: str
+    raw_arguments: str
+    reason: str
+    accepted: bool = Field(description="True when the budget was exhausted and the {}-coerced call was kept.")
+
+
+class Termination(_Record):
+    """How the trial ended."""
+
+    reason: TerminationReason
+    status: TrialStatus
+    detail: str = ""
+    turns: int
+    max_turns: int
+
+
+class Trajectory(_Record):
+    """``trajectory.yaml``."""
+
+    format: Literal["capplan-trajectory"] = "capplan-trajectory"
+    version: int = FORMAT_VERSION
+    trial: TrialIdentity
+    simulator_schema_version: int | None = None
+    system_prompt: str
+    tools: list[dict[str, Any]]
+    messages: list[dict[str, Any]] = Field(description="The recorded view: full history, summarise markers included.")
+    tool_calls: list[ToolCallRecord]
+    retries: list[RetryRecord]
+    summarize_events: list[SummarizeEvent]
+    user_reply_guard_events: list[dict[str, Any]]
+    value_substitutions: list[dict[str, Any]]
+    parser_errors: list[ParserErrorRecord]
+    schema_violations: list[dict[str, Any]]
+    final_state: dict[str, Any] | None
+    termination: Termination
+
+
+class UsageRecord(_Record):
+    """Token counters, summed field-wise over calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+
+class CallRecord(_Record):
+    """One provider call the trial paid for, resampled and discarded ones included."""
+
+    role: Literal["agent", "summarize", "user"]
+    turn: int
+    outcome: Literal["accepted", "resampled", "failed", "guard_rejected"]
+    retry_class: str | None = None
+    usage: UsageRecord
+    cost_usd: float | None
+    cost_source: Literal["litellm", "pricing", "unknown"]
+    latency_s: float
+    finish_reason: str | None = None
+
+
+class GraderResult(_Record):
+    """One grader's verdict."""
+
+    name: str
+    passed: bool
+    detail: Any = None
+
+
+class Grade(_Record):
+    """All graders' verdicts; ``passed`` is None when the task has no grader or the trial was not gradeable."""
+
+    passed: bool | None
+    graders: list[GraderResult] = Field(default_factory=list)
+
+
+class Metrics(_Record):
+    """``metrics.yaml``."""
+
+    format: Literal["capplan-metrics"] = "capplan-metrics"
+    version: int = FORMAT_VERSION
+    trial: TrialIdentity
+    status: TrialStatus
+    termination_reason: TerminationReason
+    counts_against_model: bool = Field(description="False for rate limits, timeouts and infrastructure aborts.")
+    turns: int
+    max_turns: int
+    usage: UsageRecord = Field(description="The agent model's calls (turns, resamples, summarise).")
+    user_usage: UsageRecord = Field(description="The user simulator's calls.")
+    cost_usd: float = Field(description="Agent-side cost; calls with unknown cost count as 0.")
+    cost_source: Literal["litellm", "pricing", "unknown", "mixed", "none"]
+    user_cost_usd: float
+    n_calls: int
+    calls: list[CallRecord]
+    latency_s: float = Field(description="Summed provider latency of every call.")
+    wall_s: float
+    grade: Grade
+
+
+class RunLine(_Record):
+    """One line of ``runs.jsonl``: a finished trial."""
+
+    key: str
+    plan_key: str
+    plan_fingerprint: str
+    effective_preset: str
+    task_id: str
+    task_pack: str
+    task_sha256: str
+    index: int
+    status: TrialStatus
+    termination_reason: TerminationReason
+    counts_against_model: bool
+    passed: bool | None
+    cost_usd: float
+    total_tokens: int
+    turns: int
+    dir: str
+
+
+class SummaryRow(_Record):
+    """One model × task pack."""
+
+    plan_key: str
+    task_pack: str
+    trials: int
+    counted: int = Field(description="Trials in the pass-rate denominator (aborted ones excluded).")
+    passed: int
+    graded: int
+    pass_rate: float | None
+    mean_cost_usd: float | None
+    mean_tokens: float | None
+    termination_reasons: dict[str, int]
+
+
+class Summary(_Record):
+    """``summary.json``."""
+
+    format: Literal["capplan-trial-summary"] = "capplan-trial-summary"
+    version: int = FORMAT_VERSION
+    rows: list[SummaryRow]
+    total_cost_usd: float
+    trials: int

@@ -1,0 +1,89 @@
+"""The backend seam: what one trial is, and everything it leaves behind.
+
+Contract (any backend — local threads, Ray, anything else — relies on exactly this):
+
+- :class:`TrialSpec` is pure data: strings, ints and floats only, so it pickles and crosses
+  process and machine boundaries. It carries the plan as its canonical JSON text with the
+  fingerprint, the task file's content (not only its path), the trial index, the optional
+  user plan, and the run-level caps. A worker needs nothing else from the driver; credentials
+  come from the worker's own environment and are never part of a spec.
+- ``trials.runner.run_trial(spec) -> TrialRecords`` runs one whole trial and returns every
+  byte the run folder needs. It never touches the run folder, so a trial that runs on another
+  machine is written by the driver exactly like a local one.
+- :class:`TrialRecords` is plain JSON-safe dicts (trajectory, metrics, the ``runs.jsonl``
+  line) plus the key, status and cost the driver needs for progress and the budget stop.
+  Records whose status is ``interrupted`` are not written as finished; the trial reruns on
+  resume.
+- Only the driver writes (``trials.run_folder.RunFolder``): atomic per-trial files first,
+  then the ``runs.jsonl`` line as the commit marker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from trials.outcome import TerminationReason, TrialStatus
+
+
+@dataclass(frozen=True)
+class TrialKey:
+    """Identity of a trial inside a run: which model, which task, which repetition."""
+
+    plan_key: str
+    task_id: str
+    index: int
+
+    def __str__(self) -> str:
+        return f"{self.plan_key}/{self.task_id}/{self.index}"
+
+    @property
+    def relpath(self) -> str:
+        """The trial's folder inside the run folder."""
+        return f"trials/{self.plan_key}/{self.task_id}/{self.index}"
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One trial, as pure picklable data (see the module docstring for the contract)."""
+
+    plan_json: str
+    plan_fingerprint: str
+    plan_key: str
+    task_path: str
+    task_text: str
+    task_id: str
+    task_pack: str
+    index: int
+    user_plan_json: str | None = None
+    user_plan_fingerprint: str | None = None
+    max_turns_cap: int | None = None
+    api_base: str | None = None
+    user_api_base: str | None = None
+
+    @property
+    def key(self) -> TrialKey:
+        return TrialKey(self.plan_key, self.task_id, self.index)
+
+    @property
+    def task_sha256(self) -> str:
+        return hashlib.sha256(self.task_text.encode("utf-8")).hexdigest()
+
+    @property
+    def trial_id(self) -> str:
+        """Stamped on log lines (e.g. the reply guard's) so a defect names the trial that paid for it."""
+        return str(self.key)
+
+
+@dataclass(frozen=True)
+class TrialRecords:
+    """Everything one finished (or interrupted) trial leaves; JSON-safe dicts only."""
+
+    key: TrialKey
+    status: TrialStatus
+    termination_reason: TerminationReason
+    cost_usd: float
+    trajectory: dict[str, Any] = field(repr=False)
+    metrics: dict[str, Any] = field(repr=False)
+    run_line: dict[str, Any] = field(repr=False)

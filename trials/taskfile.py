@@ -1,0 +1,107 @@
+"""The task file: one agent task, as YAML, validated with located errors.
+
+A task names its agent's system prompt, the tools it offers (each implemented by a public
+method of the task's environment class), how the user speaks (a script or a backstory for the
+LLM user simulator), an optional turn budget and an optional grader. ``schemas/task.schema.json``
+is generated from :class:`TaskFile`, so editors validate task files as they are typed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_NAME = r"^[A-Za-z0-9_-]{1,64}$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class TaskTool(_Model):
+    """A tool the agent may call; the environment method of the same name implements it."""
+
+    name: str = Field(pattern=_NAME, description="Tool name; must be a public method of the environment.")
+    description: str = Field(description="What the tool does, as the agent reads it.")
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema of the arguments (an object schema).",
+    )
+    output_max_chars: int | None = Field(
+        None, gt=0, description="Cap on this tool's output in the prompt; the tighter of this and the plan's cap wins."
+    )
+
+
+class ScriptedUser(_Model):
+    """A user who says exactly these turns, in order, then stops."""
+
+    mode: Literal["scripted"]
+    turns: list[str] = Field(min_length=1, description="User turns, first to last; the conversation stops after the last.")
+
+
+class LlmUser(_Model):
+    """A user played by the LLM user simulator (run from ``--user-plan``, behind the reply guard)."""
+
+    mode: Literal["llm"]
+    backstory: str | None = Field(None, description="The simulator's Instruction: who the user is and what they want.")
+    initial_message: str | None = Field(
+        None, description="An authored first user turn, delivered verbatim instead of a generated opening."
+    )
+
+
+User = Annotated[Union[ScriptedUser, LlmUser], Field(discriminator="mode")]
+
+
+class ExpectedAction(_Model):
+    """A tool call that must have happened (tau-bench style)."""
+
+    name: str = Field(pattern=_NAME, description="The tool that must have been called.")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, description="Arguments the call must have carried (each listed key must match exactly)."
+    )
+
+
+class Grader(_Model):
+    """How a trial is graded; every grader given must pass."""
+
+    expected_actions: list[ExpectedAction] | None = Field(
+        None, description="Tool calls that must appear in the trajectory, in this order (other calls may interleave)."
+    )
+    expected_state: dict[str, Any] | None = Field(
+        None, description="Keys of the environment's final state and the values they must hold."
+    )
+    function: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        description="`package.module:function` called with (trajectory, final_state, task); returns bool or "
+        "{passed: bool, detail: ...}.",
+    )
+
+
+class TaskFile(_Model):
+    """One agent task."""
+
+    id: str = Field(pattern=_NAME, description="Task id; unique within a run.")
+    pack: str | None = Field(None, pattern=_NAME, description="Task pack name for the summary (default: the folder name).")
+    system_prompt: str = Field(description="The agent's system prompt.")
+    environment: str = Field(
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        description="`package.module:ClassName` whose public methods are the tools; imported from the task's folder "
+        "first. One fresh instance per trial.",
+    )
+    environment_args: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments for the constructor.")
+    tools: list[TaskTool] = Field(min_length=1, description="The tools offered to the agent.")
+    user: User
+    max_turns: int | None = Field(None, gt=0, description="Agent-turn budget; the run's --max-turns caps it.")
+    grader: Grader | None = Field(None, description="How the trial is graded; absent means ungraded.")
+
+    def tool(self, name: str) -> TaskTool | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    def tool_specs(self) -> list[dict[str, Any]]:
+        """The tools in the request shape (``{"type": "function", "function": {...}}``)."""
+        return [
+            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            for t in self.tools
+        ]
