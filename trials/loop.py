@@ -25,7 +25,7 @@ from executor.messages import ReasoningIn
 from executor.plan import LoopKnobs
 from executor.result import GenerationResult, ParserError, ToolCall
 from trials import handoff
-from trials.classify import classify_loop_error
+from trials.classify import Classify
 from trials.outcome import TerminationReason
 from trials.terminal import Terminal
 from trials.recording import MetricsSink, Recorder, scrub
@@ -87,8 +87,8 @@ class ToolCallingLoop:
         sink: MetricsSink,
         config: LoopConfig,
         sleep: Callable[[float], None],
+        classify: Classify,
         cancel: threading.Event | None = None,
-        classify: Callable[[BaseException], TerminationReason] = classify_loop_error,
     ) -> None:
         self._generate_raw = generate
         self.system_prompt = system_prompt

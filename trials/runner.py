@@ -37,7 +37,7 @@ from trials.taskfile import LlmUser as LlmUserConfig
 from trials.tools import ToolRunner
 from trials.turn_budget import resolve_max_turns
 from trials.users import LlmUser, ScriptedUser, UserAdapter
-from trials.classify import classify_loop_error
+from trials.classify import classifier
 
 
 def plan_from_text(text: str, fingerprint: str) -> Plan:
@@ -143,7 +143,8 @@ class _Trial:
         loop = ToolCallingLoop(
             generate=client.generate, system_prompt=task.system_prompt, tools=tools, tool_runner=runner,
             user=self._user(), recorder=self.recorder, sink=self.sink,
-            config=LoopConfig(knobs=plan.loop, max_turns=self.max_turns), sleep=ctx.sleep, cancel=ctx.cancel,
+            config=LoopConfig(knobs=plan.loop, max_turns=self.max_turns), sleep=ctx.sleep,
+            classify=classifier(client.classify_loop_error), cancel=ctx.cancel,
         )
         end = loop.run()
         self.state = final_state(instance)
@@ -158,13 +159,14 @@ class _Trial:
         if spec.user_plan_json is None or spec.user_plan_fingerprint is None:
             raise ValueError(f"task {self.task.task.id!r} has an llm user but the run has no user plan")
         client = self.context.client(spec.user_plan_json, spec.user_plan_fingerprint, spec.user_api_base)
+        classify = classifier(client.classify_loop_error)
 
         def generate(request: dict[str, Any]) -> GenerationResult:
             try:
-                result = client.generate(request)
+                result = client.generate(request, role="user")
             except Exception as exc:
                 self.sink.failed("user", 0)
-                reason = classify_loop_error(exc)
+                reason = classify(exc)
                 # the user simulator is our harness: its provider's failure is never the agent's
                 if reason in (TerminationReason.API_ERROR, TerminationReason.CONTEXT_WINDOW_EXCEEDED):
                     reason = TerminationReason.ERROR

@@ -6,7 +6,8 @@ import pickle
 
 import pytest
 
-from trials.classify import classify_loop_error
+from executor.loop_errors import LoopErrorDecision, LoopErrorReason
+from trials.classify import classifier
 from trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
 from trials.spec import TrialSpec
 from trials.tool_call_ids import ToolCallIds
@@ -67,22 +68,21 @@ def test_infrastructure_aborts_do_not_count_against_the_model() -> None:
     assert set(TerminationReason) == {r for r in TerminationReason if status_for(r) is not None}
 
 
-class _Status(Exception):
-    def __init__(self, status: int) -> None:
-        super().__init__(f"status {status}")
-        self.status_code = status
+def test_connection_failures_are_infrastructure_before_the_executor_decides() -> None:
+    decided: list[BaseException] = []
 
+    def decide(exc: BaseException) -> LoopErrorDecision:
+        decided.append(exc)
+        return LoopErrorDecision(LoopErrorReason.RATE_LIMIT, "typed 429", excluded=True)
 
-def test_classification_without_litellm_uses_typed_evidence_only() -> None:
-    assert classify_loop_error(_Status(429)) is TerminationReason.RATE_LIMIT
-    assert classify_loop_error(_Status(500)) is TerminationReason.API_ERROR
-    wrapped = RuntimeError("LLM API call failed")
-    wrapped.__cause__ = _Status(429)
-    assert classify_loop_error(wrapped) is TerminationReason.RATE_LIMIT
-    # rate-limit prose with no typed status behind it is not evidence enough to exclude a trial
-    assert classify_loop_error(RuntimeError("Error code: 429 rate limit exceeded")) is TerminationReason.ERROR
-    assert classify_loop_error(ConnectionRefusedError()) is TerminationReason.INFRA_ERROR
-    assert classify_loop_error(TimeoutError()) is TerminationReason.API_TIMEOUT
+    classify = classifier(decide)
+    wrapped = RuntimeError("call failed")
+    wrapped.__cause__ = ConnectionResetError("peer reset")
+    assert classify(wrapped) is TerminationReason.INFRA_ERROR
+    assert decided == []
+    assert classify(RuntimeError("x")) is TerminationReason.RATE_LIMIT
+    for reason in LoopErrorReason:  # every executor decision has a runner reason
+        assert classifier(lambda e, r=reason: LoopErrorDecision(r, ""))(RuntimeError()).value == reason.value
 
 
 def test_a_trial_spec_pickles() -> None:
