@@ -212,7 +212,9 @@ def _configured_value_checks(cfg: ModelConfig, params: dict[str, Any], rules: di
     out: list[Diagnostic] = []
     rloc = ("models", key, "reasoning")
     reasoning = cfg.reasoning
-    thinking = bool(params.get("reasoning_via_thinking_kwarg"))
+    # an extra_body route (OpenRouter) carries both modes itself, whatever the thinking flag says
+    extra_body = bool(params.get("reasoning_via_extra_body"))
+    thinking = bool(params.get("reasoning_via_thinking_kwarg")) and not extra_body
     if reasoning.mode == "adaptive" and thinking:
         out.append(src.diag(rloc, "reasoning-unexpressible",
                             "this model's preset sends reasoning as a thinking budget and has no adaptive path",
@@ -223,7 +225,9 @@ def _configured_value_checks(cfg: ModelConfig, params: dict[str, Any], rules: di
                             "mode budget without budget_tokens, and the preset has no reasoning_budget_default",
                             "set reasoning.budget_tokens"))
     effort = None
-    if reasoning.mode == "adaptive" or (reasoning.mode == "budget" and not thinking):
+    budget = reasoning.budget_tokens if reasoning.budget_tokens is not None else params.get("reasoning_budget_default")
+    if reasoning.mode == "adaptive" or (reasoning.mode == "budget" and not thinking
+                                        and not (extra_body and budget is not None)):
         effort = reasoning.effort_hint
     sent = {"reasoning_effort": effort, "temperature": cfg.temperature, "top_p": cfg.top_p,
             "parallel_tool_calls": cfg.parallel_tool_calls}

@@ -8,19 +8,24 @@ the kwargs a route accepts. Which reasoning kwargs it emits:
 ==========  =========================  ===========================  ===================
 off         nothing                    nothing                      nothing
 adaptive    ReasoningConfigError       ``extra_body.reasoning``     ``reasoning_effort``
-budget      ``thinking`` + drop        effort fallback              effort fallback
-            sampling (if flagged)
+                                       ``{effort, enabled}``
+budget      ``thinking`` + drop        ``extra_body.reasoning``     effort fallback
+            sampling (if flagged)      ``{max_tokens, enabled}`` +
+                                       drop sampling (if flagged)
 ==========  =========================  ===========================  ===================
 
-A route with ``reasoning_via_thinking_kwarg`` is a thinking-kwarg route even when the OpenRouter
-overlay also sets ``reasoning_via_extra_body`` (Claude 4.7 over OpenRouter): litellm forwards
-``thinking`` to OpenRouter as given, and Claude 4.7 ignores effort levels.
+``reasoning_via_extra_body`` wins over ``reasoning_via_thinking_kwarg`` (Claude 4.7 over
+OpenRouter): OpenRouter's documented reasoning control is the ``reasoning`` body object, which
+takes ``max_tokens`` for a budget and translates ``effort`` into a budget for Anthropic models
+(https://openrouter.ai/docs/use-cases/reasoning-tokens); a top-level ``thinking`` kwarg is not
+part of its API. The same precedence is tolokaforge 0.29.0's.
 
-``budget_tokens`` is read only on the thinking-kwarg route, where a budget config without one
-and without the route's ``reasoning_budget_default`` is a :class:`ReasoningConfigError`. Elsewhere
-budget mode falls back to its ``effort_hint``, and without one sends nothing (an effort level is
-never invented); that case, dropped sampling parameters and an unsent seed are logged once per
-policy instance.
+The budget is ``budget_tokens``, else the route's ``reasoning_budget_default``. On the
+thinking-kwarg route a budget config with neither is a :class:`ReasoningConfigError`. On an
+``extra_body`` route with neither, and on a plain route (OpenAI has no canonical budget kwarg),
+budget mode falls back to its ``effort_hint``, and without one sends nothing: a value the user
+gave is forwarded, a value they did not give is never invented. That case, dropped sampling
+parameters and an unsent seed are logged once per policy instance.
 """
 
 from __future__ import annotations
@@ -149,7 +154,7 @@ class GenerationParams(ParamsPolicy):
         # a flag nothing would ever read is a mis-configuration, not a choice
         if fixed_temperature is not None and not supports_sampling_params:
             raise ReasoningConfigError("fixed_temperature contradicts supports_sampling_params: false")
-        if not reasoning_via_thinking_kwarg:
+        if not (reasoning_via_thinking_kwarg or reasoning_via_extra_body):
             inert = [
                 key
                 for key, set_ in (
@@ -160,7 +165,8 @@ class GenerationParams(ParamsPolicy):
             ]
             if inert:
                 raise ReasoningConfigError(
-                    f"{', '.join(inert)} only act with reasoning_via_thinking_kwarg: true, which is not set"
+                    f"{', '.join(inert)} only act with reasoning_via_thinking_kwarg or reasoning_via_extra_body, "
+                    "neither of which is set"
                 )
         self.fixed_temperature = None if fixed_temperature is None else float(fixed_temperature)
         self.supports_seed = supports_seed
@@ -224,6 +230,16 @@ class GenerationParams(ParamsPolicy):
     def _reasoning(self, out: dict[str, Any], cfg: ReasoningConfig) -> None:
         if cfg.mode == "off":
             return
+        budget = cfg.budget_tokens if cfg.budget_tokens is not None else self.reasoning_budget_default
+        if self.reasoning_via_extra_body:
+            if cfg.mode == "budget" and budget is not None:
+                self._extra_body_reasoning(out, {"max_tokens": budget})
+                self._drop_sampling_for_thinking(out)
+            elif cfg.effort_hint is not None:
+                self._extra_body_reasoning(out, {"effort": cfg.effort_hint})
+            else:
+                self._budget_without_effort()
+            return
         if self.reasoning_via_thinking_kwarg:
             if cfg.mode == "adaptive":
                 raise ReasoningConfigError(
@@ -231,7 +247,6 @@ class GenerationParams(ParamsPolicy):
                     "this model takes a token budget, not an effort level; use "
                     "ReasoningConfig(mode='budget', budget_tokens=N)"
                 )
-            budget = cfg.budget_tokens if cfg.budget_tokens is not None else self.reasoning_budget_default
             if budget is None:
                 raise ReasoningConfigError(
                     "reasoning mode 'budget' without budget_tokens, and the route declares no "
@@ -240,32 +255,39 @@ class GenerationParams(ParamsPolicy):
             if "thinking" in out:
                 raise ReasoningConfigError(f"kwargs already carry thinking={out['thinking']!r}; refusing to overwrite")
             out["thinking"] = {"type": "enabled", "budget_tokens": budget}
-            if self.drop_sampling_when_thinking:
-                dropped = sorted(key for key in SAMPLING_PARAMS if out.pop(key, None) is not None)
-                if dropped:
-                    self._note_once(
-                        "sampling_when_thinking",
-                        f"thinking is on and the route refuses sampling with it; not sending {', '.join(dropped)}",
-                    )
+            self._drop_sampling_for_thinking(out)
             return
         if cfg.effort_hint is None:
-            # budget mode on a route without a budget kwarg: an effort level is not fabricated
-            self._note_once(
-                "budget_without_effort",
-                "reasoning mode 'budget' on a route without a thinking kwarg and no effort_hint to fall back "
-                "on: no reasoning parameter is sent",
-            )
+            self._budget_without_effort()
             return
-        if self.reasoning_via_extra_body:
-            extra_body = dict(out.get("extra_body") or {})
-            if "reasoning" in extra_body:
-                raise ReasoningConfigError(
-                    f"kwargs already carry extra_body.reasoning={extra_body['reasoning']!r}; refusing to overwrite"
-                )
-            extra_body["reasoning"] = {"effort": cfg.effort_hint, "enabled": True}
-            out["extra_body"] = extra_body
-        else:
-            out["reasoning_effort"] = cfg.effort_hint
+        out["reasoning_effort"] = cfg.effort_hint
+
+    def _extra_body_reasoning(self, out: dict[str, Any], fields: dict[str, Any]) -> None:
+        extra_body = dict(out.get("extra_body") or {})
+        if "reasoning" in extra_body:
+            raise ReasoningConfigError(
+                f"kwargs already carry extra_body.reasoning={extra_body['reasoning']!r}; refusing to overwrite"
+            )
+        extra_body["reasoning"] = {**fields, "enabled": True}
+        out["extra_body"] = extra_body
+
+    def _drop_sampling_for_thinking(self, out: dict[str, Any]) -> None:
+        if not self.drop_sampling_when_thinking:
+            return
+        dropped = sorted(key for key in SAMPLING_PARAMS if out.pop(key, None) is not None)
+        if dropped:
+            self._note_once(
+                "sampling_when_thinking",
+                f"thinking is on and the route refuses sampling with it; not sending {', '.join(dropped)}",
+            )
+
+    def _budget_without_effort(self) -> None:
+        # budget mode with no budget this route can carry and no effort level: nothing is invented
+        self._note_once(
+            "budget_without_effort",
+            "reasoning mode 'budget' with no budget this route can carry and no effort_hint to fall back "
+            "on: no reasoning parameter is sent",
+        )
 
     def _note_once(self, key: str, message: str) -> None:
         # per instance (one per plan): a run of thousands of calls warns once per cause, not per call

@@ -58,28 +58,35 @@ def test_off_emits_nothing_and_keeps_sampling(route: str) -> None:
     assert adapt(route, OFF, {"messages": [], **SAMPLING}) == {"messages": [], **SAMPLING}
 
 
-@pytest.mark.parametrize("route", ["thinking", "thinking+extra_body"])
-def test_adaptive_on_a_thinking_route_is_a_misconfiguration(route: str) -> None:
+def test_adaptive_on_a_thinking_route_is_a_misconfiguration() -> None:
     with pytest.raises(ReasoningConfigError, match="'adaptive' on a thinking-kwarg route"):
-        adapt(route, ADAPTIVE)
+        adapt("thinking", ADAPTIVE)
 
 
-def test_adaptive_on_extra_body_route() -> None:
-    assert adapt("extra_body", ADAPTIVE) == {"messages": [], "extra_body": {"reasoning": {"effort": "high", "enabled": True}}}
+@pytest.mark.parametrize("route", ["extra_body", "thinking+extra_body"])
+def test_adaptive_on_extra_body_route(route: str) -> None:
+    # OpenRouter turns an effort level into a thinking budget for Claude itself
+    assert adapt(route, ADAPTIVE) == {"messages": [], "extra_body": {"reasoning": {"effort": "high", "enabled": True}}}
 
 
 def test_adaptive_on_plain_route() -> None:
     assert adapt("plain", ADAPTIVE) == {"messages": [], "reasoning_effort": "high"}
 
 
-@pytest.mark.parametrize("route", ["thinking", "thinking+extra_body"])
-def test_budget_on_a_thinking_route_emits_thinking_and_drops_sampling(route: str) -> None:
-    got = adapt(route, BUDGET, {"messages": [], **SAMPLING, "max_tokens": 9000})
+def test_budget_on_a_thinking_route_emits_thinking_and_drops_sampling() -> None:
+    got = adapt("thinking", BUDGET, {"messages": [], **SAMPLING, "max_tokens": 9000})
     assert got == {"messages": [], "max_tokens": 9000, "thinking": {"type": "enabled", "budget_tokens": 2000}}
 
 
-def test_budget_on_extra_body_route_falls_back_to_effort() -> None:
-    assert adapt("extra_body", BUDGET) == {"messages": [], "extra_body": {"reasoning": {"effort": "low", "enabled": True}}}
+def test_budget_on_claude_over_openrouter_is_openrouter_s_max_tokens_and_drops_sampling() -> None:
+    got = adapt("thinking+extra_body", BUDGET, {"messages": [], **SAMPLING, "max_tokens": 9000})
+    assert got == {"messages": [], "max_tokens": 9000, "extra_body": {"reasoning": {"max_tokens": 2000, "enabled": True}}}
+    assert adapt("thinking+extra_body", BUDGET_NO_TOKENS)["extra_body"]["reasoning"] == {"max_tokens": 8000, "enabled": True}
+
+
+@pytest.mark.parametrize("config", [BUDGET, BUDGET_NO_EFFORT])
+def test_budget_on_extra_body_route_forwards_the_user_s_budget(config: ReasoningConfig) -> None:
+    assert adapt("extra_body", config) == {"messages": [], "extra_body": {"reasoning": {"max_tokens": 2000, "enabled": True}}}
 
 
 def test_budget_on_plain_route_falls_back_to_effort() -> None:
@@ -104,10 +111,15 @@ def test_effort_fallback_needs_no_budget(route: str) -> None:
     assert got.get("reasoning_effort") == "medium" or got["extra_body"]["reasoning"]["effort"] == "medium"
 
 
-@pytest.mark.parametrize("route", ["extra_body", "plain"])
-def test_budget_without_effort_hint_emits_nothing_and_says_so(route: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_budget_without_effort_hint_on_a_plain_route_emits_nothing_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="capplan.params"):
-        assert adapt(route, BUDGET_NO_EFFORT) == {"messages": []}
+        assert adapt("plain", BUDGET_NO_EFFORT) == {"messages": []}
+    assert "no effort_hint to fall back on" in caplog.text
+
+
+def test_nothing_to_forward_on_an_extra_body_route_is_not_invented(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="capplan.params"):
+        assert adapt("extra_body", ReasoningConfig(mode="budget")) == {"messages": []}
     assert "no effort_hint to fall back on" in caplog.text
 
 
