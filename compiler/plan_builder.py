@@ -69,6 +69,13 @@ def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, L
             slot_params = {**params, **slot_params}
         policies[slot] = {"name": name, "params": slot_params}
     provenance = {_plan_path(p): v for p, v in merged.provenance.items()}
+    # identity comes from the catalogue / run config entry (no line: adding a model above this
+    # one must not change this plan), the preset choice from matching
+    provenance["model"] = Provenance(layer=f"model:{key}", file=run_src.stable_name)
+    if matched is not None:
+        provenance["effective_preset"] = Provenance(
+            layer=f"preset:{matched.name}", file=matched.source.stable_name,
+            line=matched.source.position(("presets", matched.name))[0])
 
     decl = litellm.get(identity.wire_model) or litellm.get(identity.model_id)
     allowed: list[str] = []

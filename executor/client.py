@@ -239,6 +239,10 @@ def _litellm_completion() -> Completion:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
+    # a failed call is reported once, by capplan; litellm's own "Give Feedback / Get Help" and
+    # "Provider List" banners on stdout would only bury that line
+    litellm.suppress_debug_info = True
+
     def completion(**kwargs: Any) -> Any:
         # the executor's controllers are the only retries: litellm's own would multiply them unseen
         return litellm.completion(**kwargs, num_retries=0)

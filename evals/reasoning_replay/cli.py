@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None, prog: str = "harness.py") -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits on --help and on usage errors
         return int(exc.code or 0)
+    args.prog = prog  # hints name the command as the user typed it
     try:
         if args.command == "models":
             from .cmd_models import models_command

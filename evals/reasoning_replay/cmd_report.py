@@ -18,14 +18,15 @@ from .summary import Folder, load, rows
 
 def report_command(args: argparse.Namespace) -> int:
     """Exit 0 with the matrix printed, or 1 when the folder holds no measurement yet."""
-    out = OutDir(Path(args.out), create=False)
+    prog = getattr(args, "prog", "harness.py")
+    out = OutDir(Path(args.out), create=False, prog=prog)
     folder = load(out)
     for problem in folder.problems:
         print(f"warning: {problem}", file=sys.stderr)
     table = rows(folder)
     if not table:
         print(f"nothing measured yet in {out.path}: no readable records in calls.jsonl or "
-              f"cells.jsonl; run `harness.py run … --out {out.path}` first", file=sys.stderr)
+              f"cells.jsonl; run `{prog} run … --out {out.path}` first", file=sys.stderr)
         return 1
     meta = _meta(out, folder)
     markdown = matrix_md.render(meta, table)

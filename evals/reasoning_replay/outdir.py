@@ -22,7 +22,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 class OutDir:
     """Paths and logs of one ``--out`` folder."""
 
-    def __init__(self, path: Path, create: bool = True) -> None:
+    def __init__(self, path: Path, create: bool = True, prog: str = "harness.py") -> None:
         self.path = path
         if path.exists() and not path.is_dir():
             raise UsageError(f"--out {path} is a file, not a folder")
@@ -32,7 +32,7 @@ class OutDir:
             except OSError as exc:
                 raise UsageError(f"--out {path}: cannot create ({exc.strerror or exc})") from None
         elif not path.is_dir():
-            raise UsageError(f"--out {path} does not exist; run `harness.py run … --out {path}` first")
+            raise UsageError(f"--out {path} does not exist; run `{prog} run … --out {path}` first")
         self.calls = JsonlFile(path / "calls.jsonl")
         self.costs = JsonlFile(path / "cost.jsonl")
         self.runs = JsonlFile(path / "runs.jsonl")

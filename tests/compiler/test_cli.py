@@ -129,3 +129,11 @@ def test_explain_shows_each_generation_flag_with_its_own_layer() -> None:
     assert "policies.params_policy.params.reasoning_via_extra_body = true\n    set by providers:openrouter" in out
     assert "policies.params_policy.params.supports_seed = false\n    set by preset:anthropic_claude_4_7" in out
     assert 'policies.params_policy.name = "generation_params"\n    set by capplan default' in out
+
+
+def test_explain_names_the_catalogue_for_identity_fields() -> None:
+    code, out = invoke("explain", "kimi-k3", "model")
+    assert code == 0 and "capplan default" not in out
+    assert "model.name = \"moonshotai/kimi-k3\"\n    set by model:kimi-k3  bundled:catalogue.yaml" in out
+    code, out = invoke("explain", "kimi-k3", "effective_preset")
+    assert "set by preset:moonshot_kimi_k3  bundled:model_presets.yaml:" in out

@@ -116,3 +116,21 @@ def test_send_on_the_mock_prints_the_parsed_result(tmp_path: Path) -> None:
     as_json = json.loads(_run("send", "--plan", plan, "--format", "json", request).stdout)
     assert as_json["tool_calls"][0]["arguments"] == {"id": "mmmm"}
     assert as_json["effective_system_prompt"] == "be brief"
+
+
+def test_a_plan_body_the_model_refuses_is_one_located_line(tmp_path: Path) -> None:
+    from executor.canonical import canonical_bytes, sha256_hex
+
+    plan, request = _write(tmp_path, make_plan())
+    body = json.loads(Path(plan).read_text(encoding="utf-8"))
+    body.pop("fingerprint")
+    body["loop"]["empty_retry_count"] = -1  # correctly sealed, but not a valid plan body
+    body["loop"]["max_context_tokens"] = "many"
+    Path(plan).write_bytes(canonical_bytes({**body, "fingerprint": sha256_hex(canonical_bytes(body))}))
+    for command in ("preview", "send"):
+        result = _run(command, "--plan", plan, request)
+        assert result.exit_code == 2
+        (line,) = result.stderr.strip().splitlines()  # pydantic's multi-line report, folded into one
+        assert line.startswith(f"{plan}: error[PLAN]: plan body does not match plan_version")
+        assert "loop.empty_retry_count" in line and "loop.max_context_tokens" in line
+        assert "errors.pydantic.dev" not in line

@@ -300,3 +300,6 @@ def test_cli_send_prints_the_parsed_result_and_provider_failures_exit_1(server: 
     assert failed.exit_code == 1
     (line,) = failed.stderr.strip().splitlines()
     assert line.startswith(f"{request_path}: error[PROVIDER]: ") and "Traceback" not in failed.output
+    # the one located line is the whole report: none of litellm's own banners
+    assert "Give Feedback" not in failed.output and "Provider List" not in failed.output
+    assert failed.stdout == ""

@@ -154,6 +154,21 @@ def test_report_on_an_empty_folder_says_nothing_is_measured(harness, tmp_path):
     no_traceback(done)
 
 
+def test_report_hints_name_the_command_the_user_typed(tmp_path, capsys):
+    from click.testing import CliRunner
+
+    from commands import main
+    from evals.reasoning_replay.cli import main as harness_main
+
+    (tmp_path / "empty").mkdir()
+    for folder in ("empty", "missing"):
+        done = CliRunner().invoke(main, ["replay", "report", "--out", str(tmp_path / folder)])
+        assert done.exit_code in (1, 2) and "run `capplan replay run … --out" in done.stderr, done.stderr
+        assert "harness.py" not in done.stderr
+        assert harness_main(["report", "--out", str(tmp_path / folder)]) in (1, 2)
+        assert "run `harness.py run … --out" in capsys.readouterr().err
+
+
 class OddShape:
     """A 200 whose JSON is not shaped like a chat completion."""
 
