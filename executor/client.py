@@ -24,6 +24,7 @@ from executor.gateway.transport import GatewayTransport, decide_route
 from executor.keys import KeyChain, is_per_key_limit, load_keys
 from executor.loop_errors import LoopErrorDecision, classify_loop_error
 from executor.messages import ChatRequest
+from executor.per_plan import per_plan
 from executor.plan import Plan
 from executor.policy_set import PolicySet
 from executor.probe import RateLimitProbeConfig
@@ -67,7 +68,7 @@ class Client:
         :class:`GatewayConfigError` here, before any request exists.
         """
         self.plan = plan
-        self.policies = PolicySet.from_plan(plan)
+        self.policies = per_plan(plan, "policies", PolicySet.from_plan)
         self.builder = RequestBuilder(plan, self.policies)
         self.parser = ResponseParser(plan, self.policies)
         self.mock = mock_provider.is_mock(plan.model.provider)

@@ -52,7 +52,11 @@ def read_limited(path: Path, limit: int) -> bytes:
     if st.st_size > limit:
         raise InputLimitError("file-too-large", f"file is {st.st_size} bytes; the limit is {limit}")
     with open(path, "rb") as handle:
-        data = handle.read(limit + 1)  # the file may have grown since stat
+        # sized from stat (a read of limit + 1 would allocate the whole limit every time), then
+        # topped up to the limit in case the file grew since stat
+        data = handle.read(st.st_size + 1)
+        if len(data) > st.st_size:
+            data += handle.read(limit + 1 - len(data))
     if len(data) > limit:
         raise InputLimitError("file-too-large", f"file is over the limit of {limit} bytes")
     return data

@@ -7,13 +7,17 @@ the fingerprint itself, so any edit to a plan file is detected on load.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from executor.canonical import canonical_bytes, sha256_hex
+from executor.plan_integrity import canonical_and_sealed
 from executor.reasoning import ReasoningConfig
 from executor.value_rules import ValueRule
 
@@ -229,23 +233,67 @@ def verify_fingerprint(path: Path, data: dict[str, Any]) -> None:
         )
 
 
+class _VerifiedPlans:
+    """Plans already verified, by the sha256 of their file bytes; bounded, thread-safe.
+
+    Loading the same bytes again (a new client per trial, a worker per task) needs only their
+    digest: the verdict on identical bytes cannot differ. The registry check runs on every load.
+    """
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._plans: OrderedDict[bytes, Plan] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, raw: bytes) -> Plan | None:
+        key = hashlib.sha256(raw).digest()
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is not None:
+                self._plans.move_to_end(key)
+            return plan
+
+    def put(self, raw: bytes, plan: Plan) -> None:
+        with self._lock:
+            self._plans[hashlib.sha256(raw).digest()] = plan
+            while len(self._plans) > self._size:
+                self._plans.popitem(last=False)
+
+
+_VERIFIED = _VerifiedPlans()
+
 RECOMPILE_HINT = "recompile it with `capplan compile` (see `capplan compile --help`)"
 
 
 def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
     """Load and verify a plan file: exactly canonical bytes, fingerprint, version, types, policy names."""
     from executor.input_limits import MAX_PLAN_BYTES, InputLimitError, read_limited
-    from executor.strict_json import StrictJSONError, loads_strict
 
     p = Path(path)
     try:
         raw = read_limited(p, MAX_PLAN_BYTES)
-        data = loads_strict(raw.decode("utf-8"))
     except OSError as exc:
         raise PlanLoadError(f"{p}: cannot read plan: {exc.strerror or exc}") from None
+    except InputLimitError as exc:
+        raise PlanLoadError(f"{p}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
+    plan = _VERIFIED.get(raw)
+    if plan is None:
+        plan = _verified_plan(p, raw)
+        _VERIFIED.put(raw, plan)
+    if check_registry:
+        _check_policy_names(p, plan)
+    return plan
+
+
+def _verified_plan(p: Path, raw: bytes) -> Plan:
+    """The plan in ``raw``, refusing a tampered, non-canonical or foreign-version one."""
+    from executor.strict_json import StrictJSONError, loads_strict
+
+    try:
+        data = loads_strict(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise PlanLoadError(f"{p}: not a plan file (not UTF-8: {exc.reason})") from None
-    except (InputLimitError, StrictJSONError) as exc:
+    except StrictJSONError as exc:
         raise PlanLoadError(f"{p}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
     if not isinstance(data, dict) or "plan_version" not in data or "fingerprint" not in data:
         raise PlanLoadError(f"{p}: not a plan file (no plan_version / fingerprint)")
@@ -256,18 +304,17 @@ def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
             f"{p}: plan_version {json.dumps(version)} is {age} plan format; this capplan reads plan_version "
             f"{PLAN_VERSION}: {RECOMPILE_HINT}"
         )
-    verify_fingerprint(p, data)
-    if raw != canonical_bytes(data):
-        # the fingerprint covers canonical bytes, so another spelling of the same body is not this plan
-        raise PlanLoadError(f"{p}: not in canonical form (sorted keys, two-space indent, UTF-8, trailing newline); "
-                            f"{RECOMPILE_HINT} instead of editing it")
+    if not canonical_and_sealed(raw, data):
+        verify_fingerprint(p, data)
+        if raw != canonical_bytes(data):
+            # the fingerprint covers canonical bytes, so another spelling of the same body is not this plan
+            raise PlanLoadError(f"{p}: not in canonical form (sorted keys, two-space indent, UTF-8, trailing newline); "
+                                f"{RECOMPILE_HINT} instead of editing it")
     try:
         plan = Plan.model_validate_json(raw, strict=True)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise PlanLoadError(f"{p}: plan body does not match plan_version {PLAN_VERSION}: {problems}") from None
-    if check_registry:
-        _check_policy_names(p, plan)
     return plan
 
 
@@ -275,6 +322,8 @@ def _check_policy_names(path: Path, plan: Plan) -> None:
     from executor.registry import SLOTS, policy_targets
 
     targets = policy_targets()
+    if all(slot in SLOTS and ref.name in targets.get(slot, {}) for slot, ref in plan.policies.items()):
+        return
     missing = [
         f"{slot}={ref.name!r}"
         for slot, ref in sorted(plan.policies.items())

@@ -23,6 +23,7 @@ from typing import Any
 
 from executor.message_convert import ConversationCache, MessageConverter
 from executor.messages import ChatRequest, NamedToolChoice
+from executor.per_plan import per_plan
 from executor.plan import Plan
 from executor.policies.response_policy import param_types_from_tools
 from executor.policy_set import PolicySet
@@ -47,7 +48,7 @@ class RequestBuilder:
     def __init__(self, plan: Plan, policies: PolicySet, *, memo_size: int = 64) -> None:
         self.plan = plan
         self.policies = policies
-        self.transport = Transport(plan)
+        self.transport = per_plan(plan, "transport", Transport)
         self.tool_memo = ToolMemo(policies.schema_sanitizer.sanitize, param_types_from_tools, size=memo_size)
         self.converter = MessageConverter(policies)
         self.conversations = ConversationCache(self.converter)

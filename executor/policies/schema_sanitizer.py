@@ -11,7 +11,6 @@ property literally called ``title`` or ``pattern`` is never mistaken for a keywo
 
 from __future__ import annotations
 
-import copy
 import enum
 import pickle
 from abc import ABC, abstractmethod
@@ -125,8 +124,7 @@ class PassthroughSchema(ToolSchemaSanitizer):
 
     def sanitize(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Deep copies of ``tools``, so a later edit on either side cannot reach the other."""
-        # tools are JSON data: a pickle round trip is a deep copy made in C
-        copied: list[dict[str, Any]] = pickle.loads(pickle.dumps(tools, protocol=pickle.HIGHEST_PROTOCOL))
+        copied: list[dict[str, Any]] = json_copy(tools)
         return copied
 
     def supported_capabilities(self) -> frozenset[SchemaCapability]:
@@ -183,6 +181,14 @@ def iter_subschemas(node: dict[str, Any]) -> Iterator[tuple[SchemaPath, Any]]:
                     yield (key, name), sub
 
 
+def json_copy(value: Any) -> Any:
+    """A deep copy of JSON-shaped data, made in C (a pickle round trip) where ``copy.deepcopy``
+    walks it in Python; scalars are immutable and come back as they are."""
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    return pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+
 def map_subschemas(node: dict[str, Any], fn: Callable[[Any, SchemaPath], Any]) -> dict[str, Any]:
     """A new ``node`` with ``fn(sub, relative_path)`` applied to every immediate subschema.
 
@@ -199,11 +205,11 @@ def map_subschemas(node: dict[str, Any], fn: Callable[[Any, SchemaPath], Any]) -
             out[key] = fn(value, (key,))
         elif key == "dependencies" and isinstance(value, dict):
             out[key] = {
-                name: fn(sub, (key, name)) if isinstance(sub, dict) else copy.deepcopy(sub)
+                name: fn(sub, (key, name)) if isinstance(sub, dict) else json_copy(sub)
                 for name, sub in value.items()
             }
         else:
-            out[key] = copy.deepcopy(value)
+            out[key] = json_copy(value)
     return out
 
 

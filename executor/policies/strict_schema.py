@@ -22,7 +22,6 @@ no ``$ref`` survived, and (when patterns are stripped) no RE2-incompatible regex
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -41,6 +40,7 @@ from executor.policies.schema_sanitizer import (
     SchemaRefError,
     SchemaRewriteError,
     ToolSchemaSanitizer,
+    json_copy,
     json_pointer,
     map_subschemas,
     re2_incompatible,
@@ -73,7 +73,7 @@ def inline_tool_refs(tool: dict[str, Any], *, on_cycle: CycleHandler) -> dict[st
     is already being inlined on the current path is a cycle, and goes to ``on_cycle``.
     """
     name, params = tool_parameters(tool)
-    result = copy.deepcopy(tool)
+    result = json_copy(tool)
     if params is None:
         return result
     defs = tool_defs(params)
@@ -91,7 +91,7 @@ def _inline(
     path: SchemaPath,
 ) -> Any:
     if not isinstance(node, dict):
-        return copy.deepcopy(node)
+        return json_copy(node)
 
     def recurse(sub: Any, rel: SchemaPath) -> Any:
         return _inline(sub, defs, active, tool, on_cycle, path + rel)
@@ -200,7 +200,7 @@ class StrictSchema(ToolSchemaSanitizer):
     def _sanitize_tool(self, tool: dict[str, Any]) -> dict[str, Any]:
         name, _ = tool_parameters(tool)
         # the hook is overridable, so the caller's dict is protected here rather than trusted to it
-        inlined = type(self).inline_refs_in_tool(copy.deepcopy(tool))
+        inlined = type(self).inline_refs_in_tool(json_copy(tool))
         _, params = tool_parameters(inlined)
         if params is None:
             return inlined

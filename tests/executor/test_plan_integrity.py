@@ -1,0 +1,60 @@
+"""The fast plan check accepts exactly what serialising would accept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from executor.canonical import canonical_bytes
+from executor.plan import Plan, PlanLoadError, PlanTamperedError
+from executor.plan_integrity import canonical_and_sealed
+from tests.executor.plans import make_plan
+
+
+def written(tmp_path: Path, raw: bytes) -> Path:
+    path = tmp_path / "plan.json"
+    path.write_bytes(raw)
+    return path
+
+
+def test_a_compiled_plan_passes_and_loads_as_the_same_plan(tmp_path: Path) -> None:
+    plan = make_plan()
+    raw = plan.to_bytes()
+    assert canonical_and_sealed(raw, json.loads(raw))
+    assert Plan.load(written(tmp_path, raw)) == plan
+
+
+def test_an_edited_body_fails_the_fast_check_and_is_refused_as_tampered(tmp_path: Path) -> None:
+    raw = make_plan().to_bytes().replace(b'"gpt-test"', b'"gpt-other"', 1)
+    assert not canonical_and_sealed(raw, json.loads(raw))
+    with pytest.raises(PlanTamperedError):
+        Plan.load(written(tmp_path, raw))
+
+
+@pytest.mark.parametrize("where", ["first", "last-but-one"])
+def test_a_moved_fingerprint_line_is_not_canonical(tmp_path: Path, where: str) -> None:
+    plan = make_plan()
+    raw = plan.to_bytes()
+    line = b'\n  "fingerprint": "' + plan.fingerprint.encode() + b'",'
+    body = raw.replace(line, b"", 1)
+    if where == "first":
+        moved = body.replace(b"{", b"{" + line, 1)
+    else:
+        cut = body.rindex(b'\n  "')
+        moved = body[:cut] + line + body[cut:]
+    data = json.loads(moved)
+    assert data == json.loads(raw) and moved != canonical_bytes(data)
+    assert not canonical_and_sealed(moved, data)
+    with pytest.raises(PlanLoadError, match="not in canonical form"):
+        Plan.load(written(tmp_path, moved))
+
+
+def test_loading_the_same_bytes_twice_gives_the_verified_plan_and_edits_are_still_caught(tmp_path: Path) -> None:
+    raw = make_plan().to_bytes()
+    path = written(tmp_path, raw)
+    assert Plan.load(path) is Plan.load(path)
+    path.write_bytes(raw.replace(b'"gpt-test"', b'"gpt-other"', 1))
+    with pytest.raises(PlanTamperedError):
+        Plan.load(path)
