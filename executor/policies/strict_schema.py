@@ -73,7 +73,7 @@ def inline_tool_refs(tool: dict[str, Any], *, on_cycle: CycleHandler) -> dict[st
     is already being inlined on the current path is a cycle, and goes to ``on_cycle``.
     """
     name, params = tool_parameters(tool)
-    result = json_copy(tool)
+    result: dict[str, Any] = json_copy(tool)
     if params is None:
         return result
     defs = tool_defs(params)
