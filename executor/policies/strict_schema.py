@@ -149,7 +149,14 @@ class StrictSchema(ToolSchemaSanitizer):
     A dict-map whose values contribute no fields (``Dict[str, int]``, a union value) has no
     entry form unless ``carry_scalar_dict_map_value`` carries the whole value under
     ``VALUE_FIELD``; without it the map is left as declared rather than sent as key-only
-    entries, which would lose every value.
+    entries, which would lose every value. Carrying is the default here, unlike tolokaforge's
+    (docs/deviations.md says why): a strict validator then sees entries it can check, the
+    value keeps its type, and every response policy that pivots entries back
+    (``array_dict_map`` and its subclasses) turns ``{key, value}`` into the bare value.
+
+    Converted maps say how to fill them: the key field and a carried value field get a short
+    description when they have none, and a map that has a description gets ``ENTRIES_HINT``
+    appended, so the model is told the wire shape it must answer in.
     """
 
     name: ClassVar[str] = "strict"
@@ -158,8 +165,14 @@ class StrictSchema(ToolSchemaSanitizer):
     KEY_FIELD: ClassVar[str] = "key"
     #: Name of the synthetic field holding a carried (fieldless) value in a dict-map entry.
     VALUE_FIELD: ClassVar[str] = "value"
-    #: Carry fieldless dict-map values whole under ``VALUE_FIELD`` (pair with ``scalar_array_dict_map``).
-    carry_scalar_dict_map_value: ClassVar[bool] = False
+    #: Carry fieldless dict-map values whole under ``VALUE_FIELD`` (reversed by ``array_dict_map``).
+    carry_scalar_dict_map_value: ClassVar[bool] = True
+    #: Description given to the synthetic key field when it has none.
+    KEY_DESCRIPTION: ClassVar[str] = "The map key identifier."
+    #: Description given to a carried value when it has none.
+    VALUE_DESCRIPTION: ClassVar[str] = "The map value."
+    #: Appended to a converted map's own description ({key} is ``KEY_FIELD``).
+    ENTRIES_HINT: ClassVar[str] = "Provide as a JSON array of objects, each with a '{key}' field as the identifier."
     #: Flatten ``oneOf`` + ``discriminator`` unions into one object (for routes that ignore ``oneOf``).
     flatten_oneof_discriminator: ClassVar[bool] = False
     #: Remove the parameters root ``description`` (Pydantic's class docstring, redundant here).
@@ -297,6 +310,7 @@ class StrictSchema(ToolSchemaSanitizer):
         if isinstance(names, dict):
             # key constraints (pattern, enum, length) now constrain the key field
             key_schema.update({k: v for k, v in names.items() if k != "type"})
+        key_schema.setdefault("description", self.KEY_DESCRIPTION)
         carried: str | None
         if has_object_fields(value):
             fields = value["properties"]
@@ -318,7 +332,8 @@ class StrictSchema(ToolSchemaSanitizer):
         elif self.carry_scalar_dict_map_value:
             items = {
                 "type": "object",
-                "properties": {key_field: key_schema, value_field: value},
+                "properties": {key_field: key_schema, value_field: {**value, "description": value.get(
+                    "description", self.VALUE_DESCRIPTION)}},
                 "required": [key_field, value_field],
             }
             carried = value_field
@@ -338,6 +353,8 @@ class StrictSchema(ToolSchemaSanitizer):
                 out[key] = declared if any(c is None for c in converted) else converted
             else:
                 out[key] = declared
+        if isinstance(out.get("description"), str) and out["description"]:
+            out["description"] = f"{out['description']} {self.ENTRIES_HINT.format(key=key_field)}"
         return out
 
     def validate_invariants(self, tool: dict[str, Any]) -> None:

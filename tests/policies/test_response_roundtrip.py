@@ -27,7 +27,8 @@ PAIRS = [
     ("cohere_recursive", "scalar_array_dict_map"),
     ("xai_grok_recursive", "scalar_array_dict_map"),
 ]
-CARRYING = {"gemini_recursive", "cohere_recursive", "xai_grok_recursive"}
+#: every strict-family sanitiser carries fieldless values; array_dict_map itself reverses them
+CARRYING = {"strict", "gemini", "gemini_recursive", "cohere_recursive", "xai_grok_recursive"}
 LIFTING_UNIONS = {"gemini", "gemini_recursive", "xai_grok_recursive"}
 
 MAPS_NATIVE = {

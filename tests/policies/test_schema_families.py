@@ -41,7 +41,7 @@ def union_tool(*branches: dict[str, Any]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     ("cls", "flags"),
     [
-        (GeminiSchema, (True, False, False, False)),
+        (GeminiSchema, (True, False, False, True)),
         (GeminiRecursiveSchema, (True, False, False, True)),
         (CohereRecursiveSchema, (False, True, True, True)),
         (XaiGrokRecursiveSchema, (True, True, True, True)),
@@ -166,7 +166,8 @@ def test_the_stub_is_a_fresh_copy_every_time() -> None:
 
 def test_recursive_variants_carry_fieldless_map_values() -> None:
     counts = params(GeminiRecursiveSchema(), "tools_dict_maps.json")["properties"]["counts"]
-    assert counts["items"]["properties"] == {"key": {"type": "string"}, "value": {"type": "integer"}}
+    assert counts["items"]["properties"] == {"key": {"type": "string", "description": "The map key identifier."},
+                                             "value": {"type": "integer", "description": "The map value."}}
 
 
 def test_cohere_keeps_unions_and_carries_union_valued_maps_whole() -> None:

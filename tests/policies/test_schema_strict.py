@@ -53,7 +53,8 @@ def strict(params: dict[str, Any]) -> dict[str, Any]:
 def test_flags_and_names_have_the_specified_defaults() -> None:
     assert (StrictSchema.slot, StrictSchema.name) == ("schema_sanitizer", "strict")
     assert StrictSchema.KEY_FIELD == "key" and StrictSchema.VALUE_FIELD == "value"
-    assert StrictSchema.carry_scalar_dict_map_value is False
+    # carrying is capplan's default (tolokaforge's is False): docs/deviations.md
+    assert StrictSchema.carry_scalar_dict_map_value is True
     assert StrictSchema.flatten_oneof_discriminator is False
     assert StrictSchema.strip_parameters_root_description is True
     assert StrictSchema.strip_re2_incompatible_patterns is True
@@ -200,11 +201,15 @@ def test_near_misses_are_not_the_decimal_idiom(anyof: list[dict[str, Any]]) -> N
 def test_an_object_valued_dict_map_becomes_an_entry_array() -> None:
     props = params_of(StrictSchema().sanitize(load("tools_dict_maps.json")))["properties"]
     levels = props["levels"]
-    assert levels["type"] == "array" and levels["description"] == "Stock level per SKU."
+    assert levels["type"] == "array"
+    # the map's own description, then how to fill the array
+    assert levels["description"] == (
+        "Stock level per SKU. Provide as a JSON array of objects, each with a 'key' field as the identifier."
+    )
     assert "additionalProperties" not in levels
     items = levels["items"]
     assert list(items["properties"]) == ["key", "qty", "note"]
-    assert items["properties"]["key"] == {"type": "string"}
+    assert items["properties"]["key"] == {"type": "string", "description": "The map key identifier."}
     assert items["required"] == ["key", "qty"]
 
 
@@ -215,24 +220,33 @@ def test_optional_and_nested_dict_maps_are_converted_where_they_stand() -> None:
     assert props["order"]["properties"]["lines"]["type"] == "array"
 
 
-def test_a_fieldless_dict_map_is_left_as_declared_without_value_carriage() -> None:
-    # key-only entries would drop every value; the declared map loses nothing
+def test_a_fieldless_dict_map_carries_its_values_under_the_value_field() -> None:
     props = params_of(StrictSchema().sanitize(load("tools_dict_maps.json")))["properties"]
+    assert props["counts"] == {
+        "type": "array",
+        "title": "Counts",
+        "items": {
+            "type": "object",
+            "properties": {"key": {"type": "string", "description": "The map key identifier."},
+                           "value": {"type": "integer", "description": "The map value."}},
+            "required": ["key", "value"],
+        },
+    }
+
+
+def test_without_value_carriage_a_fieldless_dict_map_is_left_as_declared() -> None:
+    # key-only entries would drop every value; the declared map loses nothing
+    class KeyOnly(StrictSchema):
+        carry_scalar_dict_map_value: ClassVar[bool] = False
+
+    props = params_of(KeyOnly().sanitize(load("tools_dict_maps.json")))["properties"]
     assert props["counts"] == {"additionalProperties": {"type": "integer"}, "title": "Counts", "type": "object"}
 
 
-def test_value_carriage_puts_fieldless_values_under_the_value_field() -> None:
-    class Carrying(StrictSchema):
-        carry_scalar_dict_map_value: ClassVar[bool] = True
-
-    out = params_of(
-        Carrying().sanitize([tool(obj(counts={"type": "object", "additionalProperties": {"type": "integer"}}))])
-    )
-    assert out["properties"]["counts"]["items"] == {
-        "type": "object",
-        "properties": {"key": {"type": "string"}, "value": {"type": "integer"}},
-        "required": ["key", "value"],
-    }
+def test_a_carried_value_keeps_its_own_description() -> None:
+    value = {"type": "integer", "description": "Units on hand."}
+    out = strict(obj(counts={"type": "object", "additionalProperties": value}))
+    assert out["properties"]["counts"]["items"]["properties"]["value"] == value
 
 
 def test_map_bounds_key_constraints_default_and_examples_follow_the_conversion() -> None:
@@ -250,7 +264,8 @@ def test_map_bounds_key_constraints_default_and_examples_follow_the_conversion()
     )
     m = strict(params)["properties"]["m"]
     assert m["minItems"] == 1 and m["maxItems"] == 5
-    assert m["items"]["properties"]["key"] == {"type": "string", "pattern": "^SKU-"}
+    assert m["items"]["properties"]["key"] == {"type": "string", "pattern": "^SKU-",
+                                               "description": "The map key identifier."}
     assert m["default"] == [{"key": "SKU-1", "qty": 1}]
     assert m["examples"] == [[{"key": "SKU-2", "qty": 2}]]
 
