@@ -11,9 +11,10 @@ from functools import cache
 
 from compiler.diagnostics import Diagnostic, did_you_mean
 from compiler.inputs.preset_file import SLOT_KEYS, ParamsBlock, PresetBody, PresetEntry
+from compiler.policy_checks import check_block_policies
 from compiler.yaml_source import Loc, SourceFile
 from executor.registry import policy_class, policy_targets
-from executor.value_rules import RULABLE_PARAMS, value_key
+from executor.value_rules import PARAM_CHOICES, RULABLE_PARAMS, rule_value_problem, value_key
 
 Block = tuple[Loc, PresetBody]
 
@@ -36,6 +37,8 @@ def check_blocks(source: SourceFile, blocks: Iterable[Block]) -> list[Diagnostic
         out += check_policy_names(source, loc, block)
         if block.params is not None:
             out += check_params(source, (*loc, "params"), block.params)
+        out += check_block_policies(source, loc, block)
+        out += check_loop_knobs(source, loc, block)
     return out
 
 
@@ -84,24 +87,48 @@ def check_params(source: SourceFile, loc: Loc, params: ParamsBlock) -> list[Diag
             continue
         keys = {}
         for value in by_value:
-            try:
+            problem = _rule_value(source, (*ploc, value), param, value)
+            if problem is None:
                 keys[value] = value_key(param, value)
-            except ValueError as exc:
-                out.append(source.diag((*ploc, value), "wrong-type", str(exc)))
+            else:
+                out.append(problem)
         ruled = set(keys.values())
         for value, rule in by_value.items():
             if rule.action == "override" and value in keys:
-                try:
-                    target = value_key(param, rule.with_)
-                except ValueError as exc:
-                    out.append(source.diag((*ploc, value, "with"), "wrong-type", str(exc)))
+                problem = _rule_value(source, (*ploc, value, "with"), param, rule.with_)
+                if problem is not None:
+                    out.append(problem)
                     continue
+                target = value_key(param, rule.with_)
                 if target in ruled:
                     out.append(source.diag(
                         (*ploc, value, "with"), "override-into-ruled",
                         f"override of {param}={keys[value]!r} sends {target!r}, which this block also rules",
                         "substitute a value the block does not call unusable, or use `action: reject`"))
     return out
+
+
+def _rule_value(source: SourceFile, loc: Loc, param: str, value: object) -> Diagnostic | None:
+    """A rule keyed by (or sending) a value the parameter can never take is a mistake, located."""
+    try:
+        value_key(param, value)
+    except ValueError as exc:
+        return source.diag(loc, "wrong-type", str(exc))
+    problem = rule_value_problem(param, value)
+    if problem is None:
+        return None
+    hint = did_you_mean(str(value), PARAM_CHOICES[param]) if param in PARAM_CHOICES else None
+    return source.diag(loc, "bad-rule-value", problem, hint)
+
+
+def check_loop_knobs(source: SourceFile, loc: Loc, block: PresetBody) -> list[Diagnostic]:
+    """Knobs that contradict each other within one block (the merged ones are checked at compile)."""
+    window, watermark = block.max_context_tokens, block.context_watermark
+    if window is not None and watermark is not None and watermark >= window:
+        return [source.diag((*loc, "context_watermark"), "watermark-above-window",
+                            f"context_watermark {watermark} is not below max_context_tokens {window}: "
+                            "every turn would summarize", "the watermark is the free tokens left; make it smaller")]
+    return []
 
 
 def check_bindings(source: SourceFile) -> list[Diagnostic]:

@@ -14,6 +14,7 @@ from compiler.inputs.run_config import ModelConfig
 from compiler.layers import Merged, layers_for, merge
 from compiler.loading import Inputs
 from compiler.matching import Candidate, first_match
+from compiler.policy_checks import check_plan_policies
 from compiler.yaml_source import SourceFile
 from executor.plan import (
     PLAN_VERSION,
@@ -113,6 +114,8 @@ def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, L
                 layer=f"model:{key}", file=run_src.stable_name, line=run_src.position((*mloc, fld))[0])
 
     diags = _configured_value_checks(cfg, params, rules, decl, run_src, key)
+    diags += check_plan_policies(policies, provenance, run_src.display, key)
+    diags += _loop_checks(values, provenance, run_src.display)
     body: dict[str, Any] = {
         "plan_version": PLAN_VERSION,
         "model": identity.model_dump(mode="json"),
@@ -211,6 +214,18 @@ def _pricing(inputs: Inputs, model_id: str) -> PricingEntry | None:
     if price is None or price.input < 0 or price.output < 0:  # negative: a variable-price router
         return None
     return PricingEntry(key=key, **price.model_dump())
+
+
+def _loop_checks(values: dict[str, Any], provenance: dict[str, Provenance], model_file: str) -> list[Diagnostic]:
+    """Knobs whose merged values contradict each other, located at the layer that set the watermark."""
+    window, watermark = values.get("max_context_tokens"), values.get("context_watermark")
+    if window is None or watermark is None or watermark < window:
+        return []
+    where = provenance.get("loop.context_watermark") or Provenance(layer="default")
+    return [Diagnostic(where.file or model_file, where.line or 1, 1, "watermark-above-window",
+                       f"context_watermark {watermark} ({where.layer}) is not below max_context_tokens {window}: "
+                       "every turn would summarize", "loop.context_watermark",
+                       "the watermark is the free tokens left; make it smaller than the window")]
 
 
 def _configured_value_checks(cfg: ModelConfig, params: dict[str, Any], rules: dict[str, dict[str, ValueRule]],

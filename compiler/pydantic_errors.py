@@ -45,9 +45,15 @@ def _diagnostic(source: SourceFile, root: type[BaseModel], err: Any) -> Diagnost
             return source.diag(loc[:-1], "missing-evidence", "`evidence` is required",
                                "say what was observed, where and when, e.g. \"2026-08-01, litellm 1.96.0: …\"")
         return source.diag(loc[:-1], "missing-key", f"required key {field!r} is missing")
-    if kind == "string_too_short" and loc and loc[-1] == "evidence":
-        return source.diag(loc, "missing-evidence", "`evidence` is empty",
+    if kind in ("string_too_short", "string_pattern_mismatch") and loc and loc[-1] == "evidence":
+        return source.diag(loc, "missing-evidence", "`evidence` is " + ("empty" if kind == "string_too_short" else "blank"),
                            "say what was observed, where and when, e.g. \"2026-08-01, litellm 1.96.0: …\"")
+    if kind in ("string_too_short", "string_pattern_mismatch", "too_short") \
+            and any(part in ("match", "match_provider") for part in loc[-2:]):
+        return source.diag(loc, "empty-glob", "a glob must not be empty or blank (it would match nothing)",
+                           "write a glob such as \"acme-*\", or remove the entry")
+    if kind == "finite_number":
+        return source.diag(loc, "wrong-type", "must be a finite number (not .nan or .inf)")
     message = str(err["msg"]).removeprefix("Value error, ")
     if "needs a `with:` value" in message:
         return source.diag(loc, "override-without-with", message, "add `with: <value to send instead>`")

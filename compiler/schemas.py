@@ -36,6 +36,10 @@ def generate(name: str) -> dict[str, Any]:
     module, _, attr = SCHEMAS[name].partition(":")
     model = getattr(importlib.import_module(module), attr)
     schema: dict[str, Any] = model.model_json_schema(by_alias=True)
+    if name in ("preset-file", "overlay"):
+        from compiler.policy_schema import enumerate_policies
+
+        schema = enumerate_policies(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = f"https://capplan.dev/schemas/{name}.schema.json"
     return schema

@@ -16,6 +16,7 @@ from executor.policies.prompt_policy import SystemPromptPolicy
 from executor.policies.reasoning_codec import ReasoningCodec
 from executor.policies.response_policy import ResponsePolicy
 from executor.policies.schema_sanitizer import ToolSchemaSanitizer
+from executor.policy_params import construct
 from executor.registry import SLOTS, policy_class
 
 #: The base class every policy of a slot derives from (the contract the executor calls).
@@ -70,10 +71,9 @@ class PolicySet:
                     f"which does not derive from {SLOT_BASES[slot].__qualname__}"
                 )
             try:
-                instances[slot] = klass(**ref.params)
+                instances[slot] = construct(klass, dict(ref.params))
             except (TypeError, ValueError) as exc:
                 raise PolicyConstructionError(
-                    f"plan {plan.model.key!r}: {slot} policy {ref.name!r} refuses its parameters "
-                    f"{ref.params!r}: {exc}"
+                    f"plan {plan.model.key!r}: {slot} policy {ref.name!r} refuses its parameters: {exc}"
                 ) from exc
         return cls(**instances)

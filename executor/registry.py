@@ -149,4 +149,20 @@ def policy_class(slot: str, name: str) -> type[Any]:
     cls: type[Any] = getattr(importlib.import_module(module_name), attr)
     if getattr(cls, "slot", slot) != slot:
         raise RegistryError(f"{cls.__qualname__} is a {cls.slot} policy, registered under {slot}")
+    problem = _declaration_problem(targets[slot][name], cls)
+    if problem is not None:
+        raise RegistryError(f"{slot}.{name}: {problem}")
     return cls
+
+
+_DECLARATIONS: dict[str, str | None] = {}
+
+
+def _declaration_problem(target: str, cls: type[Any]) -> str | None:
+    # every policy declares its parameters (executor.policy_params), so a preset can be checked
+    # against them before any plan exists; checked once per import path
+    if target not in _DECLARATIONS:
+        from executor.policy_params import declaration_problem
+
+        _DECLARATIONS[target] = declaration_problem(cls)
+    return _DECLARATIONS[target]

@@ -41,7 +41,7 @@ class ValueRule(BaseModel):
         None, alias="with", description="The value sent instead (override only, required there)."
     )
     evidence: str = Field(
-        min_length=1, description="Dated claim about the provider that justifies the rule; required."
+        min_length=1, pattern=r"\S", description="Dated claim about the provider that justifies the rule; required."
     )
 
     @model_validator(mode="after")
@@ -78,6 +78,30 @@ PARAM_CHOICES: dict[str, tuple[str, ...]] = {
     "reasoning_effort": get_args(EffortLevel),
     "parallel_tool_calls": ("true", "false"),
 }
+
+
+#: Numeric rulable parameters: the values a provider could be sent at all (low, high, low inclusive).
+PARAM_RANGES: dict[str, tuple[float, float, bool]] = {
+    "temperature": (0.0, 2.0, True),
+    "top_p": (0.0, 1.0, False),
+}
+
+
+def rule_value_problem(param: str, value: object) -> str | None:
+    """Why ``value`` can never be sent as ``param`` (a rule on it would never be consulted), or None."""
+    try:
+        key = value_key(param, value)
+    except ValueError as exc:
+        return str(exc)
+    choices = PARAM_CHOICES.get(param)
+    if choices is not None and key not in choices:
+        return f"{key!r} is not a {param} value; valid: {', '.join(choices)}"
+    bounds = PARAM_RANGES.get(param)
+    if bounds is not None:
+        number, (low, high, low_inclusive) = float(key), bounds
+        if number != number or not (low <= number <= high) or (number == low and not low_inclusive):
+            return f"{param} {key} is outside {'[' if low_inclusive else '('}{low:g}, {high:g}]"
+    return None
 
 
 #: what ``_consult`` returns as the value to send when a rule drops the parameter

@@ -10,7 +10,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 class Strict(BaseModel):
     """Base for input models: unknown keys are errors, values are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True,
+                              allow_inf_nan=False)
 
 
 class MergeByKey:
@@ -32,7 +33,7 @@ def _policy_from_name(value: Any) -> Any:
 class PolicyValueModel(Strict):
     """A policy for a slot, by registry name, with constructor parameters."""
 
-    name: str = Field(min_length=1, description="Registry name within the slot (see `capplan schema`).")
+    name: str = Field(min_length=1, description="Registry name within the slot (see `capplan policies`).")
     params: dict[str, Any] = Field(default_factory=dict, description="Constructor keyword arguments.")
 
 

@@ -15,7 +15,7 @@ class LitellmModelDecl(Strict):
 
     supports_function_calling: bool = Field(False, description="Admit tools and tool_choice past litellm's map.")
     supports_reasoning: bool = Field(False, description="Admit reasoning_effort past litellm's map.")
-    evidence: str = Field(min_length=1, description="Dated observation that justifies the declaration (required).")
+    evidence: str = Field(min_length=1, pattern=r"\S", description="Dated observation that justifies the declaration (required).")
 
 
 ReplayVerdict = Literal["consumes-all-turns", "in-loop-only", "accepted-ignored", "rejected",
@@ -30,7 +30,7 @@ class ReplayMeasurement(Strict):
     complete: bool = Field(description="Whether every cell of the row was measured.")
     carriers: dict[str, dict[str, str]] = Field(
         default_factory=dict, description="Carrier → position → result, e.g. {in_loop: 'consumed +412'}.")
-    evidence: str = Field(min_length=1, description="The dated claim, with the deltas it rests on.")
+    evidence: str = Field(min_length=1, pattern=r"\S", description="The dated claim, with the deltas it rests on.")
 
 
 class OverlayFile(Strict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StringConstraints
 
 from compiler.inputs.common import MergeByKey, PolicyValue, Strict
 from executor.registry import SLOTS
@@ -34,7 +34,8 @@ class ParamsBlock(Strict):
     declare its own flags.
     """
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # strict: `supports_seed: "yes"` or `1` is a mistake, not a truthy value
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True, allow_inf_nan=False)
 
     fixed_temperature: float | None = Field(None, description="Override the caller's temperature (legacy knob).")
     supports_seed: bool | None = Field(None, description="Forward `seed` when the caller or config supplies one.")
@@ -96,12 +97,16 @@ class PresetBody(Strict):
     )
 
 
+#: A glob is not blank: `""` matches nothing, and `" "` nothing a model is called.
+Glob = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
+
+
 class PresetEntry(PresetBody):
     """A named preset: globs that select models, then the layer it contributes."""
 
-    match: list[str] = Field(min_length=1, description="fnmatch globs over the model name; first matching preset wins.")
-    match_provider: list[str] | None = Field(
-        None, description="Globs over the provider; a preset also matches any model of these providers."
+    match: list[Glob] = Field(min_length=1, description="fnmatch globs over the model name; first matching preset wins.")
+    match_provider: list[Glob] | None = Field(
+        None, min_length=1, description="Globs over the provider; a preset also matches any model of these providers."
     )
 
 

@@ -12,6 +12,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
+from pydantic import Field
+
+from executor.policy_params import PolicyParams
+
 
 class MessageAssemblyPolicy(ABC):
     """Whether empty assistant content on a tool-call turn is replaced, and by what."""
@@ -64,6 +68,14 @@ class FillEmptyAssistantAssembly(MessageAssemblyPolicy):
     """
 
     name: ClassVar[str] = "nova"
+
+    class Params(PolicyParams):
+        """The filler text."""
+
+        empty_assistant_filler: str = Field(
+            "I'll help you with that.", min_length=1,
+            description="Text sent as the content of an empty tool-call turn (a single space is the smallest).",
+        )
 
     def __init__(self, empty_assistant_filler: str = "I'll help you with that.") -> None:
         if not isinstance(empty_assistant_filler, str):

@@ -35,12 +35,18 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from pydantic import Field
+
+from executor.policy_params import PolicyParams
 from executor.reasoning import ReasoningConfig
 
 logger = logging.getLogger("capplan.params")
 
 #: Sampling parameters a route may refuse as a group.
 SAMPLING_PARAMS: tuple[str, ...] = ("temperature", "top_p", "top_k")
+
+#: The highest temperature any provider accepts (OpenAI and Gemini: 2; Anthropic: 1).
+MAX_TEMPERATURE = 2.0
 
 
 class ReasoningConfigError(ValueError):
@@ -107,17 +113,31 @@ class GenerationParams(ParamsPolicy):
     """The preset-driven flags that shape temperature, seed, sampling and reasoning kwargs."""
 
     name: ClassVar[str] = "generation_params"
-    KNOWN_KEYS: ClassVar[frozenset[str]] = frozenset(
-        {
-            "fixed_temperature",
-            "supports_seed",
-            "supports_sampling_params",
-            "reasoning_via_extra_body",
-            "reasoning_via_thinking_kwarg",
-            "drop_sampling_when_thinking",
-            "reasoning_budget_default",
-        }
-    )
+
+    class Params(PolicyParams):
+        """The ``params:`` flags of ``generation_params``."""
+
+        fixed_temperature: float | None = Field(
+            None, ge=0, le=MAX_TEMPERATURE, description="Send this temperature whatever the caller asks for."
+        )
+        supports_seed: bool = Field(True, description="Forward `seed` when the caller or run config gives one.")
+        supports_sampling_params: bool = Field(
+            True, description="False: never send temperature / top_p / top_k (the model refuses them)."
+        )
+        reasoning_via_extra_body: bool = Field(
+            False, description="Adaptive reasoning as extra_body.reasoning={effort, enabled} (OpenRouter)."
+        )
+        reasoning_via_thinking_kwarg: bool = Field(
+            False, description="Budget reasoning as thinking={type: enabled, budget_tokens} (Anthropic-native)."
+        )
+        drop_sampling_when_thinking: bool = Field(
+            False, description="Drop temperature / top_p / top_k whenever thinking is sent."
+        )
+        reasoning_budget_default: int | None = Field(
+            None, gt=0, description="budget_tokens when a budget reasoning config gives none."
+        )
+
+    KNOWN_KEYS: ClassVar[frozenset[str]] = frozenset(Params.model_fields)
 
     def __init__(
         self,
