@@ -114,8 +114,9 @@ def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, L
                 layer=f"model:{key}", file=run_src.stable_name, line=run_src.position((*mloc, fld))[0])
 
     diags = _configured_value_checks(cfg, params, rules, decl, run_src, key)
-    diags += check_plan_policies(policies, provenance, run_src.display, key)
-    diags += _loop_checks(values, provenance, run_src.display)
+    located = _located_provenance(inputs, provenance)
+    diags += check_plan_policies(policies, located, run_src.display, key)
+    diags += _loop_checks(values, located, run_src.display)
     body: dict[str, Any] = {
         "plan_version": PLAN_VERSION,
         "model": identity.model_dump(mode="json"),
@@ -214,6 +215,14 @@ def _pricing(inputs: Inputs, model_id: str) -> PricingEntry | None:
     if price is None or price.input < 0 or price.output < 0:  # negative: a variable-price router
         return None
     return PricingEntry(key=key, **price.model_dump())
+
+
+def _located_provenance(inputs: Inputs, provenance: dict[str, Provenance]) -> dict[str, Provenance]:
+    """Provenance naming files as the user gave them (plans name them by stable label), for diagnostics."""
+    sources = [inputs.presets.source, inputs.providers.source, inputs.pricing.source, inputs.run.source,
+               *(ov.source for ov in inputs.overlays)]
+    display = {s.stable_name: s.display for s in sources}
+    return {k: v.model_copy(update={"file": display.get(v.file or "", v.file)}) for k, v in provenance.items()}
 
 
 def _loop_checks(values: dict[str, Any], provenance: dict[str, Provenance], model_file: str) -> list[Diagnostic]:
