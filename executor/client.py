@@ -30,7 +30,7 @@ from executor.policy_set import PolicySet
 from executor.probe import RateLimitProbeConfig
 from executor.probe_stats import ProbeStats
 from executor.rate_limit import compile_patterns
-from executor.redaction import Redactor
+from executor.redaction import Redactor, register_secrets
 from executor.request_builder import BuiltRequest, RequestBuilder
 from executor.response_parser import ResponseParser
 from executor.result import GenerationResult
@@ -100,9 +100,9 @@ class Client:
         self._gateway_key_pinned = bool(self.gateway and self.gateway.decision.via_gateway and config and config.api_key)
         self.keys = KeyChain(keys, key_source) if keys and not self._gateway_key_pinned else None
         pinned_env = plan.binding.binding.api_key_env
-        self.redactor = Redactor(
-            (*(config.secret_values() if config else ()), *keys, *([credentials.get(pinned_env, "")] if pinned_env else []))
-        )
+        secrets = (*(config.secret_values() if config else ()), *keys, *([credentials.get(pinned_env, "")] if pinned_env else []))
+        self.redactor = Redactor(secrets)
+        register_secrets(secrets)
 
     @classmethod
     def from_plan_file(cls, path: str | Path, **kwargs: Any) -> Client:

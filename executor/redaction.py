@@ -9,7 +9,9 @@ innocent name, and a provider's error body may echo the key it was sent.
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -76,3 +78,48 @@ class Redactor:
                     except AttributeError:
                         pass
             link = link.__cause__ if link.__cause__ is not None else link.__context__
+
+
+# --- log records -------------------------------------------------------------------------------
+# litellm and the openai SDK log request options, headers and provider error bodies at DEBUG, in
+# their own loggers. Every log record in the process is therefore scrubbed when it is created,
+# against every credential any client registered; a record without a known value is untouched.
+
+_registry_lock = threading.Lock()
+_registered: set[str] = set()
+_process_redactor = Redactor()
+_installed = False
+
+
+def register_secrets(secrets: Iterable[str]) -> None:
+    """Make every log record created from now on free of ``secrets`` (process-wide, idempotent)."""
+    global _process_redactor, _installed
+    fresh = {s for s in secrets if s and len(s) >= MIN_SECRET_CHARS} - _registered
+    if not fresh and _installed:
+        return
+    with _registry_lock:
+        _registered.update(fresh)
+        _process_redactor = Redactor(_registered)
+        if not _installed:
+            previous = logging.getLogRecordFactory()
+
+            def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+                record = previous(*args, **kwargs)
+                redactor = _process_redactor
+                if redactor:
+                    _scrub_record(record, redactor)
+                return record
+
+            logging.setLogRecordFactory(factory)
+            _installed = True
+
+
+def _scrub_record(record: logging.LogRecord, redactor: Redactor) -> None:
+    try:
+        message = record.getMessage()
+    except Exception:  # noqa: BLE001 - a malformed record is the logging module's to report
+        return
+    if redactor.leaks(message):
+        record.msg, record.args = redactor.text(message), None
+    if record.exc_info and record.exc_info[1] is not None:
+        redactor.scrub_exception(record.exc_info[1])

@@ -86,6 +86,8 @@ class Upstream(_Server):
         self.name = name
         self.seen: list[Seen] = []
         self.script: Script | None = None
+        #: When set, ``GET …/models`` answers with these ids (the upstream poses as a gateway).
+        self.catalog: list[str] | None = None
         self._lock = threading.Lock()
         upstream = self
 
@@ -104,6 +106,16 @@ class Upstream(_Server):
                 model = seen.body.get("model", "") if isinstance(seen.body, dict) else ""
                 _answer(self, 200, completion_body(model, f"{upstream.name}:{model}"))
 
+            def do_GET(self) -> None:  # noqa: N802
+                seen = _read(self)
+                with upstream._lock:
+                    upstream.seen.append(seen)
+                    catalog = upstream.catalog
+                if catalog is None or not seen.path.split("?")[0].endswith("/models"):
+                    _answer(self, 404, {"error": "not found"})
+                    return
+                _answer(self, 200, {"object": "list", "data": [{"id": m, "object": "model"} for m in catalog]})
+
             def log_message(self, *args: Any) -> None:
                 pass
 
@@ -118,6 +130,7 @@ class Upstream(_Server):
         with self._lock:
             self.seen.clear()
             self.script = None
+            self.catalog = None
 
 
 class Front(_Server):
