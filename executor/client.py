@@ -129,9 +129,10 @@ class Client:
         builds of the same conversation: read them, copy before editing.
         """
         built = self.builder.build(_as_request(request), env=self._env, api_base=self._api_base)
-        if self.gateway is None or self.mock:
-            return built
-        return dataclasses.replace(built, kwargs=self.gateway.apply(built.kwargs))
+        if self.gateway is not None and not self.mock:
+            # the top-level kwargs dict is this build's own (the transport step makes it)
+            self.gateway.apply(built.kwargs)
+        return built
 
     def build_request(self, request: ChatRequest | Mapping[str, Any]) -> dict[str, Any]:
         """The exact kwargs for ``litellm.completion``, credentials included."""

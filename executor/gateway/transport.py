@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from executor.gateway.catalog import fetch_gateway_catalog
-from executor.gateway.config import PROVIDERS, GatewayConfig, GatewayConfigError
+from executor.gateway.config import PROVIDERS, GatewayConfig, GatewayConfigError, uuid4_text
 from executor.gateway.route import RouteDecision, resolve_route
 from executor.plan import Plan
 
@@ -93,29 +93,41 @@ class GatewayTransport:
             )
 
     def apply(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """``kwargs`` (already carrying the binding's transport) rerouted through the gateway."""
+        """Reroute ``kwargs`` (already carrying the binding's transport) through the gateway.
+
+        Edits the top-level dict it is given and returns it; nested dicts (headers, body
+        extras) are replaced, never edited, because they may be shared with other builds.
+        """
         if not self.decision.via_gateway:
             return kwargs
-        out = dict(kwargs)
-        out["api_base"] = self.config.base_url
-        if self.config.api_key:
-            out["api_key"] = self.config.api_key
+        config = self.config
+        kwargs["api_base"] = config.base_url
+        if config.api_key:
+            kwargs["api_key"] = config.api_key
         if self._model is not None:
-            out["model"] = self._model
-            out["custom_llm_provider"] = "openai"
-        elif out.get("custom_llm_provider") in (None, "openai"):
+            kwargs["model"] = self._model
+            kwargs["custom_llm_provider"] = "openai"
+        elif kwargs.get("custom_llm_provider") in (None, "openai"):
             # untranslated in the OpenAI dialect: without the extra prefix litellm would strip the
             # model's own "openai/" and send a name that is not the untranslated one
-            out["model"] = dialect_model(out["model"])
-        engine = out.get("extra_headers") or {}
-        # the operator's headers win over engine defaults, compared as HTTP does: case-insensitively
-        headers = {k: v for k, v in engine.items() if k.lower() not in self._gateway_names}
-        headers.update(self.config.request_headers())
-        out["extra_headers"] = headers
-        if not self.keep_pin and "extra_body" in out and "provider" in out["extra_body"]:
-            body = {k: v for k, v in out["extra_body"].items() if k != "provider"}
-            if body:
-                out["extra_body"] = body
-            else:
-                del out["extra_body"]
-        return out
+            kwargs["model"] = dialect_model(kwargs["model"])
+        engine = kwargs.get("extra_headers")
+        if engine:
+            # the operator's headers win over engine defaults, compared as HTTP does: case-insensitively
+            names = self._gateway_names
+            headers = {k: v for k, v in engine.items() if k.lower() not in names}
+            headers.update(config.headers)
+        else:
+            headers = dict(config.headers)
+        if config.request_id_header:
+            headers[config.request_id_header] = uuid4_text()
+        kwargs["extra_headers"] = headers
+        if not self.keep_pin:
+            extra = kwargs.get("extra_body")
+            if extra and "provider" in extra:
+                body = {k: v for k, v in extra.items() if k != "provider"}
+                if body:
+                    kwargs["extra_body"] = body
+                else:
+                    del kwargs["extra_body"]
+        return kwargs
