@@ -18,14 +18,20 @@ from collections import OrderedDict
 from typing import Any
 
 from executor.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from executor.policies.reasoning_codec import split_replayable
 from executor.policy_set import PolicySet
+from executor.reasoning import ReasoningLeftOut
 
 
 class MessageConverter:
-    """Converts request messages for one plan's policies."""
+    """Converts request messages for one plan's policies.
 
-    def __init__(self, policies: PolicySet) -> None:
-        self.codec = policies.reasoning_codec
+    ``openrouter`` says which transport the plan uses, so the codec replays reasoning in the
+    envelope that route reads (see ``ReasoningCodec.for_route``).
+    """
+
+    def __init__(self, policies: PolicySet, *, openrouter: bool = False) -> None:
+        self.codec = policies.reasoning_codec.for_route(openrouter=openrouter)
         self.assembly = policies.message_assembly_policy
         self.content = policies.content_policy
 
@@ -59,10 +65,21 @@ class MessageConverter:
                 for call in calls
             ]
         if msg.reasoning is not None:
-            payload = self.codec.encode_for_replay(msg.reasoning.to_structured())
+            kept, _ = split_replayable(self.codec, msg.reasoning.to_structured())
+            payload = self.codec.encode_for_replay(kept)
             if payload:
                 out.update(payload)
         return out
+
+    def left_out(self, messages: list[Message]) -> tuple[ReasoningLeftOut, ...]:
+        """Every history reasoning block this plan's codec does not replay, with the reason."""
+        records: list[ReasoningLeftOut] = []
+        for index, msg in enumerate(messages):
+            if isinstance(msg, AssistantMessage) and msg.reasoning is not None and msg.reasoning.blocks:
+                _, left = split_replayable(self.codec, msg.reasoning.to_structured())
+                records += [ReasoningLeftOut(index, block_index, block.type, reason)
+                            for block_index, block, reason in left]
+        return tuple(records)
 
 
 def _arguments(arguments: str | dict[str, Any]) -> str:

@@ -67,3 +67,18 @@ class StructuredReasoning:
     summary: str | None = None
     budget_used: int | None = None
     signatures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReasoningLeftOut:
+    """A reasoning block of the history that was not replayed, and why.
+
+    ``message`` indexes the request's ``messages``, ``block`` that message's reasoning blocks.
+    A history produced by another model family carries reasoning the target cannot use; the
+    request is built without it, and this record says so on the built request and the result.
+    """
+
+    message: int
+    block: int
+    type: str
+    reason: str

@@ -15,6 +15,7 @@ Nothing here branches on a provider: every difference between models is a policy
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from executor.per_plan import per_plan
 from executor.plan import Plan
 from executor.policies.response_policy import param_types_from_tools
 from executor.policy_set import PolicySet
+from executor.reasoning import ReasoningLeftOut
 from executor.tool_memo import PreparedTools, ToolMemo
 from executor.transport import Transport
 from executor.value_rules import Substitution, apply_value_rules
@@ -40,6 +42,8 @@ class BuiltRequest:
     effective_system_prompt: str
     tools: PreparedTools | None
     value_substitutions: tuple[Substitution, ...]
+    #: history reasoning the plan's codec does not replay (another family's, unsigned, opaque)
+    reasoning_left_out: tuple[ReasoningLeftOut, ...] = ()
 
 
 class RequestBuilder:
@@ -50,7 +54,7 @@ class RequestBuilder:
         self.policies = policies
         self.transport = per_plan(plan, "transport", Transport)
         self.tool_memo = ToolMemo(policies.schema_sanitizer.sanitize, param_types_from_tools, size=memo_size)
-        self.converter = MessageConverter(policies)
+        self.converter = MessageConverter(policies, openrouter=self.transport.openrouter)
         self.conversations = ConversationCache(self.converter)
         self._enriched: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._enriched_lock = threading.Lock()
@@ -104,11 +108,15 @@ class RequestBuilder:
             kwargs, self.plan.param_value_rules, has_tools=bool(wire_tools)
         )
         kwargs = self.transport.apply(kwargs, env=env, api_base=api_base)  # 8
+        left_out = self.converter.left_out(request.messages)
+        if left_out:
+            _note_left_out(self.plan.model.key, left_out)
         return BuiltRequest(
             kwargs=kwargs,
             effective_system_prompt=system,
             tools=prepared,
             value_substitutions=substitutions,
+            reasoning_left_out=left_out,
         )
 
     def _enrich(self, system: str, prepared: PreparedTools | None) -> str:
@@ -125,6 +133,23 @@ class RequestBuilder:
             while len(self._enriched) > self._memo_size:
                 self._enriched.popitem(last=False)
         return enriched
+
+
+_LEFT_OUT_NOTED: set[tuple[str, str]] = set()
+_LEFT_OUT_LOCK = threading.Lock()
+_log = logging.getLogger("capplan.reasoning")
+
+
+def _note_left_out(model: str, records: tuple[ReasoningLeftOut, ...]) -> None:
+    # once per model and reason: a trial replays the same history every turn
+    for record in records:
+        key = (model, record.reason)
+        with _LEFT_OUT_LOCK:
+            if key in _LEFT_OUT_NOTED:
+                continue
+            _LEFT_OUT_NOTED.add(key)
+        _log.warning("%s: history reasoning not replayed (%s block): %s; see the result's reasoning_left_out",
+                     model, record.type, record.reason)
 
 
 def _tool_choice_wire(choice: str | NamedToolChoice) -> str | dict[str, Any]:

@@ -77,6 +77,7 @@ class ResponseParser:
             validation_errors=tuple(violations),
             openrouter_generation_id=extract_openrouter_generation_id(response),
             value_substitutions=built.value_substitutions,
+            reasoning_left_out=built.reasoning_left_out,
         )
 
     def _tool_calls(

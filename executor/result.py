@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from executor.messages import ReasoningIn
-from executor.reasoning import StructuredReasoning
+from executor.reasoning import ReasoningLeftOut, StructuredReasoning
 from executor.usage import Usage
 from executor.value_rules import Substitution
 
@@ -74,6 +74,8 @@ class GenerationResult:
     validation_errors: tuple[SchemaViolation, ...] = ()
     openrouter_generation_id: str | None = None
     value_substitutions: tuple[Substitution, ...] = ()
+    #: history reasoning blocks that were not replayed to this model, and why
+    reasoning_left_out: tuple[ReasoningLeftOut, ...] = ()
     guard_rejections: tuple[Any, ...] = ()
     #: The gateway route name the call was addressed by; None when no gateway was used.
     gateway_route: str | None = None

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from executor.policies.reasoning_codec import OPENROUTER_TEXT_TYPE, OpenAIReasoningCodec
-from executor.reasoning import StructuredReasoning
+from executor.reasoning import ReasoningBlock, StructuredReasoning
 
 __all__ = ["OpenAISummaryReplayReasoningCodec"]
 
@@ -34,6 +34,12 @@ class OpenAISummaryReplayReasoningCodec(OpenAIReasoningCodec):
     """
 
     name: ClassVar[str] = "openai_summary_replay"
+
+    def unusable(self, block: ReasoningBlock, reasoning: StructuredReasoning) -> str | None:
+        """Blocks without text: an opaque payload is bound to the provider that minted it."""
+        if block.text:
+            return None
+        return "an opaque reasoning payload without text; this route replays reasoning text only"
 
     def encode_for_replay(self, reasoning: StructuredReasoning) -> dict[str, Any]:
         """``{"reasoning_details": [...]}`` carrying each block's text; ``{}`` when there is none."""

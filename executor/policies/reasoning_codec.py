@@ -28,9 +28,10 @@ instead of dropping it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from executor.reasoning import BlockType, ReasoningBlock, StructuredReasoning
 
@@ -155,6 +156,41 @@ class ReasoningCodec(ABC):
     def encode_for_replay(self, reasoning: StructuredReasoning) -> dict[str, Any]:
         """Keys to merge into the assistant message that replays ``reasoning`` (``{}`` for none)."""
 
+    def unusable(self, block: ReasoningBlock, reasoning: StructuredReasoning) -> str | None:
+        """Why this codec's target cannot use ``block`` (it is then left out of the replay), or ``None``.
+
+        A history may carry reasoning another model family produced; replaying it would be
+        refused by the provider or silently misread, so the request is built without it and the
+        result records what was left out and this reason. The default: every block is usable.
+        """
+        return None
+
+    def for_route(self, *, openrouter: bool) -> ReasoningCodec:
+        """The codec as it encodes for one transport; the default encodes the same on every route."""
+        return self
+
+
+def split_replayable(
+    codec: ReasoningCodec, reasoning: StructuredReasoning
+) -> tuple[StructuredReasoning, tuple[tuple[int, ReasoningBlock, str], ...]]:
+    """The reasoning ``codec`` can replay, and each left-out block as (index, block, reason)."""
+    left: list[tuple[int, ReasoningBlock, str]] = []
+    kept: list[ReasoningBlock] = []
+    for index, block in enumerate(reasoning.blocks):
+        reason = codec.unusable(block, reasoning)
+        if reason is None:
+            kept.append(block)
+        else:
+            left.append((index, block, reason))
+    if not left:
+        return reasoning, ()
+    return dataclasses.replace(reasoning, blocks=tuple(kept)), tuple(left)
+
+
+def _format_of(block: ReasoningBlock) -> str | None:
+    value = dict(block.extras).get("format")
+    return value if isinstance(value, str) else None
+
 
 class NoReasoningCodec(ReasoningCodec):
     """For models that surface no reasoning: extracts nothing, replays nothing.
@@ -173,6 +209,10 @@ class NoReasoningCodec(ReasoningCodec):
         """Always ``{}``."""
         return {}
 
+    def unusable(self, block: ReasoningBlock, reasoning: StructuredReasoning) -> str | None:
+        """Every block: this route has no field for reasoning."""
+        return "this route takes no replayed reasoning (reasoning_codec: none)"
+
 
 class AnthropicReasoningCodec(ReasoningCodec):
     """Claude's thinking blocks, signatures and redacted blocks, verbatim both ways.
@@ -185,6 +225,16 @@ class AnthropicReasoningCodec(ReasoningCodec):
     """
 
     name: ClassVar[str] = "anthropic"
+
+    #: ``None``: each block replays in the envelope it arrived in. :meth:`for_route` pins the one
+    #: envelope the route reads: ``native`` (litellm's Anthropic route reads ``thinking_blocks``)
+    #: or ``openrouter`` (OpenRouter documents ``reasoning_details``, entries passed back with their
+    #: signature and ``format``; https://openrouter.ai/docs/use-cases/reasoning-tokens, "Preserving
+    #: reasoning blocks"). A top-level ``thinking_blocks`` key is not part of OpenRouter's API.
+    route: Literal["native", "openrouter"] | None = None
+
+    #: The ``format`` OpenRouter gives Claude's reasoning_details entries.
+    OPENROUTER_FORMAT: ClassVar[str] = "anthropic-claude-v1"
 
     _NATIVE_KEYS: ClassVar[dict[str, frozenset[str]]] = {
         "thinking": frozenset({"type", "thinking", "signature"}),
@@ -232,10 +282,34 @@ class AnthropicReasoningCodec(ReasoningCodec):
             raise ReasoningCodecError("Anthropic redacted_thinking block needs a string `data`")
         return ReasoningBlock(type="redacted_thinking", text="", encrypted_data=data)
 
+    def for_route(self, *, openrouter: bool) -> ReasoningCodec:
+        """A copy that replays every usable block in the envelope this route reads."""
+        twin = copy.copy(self)
+        twin.route = "openrouter" if openrouter else "native"
+        return twin
+
+    def unusable(self, block: ReasoningBlock, reasoning: StructuredReasoning) -> str | None:
+        """Blocks Claude cannot verify: another family's, unsigned ones, anonymous opaque payloads."""
+        fmt = _format_of(block)
+        if fmt is not None and not fmt.startswith("anthropic"):
+            return (f"reasoning in format {fmt!r} came from another model family; "
+                    "Claude accepts only thinking blocks it signed")
+        if block.type == "summary_text":
+            return "a reasoning summary from another model family carries no Anthropic signature"
+        if block.type in ("thinking", "reasoning_text") and block.signature is None:
+            return "an unsigned thinking block: Anthropic refuses thinking whose signature it cannot verify"
+        if block.type == "encrypted" and fmt is None:
+            return "an opaque reasoning payload that names no Anthropic format"
+        return None
+
     def encode_for_replay(self, reasoning: StructuredReasoning) -> dict[str, Any]:
         """``{"thinking_blocks": [...]}`` (or OpenRouter's ``reasoning_details``); ``{}`` for no blocks."""
         if not reasoning.blocks:
             return {}
+        if self.route == "openrouter":
+            return {"reasoning_details": [self._openrouter_entry(block) for block in reasoning.blocks]}
+        if self.route == "native":
+            return {"thinking_blocks": [self._native_entry(self._as_native(block)) for block in reasoning.blocks]}
         kinds = {block.type for block in reasoning.blocks}
         if "summary_text" in kinds:
             raise ReasoningCodecError(
@@ -254,6 +328,32 @@ class AnthropicReasoningCodec(ReasoningCodec):
         if unknown:
             raise ReasoningCodecError(f"cannot replay {sorted(unknown)} blocks to Anthropic")
         return {"thinking_blocks": [self._native_entry(block) for block in reasoning.blocks]}
+
+    def _openrouter_entry(self, block: ReasoningBlock) -> dict[str, Any]:
+        if block.type in _OPENROUTER_BLOCK_TYPES:
+            (entry,) = openrouter_entries([block])
+        elif block.type == "thinking":
+            entry = {"type": OPENROUTER_TEXT_TYPE, "text": block.text}
+            if block.signature is not None:
+                entry["signature"] = block.signature
+        elif block.type == "redacted_thinking":
+            if block.encrypted_data is None:
+                raise ReasoningCodecError("a redacted_thinking block without its data cannot be replayed")
+            entry = {"type": OPENROUTER_ENCRYPTED_TYPE, "data": block.encrypted_data}
+        else:
+            raise ReasoningCodecError(f"cannot replay a {block.type!r} block to Anthropic")
+        # OpenRouter routes an entry back to Claude by its format; the blocks here are Claude's
+        entry.setdefault("format", self.OPENROUTER_FORMAT)
+        return entry
+
+    @staticmethod
+    def _as_native(block: ReasoningBlock) -> ReasoningBlock:
+        # OpenRouter's id / index / format have no place in Anthropic's own block shape
+        if block.type == "reasoning_text":
+            return ReasoningBlock(type="thinking", text=block.text, signature=block.signature)
+        if block.type == "encrypted":
+            return ReasoningBlock(type="redacted_thinking", encrypted_data=block.encrypted_data)
+        return block
 
     @staticmethod
     def _native_entry(block: ReasoningBlock) -> dict[str, Any]:
@@ -287,6 +387,10 @@ class OpenAIReasoningCodec(ReasoningCodec):
     def encode_for_replay(self, reasoning: StructuredReasoning) -> dict[str, Any]:
         """Always ``{}``: there is no stateful interleaved-thinking contract to satisfy."""
         return {}
+
+    def unusable(self, block: ReasoningBlock, reasoning: StructuredReasoning) -> str | None:
+        """Every block: OpenAI-family routes accept no echoed reasoning."""
+        return "OpenAI-family routes take no replayed reasoning"
 
 
 class GeminiReasoningCodec(ReasoningCodec):
@@ -369,6 +473,22 @@ class GeminiReasoningCodec(ReasoningCodec):
         if not isinstance(text, str) or not (signature is None or isinstance(signature, str)):
             raise ReasoningCodecError("Gemini thinking block needs a string `thinking` and a string `signature`")
         return ReasoningBlock(type="thinking", text=text, signature=signature)
+
+    def unusable(self, block: ReasoningBlock, reasoning: StructuredReasoning) -> str | None:
+        """Blocks another family produced: another format, Anthropic's redacted or signed thinking, summaries."""
+        fmt = _format_of(block)
+        if fmt is not None and not fmt.startswith("google"):
+            return f"reasoning in format {fmt!r} came from another model family; Gemini cannot read it"
+        if block.type == "redacted_thinking":
+            return "Anthropic's redacted thinking is opaque to every other provider"
+        if block.type == "thinking" and block.signature is not None and block.signature not in reasoning.signatures:
+            return ("a thinking block signed by another provider: its signature is not one of this message's "
+                    "Gemini thought signatures")
+        if block.type == "reasoning_text" and block.signature is not None and fmt is None:
+            return "a signed reasoning entry from another model family (Gemini's entries carry no signature)"
+        if block.type == "summary_text" and fmt is None:
+            return "a reasoning summary from another model family; Gemini has no field for it"
+        return None
 
     def encode_for_replay(self, reasoning: StructuredReasoning) -> dict[str, Any]:
         """``reasoning_details`` for OpenRouter-borne blocks, else litellm's Gemini history keys."""

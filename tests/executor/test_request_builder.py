@@ -12,7 +12,6 @@ import pytest
 from executor.client import Client
 from executor.messages import ChatRequest
 from executor.policies.params_policy import ReasoningConfigError
-from executor.policies.reasoning_codec import ReasoningCodecError
 from executor.policies.schema_sanitizer import SchemaRefCycleError
 from executor.tool_memo import InvalidToolSchemaError
 from executor.value_rules import RejectedValueError
@@ -119,7 +118,7 @@ def test_reasoning_replay_is_spliced_onto_every_assistant_turn_that_carries_it()
     assert all("thinking_blocks" not in m for m in plain)
 
 
-def test_summary_blocks_are_not_replayable_to_anthropic() -> None:
+def test_summary_blocks_are_left_out_for_anthropic_and_recorded() -> None:
     request = {
         "messages": [
             {"role": "user", "content": "go"},
@@ -127,8 +126,11 @@ def test_summary_blocks_are_not_replayable_to_anthropic() -> None:
             {"role": "user", "content": "more"},
         ]
     }
-    with pytest.raises(ReasoningCodecError):
-        _build(make_plan("anthropic", "claude-x", policies=ANTHROPIC), request)
+    built = _build(make_plan("anthropic", "claude-x", policies=ANTHROPIC), request)
+    assert built.kwargs["messages"][1] == {"role": "assistant", "content": "ok"}
+    ((record),) = built.reasoning_left_out
+    assert (record.message, record.block, record.type) == (1, 0, "summary_text")
+    assert "no Anthropic signature" in record.reason
 
 
 def test_empty_assistant_filler_is_per_instance() -> None:

@@ -303,3 +303,79 @@ def test_cli_send_prints_the_parsed_result_and_provider_failures_exit_1(server: 
     # the one located line is the whole report: none of litellm's own banners
     assert "Give Feedback" not in failed.output and "Provider List" not in failed.output
     assert failed.stdout == ""
+
+
+# --- reasoning replay: what each route reads, and what a foreign history leaves out -------------
+
+SIGNED = {"type": "thinking", "text": "Look the order up first.", "signature": "EqQBCkYIARgCKkD-sig-1"}
+REDACTED = {"type": "redacted_thinking", "encrypted_data": "EmwKAhgBEgy-redacted-1"}
+ORDER_TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {"id": {"type": "string"}}}}}
+CALL = {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{\"id\": \"7\"}"}}
+
+
+def _claude_history(reasoning: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tools": [ORDER_TOOL],
+        "messages": [
+            {"role": "user", "content": "Where is order 7?"},
+            {"role": "assistant", "content": "", "tool_calls": [CALL], "reasoning": reasoning},
+            {"role": "tool", "tool_call_id": "call_1", "content": "{\"status\": \"shipped\"}"},
+        ],
+        "reasoning": {"mode": "budget", "budget_tokens": 2048},
+    }
+
+
+def test_signed_claude_thinking_reaches_openrouter_as_documented_reasoning_details(server: LoopbackServer) -> None:
+    # OpenRouter's reasoning-tokens guide: pass reasoning_details back unmodified, each entry with its
+    # signature and format; litellm forwards the history message's extra key as it is
+    plan = make_plan(
+        "openrouter", "anthropic/claude-opus-4.7",
+        policies={"reasoning_codec": "anthropic"},
+        params={"reasoning_via_thinking_kwarg": True, "reasoning_via_extra_body": True},
+    )
+    server.queue(_openai_body({"content": "Shipped."}, {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}))
+    result = Client(plan, api_base=server.base + "/api/v1").generate(_claude_history({"blocks": [SIGNED, REDACTED]}))
+
+    sent = server.last().body
+    assistant = sent["messages"][1]
+    assert assistant["reasoning_details"] == [
+        {"type": "reasoning.text", "text": "Look the order up first.", "signature": "EqQBCkYIARgCKkD-sig-1",
+         "format": "anthropic-claude-v1"},
+        {"type": "reasoning.encrypted", "data": "EmwKAhgBEgy-redacted-1", "format": "anthropic-claude-v1"},
+    ]
+    assert "thinking_blocks" not in assistant
+    assert sent["reasoning"] == {"max_tokens": 2048, "enabled": True} and "thinking" not in sent
+    assert result.reasoning_left_out == ()
+
+
+def test_openrouter_borne_claude_entries_replay_natively_to_anthropic(server: LoopbackServer) -> None:
+    plan = make_plan("anthropic", "claude-opus-4-7-wire", policies={"reasoning_codec": "anthropic"},
+                     params={"reasoning_via_thinking_kwarg": True})
+    server.queue({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-7-wire",
+        "content": [{"type": "text", "text": "Shipped."}], "stop_reason": "end_turn",
+        "usage": {"input_tokens": 9, "output_tokens": 2},
+    })
+    entry = {"type": "reasoning_text", "text": "Look the order up first.", "signature": "EqQBCkYIARgCKkD-sig-1",
+             "extras": {"format": "anthropic-claude-v1", "index": 0}}
+    Client(plan, api_base=server.base).generate(_claude_history({"blocks": [entry]}))
+
+    sent = server.last().body
+    assistant = sent["messages"][1]
+    assert assistant["content"][0] == {"type": "thinking", "thinking": "Look the order up first.",
+                                       "signature": "EqQBCkYIARgCKkD-sig-1"}
+
+
+def test_a_history_from_another_family_builds_and_records_what_was_left_out(server: LoopbackServer) -> None:
+    # Gemini over OpenRouter receives a history whose reasoning Claude signed: it cannot verify or read it
+    plan = make_plan("openrouter", "google/gemini-wire-test", policies={"reasoning_codec": "gemini"},
+                     params={"reasoning_via_extra_body": True})
+    server.queue(_openai_body({"content": "Shipped."}, {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}))
+    result = Client(plan, api_base=server.base + "/api/v1").generate(_claude_history({"blocks": [SIGNED, REDACTED]}))
+
+    assistant = server.last().body["messages"][1]
+    assert "reasoning_details" not in assistant and "thinking_blocks" not in assistant
+    assert [(r.message, r.block, r.type) for r in result.reasoning_left_out] == [
+        (1, 0, "thinking"), (1, 1, "redacted_thinking")]
+    assert "signed by another provider" in result.reasoning_left_out[0].reason
+    assert result.to_json()["reasoning_left_out"][1]["reason"].startswith("Anthropic's redacted thinking")
