@@ -102,7 +102,8 @@ def check_plan_policies(policies: dict[str, dict[str, Any]], provenance: dict[st
         def diag(code: str, message: str, key: str | None = None, slot: str = slot,
                  params: dict[str, Any] = params) -> Diagnostic:
             if key is None:  # a refusal of the whole set: locate it at a parameter it names
-                key = next((k for k in params if k in message), next(iter(params), None))
+                named = sorted((message.index(k), k) for k in params if k in message)
+                key = named[0][1] if named else next(iter(params), None)
             path = f"policies.{slot}.params" + (f".{key}" if key else "")
             where = _provenance(provenance, path)
             return Diagnostic(where.file or model_file, where.line or 1, 1, code,
