@@ -53,7 +53,7 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, fmt: str
 def _is_task(path: Path, kind: str) -> bool:
     if kind != "auto":
         return kind == "task"
-    from trials.tasks import looks_like_task
+    from trials.task_kind import looks_like_task
 
     try:
         return looks_like_task(read_source(path).data)

@@ -10,7 +10,7 @@ from compiler.diagnostics import Diagnostic, InputError, errors_only
 from compiler.inputs.run_config import ModelConfig
 from compiler.loading import Inputs, load_inputs
 from compiler.manifest import Manifest, build_manifest
-from compiler.matching import candidates_of
+from compiler.matching import Matcher, candidates_of
 from compiler.plan_builder import LitellmDecl, build_plan
 from executor.plan import Plan
 
@@ -61,6 +61,7 @@ def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None)
     """Compile ``models`` (default: every model of the run config / catalogue)."""
     chosen = inputs.run.model.models if models is None else models
     candidates, warnings = candidates_of(inputs.presets, inputs.overlays)
+    matcher = Matcher(candidates)
     warnings = inputs.warnings + warnings
     problems = engine_version_gate(inputs)
     decls = litellm_decls(inputs)
@@ -71,7 +72,7 @@ def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None)
                                                    f"model key {key!r} is not usable as a file name",
                                                    "use letters, digits, '.', '_' and '-'"))
             continue
-        plan, diags = build_plan(inputs, candidates, decls, key, cfg)
+        plan, diags = build_plan(inputs, matcher, decls, key, cfg)
         problems += diags
         plans[key] = plan
     errors = errors_only(problems)

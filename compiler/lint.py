@@ -67,7 +67,8 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None) -> l
 def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -> list[Diagnostic]:
     """Shadowing and by-name replacement need the base presets, not a whole compilation."""
     base, diags = load_file((data_dir or bundled_dir()) / PRESETS_FILE, PresetFile,
-                            display_path((data_dir or bundled_dir()) / PRESETS_FILE, None if data_dir else "bundled"))
+                            display_path((data_dir or bundled_dir()) / PRESETS_FILE, None if data_dir else "bundled"),
+                            bundled=data_dir is None)
     if base is None:
         return diags
     return [d for d in candidates_of(base, [overlay])[1] if d.file == overlay.source.display]

@@ -14,7 +14,7 @@ from compiler.diagnostics import Diagnostic, InputError, errors_only
 from compiler.inputs.overlay_file import OverlayFile
 from compiler.inputs.preset_file import PresetFile
 from compiler.pydantic_errors import parse
-from compiler.yaml_source import SourceFile, limit_diagnostic, read_source
+from compiler.yaml_source import SourceFile, limit_diagnostic, read_bundled, read_source
 from executor.input_limits import MAX_CONFIG_BYTES, InputLimitError, read_limited
 from executor.strict_json import StrictJSONError, loads_strict
 
@@ -64,11 +64,17 @@ def display_path(path: Path, label: str | None) -> str:
     return f"{label}:{path.name}" if label else str(path)
 
 
-def load_file(path: Path, cls: type[M], display: str, name: str | None = None
+def load_file(path: Path, cls: type[M], display: str, name: str | None = None, *, bundled: bool = False
               ) -> tuple[Loaded[M] | None, list[Diagnostic]]:
-    """Parse and validate one file; problems are returned, not raised. ``name`` is its stable name."""
+    """Parse and validate one file; problems are returned, not raised. ``name`` is its stable name.
+
+    ``bundled`` marks capplan's own data files, which are read without positions until needed.
+    """
     try:
-        source = read_json_fast(path, display) if path.suffix == ".json" else read_source(path, display)
+        if path.suffix == ".json":
+            source = read_json_fast(path, display)
+        else:
+            source = read_bundled(path, display) if bundled else read_source(path, display)
         try:
             model = parse(source, cls)
         except InputError:
@@ -124,7 +130,8 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
 
     def one(path: Path, cls: type[M], lab: str | None, outside: str = "external") -> Loaded[M] | None:
         display = display_path(path, lab)
-        loaded, diags = load_file(path, cls, display, display if lab else stable_name(path, project, outside))
+        loaded, diags = load_file(path, cls, display, display if lab else stable_name(path, project, outside),
+                                  bundled=lab == "bundled")
         problems.extend(diags)
         return loaded
 

@@ -39,6 +39,83 @@ def first_match(candidates: list[Candidate], name: str, provider: str) -> Candid
     return next((c for c in candidates if preset_matches(c.entry, name, provider)), None)
 
 
+def _has_class(glob: str) -> bool:
+    return "?" in glob or "[" in glob
+
+
+class GlobIndex:
+    """Globs by owner position, answering "the first owner with a glob that matches this text".
+
+    A scan tries every glob of every owner; the index looks only where a match is possible. A
+    glob without wildcards is a dict key. A glob whose only wildcard is ``*`` sits under its
+    literal prefix, and only the buckets of the text's own prefixes are tried (as many as the
+    text has characters). Globs with ``?`` or ``[`` are few and tried in order. Everything is
+    compared lower-cased, as matching does.
+    """
+
+    def __init__(self) -> None:
+        self._literal: dict[str, int] = {}
+        self._by_prefix: dict[str, list[tuple[int, str]]] = {}
+        self._other: list[tuple[int, str]] = []
+
+    def add(self, position: int, glob: str, *, stars_only: bool = False) -> None:
+        """Index ``glob`` for the owner at ``position`` (added in increasing order).
+
+        ``stars_only`` leaves out globs with ``?`` or ``[`` (coverage is never claimed for them).
+        """
+        lowered = glob.lower()
+        if _has_class(lowered):
+            if not stars_only:
+                self._other.append((position, lowered))
+        elif "*" not in lowered:
+            self._literal.setdefault(lowered, position)
+        else:
+            self._by_prefix.setdefault(lowered.split("*", 1)[0], []).append((position, lowered))
+
+    def first(self, text: str, before: int | None = None) -> int | None:
+        """The lowest position whose glob matches ``text`` (only positions below ``before``)."""
+        lowered = text.lower()
+        limit = before if before is not None else float("inf")
+        best = self._literal.get(lowered)
+        if best is not None and best >= limit:
+            best = None
+        for k in range(len(lowered) + 1):
+            for position, glob in self._by_prefix.get(lowered[:k], ()):
+                if position >= limit or (best is not None and position >= best):
+                    break  # buckets are in position order
+                if fnmatchcase(lowered, glob):
+                    best = position
+                    break
+        for position, glob in self._other:
+            if position >= limit or (best is not None and position >= best):
+                break
+            if fnmatchcase(lowered, glob):
+                best = position
+                break
+        return best
+
+
+class Matcher:
+    """``first_match`` over a fixed candidate list, indexed once: linear in models, not models x presets."""
+
+    def __init__(self, candidates: list[Candidate]) -> None:
+        self.candidates = candidates
+        self._names = GlobIndex()
+        self._providers = GlobIndex()
+        for position, cand in enumerate(candidates):
+            for glob in cand.entry.match:
+                self._names.add(position, glob)
+            for glob in cand.entry.match_provider or ():
+                self._providers.add(position, glob)
+
+    def first(self, name: str, provider: str) -> Candidate | None:
+        """What ``first_match(candidates, name, provider)`` returns."""
+        by_name = self._names.first(name)
+        by_provider = self._providers.first(provider, by_name)
+        found = by_provider if by_provider is not None else by_name
+        return self.candidates[found] if found is not None else None
+
+
 def glob_covers(earlier: str, later: str) -> bool:
     """True when every name ``later`` matches is also matched by ``earlier``.
 
@@ -55,20 +132,26 @@ def shadowed_globs(candidates: list[Candidate]) -> list[tuple[Candidate, str, Ca
     """(preset, glob, earlier preset) for presets none of whose globs can ever win.
 
     A preset that also matches by provider is never reported: its provider route still works.
+    Each glob is looked up among the earlier presets' globs through an index (``glob_covers``
+    is a match of the later glob's text against the earlier glob), so the check grows with the
+    number of globs, not with their pairs.
     """
     found = []
+    earlier = GlobIndex()
     for i, cand in enumerate(candidates):
-        if cand.entry.match_provider:
-            continue
-        blockers = []
+        if not cand.entry.match_provider:
+            blockers = []
+            for glob in cand.entry.match:
+                blocker = None if _has_class(glob) else earlier.first(glob)
+                if blocker is None:
+                    break
+                blockers.append((glob, candidates[blocker]))
+            else:
+                if blockers:
+                    glob, blocker_cand = blockers[0]
+                    found.append((cand, glob, blocker_cand))
         for glob in cand.entry.match:
-            blocker = next((e for e in candidates[:i] if any(glob_covers(g, glob) for g in e.entry.match)), None)
-            if blocker is None:
-                break
-            blockers.append((glob, blocker))
-        else:
-            glob, blocker = blockers[0]
-            found.append((cand, glob, blocker))
+            earlier.add(i, glob, stars_only=True)
     return found
 
 

@@ -13,7 +13,7 @@ from compiler.inputs.providers_file import binding_key
 from compiler.inputs.run_config import ModelConfig
 from compiler.layers import Merged, layers_for, merge
 from compiler.loading import Inputs
-from compiler.matching import Candidate, first_match
+from compiler.matching import Matcher
 from compiler.policy_checks import check_plan_policies
 from compiler.yaml_source import SourceFile
 from executor.plan import (
@@ -42,12 +42,12 @@ class LitellmDecl:
     source: SourceFile
 
 
-def build_plan(inputs: Inputs, candidates: list[Candidate], litellm: dict[str, LitellmDecl],
+def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl],
                key: str, cfg: ModelConfig) -> tuple[Plan, list[Diagnostic]]:
     """Compile one model. Returns the plan and its diagnostics (errors mean: do not write it)."""
     run_src = inputs.run.source
     mloc = ("models", key)
-    matched = first_match(candidates, cfg.name, cfg.provider)
+    matched = matcher.first(cfg.name, cfg.provider)
     merged = merge(layers_for(inputs, cfg.provider, matched))
     _apply_model_block(merged, cfg, run_src, key)
 

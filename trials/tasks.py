@@ -21,6 +21,7 @@ from compiler.diagnostics import Diagnostic, InputError, did_you_mean
 from compiler.pydantic_errors import parse
 from compiler.yaml_source import SourceFile, read_source, source_from_bytes
 from trials.environment import EnvironmentLoadError, final_state, load_class, tool_methods
+from trials.task_kind import looks_like_task  # noqa: F401  (its home before task_kind; kept importable here)
 from trials.taskfile import TaskFile
 
 
@@ -40,11 +41,6 @@ class LoadedTask:
     @property
     def pack(self) -> str:
         return self.task.pack or self.path.resolve().parent.name
-
-
-def looks_like_task(data: Any) -> bool:
-    """Whether a parsed YAML document is a task file (for ``capplan lint``'s auto kind)."""
-    return isinstance(data, dict) and "environment" in data and "user" in data
 
 
 def load_task(path: Path) -> LoadedTask:
