@@ -5,19 +5,26 @@
   compile <= 2.5x).
 - In-process compile time per model (median) for the bundled catalogue and for the upstream
   tolokaforge-models data (when that package is installed).
+- Scaling: compiling the catalogue plus +1 000 / +5 000 synthetic presets (in an overlay) and as
+  many models matching them, per model, showing growth is linear; with ``--upstream-python``
+  (an interpreter with tolokaforge 0.29.0, see ``upstream_worker.py``) the same overlay and models
+  resolved by the engine (``build_capabilities`` per model), and the ratio (target <= 1x at +5 000).
 
-Run: python benchmarks/compiler_speed.py [--repeat N]
+Run: python benchmarks/compiler_speed.py [--repeat N] [--upstream-python PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 OVERLAY = """\
 presets:
@@ -87,6 +94,62 @@ def upstream_run_config(folder: Path) -> tuple[Path, Path] | None:
     return path, data
 
 
+def synthetic(folder: Path, n: int) -> tuple[Path, Path, list[tuple[str, str]]]:
+    """An overlay with ``n`` presets and a run config with ``n`` models, model i matching preset i."""
+    presets = ["presets:"]
+    models = ["models:"]
+    pairs = []
+    for i in range(n):
+        presets += [f"  synth_{i}:", f'    match: ["synth/model-{i}-*"]', "    reasoning_codec: openai"]
+        models += [f"  synth-{i}:", "    provider: openrouter", f"    name: synth/model-{i}-x"]
+        pairs.append(("openrouter", f"synth/model-{i}-x"))
+    overlay, run = folder / f"synth_{n}.yaml", folder / f"synth_run_{n}.yaml"
+    overlay.write_text("\n".join(presets) + "\n")
+    run.write_text("\n".join(models) + "\n")
+    return overlay, run, pairs
+
+
+def capplan_scaled(overlay: Path, run: Path) -> float:
+    """Seconds to load the inputs and compile every model of ``run`` with ``overlay``."""
+    from compiler.compile import compile_models
+    from compiler.loading import load_inputs
+
+    start = time.perf_counter()
+    compile_models(load_inputs(data_dir=None, run_config=run, overlays=[overlay]))
+    return time.perf_counter() - start
+
+
+def scaling(folder: Path, upstream_python: str | None) -> None:
+    """Per-model compile time at +1 000 and +5 000 presets and models, beside the engine's."""
+    worker = None
+    if upstream_python:
+        worker = subprocess.Popen([upstream_python, str(Path(__file__).parent / "upstream_worker.py")],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    per_model: dict[int, float] = {}
+    for n in (1000, 5000):
+        overlay, run, pairs = synthetic(folder, n)
+        ours = capplan_scaled(overlay, run)
+        per_model[n] = ours / n
+        line = f"compile +{n} presets and models: {ours:.2f} s ({ours / n * 1000:.3f} ms per model)"
+        if worker is not None:
+            assert worker.stdin is not None and worker.stdout is not None
+            worker.stdin.write(json.dumps({"op": "resolve", "overlay": str(overlay), "models": pairs}) + "\n")
+            worker.stdin.flush()
+            answer = json.loads(worker.stdout.readline())
+            if "error" in answer:
+                raise SystemExit(f"upstream worker: {answer['error']}")
+            theirs = answer["seconds"]
+            line += f"; upstream resolving the same: {theirs:.2f} s; ratio {ours / theirs:.2f}x"
+            if n == 5000:
+                line += f" (target <= 1x: {'ok' if ours <= theirs else 'MISSED'})"
+        print(line, flush=True)
+    print(f"per-model cost at +5 000 over +1 000: {per_model[5000] / per_model[1000]:.2f}x (linear: about 1x, not 5x)")
+    if worker is not None:
+        assert worker.stdin is not None
+        worker.stdin.close()
+        worker.wait(timeout=60)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -94,6 +157,8 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=5, help="runs per measurement (median is reported)"
     )
+    parser.add_argument("--upstream-python", help="interpreter with tolokaforge==0.29.0, for the scaling comparison")
+    parser.add_argument("--skip-scaling", action="store_true", help="leave out the +1 000 / +5 000 rows")
     args = parser.parse_args()
     bindir = Path(sys.executable).parent
     with tempfile.TemporaryDirectory() as tmp:
@@ -122,6 +187,8 @@ def main() -> None:
             print(
                 f"in-process compile, upstream tolokaforge-models 1.8.0 data: {n} models, median {t * 1000:.2f} ms per model"
             )
+        if not args.skip_scaling:
+            scaling(folder, args.upstream_python)
 
 
 if __name__ == "__main__":

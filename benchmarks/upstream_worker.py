@@ -11,6 +11,8 @@ Commands:
    "tools": n, "history": [message dicts], "new": [message dicts], "repeat": n}
       -> {"seconds": median seconds per call}
   {"op": "kwargs", "model": key, "tools": n, "history": [...]} -> {"kwargs": ...}
+  {"op": "resolve", "overlay": path, "models": [[provider, name], ...]}
+      -> {"seconds": time to resolve every model's capabilities with that overlay installed}
 """
 
 from __future__ import annotations
@@ -131,6 +133,18 @@ class Worker:
             raise ValueError(f"unknown measure {what!r}")
         return {"seconds": statistics.median(samples)}
 
+    def resolve(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        """The engine's counterpart of compiling: install the overlay, resolve each model's capabilities."""
+        from tolokaforge.core.llm.presets import build_capabilities, set_overlay_path
+
+        start = time.perf_counter()
+        set_overlay_path(cmd["overlay"])
+        for provider, name in cmd["models"]:
+            build_capabilities(name, provider)
+        seconds = time.perf_counter() - start
+        set_overlay_path(None)
+        return {"seconds": seconds}
+
     def kwargs(self, cmd: dict[str, Any]) -> dict[str, Any]:
         built = self.build(self.client(cmd["model"]), [to_message(m) for m in cmd["history"]], cmd["tools"])
         return {"kwargs": json.loads(json.dumps(built, default=repr))}
@@ -138,7 +152,7 @@ class Worker:
 
 def main() -> None:
     worker = Worker()
-    handlers = {"setup": worker.setup, "time": worker.time, "kwargs": worker.kwargs}
+    handlers = {"setup": worker.setup, "time": worker.time, "kwargs": worker.kwargs, "resolve": worker.resolve}
     for line in sys.stdin:
         cmd = json.loads(line)
         try:
