@@ -34,13 +34,19 @@ def preview_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: st
     """
     from executor.client import Client
     from executor.messages import load_request
+    from executor.transport import redact
 
     try:
         client = Client.from_plan_file(plan_path, api_base=api_base)
-        kwargs = client.preview(load_request(request_file))
+        built = client.build(load_request(request_file))
+        kwargs = redact(built.kwargs)
     except Exception as exc:  # noqa: BLE001 - user errors become one line; others re-raise below
         fail_on_user_error(exc, plan_path, request_file)
         raise
+    # stderr, so the JSON on stdout stays exactly the kwargs
+    for record in built.reasoning_left_out:
+        click.echo(f"{request_file}: note: messages[{record.message}].reasoning.blocks[{record.block}] "
+                   f"({record.type}) not replayed: {record.reason}", err=True)
     if fmt == "json":
         sys.stdout.write(canonical_bytes(kwargs).decode("utf-8"))
     else:

@@ -134,3 +134,17 @@ def test_a_plan_body_the_model_refuses_is_one_located_line(tmp_path: Path) -> No
         assert line.startswith(f"{plan}: error[PLAN]: plan body does not match plan_version")
         assert "loop.empty_retry_count" in line and "loop.max_context_tokens" in line
         assert "errors.pydantic.dev" not in line
+
+
+def test_preview_says_which_history_reasoning_was_left_out_on_stderr(tmp_path: Path) -> None:
+    request = {"messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "ok", "reasoning": {"blocks": [{"type": "summary_text", "text": "s"}]}},
+        {"role": "user", "content": "more"},
+    ]}
+    plan, path = _write(tmp_path, make_plan("anthropic", "claude-x", policies={"reasoning_codec": "anthropic"}), request)
+    result = _run("preview", "--plan", plan, path)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["messages"][1] == {"role": "assistant", "content": "ok"}
+    assert (f"{path}: note: messages[1].reasoning.blocks[0] (summary_text) not replayed: "
+            "a reasoning summary from another model family carries no Anthropic signature") in result.stderr
