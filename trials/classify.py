@@ -3,8 +3,11 @@
 The decision is the executor's ``Client.classify_loop_error`` (typed evidence only for the
 reasons that exclude a trial; see ``executor.loop_errors``), mapped onto the runner's enum.
 One runner-level reason is decided first, as that contract leaves to the runner: a
-connection that never reached the provider (litellm's ``APIConnectionError``, a refused or
-reset socket) is ``INFRA_ERROR``, an abort that says nothing about the model.
+connection that never reached the provider is ``INFRA_ERROR``, an abort that says nothing
+about the model. litellm re-raises a refused connection as a 500 ``InternalServerError``, so
+the evidence is the typed transport exception it was raised from (``httpx.ConnectError``,
+openai's ``APIConnectionError``, a ``ConnectionError``), found by following the implicit
+``__context__`` links as well as ``__cause__``; a timeout is not this (the executor owns it).
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import sys
 from collections.abc import Callable
 
 from executor.loop_errors import LoopErrorDecision, LoopErrorReason
-from executor.rate_limit import cause_chain
 from trials.outcome import TerminationReason
 
 Classify = Callable[[BaseException], TerminationReason]
@@ -27,16 +29,30 @@ _REASONS = {
 }
 
 
+def _links(exc: BaseException, limit: int = 16) -> list[BaseException]:
+    out: list[BaseException] = []
+    node: BaseException | None = exc
+    while node is not None and len(out) < limit and all(node is not seen for seen in out):
+        out.append(node)
+        node = node.__cause__ or node.__context__
+    return out
+
+
+def _types(module: str, *names: str) -> tuple[type[BaseException], ...]:
+    mod = sys.modules.get(module)
+    found = (getattr(mod, n, None) for n in names) if mod is not None else ()
+    return tuple(t for t in found if isinstance(t, type))
+
+
 def never_reached_provider(exc: BaseException) -> bool:
-    """Whether the chain shows a connection failure rather than a provider's answer."""
-    litellm = sys.modules.get("litellm")
-    connection = getattr(litellm, "APIConnectionError", None) if litellm is not None else None
-    for link in cause_chain(exc):
-        if isinstance(link, ConnectionError):
-            return True
-        if isinstance(connection, type) and isinstance(link, connection):
-            return True
-    return False
+    """Whether the chain shows a connection that failed before any provider answered."""
+    timeouts = (TimeoutError, *_types("openai", "APITimeoutError"), *_types("httpx", "TimeoutException"))
+    connects = (ConnectionError, *_types("openai", "APIConnectionError"), *_types("litellm", "APIConnectionError"),
+                *_types("httpx", "ConnectError", "RemoteProtocolError"))
+    links = _links(exc)
+    if any(isinstance(link, timeouts) for link in links):
+        return False
+    return any(isinstance(link, connects) for link in links)
 
 
 def classifier(decide: Callable[[BaseException], LoopErrorDecision]) -> Classify:

@@ -113,7 +113,8 @@ class ToolCallingLoop:
         try:
             opening = self.user.open()
             if opening.stops or not opening.text:
-                self.recorder.message({"role": "user", "content": opening.text})
+                if opening.text:
+                    self.recorder.message({"role": "user", "content": opening.text})
                 return LoopEnd(TerminationReason.USER_STOP, turns, "the user stopped before the agent spoke")
             self._append_both({"role": "user", "content": opening.text})
             while True:
@@ -128,7 +129,8 @@ class ToolCallingLoop:
                     continue
                 reply = self.user.reply(self.recorder.messages, len(self.recorder.messages))
                 if reply.stops:
-                    self.recorder.message({"role": "user", "content": reply.text})
+                    if reply.text:  # a stop turn is what the user said; the end of a script says nothing
+                        self.recorder.message({"role": "user", "content": reply.text})
                     return LoopEnd(TerminationReason.USER_STOP, turns)
                 self._append_both({"role": "user", "content": reply.text})
         except Terminal as end:

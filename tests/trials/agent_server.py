@@ -1,0 +1,127 @@
+"""A loopback OpenAI-compatible server that scripts the agent (and the user simulator).
+
+Bound to 127.0.0.1 on a free port, served from daemon threads, shut down by the context
+manager. Each request's JSON body is recorded. The answer is the next queued one (a body with
+a status) or, with the queue empty, the ``responder``'s answer to the body; ``delay_s`` holds
+each answer back like a provider's latency. ``python -m tests.trials.agent_server`` serves the
+default responder (tool call after a user turn, text after a tool result) until killed, for
+tests that run ``capplan`` in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Responder = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
+
+
+def completion(content: str | None = "", tool_calls: list[dict[str, Any]] | None = None, *, finish: str | None = None,
+               prompt_tokens: int = 20, completion_tokens: int = 5) -> dict[str, Any]:
+    """A chat.completion body."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": "agent-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish or ("tool_calls" if tool_calls else "stop")}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+def tool_call(call_id: str, name: str, arguments: str | dict[str, Any]) -> dict[str, Any]:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def error(status: int, message: str, code: str | None = None) -> tuple[int, dict[str, Any]]:
+    return status, {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+
+
+def default_responder(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Call the first tool after a user turn, answer in text after a tool result."""
+    messages = body.get("messages", [])
+    tools = body.get("tools") or []
+    if tools and messages and messages[-1].get("role") != "tool":
+        name = tools[0]["function"]["name"]
+        return 200, completion(None, [tool_call(f"call_{len(messages)}", name, {"amount": 1})])
+    return 200, completion(f"done after {len(messages)} messages")
+
+
+class AgentServer:
+    """Records every request body; answers from the queue, then the responder."""
+
+    def __init__(self, responder: Responder = default_responder, *, delay_s: float = 0.0) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.responder = responder
+        self.delay_s = delay_s
+        self._queue: deque[tuple[int, dict[str, Any]]] = deque()
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.loads(raw) if raw else {}
+                with server._lock:
+                    server.requests.append(body)
+                    queued = server._queue.popleft() if server._queue else None
+                status, answer = queued if queued is not None else server.responder(body)
+                if server.delay_s:
+                    time.sleep(server.delay_s)
+                payload = json.dumps(answer).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def queue(self, body: dict[str, Any], status: int = 200) -> None:
+        with self._lock:
+            self._queue.append((status, body))
+
+    def queue_error(self, status: int, message: str, code: str | None = None, times: int = 1) -> None:
+        for _ in range(times):
+            self.queue(error(status, message, code)[1], status)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self._queue.clear()
+
+    def __enter__(self) -> AgentServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+if __name__ == "__main__":
+    with AgentServer(delay_s=float(sys.argv[1]) if len(sys.argv) > 1 else 0.0) as srv:
+        print(srv.base, flush=True)
+        while True:
+            time.sleep(3600)
