@@ -46,8 +46,9 @@ def _types(module: str, *names: str) -> tuple[type[BaseException], ...]:
 
 def never_reached_provider(exc: BaseException) -> bool:
     """Whether the chain shows a connection that failed before any provider answered."""
-    timeouts = (TimeoutError, *_types("openai", "APITimeoutError"), *_types("httpx", "TimeoutException"))
-    connects = (ConnectionError, *_types("openai", "APIConnectionError"), *_types("litellm", "APIConnectionError"),
+    timeouts: tuple[type[BaseException], ...] = (
+        TimeoutError, *_types("openai", "APITimeoutError"), *_types("httpx", "TimeoutException"))
+    connects: tuple[type[BaseException], ...] = (ConnectionError, *_types("openai", "APIConnectionError"), *_types("litellm", "APIConnectionError"),
                 *_types("httpx", "ConnectError", "RemoteProtocolError"))
     links = _links(exc)
     if any(isinstance(link, timeouts) for link in links):
