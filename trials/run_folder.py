@@ -73,6 +73,8 @@ class RunFolder:
         spec with the same key: resuming would mix two experiments in one table.
         """
         self.root.mkdir(parents=True, exist_ok=True)
+        for orphan in (self.root / "trials").glob("**/.*.tmp"):  # a kill between write and rename
+            orphan.unlink(missing_ok=True)
         finished = self.finished()
         by_key = {str(s.key): s for s in specs}
         for key, line in finished.items():
