@@ -1,0 +1,137 @@
+"""Trial-runner benchmark: loop overhead per agent turn, and throughput at concurrency 32.
+
+Measured in one run:
+
+* loop overhead per agent turn — the time a turn spends in the trial runner's own code (the
+  loop, tool execution, recording), outside ``Client.generate``, as a ratio to a 50 ms
+  loopback round trip (target <= 0.02). Measured on a 6-turn scripted task with an instant
+  in-process completion, so nothing but our code is on the clock; the executor's own
+  build + parse per turn is reported beside it for context;
+* throughput — 500 trials of the 6-turn task through real litellm against a loopback server
+  (a separate process) answering after 50 ms, at ``--concurrency 32`` through the real driver
+  and run folder: wall time over the ideal ``trials × turns × 50 ms / 32`` (target <= 1.3);
+* peak RSS of this process (ru_maxrss) after the throughput run.
+
+Run from the project root:  python benchmarks/trial_loop.py [--trials 500] [--concurrency 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.pop("LLM_PROXY_BASE_URL", None)
+
+from executor.plan import Plan  # noqa: E402
+from tests.executor.plans import make_plan  # noqa: E402
+from tests.trials.agent_server import completion as completion_body, default_responder  # noqa: E402
+from tests.trials.helpers import spec_for, write_task  # noqa: E402
+from trials.backends.local import LocalBackend  # noqa: E402
+from trials.driver import drive  # noqa: E402
+from trials.loop import ToolCallingLoop  # noqa: E402
+from trials.progress import Progress  # noqa: E402
+from trials.run_folder import RunFolder  # noqa: E402
+from trials.runner import RunContext, run_trial  # noqa: E402
+
+LATENCY_S = 0.05
+TURNS = 6  # three scripted user turns, each answered by a tool turn and a text turn
+
+
+def instant_completion(**kwargs: Any) -> dict[str, Any]:
+    """The scripted agent, answering at once (what the server answers, minus HTTP and latency)."""
+    status, body = default_responder({"messages": kwargs["messages"], "tools": kwargs.get("tools")})
+    assert status == 200
+    return body
+
+
+def loop_overhead(task: Path, plan: Plan, trials: int) -> tuple[float, float]:
+    """(runner-only seconds per turn, executor build+parse seconds per turn), medians over trials."""
+    inside: list[float] = []
+    original = ToolCallingLoop._agent_generate
+
+    def timed(self: ToolCallingLoop, turn: int) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(self, turn)
+        finally:
+            inside.append(time.perf_counter() - started)
+
+    ToolCallingLoop._agent_generate = timed  # type: ignore[method-assign]
+    context = RunContext(completion=instant_completion)
+    runner_per_turn, executor_per_turn = [], []
+    try:
+        run_trial(spec_for(task, plan), context)  # warm caches (plan, client, task, tool memo)
+        for i in range(trials):
+            inside.clear()
+            started = time.perf_counter()
+            records = run_trial(spec_for(task, plan, index=i), context)
+            total = time.perf_counter() - started
+            turns = records.metrics["turns"]
+            assert turns == TURNS, records.metrics["termination_reason"]
+            runner_per_turn.append((total - sum(inside)) / turns)
+            executor_per_turn.append(sum(inside) / turns)
+    finally:
+        ToolCallingLoop._agent_generate = original  # type: ignore[method-assign]
+    return statistics.median(runner_per_turn), statistics.median(executor_per_turn)
+
+
+def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path) -> tuple[float, int]:
+    """(wall seconds, turns run) for ``trials`` trials against a 50 ms loopback server."""
+    server = subprocess.Popen([sys.executable, "-m", "tests.trials.agent_server", str(LATENCY_S)], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        base = server.stdout.readline().strip()
+        specs = [spec_for(task, plan, index=i, api_base=base) for i in range(trials)]
+        backend = LocalBackend(RunContext())
+        run_trial(spec_for(task, plan, index=trials + 1, api_base=base), backend.context)  # import litellm, warm up
+        started = time.perf_counter()
+        drive(specs, RunFolder(out), backend, concurrency=concurrency, max_cost=None, progress=Progress(io.StringIO()))
+        wall = time.perf_counter() - started
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+    turns = 0
+    for line in RunFolder(out).finished().values():
+        assert line["termination_reason"] == "user_stop", line
+        turns += int(line["turns"])  # type: ignore[call-overload]
+    return wall, turns
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, default=500)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--overhead-trials", type=int, default=200)
+    args = parser.parse_args()
+    os.environ.setdefault("OPENAI_API_KEY", "sk-benchmark-loopback")
+    with tempfile.TemporaryDirectory() as tmp:
+        task = write_task(Path(tmp) / "pack", turns=["add one", "and one more", "thanks, that's all"])
+        plan = make_plan("openai", "agent-model", key="bench")
+        runner_s, executor_s = loop_overhead(task, plan, args.overhead_trials)
+        print(f"loop overhead per agent turn (runner only): {runner_s * 1e3:.3f} ms = "
+              f"{runner_s / LATENCY_S:.4f} of a 50 ms round trip (target <= 0.02)")
+        print(f"  executor build + parse per turn (for context): {executor_s * 1e3:.3f} ms = "
+              f"{executor_s / LATENCY_S:.4f} of 50 ms")
+        wall, turns = throughput(task, plan, args.trials, args.concurrency, Path(tmp) / "run")
+        ideal = args.trials * TURNS * LATENCY_S / args.concurrency
+        assert turns == args.trials * TURNS, turns
+        print(f"throughput: {args.trials} trials x {TURNS} turns at concurrency {args.concurrency}: "
+              f"{wall:.2f} s vs ideal {ideal:.2f} s = {wall / ideal:.2f}x (target <= 1.3)")
+        print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
