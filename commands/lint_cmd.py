@@ -20,18 +20,28 @@ from compiler.yaml_source import read_source
               help="What the files are; auto guesses from the file name and top-level keys.")
 @click.option("--data", "data_dir", type=click.Path(path_type=Path, file_okay=False),
               help="Base data to check overlays and run configs against (default: bundled).")
+@click.option("--config", "run_config", type=click.Path(path_type=Path, dir_okay=False),
+              help="Run config to check overlays against: each is compiled with it, and globs, "
+                   "litellm_models keys and bindings that no model of it uses are reported.")
 @format_option("text", "json", "github")
 @report_input_errors
-def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, fmt: str) -> None:
+def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_config: Path | None, fmt: str) -> None:
     """Check preset, overlay, providers, pricing, run-config and trial task files.
 
     Every problem in every file is reported in one pass, sorted by position, as
-    `file:line:col: error[CODE]: key.path: message` with a `hint:` line. Overlays are also
-    checked against the base presets (shadowed presets, replaced presets); run configs are
-    compiled without writing anything. Task files are checked against their environment
+    `file:line:col: error[CODE]: key.path: message` with a `hint:` line. Lint runs every check
+    compile runs that needs only the file and the base data: overlays are checked against the
+    base presets and bindings (shadowed or hidden presets, replaced presets, mistyped provider
+    keys, globs written as model ids); a presets file's requires_capplan is checked against this
+    capplan. With --config, each overlay is also compiled with that run config, and globs that
+    match no model name, litellm_models keys no model id uses and unused bindings are reported.
+    Run configs are compiled without writing anything. A clean run prints a one-line summary. Task files are checked against their environment
     class: a tool the environment lacks, or a public method the task does not declare, is an
     error.
 
+    \b
+      capplan lint examples/overlays/*.yaml
+      capplan lint --config examples/run.yaml examples/overlays/ops-overlay.yaml
     \b
     --format github   workflow annotations (::error file=…,line=…,col=…::…) for pull requests
     --format json     {"version": 1, "diagnostics": [{file, line, col, code, severity, path,
@@ -41,10 +51,15 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, fmt: str
     """
     diagnostics: list[Diagnostic] = []
     for path in files:
-        diagnostics += _lint_task(path) if _is_task(path, kind) else lint_file(path, kind, data_dir)
+        diagnostics += _lint_task(path) if _is_task(path, kind) else lint_file(path, kind, data_dir, run_config)
     output = render_all(diagnostics, fmt)
     if output or fmt == "json":
         click.echo(output)
+    if fmt == "text":
+        errors = sum(d.severity == "error" for d in diagnostics)
+        summary = (f"{len(files)} file(s) checked: no problems" if not diagnostics
+                   else f"{len(files)} file(s) checked: {errors} error(s), {len(diagnostics) - errors} warning(s)")
+        click.echo(f"capplan lint: {summary}", err=bool(diagnostics))
     if any(d.severity == "error" for d in diagnostics):
         sys.exit(EXIT_INPUT)
     sys.exit(EXIT_FINDINGS if diagnostics else EXIT_OK)

@@ -131,14 +131,21 @@ def check_loop_knobs(source: SourceFile, loc: Loc, block: PresetBody) -> list[Di
     return []
 
 
-def check_bindings(source: SourceFile) -> list[Diagnostic]:
-    """Every rate-limit pattern must compile (they are compiled once per client)."""
+def check_bindings(source: SourceFile, at: Loc = ()) -> list[Diagnostic]:
+    """Every rate-limit pattern must compile (they are compiled once per client).
+
+    ``at`` is where the bindings mapping sits: the top of providers.yaml, ``bindings`` in an overlay.
+    """
     out = []
-    for key, entry in source.data.items():
+    node = source.data
+    for part in at:
+        node = node.get(part) if isinstance(node, dict) else None
+    for key, entry in (node or {}).items() if isinstance(node, dict) else ():
         patterns = entry.get("rate_limit_patterns") if isinstance(entry, dict) else None
         for i, pattern in enumerate(patterns or []):
             try:
                 re.compile(pattern)
             except (re.error, TypeError) as exc:
-                out.append(source.diag((key, "rate_limit_patterns", i), "bad-regex", f"pattern does not compile: {exc}"))
+                out.append(source.diag((*at, key, "rate_limit_patterns", i), "bad-regex",
+                                       f"pattern does not compile: {exc}"))
     return out

@@ -7,11 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compiler.diagnostics import Diagnostic, InputError, errors_only
+from compiler.inputs.providers_file import binding_key
 from compiler.inputs.run_config import ModelConfig
-from compiler.loading import Inputs, load_inputs
+from compiler.inputs.preset_file import PresetFile
+from compiler.loading import Inputs, Loaded, load_inputs
 from compiler.manifest import Manifest, build_manifest
 from compiler.matching import Matcher, candidates_of
 from compiler.plan_builder import LitellmDecl, build_plan
+from compiler.usage_checks import glob_written_as_model_id, unknown_provider_keys
 from executor.plan import Plan
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -35,16 +38,16 @@ def litellm_decls(inputs: Inputs) -> dict[str, LitellmDecl]:
     return out
 
 
-def engine_version_gate(inputs: Inputs) -> list[Diagnostic]:
+def engine_version_gate(presets: Loaded[PresetFile]) -> list[Diagnostic]:
     """The data's `requires_capplan` specifier must admit this capplan."""
-    spec_text = inputs.presets.model.requires_capplan
+    spec_text = presets.model.requires_capplan
     if spec_text is None:
         return []
     from importlib.metadata import version
 
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-    src = inputs.presets.source
+    src = presets.source
     try:
         spec = SpecifierSet(spec_text)
     except InvalidSpecifier:
@@ -57,13 +60,22 @@ def engine_version_gate(inputs: Inputs) -> list[Diagnostic]:
                      "upgrade capplan, or compile against data that targets this version (--data DIR)")]
 
 
+def known_providers(inputs: Inputs) -> set[str]:
+    """Provider keys something declares: shipped bindings, the base `providers:` blocks, the models' own."""
+    return (set(inputs.providers.model.root) | set(inputs.presets.model.providers)
+            | {binding_key(cfg.provider) for cfg in inputs.run.model.models.values()})
+
+
 def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None) -> Compiled:
     """Compile ``models`` (default: every model of the run config / catalogue)."""
     chosen = inputs.run.model.models if models is None else models
     candidates, warnings = candidates_of(inputs.presets, inputs.overlays)
     matcher = Matcher(candidates)
     warnings = inputs.warnings + warnings
-    problems = engine_version_gate(inputs)
+    problems = engine_version_gate(inputs.presets)
+    known = known_providers(inputs)
+    for ov in inputs.overlays:
+        warnings += glob_written_as_model_id(ov) + unknown_provider_keys(ov, known)
     decls = litellm_decls(inputs)
     plans: dict[str, Plan] = {}
     for key, cfg in chosen.items():

@@ -9,7 +9,7 @@ from typing import Any
 from executor.plan import Plan, Provenance
 
 # Fields shown as one value rather than broken into their leaves.
-_ATOMIC = ("policies.*", "param_value_rules.*.*", "binding", "pricing", "litellm_model",
+_ATOMIC = ("policies.*", "param_value_rules.*.*", "binding.binding.slug_rewrite", "pricing", "litellm_model",
            "allowed_openai_params", "request_defaults.reasoning")
 _SKIP = ("provenance", "fingerprint", "plan_version")
 

@@ -12,7 +12,7 @@ from compiler.diagnostics import Diagnostic, InputError
 from compiler.inputs.overlay_file import OverlayFile
 from compiler.inputs.preset_file import PresetFile
 from compiler.matching import candidates_of
-from compiler.loading import PRESETS_FILE, Loaded, bundled_dir, display_path, load_file
+from compiler.loading import CATALOGUE_FILE, PRESETS_FILE, PROVIDERS_FILE, Loaded, bundled_dir, display_path, load_file
 from compiler.yaml_source import read_source
 
 KINDS = ("auto", "presets", "overlay", "providers", "pricing", "run-config")
@@ -44,8 +44,13 @@ def detect_kind(path: Path) -> str:
     return "overlay"
 
 
-def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None) -> list[Diagnostic]:
-    """All diagnostics for ``path`` (errors and warnings)."""
+def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None,
+              run_config: Path | None = None) -> list[Diagnostic]:
+    """All diagnostics for ``path`` (errors and warnings).
+
+    Every check compile runs that needs only the file and the base data runs always; with
+    ``run_config`` an overlay is also compiled with it, and checked against its models.
+    """
     if kind == "auto":
         kind = detect_kind(path)
     if kind == "run-config":
@@ -55,35 +60,62 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None) -> l
         return diags
     model = loaded.model
     if isinstance(model, PresetFile):
-        return check_blocks(loaded.source, blocks_of(model.default, model.presets, model.providers))
+        from compiler.compile import engine_version_gate
+
+        presets = Loaded(model, loaded.source)
+        return (check_blocks(loaded.source, blocks_of(model.default, model.presets, model.providers))
+                + engine_version_gate(presets))
     if isinstance(model, OverlayFile):
-        own = check_blocks(loaded.source, blocks_of(None, model.presets, model.providers))
-        return own or _overlay_against_base(Loaded(model, loaded.source), data_dir)
+        overlay = Loaded(model, loaded.source)
+        own = (check_blocks(loaded.source, blocks_of(None, model.presets, model.providers))
+               + check_bindings(loaded.source, ("bindings",)))
+        if any(d.severity == "error" for d in own):
+            return own
+        found = own + _overlay_against_base(overlay, data_dir)
+        if run_config is not None:
+            found += _lint_by_compiling(run_config=run_config, overlays=[path], data_dir=data_dir)
+        return sorted(set(found))
     if kind == "providers":
         return check_bindings(loaded.source)
     return []
 
 
 def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -> list[Diagnostic]:
-    """Shadowing and by-name replacement need the base presets, not a whole compilation."""
-    base, diags = load_file((data_dir or bundled_dir()) / PRESETS_FILE, PresetFile,
-                            display_path((data_dir or bundled_dir()) / PRESETS_FILE, None if data_dir else "bundled"),
-                            bundled=data_dir is None)
-    if base is None:
-        return diags
-    return [d for d in candidates_of(base, [overlay])[1] if d.file == overlay.source.display]
+    """What compile checks with the base data alone: shadowing, replacement, provider keys, globs vs keys."""
+    from compiler.inputs.providers_file import ProvidersFile, binding_key
+    from compiler.inputs.run_config import RunConfig
+    from compiler.usage_checks import glob_written_as_model_id, unknown_provider_keys
+
+    base_dir = data_dir or bundled_dir()
+    label = None if data_dir else "bundled"
+    bundled = data_dir is None
+    base, diags = load_file(base_dir / PRESETS_FILE, PresetFile, display_path(base_dir / PRESETS_FILE, label),
+                            bundled=bundled)
+    providers, more = load_file(base_dir / PROVIDERS_FILE, ProvidersFile,
+                                display_path(base_dir / PROVIDERS_FILE, label), bundled=bundled)
+    if base is None or providers is None:
+        return diags + more
+    catalogue, _ = load_file(bundled_dir() / CATALOGUE_FILE, RunConfig, "bundled:" + CATALOGUE_FILE, bundled=True)
+    routes = {binding_key(m.provider) for m in catalogue.model.models.values()} if catalogue else set()
+    known = set(providers.model.root) | set(base.model.providers) | routes
+    found = [d for d in candidates_of(base, [overlay])[1] if d.file == overlay.source.display]
+    return found + glob_written_as_model_id(overlay) + unknown_provider_keys(overlay, known)
 
 
 def _lint_by_compiling(*, run_config: Path | None, overlays: list[Path], data_dir: Path | None) -> list[Diagnostic]:
-    """Compile against the base data to find what needs the whole picture (shadowing, gates)."""
+    """Compile against the base data to find what needs the whole picture (shadowing, gates, models)."""
     from compiler.compile import compile_models
     from compiler.loading import load_inputs
+    from compiler.usage_checks import unused_by_models
 
     try:
         inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=overlays)
-        diags = compile_models(inputs).warnings
+        compiled = compile_models(inputs)
     except InputError as exc:
-        diags = list(exc.diagnostics)
+        return list(exc.diagnostics)
+    diags = list(compiled.warnings)
+    for ov in inputs.overlays:
+        diags += unused_by_models(ov, inputs.run.model.models, compiled.plans, inputs.run.source.display)
     return diags
 
 

@@ -158,6 +158,7 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
         problems += check_bindings(providers.source)
     for ov in loaded_overlays:
         problems += check_blocks(ov.source, blocks_of(None, ov.model.presets, ov.model.providers))
+        problems += check_bindings(ov.source, ("bindings",))
     errors = errors_only(problems)
     if errors or presets is None or providers is None or pricing is None or run is None:
         raise InputError(errors or problems)

@@ -1,7 +1,10 @@
 """Preset matching: the first preset whose globs match the model wins.
 
-Globs are fnmatch patterns compared case-insensitively against ModelConfig.name; a preset with
-``match_provider`` also matches every model whose provider matches one of those globs.
+The one rule (also in the README): ``match:`` globs are fnmatch patterns compared
+case-insensitively with the model's ``name``; ``match_provider:`` globs with its ``provider``;
+a ``litellm_models`` key is compared exactly with the model id ``<provider>/<name>`` (or the
+wire model after the binding's rewrite). :mod:`compiler.usage_checks` warns about entries that
+this rule makes unreachable.
 """
 
 from __future__ import annotations
@@ -175,11 +178,32 @@ def candidates_of(presets: Loaded[PresetFile], overlays: list[Loaded[OverlayFile
     for name, entry in presets.model.presets.items():
         if name not in overlay_names:
             out.append(Candidate(name, entry, presets.source, "bundled"))
+    hidden: dict[str, list[tuple[Candidate, str, Candidate]]] = {}
     for cand, glob, blocker in shadowed_globs(out):
+        if cand.origin == "bundled" and blocker.origin == "overlay":
+            hidden.setdefault(blocker.name, []).append((cand, glob, blocker))  # reported once, below
+            continue
         i = cand.entry.match.index(glob)
         warnings.append(cand.source.diag(
             ("presets", cand.name, "match", i), "shadowed-preset",
             f"preset {cand.name!r} can never match: earlier preset {blocker.name!r} "
             f"({blocker.source.display}) already matches everything {glob!r} does",
             "move this preset above the broader one (first match wins)", "warning"))
+    for found in hidden.values():
+        warnings.append(_hides_bundled(found))
     return out, warnings
+
+
+def _hides_bundled(found: list[tuple[Candidate, str, Candidate]]) -> Diagnostic:
+    """One warning at the overlay glob that hides bundled presets: the only place it can be fixed."""
+    blocker = found[0][2]
+    glob = next(g for g in blocker.entry.match if glob_covers(g, found[0][1]))
+    names = [cand.name for cand, _, _ in found]
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return blocker.source.diag(
+        ("presets", blocker.name, "match", blocker.entry.match.index(glob)), "hides-bundled-presets",
+        f"glob {glob!r} of preset {blocker.name!r} matches every model name that {len(names)} bundled "
+        f"preset(s) match ({shown}); overlay presets are tried first, so those can never apply",
+        f"narrow {glob!r} to the names this preset is for (e.g. 'support-ft-*'); to select every model "
+        "of one provider, use a `providers:` block (or `match_provider:` with a narrow `match:` glob)",
+        "warning")

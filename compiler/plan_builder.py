@@ -51,7 +51,7 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
     merged = merge(layers_for(inputs, cfg.provider, matched))
     _apply_model_block(merged, cfg, run_src, key)
 
-    binding_ref = _binding(inputs, cfg.provider)
+    binding_ref, binding_provenance = _binding(inputs, cfg.provider)
     binding = binding_ref.binding
     model_id = cfg.name if binding.format_model_name_bare else f"{cfg.provider}/{cfg.name}"
     identity = ModelIdentity(key=key, provider=cfg.provider, name=cfg.name, model_id=model_id,
@@ -101,9 +101,7 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
     pricing = _pricing(inputs, model_id)
     if pricing is not None:
         provenance["pricing"] = Provenance(layer="pricing", file=inputs.pricing.source.stable_name)
-    if binding_ref.key is not None:
-        provenance["binding"] = Provenance(layer="binding", file=inputs.providers.source.stable_name,
-                                           line=inputs.providers.source.position((binding_ref.key,))[0])
+    provenance.update(binding_provenance)
 
     defaults = RequestDefaults(temperature=cfg.temperature, seed=cfg.seed, top_p=cfg.top_p,
                                max_tokens=cfg.max_tokens, parallel_tool_calls=cfg.parallel_tool_calls,
@@ -168,12 +166,31 @@ def _plan_path(merge_path: str) -> str:
     return merge_path
 
 
-def _binding(inputs: Inputs, provider: str) -> BindingRef:
+def _binding(inputs: Inputs, provider: str) -> tuple[BindingRef, dict[str, Provenance]]:
+    """providers.yaml's binding, then each overlay's `bindings:` entry field by field, in order."""
     key = binding_key(provider)
-    bindings = inputs.providers.model.root
-    if key in bindings:
-        return BindingRef(key=key, binding=bindings[key])
-    return BindingRef(key=None, binding=ProviderBinding())
+    shipped = inputs.providers.model.root
+    provenance: dict[str, Provenance] = {}
+    found = key in shipped
+    binding = shipped.get(key, ProviderBinding())
+    if found:
+        src = inputs.providers.source
+        provenance["binding"] = Provenance(layer="binding", file=src.stable_name, line=src.position((key,))[0])
+    for ov in inputs.overlays:
+        patch = ov.model.bindings.get(key)
+        if patch is None:
+            continue
+        found = True
+        layer = f"overlay:{ov.source.stable_name}"
+        if not shipped.get(key) and "binding" not in provenance:
+            provenance["binding"] = Provenance(layer=layer, file=ov.source.stable_name,
+                                               line=ov.source.position(("bindings", key))[0])
+        changed = {f: getattr(patch, f) for f in sorted(patch.model_fields_set)}
+        binding = binding.model_copy(update=changed)
+        for fld in changed:
+            provenance[f"binding.binding.{fld}"] = Provenance(
+                layer=layer, file=ov.source.stable_name, line=ov.source.position(("bindings", key, fld))[0])
+    return BindingRef(key=key if found else None, binding=binding), provenance
 
 
 def _rewrite(model_id: str, binding: ProviderBinding) -> str:

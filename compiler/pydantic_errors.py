@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from compiler.diagnostics import Diagnostic, InputError, did_you_mean
 from compiler.yaml_source import SourceFile
+from executor.plan import CREDENTIAL_VALUE_MESSAGE
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -59,8 +60,12 @@ def _diagnostic(source: SourceFile, root: type[BaseModel], err: Any) -> Diagnost
         return source.diag(loc, "override-without-with", message, "add `with: <value to send instead>`")
     if "`with:` only applies" in message:
         return source.diag(loc, "with-without-override", message, "remove `with:` or use `action: override`")
+    if CREDENTIAL_VALUE_MESSAGE in message:  # never echo what may be a secret
+        return source.diag(loc, "credential-value", message,
+                           "put the key in an environment variable and name that variable here, e.g. ACME_API_KEY")
     got = err.get("input")
-    shown = f" (got {got!r})" if isinstance(got, (str, int, float, bool)) or got is None else ""
+    secret_field = bool(loc) and str(loc[-1]).endswith("_env")  # whatever was pasted there may be a key
+    shown = f" (got {got!r})" if not secret_field and (isinstance(got, (str, int, float, bool)) or got is None) else ""
     return source.diag(loc, "wrong-type", message + shown)
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from executor.canonical import canonical_bytes, sha256_hex
 from executor.plan_integrity import canonical_and_sealed
@@ -58,8 +59,29 @@ class SlugRewrite(_Frozen):
     ensure_prefix: str | None = Field(None, description="Prefix added when absent.")
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+#: prefixes of provider keys and tokens: a value starting so is a pasted secret, not a variable name
+_KEY_PREFIXES = ("sk-", "sk_", "sk-ant-", "sk-or-", "xai-", "gsk_", "AIza", "ghp_", "github_pat_", "AKIA", "hf_")
+CREDENTIAL_VALUE_MESSAGE = "looks like a credential value, not the name of an environment variable"
+
+
+def env_var_name(value: str | None) -> str | None:
+    """An ``*_env`` field names an environment variable; a pasted key is refused without echoing it."""
+    if value is None:
+        return None
+    lowered_digits = sum(c.isdigit() for c in value) >= 4 and any(c.islower() for c in value)
+    if value.startswith(_KEY_PREFIXES) or (len(value) >= 32 and lowered_digits):
+        raise ValueError(CREDENTIAL_VALUE_MESSAGE)
+    if not _ENV_NAME.match(value):
+        raise ValueError("not an environment variable name (letters, digits and '_', not starting with a digit)")
+    return value
+
+
 class ProviderBinding(_Frozen):
-    """Transport facts about a provider; looked up by the provider's first '/' segment, lower-cased."""
+    """Transport facts about a provider; looked up by the provider's first '/' segment, lower-cased.
+
+    In an overlay's ``bindings:`` only the fields written there change the shipped binding.
+    """
 
     endpoint: str | None = Field(None, description="Provider base URL.")
     api_base_env: str | None = Field(None, description="Env var a deployment may set to override endpoint.")
@@ -73,11 +95,14 @@ class ProviderBinding(_Frozen):
     kwargs_pin_transport: bool = Field(False, description="Pin endpoint and api_key_env into each call's kwargs.")
     slug_rewrite: SlugRewrite | None = Field(None, description="Per-attempt rewrite of the model string.")
 
+    _env_names = field_validator("api_base_env", "api_key_env", "api_keys_env", "key_file_env")(env_var_name)
+
 
 class BindingRef(_Frozen):
     """The binding a plan uses, and which providers.yaml key supplied it."""
 
-    key: str | None = Field(description="providers.yaml key, or null for the inert default binding.")
+    key: str | None = Field(description="Binding key (providers.yaml or an overlay's bindings:), or null for the "
+                            "inert default binding.")
     binding: ProviderBinding
 
 

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from compiler.inputs.common import Strict
 from compiler.inputs.preset_file import PresetBody, PresetEntry
+from executor.plan import ProviderBinding
 
 
 class LitellmModelDecl(Strict):
@@ -43,8 +44,15 @@ class OverlayFile(Strict):
     providers: dict[str, PresetBody] = Field(
         default_factory=dict, description="Per-provider overlay, applied after the bundled providers overlay."
     )
+    bindings: dict[str, ProviderBinding] = Field(
+        default_factory=dict,
+        description="Provider bindings by provider key: a new provider (a self-hosted endpoint, an internal "
+        "gateway), or field-level changes to a shipped one (only the fields written here change).",
+    )
     litellm_models: dict[str, LitellmModelDecl] = Field(
-        default_factory=dict, description="Keyed by the litellm model id; becomes the plan's allowed_openai_params."
+        default_factory=dict,
+        description="Keyed by the model id '<provider>/<name>' (the plan's model.model_id, or its wire_model); "
+        "becomes the plan's allowed_openai_params.",
     )
     reasoning_replay: dict[str, dict[str, dict[str, ReplayMeasurement]]] = Field(
         default_factory=dict,

@@ -24,8 +24,9 @@ def test_lint_output_matches_expected_golden(rel: Path) -> None:
 def test_every_bad_input_is_reported_located(rel: Path) -> None:
     code, output = lint_output(rel)
     assert code in (1, 2)
-    problems = [line for line in output.splitlines() if not line.startswith("    hint:")]
+    *problems, summary = [line for line in output.splitlines() if not line.startswith("    hint:")]
     assert problems, "a bad input must produce at least one finding"
+    assert summary.startswith("capplan lint: 1 file(s) checked: ")
     for line in problems:
         file, line_no, col, rest = line.split(":", 3)
         assert file == str(rel) and int(line_no) >= 1 and int(col) >= 1

@@ -17,7 +17,7 @@ from compiler.compile import compile_paths
 CLEAN_OVERLAY = """
 presets:
   vendor_model:
-    match: ["vendor/model-*"]
+    match: ["model-*"]
     reasoning_codec: openai
     params:
       param_value_rules:
@@ -78,7 +78,7 @@ def test_nothing_is_written_when_any_input_is_bad(tmp_path: Path, write: Callabl
 
 def test_lint_clean_overlay_and_formats(write: Callable[[str, str], Path]) -> None:
     path = write("ok.yaml", CLEAN_OVERLAY)
-    assert invoke("lint", str(path)) == (0, "")
+    assert invoke("lint", str(path)) == (0, "capplan lint: 1 file(s) checked: no problems\n")
     bad = write("bad.yaml", "presets:\n  x:\n    match: ['a/*']\n    schema_sanitiser: strict\n")
     code, out = invoke("lint", "--format", "github", str(bad))
     assert code == 2

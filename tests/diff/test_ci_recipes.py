@@ -61,7 +61,7 @@ def test_hook_entry_runs_on_the_example_overlays(hook: dict[str, Any]) -> None:
     entry = shlex.split(hook["entry"])
     done = subprocess.run([str(CAPPLAN), *entry[1:], *files], cwd=REPO, capture_output=True, text=True,
                           timeout=TIMEOUT, check=False)
-    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"capplan lint: {len(files)} file(s) checked: no problems\n", "")
     bad = subprocess.run([str(CAPPLAN), *entry[1:], "tests/compiler/bad_inputs/unknown_keys.yaml"], cwd=REPO,
                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
     assert bad.returncode == 2 and "error[unknown-key]" in bad.stdout

@@ -177,9 +177,9 @@ def test_markdown_folds_every_model_when_many_change(sides: tuple[Path, Path]) -
 
 def test_markdown_table_cells_survive_pipes_and_backticks(sides: tuple[Path, Path]) -> None:
     old, new = sides
-    edit(new / f"{MODEL}.json", _set(("binding", "binding", "api_key_env"), "A|B`C"))
+    edit(new / f"{MODEL}.json", _set(("binding", "binding", "endpoint"), "A|B`C"))
     out = invoke("diff", str(old), str(new), "--format", "markdown", "--checks", "binding").stdout
-    row = next(line for line in out.splitlines() if "api_key_env" in line)
+    row = next(line for line in out.splitlines() if "endpoint" in line)
     assert '``"A\\|B`C"``' in row
     assert row.count(" | ") == 4  # five cells: the escaped pipe does not split one
 
