@@ -34,12 +34,11 @@ def preview_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: st
     """
     from executor.client import Client
     from executor.messages import load_request
-    from executor.transport import redact
 
     try:
         client = Client.from_plan_file(plan_path, api_base=api_base)
         built = client.build(load_request(request_file))
-        kwargs = redact(built.kwargs)
+        kwargs = client.redacted(built.kwargs)
     except Exception as exc:  # noqa: BLE001 - user errors become one line; others re-raise below
         fail_on_user_error(exc, plan_path, request_file)
         raise

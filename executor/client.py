@@ -140,7 +140,11 @@ class Client:
 
     def preview(self, request: ChatRequest | Mapping[str, Any]) -> dict[str, Any]:
         """The kwargs with credentials redacted, safe to print."""
-        out: dict[str, Any] = self.redactor.value(redact(self.build_request(request)))
+        return self.redacted(self.build_request(request))
+
+    def redacted(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of built kwargs safe to print: credentials and every configured secret replaced."""
+        out: dict[str, Any] = self.redactor.value(redact(kwargs))
         return out
 
     def generate(
