@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from compiler.inputs.common import Strict
+from executor.probe import RateLimitProbeConfig
 from executor.reasoning import ReasoningConfig
 
 
@@ -61,3 +62,9 @@ class RunConfig(Strict):
 
     models: dict[str, ModelConfig] = Field(min_length=1, description="Model key (the plan's file stem) → model.")
     engine: EngineConfig = Field(default_factory=EngineConfig, description="Engine settings.")
+    rate_limit_probe: RateLimitProbeConfig | None = Field(
+        None,
+        description="Run policy, not a model property: when enabled, the run's agent calls absorb 429s at a fixed, "
+        "jittered interval for up to per_call_budget_s each, and record probe telemetry. Never part of a plan, and "
+        "no environment variable arms it.",
+    )
