@@ -7,9 +7,12 @@ Measured in one run:
   loopback round trip (target <= 0.02). Measured on a 6-turn scripted task with an instant
   in-process completion, so nothing but our code is on the clock; the executor's own
   build + parse per turn is reported beside it for context;
-* throughput — 500 trials of the 6-turn task through real litellm against a loopback server
-  (a separate process) answering after 50 ms, at ``--concurrency 32`` through the real driver
-  and run folder: wall time over the ideal ``trials × turns × 50 ms / 32`` (target <= 1.3);
+* throughput — 500 trials of the 6-turn task against a loopback server (a separate process)
+  answering after 50 ms, at ``--concurrency 32`` through the real driver, backend and run
+  folder: wall time over the ideal ``trials × turns × 50 ms / 32`` (target <= 1.3). Measured
+  twice: with the executor's HTTP call made by a minimal keep-alive client (the runner and
+  executor on the clock, litellm not), and through real litellm, whose own per-call CPU is
+  printed beside it (on a 2-core machine it, not the runner, bounds the second figure);
 * peak RSS of this process (ru_maxrss) after the throughput run.
 
 Run from the project root:  python benchmarks/trial_loop.py [--trials 500] [--concurrency 32]
@@ -18,14 +21,18 @@ Run from the project root:  python benchmarks/trial_loop.py [--trials 500] [--co
 from __future__ import annotations
 
 import argparse
+import http.client
 import io
+import json
 import os
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +43,7 @@ os.environ.pop("LLM_PROXY_BASE_URL", None)
 
 from executor.plan import Plan  # noqa: E402
 from tests.executor.plans import make_plan  # noqa: E402
-from tests.trials.agent_server import completion as completion_body, default_responder  # noqa: E402
+from tests.trials.agent_server import AgentServer, default_responder  # noqa: E402
 from tests.trials.helpers import spec_for, write_task  # noqa: E402
 from trials.backends.local import LocalBackend  # noqa: E402
 from trials.driver import drive  # noqa: E402
@@ -87,7 +94,46 @@ def loop_overhead(task: Path, plan: Plan, trials: int) -> tuple[float, float]:
     return statistics.median(runner_per_turn), statistics.median(executor_per_turn)
 
 
-def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path) -> tuple[float, int]:
+class KeepAliveCompletion:
+    """A ``completion`` that POSTs the kwargs' JSON body to the loopback server, one connection per thread."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def __call__(self, **kwargs: Any) -> dict[str, Any]:
+        base = urllib.parse.urlsplit(kwargs["api_base"])
+        body = json.dumps({k: kwargs[k] for k in ("model", "messages", "tools") if k in kwargs})
+        for attempt in (1, 2):  # a kept-alive connection the server has closed gets one fresh retry
+            conn = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = self._local.conn = http.client.HTTPConnection(base.hostname, base.port, timeout=30)
+            try:
+                conn.request("POST", base.path + "/chat/completions", body, {"Content-Type": "application/json"})
+                answer: dict[str, Any] = json.loads(conn.getresponse().read())
+                return answer
+            except (ConnectionError, http.client.HTTPException):
+                conn.close()
+                self._local.conn = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+
+def litellm_call_ms(base: str, calls: int = 50) -> float:
+    """litellm.completion's own time per call against the loopback with no added latency."""
+    import litellm
+
+    kwargs = dict(model="openai/agent-model", api_base=base, api_key="sk-benchmark-loopback", max_retries=0,
+                  messages=[{"role": "user", "content": "hi"}])
+    litellm.completion(**kwargs)
+    started = time.perf_counter()
+    for _ in range(calls):
+        litellm.completion(**kwargs)
+    return (time.perf_counter() - started) / calls * 1e3
+
+
+def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
+               completion: Any = None) -> tuple[float, int]:
     """(wall seconds, turns run) for ``trials`` trials against a 50 ms loopback server."""
     server = subprocess.Popen([sys.executable, "-m", "tests.trials.agent_server", str(LATENCY_S)], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)
@@ -95,7 +141,7 @@ def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path)
         assert server.stdout is not None
         base = server.stdout.readline().strip()
         specs = [spec_for(task, plan, index=i, api_base=base) for i in range(trials)]
-        backend = LocalBackend(RunContext())
+        backend = LocalBackend(RunContext(completion=completion))
         run_trial(spec_for(task, plan, index=trials + 1, api_base=base), backend.context)  # import litellm, warm up
         started = time.perf_counter()
         drive(specs, RunFolder(out), backend, concurrency=concurrency, max_cost=None, progress=Progress(io.StringIO()))
@@ -125,11 +171,16 @@ def main() -> None:
               f"{runner_s / LATENCY_S:.4f} of a 50 ms round trip (target <= 0.02)")
         print(f"  executor build + parse per turn (for context): {executor_s * 1e3:.3f} ms = "
               f"{executor_s / LATENCY_S:.4f} of 50 ms")
-        wall, turns = throughput(task, plan, args.trials, args.concurrency, Path(tmp) / "run")
         ideal = args.trials * TURNS * LATENCY_S / args.concurrency
-        assert turns == args.trials * TURNS, turns
-        print(f"throughput: {args.trials} trials x {TURNS} turns at concurrency {args.concurrency}: "
-              f"{wall:.2f} s vs ideal {ideal:.2f} s = {wall / ideal:.2f}x (target <= 1.3)")
+        for label, completion in (("runner + executor, keep-alive HTTP", KeepAliveCompletion()),
+                                  ("through real litellm", None)):
+            wall, turns = throughput(task, plan, args.trials, args.concurrency, Path(tmp) / label.split()[0],
+                                     completion)
+            assert turns == args.trials * TURNS, turns
+            print(f"throughput ({label}): {args.trials} trials x {TURNS} turns at concurrency {args.concurrency}: "
+                  f"{wall:.2f} s vs ideal {ideal:.2f} s = {wall / ideal:.2f}x (target <= 1.3)")
+        with AgentServer() as srv:
+            print(f"  litellm.completion alone, serial, no added latency: {litellm_call_ms(srv.base):.1f} ms per call")
         print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 

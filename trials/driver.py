@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from trials.backends import Backend
 from trials.outcome import TrialStatus
 from trials.progress import Progress
 from trials.run_folder import RunFolder
-from trials.spec import TrialKey, TrialSpec
+from trials.spec import TrialKey, TrialRecords, TrialSpec
 from trials.summary import render_json, render_markdown, summarize
 from trials.run_folder import atomic_write
 from trials.tasks import LoadedTask, load_task
@@ -134,17 +135,20 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
             yield spec
 
     done_keys: set[str] = set()
-    with _first_interrupt_sets(stop):
-        for records in backend.run(feed(), concurrency=concurrency, stop=stop):
-            done_keys.add(str(records.key))
-            if records.status is TrialStatus.INTERRUPTED:
-                outcome.interrupted.append(records.key)
-                progress.finished(records, written=False)
-                continue
-            folder.write(records)
-            outcome.finished += 1
-            outcome.spent_usd += records.cost_usd
-            progress.finished(records, written=True, spent=outcome.spent_usd)
+    writer = _Writer(folder, progress)
+    try:
+        with _first_interrupt_sets(stop):
+            for records in backend.run(feed(), concurrency=concurrency, stop=stop):
+                done_keys.add(str(records.key))
+                if records.status is TrialStatus.INTERRUPTED:
+                    outcome.interrupted.append(records.key)
+                    progress.finished(records, written=False)
+                    continue
+                outcome.finished += 1
+                outcome.spent_usd += records.cost_usd
+                writer.put(records, outcome.spent_usd)
+    finally:
+        writer.close()
     outcome.not_started = [s.key for s in todo if str(s.key) not in done_keys and str(s.key) not in started]
     if stop.is_set():
         folder.mark_interrupted([*outcome.interrupted, *outcome.not_started])
@@ -153,6 +157,38 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
     write_summary(folder)
     progress.end()
     return outcome
+
+
+class _Writer:
+    """Writes finished trials on a few threads of its own.
+
+    The backend refills its running slots only when the driver takes the next record, so
+    writing inline would make file I/O, not the provider, pace a concurrent run. Trials are
+    independent and each one's line is appended after its own files, so the writers need no
+    order among themselves.
+    """
+
+    def __init__(self, folder: RunFolder, progress: Progress, threads: int = 4) -> None:
+        self.folder = folder
+        self.progress = progress
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="run-folder-writer")
+        self.futures: list[Future[None]] = []
+
+    def put(self, records: TrialRecords, spent: float) -> None:
+        failed = next((f for f in self.futures if f.done() and f.exception() is not None), None)
+        if failed is not None:
+            failed.result()  # a write error stops the run in the driver's thread
+        self.futures = [f for f in self.futures if not f.done()]
+        self.futures.append(self.pool.submit(self._write, records, spent))
+
+    def _write(self, records: TrialRecords, spent: float) -> None:
+        self.folder.write(records)
+        self.progress.finished(records, written=True, spent=spent)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+        for future in self.futures:
+            future.result()
 
 
 def write_summary(folder: RunFolder) -> None:

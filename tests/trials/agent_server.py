@@ -11,6 +11,7 @@ tests that run ``capplan`` in a subprocess.
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 import time
@@ -69,6 +70,12 @@ class AgentServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def setup(self) -> None:
+                super().setup()
+                # headers and body go out as two writes; without this the client's delayed ACK
+                # adds ~40 ms to every answer, which a latency benchmark would charge to us
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 body = json.loads(raw) if raw else {}
@@ -88,7 +95,10 @@ class AgentServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # the default backlog of 5 refuses a burst of concurrent trials
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
