@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple
 
 from executor.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from executor.policies.reasoning_codec import split_replayable
@@ -71,10 +71,11 @@ class MessageConverter:
                 out.update(payload)
         return out
 
-    def left_out(self, messages: list[Message]) -> tuple[ReasoningLeftOut, ...]:
-        """Every history reasoning block this plan's codec does not replay, with the reason."""
+    def left_out(self, messages: list[Message], start: int = 0) -> tuple[ReasoningLeftOut, ...]:
+        """Every history reasoning block this plan's codec does not replay, with the reason
+        (``messages`` sit at positions ``start``, ``start + 1``, ... of the conversation)."""
         records: list[ReasoningLeftOut] = []
-        for index, msg in enumerate(messages):
+        for index, msg in enumerate(messages, start):
             if isinstance(msg, AssistantMessage) and msg.reasoning is not None and msg.reasoning.blocks:
                 _, left = split_replayable(self.codec, msg.reasoning.to_structured())
                 records += [ReasoningLeftOut(index, block_index, block.type, reason)
@@ -103,30 +104,43 @@ class ConversationCache:
         self._converter = converter
         self._size = size
         self._lookback = lookback
-        self._entries: OrderedDict[int, tuple[list[Message], list[dict[str, Any]]]] = OrderedDict()
+        self._entries: OrderedDict[int, _Converted] = OrderedDict()
         self._lock = threading.Lock()
 
-    def wire(self, messages: list[Message]) -> list[dict[str, Any]]:
-        """The wire form of ``messages`` (a new list; its dicts may be shared with earlier builds)."""
+    def wire(self, messages: list[Message]) -> tuple[list[dict[str, Any]], tuple[ReasoningLeftOut, ...]]:
+        """The wire form of ``messages`` (a new list; its dicts may be shared with earlier builds),
+        and the history reasoning the codec leaves out."""
         done = self._longest_prefix(messages)
-        wire = done + list(map(self._converter.message, messages[len(done) :]))
+        new = messages[len(done.messages) :]
+        wire = done.wire + list(map(self._converter.message, new))
+        left_out = done.left_out + self._converter.left_out(new, len(done.messages))
         if messages:
             with self._lock:
                 key = id(messages[-1])
-                self._entries[key] = (list(messages), wire)
+                self._entries[key] = _Converted(list(messages), wire, left_out)
                 self._entries.move_to_end(key)
                 while len(self._entries) > self._size:
                     self._entries.popitem(last=False)
-        return list(wire)
+        return list(wire), left_out
 
-    def _longest_prefix(self, messages: list[Message]) -> list[dict[str, Any]]:
+    def _longest_prefix(self, messages: list[Message]) -> _Converted:
         last = len(messages) - 1
         with self._lock:
             for end in range(last, max(-1, last - self._lookback), -1):
                 entry = self._entries.get(id(messages[end]))
-                if entry is not None and len(entry[0]) == end + 1:
-                    seen, wire = entry
+                if entry is not None and len(entry.messages) == end + 1:
                     break
             else:
-                return []
-        return wire if messages[: end + 1] == seen else []
+                return _NOTHING
+        return entry if messages[: end + 1] == entry.messages else _NOTHING
+
+
+class _Converted(NamedTuple):
+    """One request's messages and what they became."""
+
+    messages: list[Message]
+    wire: list[dict[str, Any]]
+    left_out: tuple[ReasoningLeftOut, ...]
+
+
+_NOTHING = _Converted([], [], ())

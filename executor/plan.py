@@ -12,13 +12,14 @@ import json
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from executor.canonical import canonical_bytes, sha256_hex
-from executor.plan_integrity import canonical_and_sealed
+from executor.plan_integrity import canonical_and_sealed, with_fingerprint
 from executor.reasoning import ReasoningConfig
 from executor.value_rules import ValueRule
 
@@ -211,6 +212,9 @@ class Plan(_Frozen):
     provenance: dict[str, Provenance] = Field(description="Dotted field path -> the layer that set it.")
     fingerprint: str = Field(description="sha256 of the canonical plan body without this field.")
 
+    #: the canonical file bytes, kept when sealing made them anyway
+    _canonical: bytes | None = PrivateAttr(default=None)
+
     def body(self) -> dict[str, Any]:
         """The JSON body without ``fingerprint`` (what the fingerprint covers)."""
         data = self.model_dump(mode="json", by_alias=True)
@@ -219,13 +223,34 @@ class Plan(_Frozen):
 
     def to_bytes(self) -> bytes:
         """The plan's canonical file content."""
+        if self._canonical is not None:
+            return self._canonical
         return canonical_bytes(self.model_dump(mode="json", by_alias=True))
+
+    def __eq__(self, other: object) -> bool:
+        # the kept file bytes are a cache of what the fields say, not part of the plan
+        if not isinstance(other, Plan):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable dict fields: plans were never hashable
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy (see pydantic); it serialises afresh, since ``update`` may change its bytes."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied._canonical = None
+        return copied
 
     @classmethod
     def seal(cls, body: dict[str, Any]) -> Plan:
         """Build a plan from its body, computing the fingerprint over the body as it will be written."""
         unsealed = cls.model_validate({**body, "fingerprint": ""})
-        return unsealed.model_copy(update={"fingerprint": sha256_hex(canonical_bytes(unsealed.body()))})
+        body_bytes = canonical_bytes(unsealed.body())
+        fingerprint = sha256_hex(body_bytes)
+        sealed = unsealed.model_copy(update={"fingerprint": fingerprint})
+        # the file is the body's bytes with the fingerprint line in place: no second serialisation
+        sealed._canonical = with_fingerprint(body_bytes, fingerprint)
+        return sealed
 
     @classmethod
     def load(cls, path: str | Path, *, check_registry: bool = True) -> Plan:

@@ -47,3 +47,19 @@ def canonical_and_sealed(raw: bytes, data: dict[str, Any]) -> bool:
 def _key_at(raw: bytes, at: int) -> str:
     open_quote = at + len(_KEY_LINE)
     return raw[open_quote : raw.index(b'"', open_quote)].decode("utf-8", "replace")
+
+
+def with_fingerprint(body: bytes, fingerprint: str) -> bytes | None:
+    """The canonical plan file for canonical ``body`` bytes: the fingerprint line put in its
+    sorted place, so sealing a plan serialises it once, not twice. None when the key would be
+    the last (it never is; the caller then serialises)."""
+    at = 0
+    while True:
+        at = body.find(_KEY_LINE, at)
+        if at < 0:
+            return None
+        if _key_at(body, at) > "fingerprint":
+            break
+        at += 1
+    line = b'\n  "fingerprint": "' + fingerprint.encode("ascii") + b'",'
+    return body[:at] + line + body[at:]

@@ -74,7 +74,7 @@ class RequestBuilder:
         sanitized = prepared.shared() if prepared else None  # 2
         # messages are not converted yet, so ``apply`` marks system and tools only, as its contract says
         wire_system, wire_tools, _ = policies.cache_policy.apply(system or None, sanitized, [])  # 3
-        wire_messages = self.conversations.wire(request.messages)  # 4
+        wire_messages, left_out = self.conversations.wire(request.messages)  # 4
         if wire_system:
             wire_messages.insert(0, {"role": "system", "content": wire_system})
         wire_messages = policies.cache_policy.apply_messages(wire_messages)  # 5
@@ -108,7 +108,6 @@ class RequestBuilder:
             kwargs, self.plan.param_value_rules, has_tools=bool(wire_tools)
         )
         kwargs = self.transport.apply(kwargs, env=env, api_base=api_base)  # 8
-        left_out = self.converter.left_out(request.messages)
         if left_out:
             _note_left_out(self.plan.model.key, left_out)
         return BuiltRequest(

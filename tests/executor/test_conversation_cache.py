@@ -80,3 +80,17 @@ def test_extended_validates_the_new_messages_and_their_tool_call_ids() -> None:
     grown = request.extended(turn(1))
     assert [m.role for m in grown.messages] == ["user", "assistant", "tool", "assistant", "tool"]
     assert len(request.messages) == 3
+
+
+def test_reasoning_left_out_is_reported_for_the_whole_history_when_only_new_messages_convert() -> None:
+    plan = make_plan(policies=ANTHROPIC)
+    client, fresh = Client(plan, env={}), Client(plan, env={})
+    data: dict[str, Any] = {"messages": [{"role": "user", "content": "go"}]}
+    request = ChatRequest.model_validate(data)
+    for i in range(4):
+        said = {"role": "assistant", "content": f"step {i}", "reasoning": {"blocks": [{"type": "summary_text", "text": "s"}]}}
+        request = request.extended([said, {"role": "user", "content": "more"}])
+        data["messages"] += [said, {"role": "user", "content": "more"}]
+        left = client.build(request).reasoning_left_out
+        assert left == fresh.build(data).reasoning_left_out
+        assert [r.message for r in left] == [1 + 2 * k for k in range(i + 1)]

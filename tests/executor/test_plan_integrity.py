@@ -58,3 +58,10 @@ def test_loading_the_same_bytes_twice_gives_the_verified_plan_and_edits_are_stil
     path.write_bytes(raw.replace(b'"gpt-test"', b'"gpt-other"', 1))
     with pytest.raises(PlanTamperedError):
         Plan.load(path)
+
+
+def test_a_sealed_plan_writes_the_bytes_serialising_would_and_a_copy_serialises_afresh() -> None:
+    plan = make_plan()
+    assert plan.to_bytes() == canonical_bytes(plan.model_dump(mode="json", by_alias=True))
+    changed = plan.model_copy(update={"effective_preset": "other"})
+    assert b'"effective_preset": "other"' in changed.to_bytes()
