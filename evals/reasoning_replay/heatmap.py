@@ -16,11 +16,18 @@ from .matrix_md import SHORT
 CLASS_COLOURS = {"consumed": "#1a9850", "partial": "#fee08b", "ignored": "#d9d9d9",
                  "rejected": "#d73027", "error": "#9e6ebd", "no-usage": "#9e6ebd",
                  "no-baseline": "#9e6ebd"}
+# baseline-failed is the model's own failure, not a carrier's: its own colour, never the error one
 VERDICT_COLOURS = {"consumes-all-turns": "#1a9850", "in-loop-only": "#91cf60",
                    "accepted-ignored": "#d9d9d9", "rejected": "#d73027",
-                   "baseline-failed": "#9e6ebd", "direct-lane-not-reached": "#fdae61",
+                   "baseline-failed": "#4a4a4a", "direct-lane-not-reached": "#fdae61",
                    "not-measured": "#ffffff"}
+VERDICT_TEXT = {"baseline-failed": "#ffffff"}  # readable on the dark fill
+UNMEASURED_FILL, UNMEASURED_STROKE = "#ffffff", "#bbbbbb"
 CELL_W, CELL_H, VERDICT_W, HEAD_H, PAD = 58, 24, 170, 58, 10
+CHAR_W = 7  # a generous width per character of 11 px sans-serif
+LEGEND_ITEM_W = 90
+FOOTNOTE = ("numbers: prompt-token delta vs the same-lane, same-wording baseline; * = cells still to run; "
+            "a blank cell was not measured (matrix.md notes say why)")
 
 
 Column = tuple[str, str, str]  # step, position, variant
@@ -29,11 +36,12 @@ Placed = tuple[Column, int, int]  # column, x, width
 
 def render(table: list[dict[str, Any]], title: str) -> str:
     """The SVG document for ``table`` (the rows of matrix.json)."""
-    label_w = max([len(_label(r)) for r in table] + [20]) * 7 + PAD
+    label_w = max([len(_label(r)) for r in table] + [20]) * CHAR_W + PAD
     columns = _layout(_columns(table), label_w)
     verdict_x = columns[-1][1] + columns[-1][2] + 4 if columns else label_w
-    width = verdict_x + VERDICT_W + 2 * PAD
-    height = HEAD_H + CELL_H * max(1, len(table)) + 80
+    # the legend and footnote are part of the picture: the width covers them too
+    width = max(verdict_x + VERDICT_W + 2 * PAD, _legend_width())
+    height = HEAD_H + CELL_H * max(1, len(table)) + 20 + LEGEND_H
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="sans-serif" font-size="11">',
            f'<text x="{PAD}" y="16" font-size="13" font-weight="bold">{escape(title)}</text>']
@@ -57,6 +65,8 @@ def _columns(table: list[dict[str, Any]]) -> list[Column]:
 
 
 def _label(row: dict[str, Any]) -> str:
+    if row.get("lanes") is False:  # one endpoint: the id's shape says nothing about a lane
+        return f"{row['route']} · {row['model']}"
     return f"{row['route']} · {row['model']} · {row['lane']}"
 
 
@@ -100,7 +110,8 @@ def _row(row: dict[str, Any], columns: list[Placed], verdict_x: int, y: int) -> 
         cell = cells.get(column)
         if cell is None:
             out.append(f'<rect x="{x}" y="{y}" width="{w - 2}" height="{CELL_H - 2}" '
-                       f'fill="#ffffff" stroke="#eeeeee"/>')
+                       f'fill="{UNMEASURED_FILL}" stroke="{UNMEASURED_STROKE}" stroke-dasharray="3,2">'
+                       f'<title>{escape(" ".join(column))}: not measured</title></rect>')
             continue
         text = f"{cell['delta']:+d}" if cell["delta"] is not None else str(cell["status"] or cell["class"])
         tip = f"{column[0]} {column[1]} {column[2]}: {cell['class']} {text} {cell.get('error') or ''}"
@@ -111,16 +122,42 @@ def _row(row: dict[str, Any], columns: list[Placed], verdict_x: int, y: int) -> 
     verdict = row["verdict"] + ("" if row["complete"] else " *")
     out.append(f'<rect x="{verdict_x}" y="{y}" width="{VERDICT_W - 4}" height="{CELL_H - 2}" '
                f'fill="{VERDICT_COLOURS.get(row["verdict"], "#ffffff")}" stroke="#999"/>')
-    out.append(f'<text x="{verdict_x + 4}" y="{y + 16}">{escape(verdict)}</text>')
+    colour = VERDICT_TEXT.get(row["verdict"], "#000000")
+    out.append(f'<text x="{verdict_x + 4}" y="{y + 16}" fill="{colour}">{escape(verdict)}</text>')
     return out
 
 
+CELL_KEYS = ("consumed", "partial", "ignored", "rejected", "error")
+LEGEND_H = 84
+
+
+def _legend_width() -> int:
+    cells = PAD + (len(CELL_KEYS) + 1) * LEGEND_ITEM_W
+    verdicts = PAD + sum(_verdict_key_w(v) for v in VERDICT_COLOURS)
+    return max(cells, verdicts, PAD + len(FOOTNOTE) * CHAR_W) + PAD
+
+
+def _verdict_key_w(name: str) -> int:
+    return 16 + len(name) * CHAR_W + 14
+
+
 def _legend(y: int) -> list[str]:
-    out, x = [], PAD
-    for name in ("consumed", "partial", "ignored", "rejected", "error"):
+    """Three lines: cell classes (and the blank unmeasured cell), verdicts, the footnote."""
+    out, x = [f'<text x="{PAD}" y="{y - 4}" font-weight="bold">cells</text>'], PAD
+    y += 4
+    for name in CELL_KEYS:
         out.append(f'<rect x="{x}" y="{y}" width="12" height="12" fill="{CLASS_COLOURS[name]}"/>')
         out.append(f'<text x="{x + 16}" y="{y + 10}">{name}</text>')
-        x += 90
-    out.append(f'<text x="{PAD}" y="{y + 30}">numbers: prompt-token delta vs the same-lane, '
-               f'same-wording baseline; * = cells still to run</text>')
+        x += LEGEND_ITEM_W
+    out.append(f'<rect x="{x}" y="{y}" width="12" height="12" fill="{UNMEASURED_FILL}" '
+               f'stroke="{UNMEASURED_STROKE}" stroke-dasharray="3,2"/>')
+    out.append(f'<text x="{x + 16}" y="{y + 10}">not measured</text>')
+    y += 30
+    out.append(f'<text x="{PAD}" y="{y - 4}" font-weight="bold">verdicts</text>')
+    x = PAD
+    for name, fill in VERDICT_COLOURS.items():
+        out.append(f'<rect x="{x}" y="{y}" width="12" height="12" fill="{fill}" stroke="#999"/>')
+        out.append(f'<text x="{x + 16}" y="{y + 10}">{name}</text>')
+        x += _verdict_key_w(name)
+    out.append(f'<text x="{PAD}" y="{y + 32}">{escape(FOOTNOTE)}</text>')
     return out

@@ -42,11 +42,17 @@ def _cells(row: dict[str, Any]) -> list[str]:
     by: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for cell in row["cells"]:
         by.setdefault((cell["step"], cell["position"]), []).append(cell)
-    lane = row["lane"] + (f" ({', '.join(row['id_prefixes'])})" if row["id_prefixes"] else "")
+    if row.get("lanes") is False:
+        lane = "- (one endpoint)"  # no lanes to tell apart: the id's shape would only mislead
+    else:
+        lane = row["lane"] + (f" ({', '.join(row['id_prefixes'])})" if row["id_prefixes"] else "")
     verdict = row["verdict"] + ("" if row["complete"] else " (incomplete)")
+    # reasons a cell was not measured come last in the notes; they are never cut off
+    kept = [n for n in row["notes"] if " not measured: " in n]
+    others = [n for n in row["notes"] if " not measured: " not in n][:max(0, 4 - len(kept))]
     return [row["route"], row["model"], lane,
             *[_deltas(by.get((step, p), [])) for step in ("text", "opaque") for p in POSITIONS],
-            _turn1(row.get("turn1")), _canary(by), verdict, "; ".join(row["notes"][:4]) or "-"]
+            _turn1(row.get("turn1")), _canary(by), verdict, "; ".join(others + kept) or "-"]
 
 
 def _deltas(cells: list[dict[str, Any]]) -> str:

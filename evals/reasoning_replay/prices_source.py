@@ -10,13 +10,13 @@ from typing import Any
 from .catalog import fetch
 from .credentials import KeySource, NousAuthKey, hermes_dir
 from .errors import HarnessError
-from .pricing import PriceList, from_catalog, load_prices_file
+from .pricing import FREE, LOCAL, PriceList, from_catalog, load_prices_file
 from .routes import ROUTES, Route
 
 
 def price_list(args: argparse.Namespace, route: Route, keys: KeySource,
                catalog: list[dict[str, Any]]) -> PriceList:
-    """``--prices`` if given; free for keyless servers; otherwise the Portal price list.
+    """``--prices`` if given; free for keyless and loopback servers; otherwise the Portal price list.
 
     The Portal list is fetched from the route itself on ``nous`` and from the public Portal
     for other routes, but only when Portal credentials exist. Without any list, the
@@ -25,7 +25,11 @@ def price_list(args: argparse.Namespace, route: Route, keys: KeySource,
     if args.prices:
         return load_prices_file(Path(args.prices))
     if not route.key:
-        return PriceList(free=True)
+        return PriceList(free=FREE)
+    if route.name == "custom" and route.is_local():
+        # a dummy key on one's own loopback server (llama.cpp, vLLM) pays nobody; a named route
+        # pointed at loopback (a tunnel, a test stand-in) still stands for its paid service
+        return PriceList(free=LOCAL)
     if catalog:
         return from_catalog(catalog)
     if route.lanes:

@@ -27,19 +27,20 @@ class Price:
 # Deliberately pessimistic: an unknown model should stop a budget early, not late.
 DEFAULT_PRICE = Price(5e-6, 25e-6, "default-price")
 FREE = Price(0.0, 0.0, "keyless")
+LOCAL = Price(0.0, 0.0, "local-server")
 
 
 class PriceList:
     """Prices by model id; vendor-prefixed ids also answer for their bare name."""
 
-    def __init__(self, prices: dict[str, Price] | None = None, free: bool = False) -> None:
+    def __init__(self, prices: dict[str, Price] | None = None, free: Price | None = None) -> None:
         self.prices = prices or {}
-        self.free = free  # a keyless local server costs nothing
+        self.free = free  # a keyless or loopback server costs nothing: FREE or LOCAL says which
 
     def lookup(self, model: str) -> Price:
         """The price of ``model``, or the pessimistic default."""
-        if self.free:
-            return FREE
+        if self.free is not None:
+            return self.free
         return (self.prices.get(model) or self.prices.get(model.split("/", 1)[-1])
                 or DEFAULT_PRICE)
 

@@ -8,6 +8,7 @@ A route is data. ``--route custom`` builds one from ``--kind``, ``--base-url`` a
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import urllib.parse
 from dataclasses import dataclass, replace
 from typing import Any
@@ -38,6 +39,16 @@ class Route:
     lanes: bool = False  # response ids tell the OpenRouter lane from a direct upstream
     gemini_signature: bool = False  # synthetic tool calls need the documented dummy signature
     all_turns_context: bool = False  # also send turn 2 with reasoning.context = "all_turns"
+
+    def is_local(self) -> bool:
+        """Whether the endpoint is on this machine (loopback): a local server costs nothing."""
+        host = (urllib.parse.urlsplit(self.base_url).hostname or "").lower()
+        if host == "localhost" or host == "::1":
+            return True
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
 
     def display_base(self) -> str:
         """The base URL without userinfo or query, safe to record (some users put keys there)."""

@@ -10,6 +10,7 @@ from typing import Any
 from .fixture import POSITIONS, TRACE_TARGET_CHARS
 from .lanes import DIRECT
 from .outdir import OutDir
+from .routes import ROUTES
 from .signals import measure
 from .verdicts import NOT_MEASURED, notes, verdict
 
@@ -80,7 +81,8 @@ def _model_rows(key: tuple[str, str], records: list[dict[str, Any]], states: lis
         lane_records = [r for r in records if r.get("lane") == lane]
         row = _row(route, model, lane, verdict(signals), complete, records)
         row["cells"] = [s.as_dict() for s in signals]
-        row["notes"] = notes(signals, trace_tokens) + [_state_note(s) for s in pending]
+        row["notes"] = (notes(signals, trace_tokens) + [_state_note(s) for s in pending]
+                        + _not_measured_notes(states))
         row["id_prefixes"] = sorted({str(r.get("id_prefix")) for r in lane_records} - {"-"})
         row["calls"] = len(lane_records)
         row["turn1"] = _turn1(records, lane)
@@ -100,7 +102,9 @@ def _row(route: str, model: str, lane: str, verdict_: str, complete: bool,
     on_lane = [r for r in records if r.get("lane") == lane]
     stamps = [float(r["t"]) for r in (on_lane or records) if isinstance(r.get("t"), (int, float))]
     measured_on = time.strftime("%Y-%m-%d", time.gmtime(max(stamps))) if stamps else None
-    return {"route": route, "model": model, "lane": lane, "verdict": verdict_,
+    known = ROUTES.get(route)
+    return {"route": route, "model": model, "lane": lane, "lanes": bool(known and known.lanes),
+            "verdict": verdict_,
             "complete": complete, "cells": [], "notes": [], "id_prefixes": [], "turn1": None,
             "calls": 0, "measured_on": measured_on,
             "cost": round(sum(float(r.get("cost") or 0) for r in on_lane), 6)}
@@ -124,6 +128,13 @@ def _baseline_reason(records: list[dict[str, Any]], states: list[dict[str, Any]]
         return f"baseline: HTTP {last.get('status')}: {str(last.get('error') or 'no usage')[:200]}"
     reasons = [str(s.get("reason")) for s in states if s.get("reason") and s.get("state") != "done"]
     return reasons[-1][:240] if reasons else "no comparable measurement"
+
+
+def _not_measured_notes(states: list[dict[str, Any]]) -> list[str]:
+    """Why a finished cell has no measurement (e.g. turn 1 returned no tool call)."""
+    return [f"{s.get('step')}:{s.get('position')} not measured: {str(s.get('reason'))[:200]}"
+            for s in states if s.get("final") and s.get("state") not in ("done", "baseline-failed")
+            and s.get("reason")]
 
 
 def _state_note(state: dict[str, Any]) -> str:
