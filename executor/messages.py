@@ -14,13 +14,30 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from executor.errors import RequestFileError
+from executor.policies.params_policy import MAX_TEMPERATURE
 from executor.reasoning import BlockType, ReasoningBlock, ReasoningConfig, StructuredReasoning
 
+
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def _refused(problem: str | None, value: str) -> str:
+    if problem:
+        raise ValueError(problem)
+    return value
 
 
 class TextPart(_Model):
@@ -33,8 +50,15 @@ class TextPart(_Model):
 class ImageUrl(_Model):
     """Where an image part's bytes are: an https URL or a ``data:`` URL."""
 
-    url: str = Field(min_length=1)
+    url: str = Field(min_length=1, description="https:// (or http://) URL, or a data:image/…;base64,… URL.")
     detail: Literal["auto", "low", "high"] | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _fetchable(cls, url: str) -> str:
+        from executor.content_checks import image_url_problem
+
+        return _refused(image_url_problem(url), url)
 
 
 class ImagePart(_Model):
@@ -151,6 +175,13 @@ class ToolImage(_Model):
     media_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
     data: str = Field(min_length=1, description="Base64 of the image bytes (no data: prefix).")
 
+    @field_validator("data")
+    @classmethod
+    def _base64(cls, data: str) -> str:
+        from executor.content_checks import base64_problem
+
+        return _refused(base64_problem(data), data)
+
 
 class ToolMessage(_Model):
     """The result of one tool call."""
@@ -205,7 +236,9 @@ class ChatRequest(_Model):
     system: str | None = Field(None, description="The system prompt before any policy enriches it.")
     messages: list[Message] = Field(min_length=1, description="The conversation, oldest first; no system role.")
     tools: list[ToolSpec] = Field(default_factory=list, description="Tools the model may call.")
-    temperature: float | None = Field(None, ge=0, description="Overrides the plan's default temperature.")
+    temperature: float | None = Field(
+        None, ge=0, le=MAX_TEMPERATURE, description="Overrides the plan's default temperature."
+    )
     seed: int | None = Field(None, description="Overrides the plan's default seed.")
     top_p: float | None = Field(None, gt=0, le=1, description="Overrides the plan's default top_p.")
     max_tokens: int | None = Field(None, gt=0, description="Overrides the plan's default output token cap.")
@@ -299,22 +332,36 @@ def parse_request(text: str, *, source: str = "<request>") -> ChatRequest:
     except (StrictJSONError, InputLimitError) as exc:
         raise RequestFileError([f"{source}:{exc.line}:{exc.col}: error[REQUEST]: {exc}"]) from None
     try:
-        return ChatRequest.model_validate(data)
+        request = ChatRequest.model_validate(data)
     except ValidationError as exc:
         raise RequestFileError(_located(exc, text, source)) from None
+    from executor.request_checks import conversation_problems
+
+    problems = conversation_problems(request)
+    if problems:
+        raise RequestFileError(_located_problems(problems, text, source))
+    return request
+
+
+_LOCATE_MAX_CHARS = 1024 * 1024
 
 
 def _located(exc: ValidationError, text: str, source: str) -> list[str]:
-    locate = _locator(text)
+    problems = [(tuple(err["loc"]), str(err["msg"]).removeprefix("Value error, ")) for err in exc.errors()]
+    return _located_problems(problems, text, source)
+
+
+def _located_problems(problems: list[tuple[tuple[Any, ...], str]], text: str, source: str) -> list[str]:
+    # the position-tracking reader is slow (~8 s per MB); past this size errors name the JSON path only
+    locate = _locator(text) if len(text) <= _LOCATE_MAX_CHARS else None
     # a union field fails once per member at the same place; those become one line
     merged: dict[tuple[tuple[int, int], str], list[str]] = {}
-    for err in exc.errors():
-        loc = tuple(err["loc"])
+    for loc, msg in problems:
         where, path = locate(loc) if locate else ((0, 0), loc)
         dotted = ".".join(str(p) for p in path) or "(root)"
         messages = merged.setdefault((where, dotted), [])
-        if err["msg"] not in messages:
-            messages.append(err["msg"])
+        if msg not in messages:
+            messages.append(msg)
     lines = []
     for (where, dotted), messages in sorted(merged.items()):
         prefix = f"{source}:{where[0]}:{where[1]}" if locate else source
