@@ -37,22 +37,30 @@ def trial_cmd() -> None:
 @click.option("--backend", default="local", show_default=True, help="Where trials execute (local).")
 @click.option("--api-base", default=None, help="Send agent calls to this base URL instead of the binding's.")
 @click.option("--user-api-base", default=None, help="Send user-simulator calls to this base URL.")
+@click.option("--retry-aborted", is_flag=True, default=False,
+              help="On resume, run again the trials that ended aborted (rate limit, API timeout, infrastructure); "
+                   "the new line supersedes the aborted one in the summary.")
 @report_input_errors
 def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | None, out: Path, n_trials: int,
             concurrency: int, max_turns: int | None, max_cost: float | None, backend: str, api_base: str | None,
-            user_api_base: str | None) -> None:
+            user_api_base: str | None, retry_aborted: bool) -> None:
     """Run every TASK file against every --plan, --trials times each, into --out.
 
     Every task file is checked against its environment before any call is made. Progress
     (done / running / failed, spend so far) is shown on stderr. The first Ctrl-C stops
     starting trials and lets running ones end at their next turn; they are marked
     interrupted and rerun when the same command is run again (finished trials are skipped).
+    Trials that ended aborted (rate limit, API timeout, infrastructure: they do not count
+    against the model) are finished too; add --retry-aborted to the re-run to run them again.
+    runs.jsonl stays append-only: the new line supersedes the aborted one, and the summary
+    and report read the latest line per trial, so no trial is counted twice.
 
     \b
       capplan compile --model mock-echo --out plans/
       capplan trial run examples/trials/inventory_desk/tasks/*.yaml --plan plans/mock-echo.json \\
           --user-plan plans/mock-echo.json --out runs/demo --trials 2
       capplan trial report runs/demo
+      capplan trial run ... --out runs/demo --retry-aborted   # same command, aborted trials again
 
     Writes runs.jsonl (one line per finished trial), trials/<model>/<task>/<i>/trajectory.yaml
     and metrics.yaml, summary.md and summary.json.
@@ -78,7 +86,7 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     try:
         specs = build_specs(request)
         outcome = drive(specs, RunFolder(out), load_backend(backend), concurrency=concurrency, max_cost=max_cost,
-                        progress=Progress())
+                        progress=Progress(), retry_aborted=retry_aborted)
     except (UsageProblem, RunFolderMismatch) as exc:
         click.echo(f"capplan: {exc}", err=True)
         sys.exit(EXIT_INPUT)

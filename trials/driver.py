@@ -115,15 +115,22 @@ def build_specs(request: RunRequest) -> list[TrialSpec]:
 
 
 def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concurrency: int,
-          max_cost: float | None, progress: Progress) -> RunOutcome:
-    """Run what is not finished yet, writing each trial as it finishes."""
+          max_cost: float | None, progress: Progress, retry_aborted: bool = False) -> RunOutcome:
+    """Run what is not finished yet, writing each trial as it finishes.
+
+    ``retry_aborted`` also runs again the trials whose latest line is ``aborted`` (a rate
+    limit, timeout or infrastructure failure, which says nothing about the model); the new
+    line is appended and supersedes the aborted one wherever lines are read per trial.
+    """
     finished = folder.open(specs)
-    todo = [s for s in specs if str(s.key) not in finished]
-    outcome = RunOutcome(skipped=len(specs) - len(todo),
-                         spent_usd=sum(line["cost_usd"] for line in finished.values()))
+    again = {key for key, line in finished.items() if retry_aborted and line["status"] == TrialStatus.ABORTED.value}
+    todo = [s for s in specs if str(s.key) not in finished or str(s.key) in again]
+    # the budget counts every attempt, superseded ones included: that money was spent
+    outcome = RunOutcome(skipped=len(specs) - len(todo), spent_usd=folder.spent_usd())
     stop = threading.Event()
     started: set[str] = set()
-    progress.begin(total=len(specs), already=outcome.skipped, spent=outcome.spent_usd)
+    progress.begin(total=len(specs), already=outcome.skipped, spent=outcome.spent_usd,
+                   again=len(again & {str(s.key) for s in specs}))
 
     def feed() -> Iterator[TrialSpec]:
         for spec in todo:

@@ -24,11 +24,13 @@ class Progress:
         self.spent = 0.0
         self._lock = threading.Lock()
 
-    def begin(self, *, total: int, already: int, spent: float) -> None:
+    def begin(self, *, total: int, already: int, spent: float, again: int = 0) -> None:
         with self._lock:
             self.total, self.done, self.spent = total, already, spent
             if already:
                 self.stream.write(f"resuming: {already} of {total} trial(s) already finished\n")
+            if again:
+                self.stream.write(f"retrying: {again} aborted trial(s) run again (--retry-aborted)\n")
             self._draw()
 
     def started(self) -> None:

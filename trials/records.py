@@ -175,7 +175,7 @@ class Metrics(_Record):
 
 
 class RunLine(_Record):
-    """One line of ``runs.jsonl``: a finished trial."""
+    """One line of ``runs.jsonl``: a finished trial (a retried aborted trial has several; the latest counts)."""
 
     key: str
     plan_key: str

@@ -4,6 +4,8 @@ Layout::
 
     DIR/run.json                         the run's plans and tasks (fingerprints, sha256), interrupted trials
     DIR/runs.jsonl                       one RunLine per finished trial, appended as it finishes
+                                         (append-only: a retried aborted trial adds a line that
+                                         supersedes its earlier one; readers take the latest per key)
     DIR/trials/<plan>/<task>/<i>/trajectory.yaml
     DIR/trials/<plan>/<task>/<i>/metrics.yaml
     DIR/summary.md, DIR/summary.json     re-rendered from runs.jsonl
@@ -96,11 +98,19 @@ class RunFolder:
         return finished
 
     def finished(self) -> dict[str, dict[str, Any]]:
-        """Lines of ``runs.jsonl`` by key; a torn final line is cut off the file."""
+        """The latest line of ``runs.jsonl`` per key, so no trial is counted twice."""
+        return {str(line["key"]): line for line in self.lines()}
+
+    def spent_usd(self) -> float:
+        """What every line cost, superseded attempts included: that money was spent."""
+        return sum(float(line["cost_usd"]) for line in self.lines())
+
+    def lines(self) -> list[dict[str, Any]]:
+        """Every line of ``runs.jsonl`` in file order; a torn final line is cut off the file."""
         if not self.runs.exists():
-            return {}
+            return []
         raw = self.runs.read_bytes()
-        out: dict[str, dict[str, Any]] = {}
+        out: list[dict[str, Any]] = []
         good = 0
         for chunk in raw.splitlines(keepends=True):
             if not chunk.endswith(b"\n"):
@@ -109,7 +119,7 @@ class RunFolder:
                 line = json.loads(chunk)
             except json.JSONDecodeError:
                 break
-            out[line["key"]] = line
+            out.append(line)
             good += len(chunk)
         if good != len(raw):
             with open(self.runs, "r+b") as fh:
