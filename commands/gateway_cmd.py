@@ -44,12 +44,13 @@ def check_cmd(plans: tuple[Path, ...], fmt: str) -> None:
     from executor.gateway.config import BASE_URL, resolve_gateway_config
     from executor.gateway.route import GatewayRouteAmbiguous
     from executor.gateway.transport import decide_route
+    from executor.mock_provider import is_mock
     from executor.plan import Plan
 
     try:
         config = resolve_gateway_config()
     except Exception as exc:  # noqa: BLE001 - a configuration error is one line and exit 2
-        _fail(exc, "LLM_PROXY")
+        _fail(exc, "capplan gateway check")
         raise
     if config is None:
         click.echo(f"capplan gateway check: error[GATEWAY]: {BASE_URL} is not set, so no call goes through a gateway; "
@@ -64,8 +65,11 @@ def check_cmd(plans: tuple[Path, ...], fmt: str) -> None:
             raise
         try:
             decision = decide_route(plan, config)
+            offline = is_mock(plan.model.provider)  # answers in-process: there is no spend to leave the gateway
+            reason = decision.reason + ("; the mock provider never reaches a wire" if offline else "")
             rows.append({"plan": str(path), "model": plan.model.key, "model_id": plan.model.model_id,
-                         "kind": decision.kind, "route": decision.route, "reason": decision.reason, "ok": decision.via_gateway})
+                         "kind": decision.kind, "route": decision.route, "reason": reason,
+                         "ok": decision.via_gateway or offline})
         except GatewayRouteAmbiguous as exc:
             rows.append({"plan": str(path), "model": plan.model.key, "model_id": plan.model.model_id,
                          "kind": "ambiguous", "route": None, "reason": str(exc), "ok": False})
@@ -87,7 +91,9 @@ def _plan_files(paths: tuple[Path, ...]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(path.glob("*.json"))
+            from compiler.manifest import MANIFEST_FILE
+
+            found = sorted(p for p in path.glob("*.json") if p.name != MANIFEST_FILE)
             if not found:
                 click.echo(f"{path}: error[PLAN]: no plan files (*.json) in this folder", err=True)
                 sys.exit(EXIT_INPUT)
@@ -108,5 +114,6 @@ def _fail(exc: BaseException, where: str) -> None:
         return
     code, message = found
     for line in message.splitlines():
+        line = line[len(where) + 2:] if line.startswith(f"{where}: ") else line
         click.echo(f"{where}: error[{code}]: {line}", err=True)
     sys.exit(EXIT_INPUT)

@@ -158,12 +158,16 @@ def test_gateway_check_command(lane: Gateway, tmp_path: Any, monkeypatch: pytest
     assert "ok   exact: exact -> azure_ai/cohere-gw: catalog serves 'azure_ai/cohere-gw'" in ok.output
     (tmp_path / "alias.json").write_bytes(direct_plan(lane, "openrouter", "anthropic/claude-alias", key="alias").to_bytes())
     (tmp_path / "twice.json").write_bytes(direct_plan(lane, "openrouter", "google/gem-gw", key="twice").to_bytes())
+    (tmp_path / "offline.json").write_bytes(make_plan("mock", "echo", key="offline").to_bytes())
+    (tmp_path / "manifest.json").write_text("{}")  # compile's run manifest sits beside plans; not a plan
     found = CliRunner().invoke(main, ["gateway", "check", "--plan", str(tmp_path), "--format", "json"])
     assert found.exit_code == 1, found.output
     rows = {r["model"]: r for r in json.loads(found.output)["plans"]}
     assert rows["alias"]["kind"] == "direct" and "does not serve" in rows["alias"]["reason"]
     assert rows["twice"]["kind"] == "ambiguous" and "LLM_PROXY_PREFERRED_ROUTE" in rows["twice"]["reason"]
     assert rows["exact"]["ok"]
+    assert rows["offline"]["ok"] and "never reaches a wire" in rows["offline"]["reason"]
+    assert len(rows) == 4
     assert MASTER_KEY not in found.output and ORDER_ID not in found.output
 
 
