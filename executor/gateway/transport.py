@@ -83,6 +83,7 @@ class GatewayTransport:
         wire = decision.route if self.resolved and decision.route else plan.model.model_id
         self.keep_pin = wire.split("/", 1)[0].lower() == provider_namespace(plan)
         self._model = dialect_model(decision.route) if self.resolved and decision.route else None
+        self._merged: tuple[dict[str, Any] | None, dict[str, str]] | None = None
         self._gateway_names = {name.lower() for name in config.headers}
         if config.request_id_header:
             self._gateway_names.add(config.request_id_header.lower())
@@ -112,13 +113,15 @@ class GatewayTransport:
             # model's own "openai/" and send a name that is not the untranslated one
             kwargs["model"] = dialect_model(kwargs["model"])
         engine = kwargs.get("extra_headers")
-        if engine:
-            # the operator's headers win over engine defaults, compared as HTTP does: case-insensitively
+        merged = self._merged
+        if merged is None or engine != merged[0]:
+            # the operator's headers win over engine defaults, compared as HTTP does: case-insensitively;
+            # a client's engine headers rarely change, so the merge is kept for the next request
             names = self._gateway_names
-            headers = {k: v for k, v in engine.items() if k.lower() not in names}
-            headers.update(config.headers)
-        else:
-            headers = dict(config.headers)
+            combined = {k: v for k, v in (engine or {}).items() if k.lower() not in names}
+            combined.update(config.headers)
+            merged = self._merged = (dict(engine) if engine else None, combined)
+        headers = dict(merged[1])
         if config.request_id_header:
             headers[config.request_id_header] = uuid4_text()
         kwargs["extra_headers"] = headers
