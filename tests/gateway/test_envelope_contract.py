@@ -1,0 +1,63 @@
+"""DEFAULT_ROUTED_PROVIDERS is a claim about the installed litellm: only these providers' transports
+send an OpenAI-envelope ``POST {base}/chat/completions`` with bearer auth. A litellm upgrade that
+changes a transport fails here instead of posting to a route a gateway does not serve."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from executor.client import Client
+from executor.gateway.config import DEFAULT_ROUTED_PROVIDERS
+from tests.executor.plans import make_plan
+from tests.gateway.fakes import Upstream
+
+USER = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[Upstream]:
+    server = Upstream("envelope")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(autouse=True)
+def _keys(monkeypatch: pytest.MonkeyPatch, base: Upstream) -> None:
+    for name in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(name, "sk-envelope")
+    base.reset()
+
+
+def _sent(base: Upstream, provider: str, name: str) -> tuple[str, dict[str, str]]:
+    client = Client(make_plan(provider, name), env={}, api_base=base.base, sleep=lambda s: None)
+    try:
+        client.generate(USER)
+    except Exception:  # noqa: BLE001 - a non-OpenAI transport cannot parse the fake's answer; the request is what counts
+        pass
+    first = base.seen[0]
+    return first.path.split("?")[0], first.headers
+
+
+def test_default_routed_providers_are_exactly_the_openai_envelope_ones() -> None:
+    assert DEFAULT_ROUTED_PROVIDERS == {"openrouter", "openai"}
+
+
+@pytest.mark.parametrize(("provider", "name"), [("openai", "gpt-envelope"), ("openrouter", "vendor/envelope")])
+def test_routed_providers_post_chat_completions_with_bearer_auth(base: Upstream, provider: str, name: str) -> None:
+    path, headers = _sent(base, provider, name)
+    assert path == "/chat/completions"
+    assert headers["authorization"] == "Bearer sk-envelope"
+
+
+@pytest.mark.parametrize(("provider", "name", "path"), [
+    ("anthropic", "claude-envelope", "/v1/messages"),
+    ("gemini", "gemini-envelope", "/models/gemini-envelope:generateContent"),
+])
+def test_native_providers_stay_off_the_openai_route(base: Upstream, provider: str, name: str, path: str) -> None:
+    sent, _ = _sent(base, provider, name)
+    assert sent != "/chat/completions"
+    assert sent.endswith(path)
