@@ -8,6 +8,7 @@ from pydantic import Field
 
 from compiler.inputs.common import Strict
 from executor.probe import RateLimitProbeConfig
+from executor.rate_limits import RateLimits
 from executor.reasoning import ReasoningConfig
 
 
@@ -67,4 +68,9 @@ class RunConfig(Strict):
         description="Run policy, not a model property: when enabled, the run's agent calls absorb 429s at a fixed, "
         "jittered interval for up to per_call_budget_s each, and record probe telemetry. Never part of a plan, and "
         "no environment variable arms it.",
+    )
+    rate_limits: RateLimits = Field(
+        default_factory=RateLimits,
+        description="Run-wide call limits per provider and per key, shared by every trial worker "
+        "(`capplan trial run --config`); never part of a plan.",
     )

@@ -1,0 +1,39 @@
+"""Per-provider and per-key call limits, as a run config declares them.
+
+A limit is run-level data (how hard this deployment may push a provider), never plan data:
+the same plan runs under different quotas. Keys are named by the environment variable that
+holds them, so a limits file never carries a credential.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class CallLimit(_Strict):
+    """How fast and how wide calls to one provider (or through one key) may go."""
+
+    requests_per_minute: float | None = Field(
+        None, gt=0, description="Sustained call starts per minute across the whole run (every worker, every node)."
+    )
+    max_concurrent: int | None = Field(None, gt=0, description="Calls in flight at once across the whole run.")
+
+
+class RateLimits(_Strict):
+    """The run's limits; a provider or key not listed is not limited (429s still slow it down)."""
+
+    providers: dict[str, CallLimit] = Field(
+        default_factory=dict,
+        description="Provider (the plan's providers.yaml binding key, e.g. openrouter) → its limit.",
+    )
+    keys: dict[str, CallLimit] = Field(
+        default_factory=dict,
+        description="Credential env-var name (e.g. OPENROUTER_API_KEY, never its value) → the limit of that key.",
+    )
+    rate_limited_pause_s: float = Field(
+        2.0, gt=0, le=600, description="How long every worker pauses a provider after a 429 without Retry-After."
+    )

@@ -1,0 +1,1 @@
+"""Trial execution on a Ray cluster: the limiter actor, workers, credentials by name, the session."""
