@@ -15,9 +15,10 @@ from collections.abc import Iterable, Mapping
 
 from executor.mock_provider import is_mock
 from executor.plan import Plan
+from trials.driver import UsageProblem
 
 
-class CredentialsMissingError(Exception):
+class CredentialsMissingError(UsageProblem):
     """A node or worker lacks a credential variable a plan needs; the message names only variables."""
 
 

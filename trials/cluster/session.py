@@ -9,6 +9,7 @@ a node needs nothing installed but capplan itself.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -19,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from trials.cluster.credentials import CredentialsMissingError, missing, missing_message
+from trials.driver import UsageProblem
 
 #: A started local cluster's object store: trial records are kilobytes, plans a few more.
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024
@@ -28,7 +30,7 @@ WORKER_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 _ADDRESS = re.compile(r"^(auto|ray://[^\s:/]+:\d+|[^\s:/]+:\d+)$")
 
 
-class ClusterUsageError(Exception):
+class ClusterUsageError(UsageProblem):
     """A bad ``--address``, Ray missing, or a cluster the run cannot use; exit 2."""
 
 
@@ -104,7 +106,10 @@ def runtime_env(working_dir: Path | None, secret_names: Iterable[str]) -> dict[s
 class Session:
     """A connection to a cluster for the duration of one run; ``close`` disconnects."""
 
-    def __init__(self, address: str | None, sources: Iterable[EnvironmentSource], secret_names: Iterable[str]) -> None:
+    def __init__(self, address: str | None, sources: Iterable[EnvironmentSource], secret_names: Iterable[str],
+                 *, local_cpus: int | None = None) -> None:
+        """``local_cpus``: logical CPUs of a local cluster this run starts (workers wait on the provider, so
+        there may be more of them than cores)."""
         check_address(address)
         self.ray = import_ray()
         self._stage = Path(tempfile.mkdtemp(prefix="capplan-ray-code-"))
@@ -116,7 +121,8 @@ class Session:
         else:
             kwargs: dict[str, Any] = {"runtime_env": env, "log_to_driver": False}
             if address is None:
-                kwargs.update(include_dashboard=False, object_store_memory=LOCAL_OBJECT_STORE_BYTES)
+                kwargs.update(include_dashboard=False, object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+                              num_cpus=max(os.cpu_count() or 1, local_cpus or 0))
             else:
                 kwargs["address"] = address
             try:

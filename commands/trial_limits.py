@@ -1,0 +1,46 @@
+"""``capplan trial run --config RUN.yaml``: the run config's ``rate_limits``, checked against the run.
+
+A limit names a provider (a providers.yaml binding key) and a key (a credential env-var name).
+A name that is neither a bundled binding nor used by one of the run's plans is a located
+error with did-you-mean: a mistyped name would otherwise leave the provider unlimited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from compiler.diagnostics import Diagnostic, InputError, did_you_mean
+from compiler.loading import PROVIDERS_FILE, bundled_dir, display_path, load_file
+from executor.plan import Plan
+from executor.rate_limits import RateLimits
+
+
+def load_rate_limits(path: Path, plans: Sequence[Plan]) -> RateLimits:
+    """The run config's limits; every problem in the file is raised together."""
+    from compiler.inputs.providers_file import ProvidersFile
+    from compiler.inputs.run_config import RunConfig
+
+    loaded, diags = load_file(path, RunConfig, display_path(path, None))
+    if loaded is None or any(d.severity == "error" for d in diags):
+        raise InputError(diags)
+    bundled, _ = load_file(bundled_dir() / PROVIDERS_FILE, ProvidersFile, display_path(Path(PROVIDERS_FILE), "bundled"))
+    bindings = bundled.model.root if bundled is not None else {}
+    providers = set(bindings) | {p.binding.key or p.model.provider.split("/")[0].lower() for p in plans}
+    keys = {b.api_key_env for b in bindings.values() if b.api_key_env}
+    keys |= {p.binding.binding.api_key_env for p in plans if p.binding.binding.api_key_env}
+    limits = loaded.model.rate_limits
+    problems: list[Diagnostic] = []
+    for name in limits.providers:
+        if name not in providers:
+            problems.append(loaded.source.diag(("rate_limits", "providers", name), "unknown-provider",
+                                               f"no provider binding is called {name!r}",
+                                               did_you_mean(name, providers)))
+    for name in limits.keys:
+        if name not in keys:
+            problems.append(loaded.source.diag(("rate_limits", "keys", name), "unknown-key-variable",
+                                               f"no provider binding reads its key from {name!r}",
+                                               did_you_mean(name, keys)))
+    if problems:
+        raise InputError(problems)
+    return limits

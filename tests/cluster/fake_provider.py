@@ -1,0 +1,121 @@
+"""A loopback OpenAI-compatible provider that scripts a tool-using agent, statelessly.
+
+Each answer is a function of the request alone, so trials give identical trajectories on any
+backend, in any order, from any process: after a user message it calls the first offered
+tool with ``{"amount": 2}``; after a tool result it answers in text. Ids derive from the
+request body. It records each request's headers (the credential the worker sent) and can
+add latency and answer some requests with a 429.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def answer(body: dict[str, Any]) -> dict[str, Any]:
+    """The scripted agent's completion for one request body."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+    messages = body.get("messages") or []
+    tools = body.get("tools") or []
+    last = messages[-1]["role"] if messages else "user"
+    if tools and last == "user":
+        name = tools[0]["function"]["name"]
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": f"call_{digest[:10]}", "type": "function",
+                            "function": {"name": name, "arguments": json.dumps({"amount": 2})}}],
+        }
+        finish = "tool_calls"
+    else:
+        message = {"role": "assistant", "content": f"Done after {len(messages)} messages."}
+        finish = "stop"
+    prompt = sum(len(json.dumps(m)) for m in messages) // 4
+    return {
+        "id": f"chatcmpl-{digest[:16]}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": body.get("model", "agent-model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": 12, "total_tokens": prompt + 12},
+    }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # many workers connect at once; the default backlog of 5 refuses some
+
+
+class FakeProvider:
+    """Serves ``answer`` on 127.0.0.1; use as a context manager."""
+
+    def __init__(self, *, latency_s: float = 0.0) -> None:
+        self.latency_s = latency_s
+        self.rate_limit_every = 0  # answer every Nth request with a 429 (0: never)
+        self.authorizations: set[str] = set()
+        self.count = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.loads(raw) if raw else {}
+                with server._lock:
+                    server.count += 1
+                    n = server.count
+                    server.authorizations.add(self.headers.get("Authorization", ""))
+                if server.latency_s:
+                    time.sleep(server.latency_s)
+                status, payload = 200, answer(body)
+                if server.rate_limit_every and n % server.rate_limit_every == 0:
+                    status, payload = 429, {"error": {"message": "Rate limit reached", "type": "rate_limit"}}
+                data = json.dumps(payload).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if status == 429:
+                    self.send_header("Retry-After", "0")
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def base(self) -> str:
+        """The api_base a plan's calls are pointed at."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> FakeProvider:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+def serve_forever(latency_s: float) -> None:
+    """Serve in this process until killed, printing the base URL (benchmarks run it beside the driver)."""
+    with FakeProvider(latency_s=latency_s) as fake:
+        print(fake.base, flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    import sys
+
+    serve_forever(float(sys.argv[1]) if len(sys.argv) > 1 else 0.0)

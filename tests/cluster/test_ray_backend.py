@@ -1,0 +1,137 @@
+"""The Ray backend on the session's local cluster, against a loopback provider through real litellm.
+
+The tests run in file order and share the cluster; the last one greps everything Ray and
+capplan wrote during the session for the canary credential.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cluster.conftest import RayCluster
+from tests.cluster.fake_provider import FakeProvider
+from tests.cluster.runs import canary_plan, folder_contents, write_pack
+from trials.backends.local import LocalBackend
+from trials.backends.ray_backend import RayBackend
+from trials.driver import RunRequest, build_specs, drive
+from trials.progress import Progress
+from trials.run_folder import RunFolder
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _request(tmp_path: Path, out: str, base: str, *, tasks: int = 2, trials: int = 3, concurrency: int = 4) -> RunRequest:
+    plan = tmp_path / "plans" / "agent.json"
+    if not plan.exists():
+        plan.parent.mkdir(parents=True)
+        plan.write_bytes(canary_plan().to_bytes())
+    paths = sorted((tmp_path / "pack").glob("*.yaml")) or write_pack(tmp_path / "pack", n_tasks=tasks)
+    return RunRequest(tasks=paths, plans=[plan], out=tmp_path / out, trials=trials, concurrency=concurrency,
+                      api_base=base)
+
+
+def test_local_and_ray_backends_write_the_same_run_folder(ray_cluster: RayCluster, tmp_path: Path) -> None:
+    with FakeProvider() as fake:
+        for name, backend in (("local", LocalBackend()), ("ray", RayBackend(workers=2))):
+            request = _request(tmp_path, name, fake.base)
+            outcome = drive(build_specs(request), RunFolder(request.out), backend, concurrency=4, max_cost=None,
+                            progress=Progress(live=False))
+            assert outcome.finished == 6 and not outcome.interrupted
+        assert fake.authorizations == {f"Bearer {ray_cluster.canary}"}  # the key reached the workers by name
+    assert isinstance(backend, RayBackend)
+    assert sum(backend.stats.by_node.values()) == 6 and backend.stats.lost_attempts == 0
+    local, remote = folder_contents(tmp_path / "local"), folder_contents(tmp_path / "ray")
+    assert sorted(local) == sorted(remote)
+    assert len([f for f in local if f.endswith("metrics.yaml")]) == 6
+    for name in local:
+        assert local[name] == remote[name], name
+
+
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(ray_cluster: RayCluster, tmp_path: Path) -> None:
+    backend = RayBackend(workers=2)
+    with FakeProvider(latency_s=0.3) as fake:
+        request = _request(tmp_path, "out", fake.base, trials=4)
+
+        def kill_one_worker() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not (backend.stats.workers and fake.count >= 4):
+                time.sleep(0.05)
+            os.kill(backend.stats.workers[0].pid, signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_one_worker, daemon=True)
+        killer.start()
+        outcome = drive(build_specs(request), RunFolder(request.out), backend, concurrency=4, max_cost=None,
+                        progress=Progress(live=False))
+        killer.join(timeout=5)
+    assert outcome.finished == 8
+    lines = [json.loads(x) for x in (request.out / "runs.jsonl").read_text().splitlines()]
+    assert sorted(line["key"] for line in lines) == sorted({line["key"] for line in lines})  # no duplicate
+    assert len(lines) == 8 and all(line["passed"] for line in lines)
+    lost = {line["key"]: yaml.safe_load((request.out / line["dir"] / "metrics.yaml").read_text())["lost_attempts"]
+            for line in lines}
+    assert backend.stats.lost_attempts >= 1  # the kill landed while trials were running
+    assert sum(lost.values()) == backend.stats.lost_attempts
+    for line in lines:  # a rerun trial is whole: every turn of its one recorded attempt
+        assert line["turns"] == 4 and line["status"] == "completed"
+
+
+def test_killed_driver_then_rerun_resumes_over_an_existing_cluster(ray_cluster: RayCluster, tmp_path: Path) -> None:
+    with FakeProvider(latency_s=0.2) as fake:
+        request = _request(tmp_path, "out", fake.base, trials=5, concurrency=2)
+        command = [sys.executable, "-m", "commands", "trial", "run", *map(str, request.tasks),
+                   "--plan", str(request.plans[0]), "--out", str(request.out), "--trials", "5",
+                   "--concurrency", "2", "--api-base", fake.base,
+                   "--backend", "ray", "--address", ray_cluster.gcs_address, "--workers", "1"]
+        runs = request.out / "runs.jsonl"
+        first = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline and first.poll() is None:
+                if runs.exists() and len(runs.read_text().splitlines()) >= 2:
+                    break
+                time.sleep(0.05)
+            assert first.poll() is None, first.communicate()[1].decode()[-3000:]
+            first.kill()  # SIGKILL: no handler runs, the run folder is left as the crash left it
+        finally:
+            first.wait(timeout=30)
+        before = len(runs.read_text().splitlines())
+        assert 2 <= before < 10
+        second = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"resuming: {before} of 10 trial(s) already finished" in second.stderr
+    keys = [json.loads(x)["key"] for x in runs.read_text().splitlines()]
+    assert len(keys) == 10 and len(set(keys)) == 10
+    # the environment reached the cluster through the job's runtime env, not through a shared path
+    shipped = list((ray_cluster.session_dir / "runtime_resources" / "working_dir_files").glob("*/cluster_counter_env.py"))
+    assert shipped
+
+
+def test_no_credential_value_in_anything_ray_or_capplan_wrote(
+    ray_cluster: RayCluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    canary = ray_cluster.canary.encode()
+    roots = [ray_cluster.session_dir, tmp_path_factory.getbasetemp()]
+    scanned, hits = 0, []
+    for root in roots:
+        for path in root.rglob("*"):
+            if not path.is_file() or path.is_symlink() or path.is_socket():
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            scanned += 1
+            if canary in data:
+                hits.append(str(path))
+    assert scanned > 50  # the session's logs and the run folders were really read
+    assert hits == []

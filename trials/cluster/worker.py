@@ -1,0 +1,87 @@
+"""A trial worker: one Ray actor process running many trials at once in threads.
+
+Threads, as on the local backend, because a trial spends its time waiting on the provider.
+The worker checks its node has the credential variables the plans name before it accepts a
+trial, shares one client per plan among its trials (the runner's ``RunContext``), and sends
+every provider attempt through the cluster-wide limiter. Plans arrive as their canonical JSON
+through the object store, once per plan, and the runner verifies each against the spec's
+fingerprint before building its client. A trial's records go back to the driver as the
+call's return value; the worker writes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+
+from executor.client import Completion
+from executor.plan import Plan
+from trials.cluster.credentials import require
+from trials.cluster.limited_completion import LimitedCompletion
+from trials.cluster.limiter_actor import RayCallGate
+from trials.runner import RunContext, run_trial
+from trials.spec import TrialRecords, TrialSpec
+
+
+@dataclass(frozen=True)
+class WorkerIdentity:
+    """Where a worker incarnation runs; ``holder`` names its limiter seats (it changes on restart)."""
+
+    holder: str
+    node_id: str
+    node: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """One trial's records and where and how long it ran, as the driver receives them."""
+
+    records: TrialRecords
+    worker: WorkerIdentity
+    started_at: float  # wall clock, to measure scheduling against the driver's submission time
+    wall_s: float
+
+
+class TrialWorker:
+    """Ray actor body; the backend starts it with ``max_concurrency`` = its trial slots + 2."""
+
+    def __init__(self, index: int, credential_names: list[str], limiter_name: str) -> None:
+        import ray
+
+        node_id = ray.get_runtime_context().get_node_id()
+        node = socket.gethostname()
+        self.identity = WorkerIdentity(f"worker-{index}-{node_id[:8]}-{os.getpid()}", node_id, node, os.getpid())
+        require(credential_names, f"node {node} ({node_id[:8]})")
+        # looked up by name: a handle among the constructor arguments would pin it in the object store
+        gate = RayCallGate(ray.get_actor(limiter_name), self.identity.holder)
+        self.cancel = threading.Event()
+        self.context = RunContext(cancel=self.cancel, completion_for=lambda plan: _limited(plan, gate))
+
+    def ready(self) -> WorkerIdentity:
+        """Who this incarnation is; litellm is imported now so the first trial does not pay for it."""
+        from executor.client import _litellm_completion
+
+        _litellm_completion()
+        return self.identity
+
+    def run(self, spec: TrialSpec, plan_json: str, user_plan_json: str | None) -> TrialResult:
+        """Run one trial; the plans travel beside the spec, once per plan in the object store."""
+        full = dataclasses.replace(spec, plan_json=plan_json, user_plan_json=user_plan_json)
+        started_at, started = time.time(), time.perf_counter()
+        records = run_trial(full, self.context)
+        return TrialResult(records, self.identity, started_at, time.perf_counter() - started)
+
+    def stop(self) -> None:
+        """Running trials end at their next turn as interrupted."""
+        self.cancel.set()
+
+
+def _limited(plan: Plan, gate: RayCallGate) -> Completion:
+    from executor.client import _litellm_completion
+
+    return LimitedCompletion(_litellm_completion(), gate, plan)
