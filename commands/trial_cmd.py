@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -34,7 +35,18 @@ def trial_cmd() -> None:
               help="Run-level cap on agent turns; ceilings every task's budget.")
 @click.option("--max-cost", type=click.FloatRange(min=0), default=None,
               help="Stop starting trials once this many USD are spent (running ones finish).")
-@click.option("--backend", default="local", show_default=True, help="Where trials execute (local).")
+@click.option("--backend", default="local", show_default=True,
+              help="Where trials execute: local (threads in this process) or ray (a Ray cluster; "
+                   "pip install 'capplan[ray]').")
+@click.option("--address", default=None,
+              help="--backend ray: the cluster to join: 'auto', 'ray://HOST:PORT' (Ray client) or the head's "
+                   "'HOST:PORT'; without it a local cluster is started for the run.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="--backend ray: worker processes (one CPU each); --concurrency is split among them. "
+                   "Default: one per cluster CPU, at most --concurrency.")
+@click.option("--config", "run_config", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
+              help="--backend ray: run config whose rate_limits (requests per minute and calls in flight, per "
+                   "provider and per key) hold across the whole cluster.")
 @click.option("--api-base", default=None, help="Send agent calls to this base URL instead of the binding's.")
 @click.option("--user-api-base", default=None, help="Send user-simulator calls to this base URL.")
 @click.option("--retry-aborted", is_flag=True, default=False,
@@ -42,8 +54,9 @@ def trial_cmd() -> None:
                    "the new line supersedes the aborted one in the summary.")
 @report_input_errors
 def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | None, out: Path, n_trials: int,
-            concurrency: int, max_turns: int | None, max_cost: float | None, backend: str, api_base: str | None,
-            user_api_base: str | None, retry_aborted: bool) -> None:
+            concurrency: int, max_turns: int | None, max_cost: float | None, backend: str, address: str | None,
+            workers: int | None, run_config: Path | None, api_base: str | None, user_api_base: str | None,
+            retry_aborted: bool) -> None:
     """Run every TASK file against every --plan, --trials times each, into --out.
 
     Every task file is checked against its environment before any call is made. Progress
@@ -61,6 +74,12 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
           --user-plan plans/mock-echo.json --out runs/demo --trials 2
       capplan trial report runs/demo
       capplan trial run ... --out runs/demo --retry-aborted   # same command, aborted trials again
+
+    The same run on a Ray cluster (the driver writes the same folder; rate limits from a run config):
+
+    \b
+      capplan trial run tasks/*.yaml --plan plans/kimi-k3.json --out runs/big --trials 8 \\
+          --backend ray --address auto --workers 16 --concurrency 512 --config run.yaml
 
     Writes runs.jsonl (one line per finished trial), trials/<model>/<task>/<i>/trajectory.yaml
     and metrics.yaml, summary.md and summary.json.
@@ -85,8 +104,9 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
                          user_api_base=user_api_base)
     try:
         specs = build_specs(request)
-        outcome = drive(specs, RunFolder(out), load_backend(backend), concurrency=concurrency, max_cost=max_cost,
-                        progress=Progress(), retry_aborted=retry_aborted)
+        options = _backend_options(backend, address, workers, run_config, specs)
+        outcome = drive(specs, RunFolder(out), load_backend(backend, **options), concurrency=concurrency,
+                        max_cost=max_cost, progress=Progress(), retry_aborted=retry_aborted)
     except (UsageProblem, RunFolderMismatch) as exc:
         click.echo(f"capplan: {exc}", err=True)
         sys.exit(EXIT_INPUT)
@@ -106,6 +126,30 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
                    f"{len(outcome.not_started)} trial(s) not started", err=True)
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_OK)
+
+
+def _backend_options(backend: str, address: str | None, workers: int | None, run_config: Path | None,
+                     specs: list[Any]) -> dict[str, Any]:
+    """The Ray backend's options; on any other backend they are a usage error, never ignored."""
+    from trials.driver import UsageProblem
+
+    given = [name for name, value in (("--address", address), ("--workers", workers), ("--config", run_config))
+             if value is not None]
+    if backend != "ray":
+        if given:
+            raise UsageProblem(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to --backend ray")
+        return {}
+    from commands.trial_limits import load_rate_limits
+    from executor.plan import Plan
+    from trials.cluster.session import check_address
+
+    check_address(address)
+
+    limits = None
+    if run_config is not None:
+        plans = {s.plan_fingerprint: s.plan_json for s in specs}
+        limits = load_rate_limits(run_config, [Plan.model_validate_json(text) for text in plans.values()])
+    return {"address": address, "workers": workers, "limits": limits}
 
 
 @trial_cmd.command("report")

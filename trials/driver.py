@@ -129,6 +129,8 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
     outcome = RunOutcome(skipped=len(specs) - len(todo), spent_usd=folder.spent_usd())
     stop = threading.Event()
     started: set[str] = set()
+    if todo:
+        backend.prepare(todo)
     progress.begin(total=len(specs), already=outcome.skipped, spent=outcome.spent_usd,
                    again=len(again & {str(s.key) for s in specs}))
 

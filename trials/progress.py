@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
+from collections import Counter
 from typing import TextIO
 
 from trials.outcome import TrialStatus
@@ -22,11 +24,15 @@ class Progress:
         self.live = self.stream.isatty() if live is None else live
         self.total = self.done = self.running = self.failed = 0
         self.spent = 0.0
+        self.finished_here = 0  # this invocation's trials, for the rate (a resume's earlier ones excluded)
+        self.by_node: Counter[str] = Counter()
+        self._began = time.monotonic()
         self._lock = threading.Lock()
 
     def begin(self, *, total: int, already: int, spent: float, again: int = 0) -> None:
         with self._lock:
             self.total, self.done, self.spent = total, already, spent
+            self._began = time.monotonic()
             if already:
                 self.stream.write(f"resuming: {already} of {total} trial(s) already finished\n")
             if again:
@@ -43,6 +49,9 @@ class Progress:
             self.running -= 1
             if written:
                 self.done += 1
+                self.finished_here += 1
+                if records.node is not None:
+                    self.by_node[records.node] += 1
                 if records.status is not TrialStatus.COMPLETED:
                     self.failed += 1
             if spent is not None:
@@ -62,8 +71,12 @@ class Progress:
             self.stream.flush()
 
     def _line(self) -> str:
-        return (f"trials {self.done}/{self.total} done · {self.running} running · {self.failed} failed · "
-                f"${self.spent:.4f} spent")
+        minutes = max(time.monotonic() - self._began, 1e-9) / 60
+        line = (f"trials {self.done}/{self.total} done · {self.running} running · {self.failed} failed · "
+                f"{self.finished_here / minutes:.1f}/min · ${self.spent:.4f} spent")
+        if self.by_node:
+            line += " · per node: " + ", ".join(f"{node} {n}" for node, n in sorted(self.by_node.items()))
+        return line
 
     def _draw(self) -> None:
         if self.live:

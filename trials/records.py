@@ -172,6 +172,10 @@ class Metrics(_Record):
     latency_s: float = Field(description="Summed provider latency of every call.")
     wall_s: float
     grade: Grade
+    lost_attempts: int = Field(
+        0, description="Attempts of this trial that died with their worker or node and were rerun from the start "
+        "(Ray backend); their calls are not in `calls`."
+    )
 
 
 class RunLine(_Record):

@@ -59,10 +59,14 @@ class RunContext:
         sleep: Callable[[float], None] = time.sleep,
         cancel: threading.Event | None = None,
         completion: Completion | None = None,
+        completion_for: Callable[[Plan], Completion] | None = None,
     ) -> None:
+        """``completion_for`` builds a plan's completion function (the Ray worker's limiter gate needs
+        the plan's provider and key); it wins over ``completion``."""
         self.sleep = sleep
         self.cancel = cancel
         self.completion = completion
+        self.completion_for = completion_for
         self._lock = threading.Lock()
         self._clients: dict[tuple[str, str | None], Client] = {}
         self._tasks: dict[tuple[str, str], LoadedTask] = {}
@@ -73,8 +77,9 @@ class RunContext:
             hit = self._clients.get(key)
         if hit is not None:
             return hit
-        client = Client(plan_from_text(plan_json, fingerprint), completion=self.completion, sleep=self.sleep,
-                        api_base=api_base)
+        plan = plan_from_text(plan_json, fingerprint)
+        completion = self.completion_for(plan) if self.completion_for is not None else self.completion
+        client = Client(plan, completion=completion, sleep=self.sleep, api_base=api_base)
         with self._lock:
             return self._clients.setdefault(key, client)
 

@@ -87,3 +87,4 @@ class TrialRecords:
     trajectory: dict[str, Any] = field(repr=False)
     metrics: dict[str, Any] = field(repr=False)
     run_line: dict[str, Any] = field(repr=False)
+    node: str | None = field(default=None, compare=False)  # where it ran (Ray backend), for progress; never written

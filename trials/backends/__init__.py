@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Protocol
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
 from trials.spec import TrialRecords, TrialSpec
 
 BACKENDS: dict[str, str] = {
     "local": "trials.backends.local:LocalBackend",
+    "ray": "trials.backends.ray_backend:RayBackend",
 }
 
 
@@ -28,13 +29,17 @@ class Backend(Protocol):
 
     name: str
 
+    def prepare(self, specs: Sequence[TrialSpec]) -> None:
+        """Called once with every spec the run may start, before ``run`` (a cluster ships their code)."""
+        ...
+
     def run(self, specs: Iterable[TrialSpec], *, concurrency: int, stop: threading.Event) -> Iterator[TrialRecords]:
         """Yield one record per spec pulled, in completion order."""
         ...
 
 
-def load_backend(name: str) -> Backend:
-    """Instantiate the backend registered as ``name``."""
+def load_backend(name: str, **options: Any) -> Backend:
+    """Instantiate the backend registered as ``name`` with its own options (e.g. the Ray address)."""
     module, _, attr = BACKENDS[name].partition(":")
-    backend: Backend = getattr(importlib.import_module(module), attr)()
+    backend: Backend = getattr(importlib.import_module(module), attr)(**options)
     return backend

@@ -9,7 +9,7 @@ context's cancel event, so running trials end at their next turn boundary as
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from trials.runner import RunContext, run_trial
@@ -23,6 +23,9 @@ class LocalBackend:
 
     def __init__(self, context: RunContext | None = None) -> None:
         self.context = context
+
+    def prepare(self, specs: Sequence[TrialSpec]) -> None:
+        """Nothing to ship: the trials run in this process."""
 
     def run(self, specs: Iterable[TrialSpec], *, concurrency: int, stop: threading.Event) -> Iterator[TrialRecords]:
         context = self.context or RunContext()
