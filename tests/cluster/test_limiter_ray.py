@@ -11,7 +11,7 @@ from trials.cluster.limiter_actor import start_limiter
 
 WORKERS = 8
 RPM = 600.0  # 10 calls per second, shared by all eight
-SECONDS = 4.0
+SECONDS = 3.0
 
 
 def test_eight_workers_share_one_rate_and_one_seat_limit(ray_cluster: RayCluster) -> None:

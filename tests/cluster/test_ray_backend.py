@@ -60,6 +60,7 @@ def test_local_and_ray_backends_write_the_same_run_folder(ray_cluster: RayCluste
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(ray_cluster: RayCluster, tmp_path: Path) -> None:
     backend = RayBackend(workers=2)
     with FakeProvider(latency_s=0.3) as fake:
+        fake.rate_limit_every = 11  # a few 429s on the way, which the workers report to the limiter
         request = _request(tmp_path, "out", fake.base, trials=4)
 
         def kill_one_worker() -> None:
@@ -83,6 +84,8 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(ray_cluster: RayCl
     assert sum(lost.values()) == backend.stats.lost_attempts
     for line in lines:  # a rerun trial is whole: every turn of its one recorded attempt
         assert line["turns"] == 4 and line["status"] == "completed"
+    lanes = backend.stats.limiter["lanes"]
+    assert lanes["provider:openai"]["rate_limited"] >= 1 and lanes["key:CAPPLAN_TEST_CANARY_KEY"]["rate_limited"] >= 1
 
 
 def test_killed_driver_then_rerun_resumes_over_an_existing_cluster(ray_cluster: RayCluster, tmp_path: Path) -> None:
@@ -116,11 +119,7 @@ def test_killed_driver_then_rerun_resumes_over_an_existing_cluster(ray_cluster: 
     assert shipped
 
 
-def test_no_credential_value_in_anything_ray_or_capplan_wrote(
-    ray_cluster: RayCluster, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    canary = ray_cluster.canary.encode()
-    roots = [ray_cluster.session_dir, tmp_path_factory.getbasetemp()]
+def _files_containing(roots: list[Path], needle: bytes) -> tuple[int, list[str]]:
     scanned, hits = 0, []
     for root in roots:
         for path in root.rglob("*"):
@@ -131,7 +130,17 @@ def test_no_credential_value_in_anything_ray_or_capplan_wrote(
             except OSError:
                 continue
             scanned += 1
-            if canary in data:
+            if needle in data:
                 hits.append(str(path))
+    return scanned, hits
+
+
+def test_no_credential_value_in_anything_ray_or_capplan_wrote(
+    ray_cluster: RayCluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    canary = ray_cluster.canary.encode()
+    control = tmp_path_factory.mktemp("control")
+    (control / "leak.log").write_bytes(b"Authorization: Bearer " + canary)
+    scanned, hits = _files_containing([ray_cluster.session_dir, tmp_path_factory.getbasetemp()], canary)
     assert scanned > 50  # the session's logs and the run folders were really read
-    assert hits == []
+    assert hits == [str(control / "leak.log")]  # the planted copy is found, and nothing else

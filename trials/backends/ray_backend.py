@@ -141,8 +141,8 @@ class RayBackend:
             self.close()
             return
         if self._session is None:
-            self.prepare([first])
-        assert self._session is not None
+            # the task environments must be known before joining: they travel in the job's runtime env
+            raise RuntimeError("RayBackend.prepare(specs) must be called with every spec before run()")
         try:
             yield from _Drive(self, self._session, concurrency, stop).run(first, pending)
         finally:
