@@ -105,8 +105,9 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     try:
         specs = build_specs(request)
         options = _backend_options(backend, address, workers, run_config, specs)
-        outcome = drive(specs, RunFolder(out), load_backend(backend, **options), concurrency=concurrency,
-                        max_cost=max_cost, progress=Progress(), retry_aborted=retry_aborted)
+        runner = load_backend(backend, **options)
+        outcome = drive(specs, RunFolder(out), runner, concurrency=concurrency, max_cost=max_cost,
+                        progress=Progress(), retry_aborted=retry_aborted)
     except (UsageProblem, RunFolderMismatch) as exc:
         click.echo(f"capplan: {exc}", err=True)
         sys.exit(EXIT_INPUT)
@@ -116,6 +117,9 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
             raise
         click.echo(f"capplan: error[{known[0]}]: {known[1]}", err=True)
         sys.exit(EXIT_INPUT)
+    stats = getattr(runner, "stats", None)
+    for line in stats.report() if stats is not None else []:
+        click.echo(line, err=True)
     click.echo(f"run folder: {out}  (summary: {out / 'summary.md'})", err=True)
     if outcome.interrupted or outcome.not_started and not outcome.budget_stopped:
         click.echo(f"interrupted: {len(outcome.interrupted) + len(outcome.not_started)} trial(s) not finished; "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -91,9 +92,12 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(ray_cluster: RayCl
 def test_killed_driver_then_rerun_resumes_over_an_existing_cluster(ray_cluster: RayCluster, tmp_path: Path) -> None:
     with FakeProvider(latency_s=0.2) as fake:
         request = _request(tmp_path, "out", fake.base, trials=5, concurrency=2)
+        config = tmp_path / "run.yaml"  # one call at a time through the key, whichever worker makes it
+        config.write_text("models:\n  agent: {provider: openai, name: agent-model}\n"
+                          "rate_limits:\n  keys:\n    CAPPLAN_TEST_CANARY_KEY: {max_concurrent: 1}\n")
         command = [sys.executable, "-m", "commands", "trial", "run", *map(str, request.tasks),
                    "--plan", str(request.plans[0]), "--out", str(request.out), "--trials", "5",
-                   "--concurrency", "2", "--api-base", fake.base,
+                   "--concurrency", "2", "--api-base", fake.base, "--config", str(config),
                    "--backend", "ray", "--address", ray_cluster.gcs_address, "--workers", "1"]
         runs = request.out / "runs.jsonl"
         first = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -112,6 +116,10 @@ def test_killed_driver_then_rerun_resumes_over_an_existing_cluster(ray_cluster: 
         second = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-3000:]
     assert f"resuming: {before} of 10 trial(s) already finished" in second.stderr
+    waited = re.search(r"ray: limiter key:CAPPLAN_TEST_CANARY_KEY: (\d+) call\(s\), 0 rate-limited, ([\d.]+) s waited",
+                       second.stderr)
+    assert waited is not None, second.stderr[-2000:]
+    assert int(waited[1]) == 4 * (10 - before) and float(waited[2]) > 0  # two trials in flight took turns
     keys = [json.loads(x)["key"] for x in runs.read_text().splitlines()]
     assert len(keys) == 10 and len(set(keys)) == 10
     # the environment reached the cluster through the job's runtime env, not through a shared path

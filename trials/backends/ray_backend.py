@@ -54,6 +54,16 @@ class RayRunStats:
     trial_wall_s: list[float] = field(default_factory=list)
     limiter: dict[str, Any] = field(default_factory=dict)
 
+    def report(self) -> list[str]:
+        """Closing lines for the run's stderr: workers and nodes, lost attempts, each limiter lane."""
+        nodes = ", ".join(f"{node} {n}" for node, n in sorted(self.by_node.items())) or "none"
+        lines = [f"ray: {len(self.workers)} worker(s); trials per node: {nodes}; lost attempts rerun: "
+                 f"{self.lost_attempts}"]
+        for lane, st in self.limiter.get("lanes", {}).items():
+            lines.append(f"ray: limiter {lane}: {st['granted']} call(s), {st['rate_limited']} rate-limited, "
+                         f"{st['waited_s']:.1f} s waited in total")
+        return lines
+
 
 @dataclass
 class _Attempt:
