@@ -25,7 +25,7 @@ MAX_ALIASES = 1000
 #: Most nodes (a string counts one per 64 characters) that alias uses may add to a document.
 MAX_ALIAS_EXPANSION = 100_000
 #: Most schema nodes one tool's parameters may grow to while ``$ref``s are inlined.
-MAX_SCHEMA_NODES = 100_000
+MAX_SCHEMA_NODES = 50_000
 #: Deepest chain of ``$ref``s inlined inside one another.
 MAX_REF_DEPTH = 64
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from executor.input_limits import MAX_NESTING, MAX_REF_DEPTH, MAX_SCHEMA_NODES
 from executor.policies.dict_maps import (
     dict_map_to_entries,
     has_object_fields,
@@ -44,6 +45,7 @@ from executor.policies.schema_sanitizer import (
     json_pointer,
     map_subschemas,
     re2_incompatible,
+    tool_function,
     tool_parameters,
     walk_schemas,
 )
@@ -78,8 +80,12 @@ def inline_tool_refs(tool: dict[str, Any], *, on_cycle: CycleHandler) -> dict[st
         return result
     defs = tool_defs(params)
     body = {k: v for k, v in params.items() if k not in ("$defs", "definitions")}
-    result["function"]["parameters"] = _inline(body, defs, (), name, on_cycle, ())
+    result["function"]["parameters"] = _inline(body, defs, (), name, on_cycle, (), [0])
     return result
+
+
+#: Deepest keyword path a schema may reach while refs are inlined (two path segments per level).
+MAX_SCHEMA_PATH = 2 * MAX_NESTING
 
 
 def _inline(
@@ -89,12 +95,22 @@ def _inline(
     tool: str,
     on_cycle: CycleHandler,
     path: SchemaPath,
+    produced: list[int],
 ) -> Any:
     if not isinstance(node, dict):
         return json_copy(node)
+    # refs fan out (a definition used twice, each using the next twice …), so the output is
+    # bounded as it is built rather than measured after
+    produced[0] += 1
+    if produced[0] > MAX_SCHEMA_NODES:
+        raise SchemaRewriteError(tool, json_pointer(path), f"inlining $refs grows the schema past "
+                                 f"{MAX_SCHEMA_NODES} subschemas; is a definition fanned out exponentially?")
+    if len(active) > MAX_REF_DEPTH or len(path) > MAX_SCHEMA_PATH:
+        raise SchemaRewriteError(tool, json_pointer(path)[:200], f"nested deeper than {MAX_REF_DEPTH} $refs or "
+                                 f"{MAX_SCHEMA_PATH // 2} schema levels")
 
     def recurse(sub: Any, rel: SchemaPath) -> Any:
-        return _inline(sub, defs, active, tool, on_cycle, path + rel)
+        return _inline(sub, defs, active, tool, on_cycle, path + rel, produced)
 
     if "$ref" not in node:
         return map_subschemas(node, recurse)
@@ -109,7 +125,7 @@ def _inline(
     elif def_name not in defs:
         raise SchemaRefError(tool, where, f"$ref {ref!r} names no definition; defined: {sorted(defs)}")
     else:
-        target = _inline(defs[def_name], defs, (*active, def_name), tool, on_cycle, path)
+        target = _inline(defs[def_name], defs, (*active, def_name), tool, on_cycle, path, produced)
     if not isinstance(target, dict):
         if siblings:
             raise SchemaRefError(
@@ -208,7 +224,15 @@ class StrictSchema(ToolSchemaSanitizer):
 
     def sanitize(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Sanitise every tool; raises a ``ToolSchemaError`` subclass naming the tool and position."""
-        return [self._sanitize_tool(tool) for tool in tools]
+        return [self._bounded(tool) for tool in tools]
+
+    def _bounded(self, tool: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self._sanitize_tool(tool)
+        except RecursionError:
+            # a schema deeper than the copy itself can go (request files stop at the nesting limit first)
+            name = tool_function(tool)[0] if isinstance(tool, dict) else "?"
+            raise SchemaRewriteError(name, "", f"nested deeper than {MAX_SCHEMA_PATH // 2} schema levels") from None
 
     def _sanitize_tool(self, tool: dict[str, Any]) -> dict[str, Any]:
         name, _ = tool_parameters(tool)
