@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,10 @@ def trial_cmd() -> None:
               help="--backend ray: worker processes (one CPU each); --concurrency is split among them. "
                    "Default: one per cluster CPU, at most --concurrency.")
 @click.option("--config", "run_config", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
-              help="--backend ray: run config whose rate_limits (requests per minute and calls in flight, per "
-                   "provider and per key) hold across the whole cluster.")
+              help="Run config (as for capplan compile) whose run policies apply: rate_limit_probe (absorb 429s "
+                   "at a fixed interval; telemetry in the run folder's probe.json) on every backend; rate_limits "
+                   "(requests per minute and calls in flight, per provider and per key, cluster-wide) on "
+                   "--backend ray only.")
 @click.option("--api-base", default=None, help="Send agent calls to this base URL instead of the binding's.")
 @click.option("--user-api-base", default=None, help="Send user-simulator calls to this base URL.")
 @click.option("--retry-aborted", is_flag=True, default=False,
@@ -81,8 +84,16 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
       capplan trial run tasks/*.yaml --plan plans/kimi-k3.json --out runs/big --trials 8 \\
           --backend ray --address auto --workers 16 --concurrency 512 --config run.yaml
 
+    Probe mode (the run config's rate_limit_probe block, enabled: true) makes agent and
+    user-simulator calls absorb 429s at a fixed, jittered interval instead of aborting, and
+    writes probe.json: successes and 429 retries per role and model, summed over trials,
+    per telemetry window:
+
+    \b
+      capplan trial run tasks/*.yaml --plan plans/kimi-k3.json --out runs/probe --config run.yaml
+
     Writes runs.jsonl (one line per finished trial), trials/<model>/<task>/<i>/trajectory.yaml
-    and metrics.yaml, summary.md and summary.json.
+    and metrics.yaml, summary.md and summary.json (and probe.json in probe mode).
 
     Exit codes: 0 every trial finished, 1 stopped by --max-cost before all started,
     2 input error, 130 interrupted (re-run to resume).
@@ -103,11 +114,14 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
                          concurrency=concurrency, max_turns=max_turns, max_cost=max_cost, api_base=api_base,
                          user_api_base=user_api_base)
     try:
+        config = _run_config(run_config, backend)
+        if config is not None:
+            request = dataclasses.replace(request, rate_limit_probe=config.model.rate_limit_probe)
         specs = build_specs(request)
-        options = _backend_options(backend, address, workers, run_config, specs)
+        options = _backend_options(backend, address, workers, config, specs)
         runner = load_backend(backend, **options)
         outcome = drive(specs, RunFolder(out), runner, concurrency=concurrency, max_cost=max_cost,
-                        progress=Progress(), retry_aborted=retry_aborted)
+                        progress=Progress(), retry_aborted=retry_aborted, rate_limit_probe=request.rate_limit_probe)
     except (UsageProblem, RunFolderMismatch) as exc:
         click.echo(f"capplan: {exc}", err=True)
         sys.exit(EXIT_INPUT)
@@ -132,13 +146,27 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     sys.exit(EXIT_OK)
 
 
-def _backend_options(backend: str, address: str | None, workers: int | None, run_config: Path | None,
+def _run_config(path: Path | None, backend: str) -> Any:
+    """``--config``'s run config (``Loaded[RunConfig]``), or None; its rate_limits need --backend ray."""
+    if path is None:
+        return None
+    from commands.trial_limits import load_run_config
+    from trials.driver import UsageProblem
+
+    loaded = load_run_config(path)
+    limits = loaded.model.rate_limits
+    if backend != "ray" and (limits.providers or limits.keys):
+        # a limit the local backend would not enforce must not look enforced
+        raise UsageProblem(f"{path}: rate_limits apply only to --backend ray (rate_limit_probe works on every backend)")
+    return loaded
+
+
+def _backend_options(backend: str, address: str | None, workers: int | None, config: Any,
                      specs: list[Any]) -> dict[str, Any]:
     """The Ray backend's options; on any other backend they are a usage error, never ignored."""
     from trials.driver import UsageProblem
 
-    given = [name for name, value in (("--address", address), ("--workers", workers), ("--config", run_config))
-             if value is not None]
+    given = [name for name, value in (("--address", address), ("--workers", workers)) if value is not None]
     if backend != "ray":
         if given:
             raise UsageProblem(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to --backend ray")
@@ -150,9 +178,9 @@ def _backend_options(backend: str, address: str | None, workers: int | None, run
     check_address(address)
 
     limits = None
-    if run_config is not None:
+    if config is not None:
         plans = {s.plan_fingerprint: s.plan_json for s in specs}
-        limits = load_rate_limits(run_config, [Plan.model_validate_json(text) for text in plans.values()])
+        limits = load_rate_limits(config, [Plan.model_validate_json(text) for text in plans.values()])
     return {"address": address, "workers": workers, "limits": limits}
 
 

@@ -1,4 +1,4 @@
-"""``capplan trial run --config RUN.yaml``: the run config's ``rate_limits``, checked against the run.
+"""``capplan trial run --config RUN.yaml``: the run config, and its ``rate_limits`` checked against the run.
 
 A limit names a provider (a providers.yaml binding key) and a key (a credential env-var name).
 A name that is neither a bundled binding nor used by one of the run's plans is a located
@@ -9,21 +9,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compiler.diagnostics import Diagnostic, InputError, did_you_mean
 from compiler.loading import PROVIDERS_FILE, bundled_dir, display_path, load_file
 from executor.plan import Plan
 from executor.rate_limits import RateLimits
 
-
-def load_rate_limits(path: Path, plans: Sequence[Plan]) -> RateLimits:
-    """The run config's limits; every problem in the file is raised together."""
-    from compiler.inputs.providers_file import ProvidersFile
+if TYPE_CHECKING:
     from compiler.inputs.run_config import RunConfig
+    from compiler.loading import Loaded
+
+
+def load_run_config(path: Path) -> Loaded[RunConfig]:
+    """The run config, validated with located errors exactly as ``capplan compile`` does."""
+    from compiler.inputs.run_config import RunConfig  # noqa: F811 (the runtime import; the other is for types)
 
     loaded, diags = load_file(path, RunConfig, display_path(path, None))
     if loaded is None or any(d.severity == "error" for d in diags):
         raise InputError(diags)
+    return loaded
+
+
+def load_rate_limits(loaded: Loaded[RunConfig], plans: Sequence[Plan]) -> RateLimits:
+    """The run config's limits; every problem in the file is raised together."""
+    from compiler.inputs.providers_file import ProvidersFile
+
     bundled, _ = load_file(bundled_dir() / PROVIDERS_FILE, ProvidersFile, display_path(Path(PROVIDERS_FILE), "bundled"))
     bindings = bundled.model.root if bundled is not None else {}
     providers = set(bindings) | {p.binding.key or p.model.provider.split("/")[0].lower() for p in plans}

@@ -23,6 +23,7 @@ SCHEMAS: dict[str, str] = {
     "metrics": "trials.records:Metrics",
     "run-line": "trials.records:RunLine",
     "trial-summary": "trials.records:Summary",
+    "probe-census": "trials.probe_census:ProbeCensus",
 }
 
 

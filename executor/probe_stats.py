@@ -8,6 +8,7 @@ by parallel processes line up and sum window by window (:meth:`ProbeStats.merge`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from dataclasses import dataclass, field
@@ -110,6 +111,17 @@ class ProbeStats:
             for bkey, counters in other.buckets.items():
                 self.buckets.setdefault(bkey, Counters()).add(counters)
             self.dropped_buckets += other.dropped_buckets
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProbeStats:
+        """The census :meth:`to_json` wrote (e.g. one a remote worker sent back with its trial)."""
+        fields = [f.name for f in dataclasses.fields(Counters)]
+        stats = cls(bucket_width_s=int(data["bucket_width_s"]), dropped_buckets=int(data["dropped_buckets"]))
+        for row in data["series"]:
+            stats.series[(row["role"], row["model"])] = Counters(**{f: row[f] for f in fields})
+        for row in data["buckets"]:
+            stats.buckets[(row["role"], row["model"], int(row["bucket_start"]))] = Counters(**{f: row[f] for f in fields})
+        return stats
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe snapshot: per-series totals and per-window rows, sorted."""

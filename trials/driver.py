@@ -19,8 +19,11 @@ from typing import Any
 
 from compiler.diagnostics import Diagnostic, InputError
 from executor.plan import Plan
+from executor.probe import RateLimitProbeConfig
 from trials.backends import Backend
 from trials.outcome import TrialStatus
+from executor.probe_stats import ProbeStats
+from trials.probe_census import load_census, write_census
 from trials.progress import Progress
 from trials.run_folder import RunFolder
 from trials.spec import TrialKey, TrialRecords, TrialSpec
@@ -47,6 +50,7 @@ class RunRequest:
     max_cost: float | None = None
     api_base: str | None = None
     user_api_base: str | None = None
+    rate_limit_probe: RateLimitProbeConfig | None = None
 
 
 @dataclass
@@ -98,6 +102,7 @@ def build_specs(request: RunRequest) -> list[TrialSpec]:
     if needs_user and user_plan is None:
         raise UsageProblem(f"task(s) {', '.join(needs_user)} have an llm user: pass --user-plan PLAN "
                            "(the user simulator's model)")
+    probe = request.rate_limit_probe.model_dump(mode="json") if request.rate_limit_probe is not None else None
     specs = []
     for plan in plans:
         text = plan.to_bytes().decode("utf-8")
@@ -110,19 +115,29 @@ def build_specs(request: RunRequest) -> list[TrialSpec]:
                     user_plan_json=user_plan.to_bytes().decode("utf-8") if user_plan else None,
                     user_plan_fingerprint=user_plan.fingerprint if user_plan else None,
                     max_turns_cap=request.max_turns, api_base=request.api_base, user_api_base=request.user_api_base,
+                    rate_limit_probe=probe,
                 ))
     return specs
 
 
 def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concurrency: int,
-          max_cost: float | None, progress: Progress, retry_aborted: bool = False) -> RunOutcome:
+          max_cost: float | None, progress: Progress, retry_aborted: bool = False,
+          rate_limit_probe: RateLimitProbeConfig | None = None) -> RunOutcome:
     """Run what is not finished yet, writing each trial as it finishes.
+
+    With an enabled ``rate_limit_probe`` the trials' probe censuses are summed into the run
+    folder's ``probe.json`` (see :mod:`trials.probe_census`) when the drive ends, however it ends.
 
     ``retry_aborted`` also runs again the trials whose latest line is ``aborted`` (a rate
     limit, timeout or infrastructure failure, which says nothing about the model); the new
     line is appended and supersedes the aborted one wherever lines are read per trial.
     """
     finished = folder.open(specs)
+    probe = rate_limit_probe if rate_limit_probe is not None and rate_limit_probe.enabled else None
+    try:
+        census = load_census(folder.root, probe) if probe is not None else None
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from exc
     again = {key for key, line in finished.items() if retry_aborted and line["status"] == TrialStatus.ABORTED.value}
     todo = [s for s in specs if str(s.key) not in finished or str(s.key) in again]
     # the budget counts every attempt, superseded ones included: that money was spent
@@ -149,6 +164,8 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
         with _first_interrupt_sets(stop):
             for records in backend.run(feed(), concurrency=concurrency, stop=stop):
                 done_keys.add(str(records.key))
+                if census is not None and records.probe is not None:
+                    census.merge(ProbeStats.from_json(records.probe))
                 if records.status is TrialStatus.INTERRUPTED:
                     outcome.interrupted.append(records.key)
                     progress.finished(records, written=False)
@@ -158,6 +175,8 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
                 writer.put(records, outcome.spent_usd)
     finally:
         writer.close()
+        if probe is not None and census is not None:
+            write_census(folder.root, probe, census)
     outcome.not_started = [s.key for s in todo if str(s.key) not in done_keys and str(s.key) not in started]
     if stop.is_set():
         folder.mark_interrupted([*outcome.interrupted, *outcome.not_started])

@@ -13,6 +13,7 @@ worker needs nothing but the spec.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -22,6 +23,8 @@ from typing import Any
 
 from executor.client import Client, Completion
 from executor.plan import Plan, verify_fingerprint
+from executor.probe import RateLimitProbeConfig
+from executor.probe_stats import ProbeStats
 from executor.result import GenerationResult
 from executor.usersim import SIMULATOR_SCHEMA_VERSION, GuardEvent
 from trials.grading import grade
@@ -60,26 +63,33 @@ class RunContext:
         cancel: threading.Event | None = None,
         completion: Completion | None = None,
         completion_for: Callable[[Plan], Completion] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         """``completion_for`` builds a plan's completion function (the Ray worker's limiter gate needs
-        the plan's provider and key); it wins over ``completion``."""
+        the plan's provider and key); it wins over ``completion``. ``clock`` (the probe's per-call
+        budget) and ``wall_clock`` (telemetry windows) go to every client, beside ``sleep``."""
         self.sleep = sleep
+        self.clock = clock
+        self.wall_clock = wall_clock
         self.cancel = cancel
         self.completion = completion
         self.completion_for = completion_for
         self._lock = threading.Lock()
-        self._clients: dict[tuple[str, str | None], Client] = {}
+        self._clients: dict[tuple[str, str | None, str], Client] = {}
         self._tasks: dict[tuple[str, str], LoadedTask] = {}
 
-    def client(self, plan_json: str, fingerprint: str, api_base: str | None) -> Client:
-        key = (fingerprint, api_base)
+    def client(self, plan_json: str, fingerprint: str, api_base: str | None,
+               probe: RateLimitProbeConfig | None = None) -> Client:
+        key = (fingerprint, api_base, probe.model_dump_json() if probe is not None else "")
         with self._lock:
             hit = self._clients.get(key)
         if hit is not None:
             return hit
         plan = plan_from_text(plan_json, fingerprint)
         completion = self.completion_for(plan) if self.completion_for is not None else self.completion
-        client = Client(plan, completion=completion, sleep=self.sleep, api_base=api_base)
+        client = Client(plan, completion=completion, sleep=self.sleep, api_base=api_base, rate_limit_probe=probe,
+                        clock=self.clock, wall_clock=self.wall_clock)
         with self._lock:
             return self._clients.setdefault(key, client)
 
@@ -123,6 +133,10 @@ class _Trial:
         self.task: LoadedTask | None = None
         self.max_turns = 0
         self.state: dict[str, Any] | None = None
+        self.probe = RateLimitProbeConfig.model_validate(spec.rate_limit_probe) if spec.rate_limit_probe else None
+        # one census per trial, returned with its records: the driver sums trials wherever they ran
+        self.probe_stats = (ProbeStats(bucket_width_s=self.probe.bucket_width_s, max_buckets=self.probe.max_buckets)
+                            if self.probe is not None and self.probe.enabled else None)
 
     def run(self) -> TrialRecords:
         try:
@@ -133,7 +147,7 @@ class _Trial:
 
     def _converse(self) -> LoopEnd:
         spec, ctx = self.spec, self.context
-        client = ctx.client(spec.plan_json, spec.plan_fingerprint, spec.api_base)
+        client = ctx.client(spec.plan_json, spec.plan_fingerprint, spec.api_base, self.probe)
         self.plan = plan = client.plan
         binding = plan.binding.binding
         self.recorder.secrets = secret_values((binding.api_key_env,))
@@ -146,7 +160,8 @@ class _Trial:
         runner = ToolRunner(instance, prepared=prepared, plan_cap=plan.loop.tool_output_max_chars,
                             tool_caps={t.name: t.output_max_chars for t in task.tools}, recorder=self.recorder)
         loop = ToolCallingLoop(
-            generate=client.generate, system_prompt=task.system_prompt, tools=tools, tool_runner=runner,
+            generate=functools.partial(client.generate, role="agent", probe_stats=self.probe_stats),
+            system_prompt=task.system_prompt, tools=tools, tool_runner=runner,
             user=self._user(), recorder=self.recorder, sink=self.sink,
             config=LoopConfig(knobs=plan.loop, max_turns=self.max_turns), sleep=ctx.sleep,
             classify=classifier(client.classify_loop_error), cancel=ctx.cancel,
@@ -163,12 +178,12 @@ class _Trial:
         spec = self.spec
         if spec.user_plan_json is None or spec.user_plan_fingerprint is None:
             raise ValueError(f"task {self.task.task.id!r} has an llm user but the run has no user plan")
-        client = self.context.client(spec.user_plan_json, spec.user_plan_fingerprint, spec.user_api_base)
+        client = self.context.client(spec.user_plan_json, spec.user_plan_fingerprint, spec.user_api_base, self.probe)
         classify = classifier(client.classify_loop_error)
 
         def generate(request: dict[str, Any]) -> GenerationResult:
             try:
-                result = client.generate(request, role="user")
+                result = client.generate(request, role="user", probe_stats=self.probe_stats)
             except Exception as exc:
                 self.sink.failed("user", 0)
                 reason = classify(exc)
@@ -238,5 +253,6 @@ class _Trial:
         return TrialRecords(
             key=spec.key, status=status, termination_reason=end.reason, cost_usd=line.cost_usd,
             trajectory=trajectory_data, metrics=metrics.model_dump(mode="json"), run_line=line.model_dump(mode="json"),
+            probe=self.probe_stats.to_json() if self.probe_stats is not None else None,
         )
 

@@ -61,6 +61,8 @@ class TrialSpec:
     max_turns_cap: int | None = None
     api_base: str | None = None
     user_api_base: str | None = None
+    #: the run config's ``rate_limit_probe`` block as plain data (``RateLimitProbeConfig.model_dump``)
+    rate_limit_probe: dict[str, Any] | None = None
 
     @property
     def key(self) -> TrialKey:
@@ -88,3 +90,5 @@ class TrialRecords:
     metrics: dict[str, Any] = field(repr=False)
     run_line: dict[str, Any] = field(repr=False)
     node: str | None = field(default=None, compare=False)  # where it ran (Ray backend), for progress; never written
+    #: the trial's probe census (``ProbeStats.to_json``) when probe mode was armed; the driver sums it into probe.json
+    probe: dict[str, Any] | None = field(default=None, repr=False, compare=False)

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from commands import main
-from commands.trial_limits import load_rate_limits
+from commands.trial_limits import load_rate_limits, load_run_config
 from compiler.diagnostics import InputError
 from tests.cluster.runs import canary_plan, write_pack
 from tests.executor.plans import make_plan
@@ -131,14 +131,14 @@ def test_rate_limits_come_from_the_run_config_with_located_did_you_mean(tmp_path
         "  keys:\n    OPENROUTER_API_KEY: {max_concurrent: 4}\n    CAPPLAN_TEST_CANARY_KYE: {max_concurrent: 1}\n"
     )
     with pytest.raises(InputError) as caught:
-        load_rate_limits(config, [canary_plan()])
+        load_rate_limits(load_run_config(config), [canary_plan()])
     rendered = [d.render() for d in sorted(caught.value.diagnostics)]
     assert rendered[0].startswith(f"{config}:6:5: error[unknown-provider]: rate_limits.providers.openruter")
     assert "did you mean 'openrouter'?" in rendered[0]
     assert rendered[1].startswith(f"{config}:9:5: error[unknown-key-variable]: rate_limits.keys.CAPPLAN_TEST_CANARY_KYE")
     assert "did you mean 'CAPPLAN_TEST_CANARY_KEY'?" in rendered[1]
     config.write_text(config.read_text().replace("openruter", "openrouter").replace("KYE", "KEY"))
-    limits = load_rate_limits(config, [canary_plan()])
+    limits = load_rate_limits(load_run_config(config), [canary_plan()])
     assert limits.providers["openai"].requests_per_minute == 600
     assert limits.keys["CAPPLAN_TEST_CANARY_KEY"].max_concurrent == 1
 
