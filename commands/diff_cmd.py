@@ -12,7 +12,9 @@ from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, i
 from compiler.diagnostics import InputError
 from compiler.diff.blast import blast_radius
 from compiler.diff.checkers import CHECKERS, parse_names, select_checkers
-from compiler.diff.engine import diff_plan_sets
+from compiler.diff.engine import diff_plan_sets, with_lines
+from compiler.project_root import find_project_root
+from compiler.provenance_lines import disk_index
 from compiler.diff.errors import DiffInputError, SideCompileError
 from compiler.diff.plan_files import PlanDoc, load_side
 from compiler.diff.render import FORMATS, render_blast, render_report
@@ -94,6 +96,7 @@ def _run(old: Path | None, new: Path | None, base_rev: str | None, run_config: P
         old_docs, new_docs, notes = _from_files(old, new)
         old_label, new_label = str(old), str(new)
     report = diff_plan_sets(old_docs, new_docs, checkers, old_label=old_label, new_label=new_label, notes=notes)
+    report = with_lines(report, disk_index(find_project_root()))
     if summary:
         click.echo(render_blast(blast_radius(report, old_docs, new_docs), fmt), nl=False)
     else:

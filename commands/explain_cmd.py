@@ -9,6 +9,7 @@ import click
 from commands.common import input_options, report_input_errors
 from compiler.compile import compile_paths
 from compiler.explain import explain
+from compiler.provenance_lines import LineIndex
 
 
 @click.command("explain")
@@ -32,7 +33,7 @@ def explain_cmd(model: str, field: str | None, run_config: Path | None, overlays
     for key, plan in result.plans.items():
         click.echo(f"# {key}: {plan.model.model_id} (wire {plan.model.wire_model}), "
                    f"preset {plan.effective_preset}, fingerprint {plan.fingerprint[:12]}")
-        rows = explain(plan, field)
+        rows = explain(plan, field, LineIndex(result.sources))
         if not rows:
             raise click.BadParameter(f"the plan has no field {field!r}", param_hint="FIELD")
         for row in rows:

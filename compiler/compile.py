@@ -13,7 +13,8 @@ from compiler.inputs.preset_file import PresetFile
 from compiler.loading import Inputs, Loaded, load_inputs
 from compiler.manifest import Manifest, build_manifest
 from compiler.matching import Matcher, candidates_of
-from compiler.plan_builder import LitellmDecl, build_plan
+from compiler.plan_builder import LitellmDecl, build_plan, input_sources
+from compiler.yaml_source import SourceFile
 from compiler.usage_checks import glob_written_as_model_id, unknown_provider_keys
 from executor.plan import Plan
 
@@ -27,6 +28,8 @@ class Compiled:
     plans: dict[str, Plan]
     manifest: Manifest
     warnings: list[Diagnostic] = field(default_factory=list)
+    #: the files read, to show provenance key paths as lines (:mod:`compiler.provenance_lines`)
+    sources: list[SourceFile] = field(default_factory=list)
 
 
 def litellm_decls(inputs: Inputs) -> dict[str, LitellmDecl]:
@@ -90,7 +93,7 @@ def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None)
     errors = errors_only(problems)
     if errors:
         raise InputError(errors + warnings)
-    return Compiled(plans, build_manifest(inputs, plans), warnings + problems)
+    return Compiled(plans, build_manifest(inputs, plans), warnings + problems, input_sources(inputs))
 
 
 def compile_paths(*, data_dir: Path | None = None, run_config: Path | None = None,

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from compiler.provenance_lines import LineIndex, Located
 from executor.plan import Plan, Provenance
 
 # Fields shown as one value rather than broken into their leaves.
@@ -20,27 +21,29 @@ class Explained:
 
     path: str
     value: Any
-    provenance: Provenance | None
+    provenance: Located | None
 
     def render(self) -> str:
         value = json.dumps(self.value, sort_keys=True, ensure_ascii=False)
         if self.provenance is None:
             where = "capplan default"
         else:
-            loc = f"{self.provenance.file}:{self.provenance.line}" if self.provenance.line else (self.provenance.file or "")
-            where = f"{self.provenance.layer}  {loc}".rstrip()
+            where = f"{self.provenance.layer}  {self.provenance.at()}".rstrip()
         return f"{self.path} = {value}\n    set by {where}"
 
 
-def explain(plan: Plan, field_prefix: str | None = None) -> list[Explained]:
-    """Every field of ``plan`` (or those under ``field_prefix``) with its provenance."""
+def explain(plan: Plan, field_prefix: str | None = None, lines: LineIndex | None = None) -> list[Explained]:
+    """Every field of ``plan`` (or those under ``field_prefix``) with its provenance, located by ``lines``
+    (the files the plan was compiled from) at the line each key is on now."""
+    index = lines or LineIndex()
     body = plan.body()
     out: list[Explained] = []
     for path, value in _leaves(body, ""):
         if field_prefix and not (path == field_prefix or path.startswith(field_prefix + ".")
                                  or field_prefix.startswith(path + ".")):
             continue
-        out.append(Explained(path, value, _provenance_for(plan.provenance, path)))
+        prov = _provenance_for(plan.provenance, path)
+        out.append(Explained(path, value, index.locate(prov) if prov is not None else None))
     return out
 
 

@@ -109,8 +109,7 @@ def _set(merged: Merged, layer: Layer, path: tuple[str, ...], loc: Loc, value: A
     # a replaced subtree forgets the provenance of what it replaced
     for stale in [p for p in merged.provenance if p.startswith(dotted + ".")]:
         del merged.provenance[stale]
-    line, _ = layer.source.position(loc)
-    merged.provenance[dotted] = Provenance(layer=layer.name, file=layer.source.stable_name, line=line)
+    merged.provenance[dotted] = Provenance(layer=layer.name, file=layer.source.stable_name, key=layer.source.key_path(loc))
 
 
 def _marker_in_annotation(annotation: Any) -> MergeByKey | None:

@@ -15,6 +15,7 @@ from compiler.layers import Merged, layers_for, merge
 from compiler.loading import Inputs
 from compiler.matching import Matcher
 from compiler.policy_checks import check_plan_policies
+from compiler.provenance_lines import LineIndex, Located
 from compiler.yaml_source import SourceFile
 from executor.plan import (
     PLAN_VERSION,
@@ -70,13 +71,12 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
             slot_params = {**params, **slot_params}
         policies[slot] = {"name": name, "params": slot_params}
     provenance = {_plan_path(p): v for p, v in merged.provenance.items()}
-    # identity comes from the catalogue / run config entry (no line: adding a model above this
-    # one must not change this plan), the preset choice from matching
-    provenance["model"] = Provenance(layer=f"model:{key}", file=run_src.stable_name)
+    # identity comes from the catalogue / run config entry, the preset choice from matching
+    provenance["model"] = Provenance(layer=f"model:{key}", file=run_src.stable_name, key=run_src.key_path(mloc))
     if matched is not None:
         provenance["effective_preset"] = Provenance(
             layer=f"preset:{matched.name}", file=matched.source.stable_name,
-            line=matched.source.position(("presets", matched.name))[0])
+            key=matched.source.key_path(("presets", matched.name)))
 
     decl = litellm.get(identity.wire_model) or litellm.get(identity.model_id)
     allowed: list[str] = []
@@ -85,8 +85,8 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
         entry = LitellmModelEntry(key=decl.key, **decl.decl.model_dump())
         allowed = sorted(({"tools", "tool_choice"} if decl.decl.supports_function_calling else set())
                          | ({"reasoning_effort"} if decl.decl.supports_reasoning else set()))
-        line = decl.source.position(("litellm_models", decl.key))[0]
-        provenance["allowed_openai_params"] = Provenance(layer="litellm_models", file=decl.source.stable_name, line=line)
+        provenance["allowed_openai_params"] = Provenance(layer="litellm_models", file=decl.source.stable_name,
+                                                         key=decl.source.key_path(("litellm_models", decl.key)))
 
     routing = _openrouter(values.get("openrouter_defaults"), cfg, binding_ref.key)
     if routing is not None and cfg.openrouter is not None:
@@ -94,8 +94,8 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
         fields = ["allow_fallbacks"] + [f for f in ("provider_order", "referer", "title", "data_collection")
                                         if f in user_set and getattr(cfg.openrouter, f)]
         for fld in fields:
-            line = run_src.position((*mloc, "openrouter", fld))[0]
-            provenance[f"openrouter.{fld}"] = Provenance(layer=f"model:{key}", file=run_src.stable_name, line=line)
+            provenance[f"openrouter.{fld}"] = Provenance(layer=f"model:{key}", file=run_src.stable_name,
+                                                         key=run_src.key_path((*mloc, "openrouter", fld)))
     if routing is None:
         provenance = {p: v for p, v in provenance.items() if not p.startswith("openrouter")}
     pricing = _pricing(inputs, model_id)
@@ -109,7 +109,7 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
     for fld in ("temperature", "seed", "top_p", "max_tokens", "parallel_tool_calls", "reasoning"):
         if fld in cfg.model_fields_set:
             provenance[f"request_defaults.{fld}"] = Provenance(
-                layer=f"model:{key}", file=run_src.stable_name, line=run_src.position((*mloc, fld))[0])
+                layer=f"model:{key}", file=run_src.stable_name, key=run_src.key_path((*mloc, fld)))
 
     diags = _configured_value_checks(cfg, params, rules, decl, run_src, key)
     located = _located_provenance(inputs, provenance)
@@ -139,7 +139,7 @@ def _apply_model_block(merged: Merged, cfg: ModelConfig, src: SourceFile, key: s
     if cfg.api_call_timeout_s is not None:
         merged.values["api_call_timeout_s"] = cfg.api_call_timeout_s
         merged.provenance["api_call_timeout_s"] = Provenance(
-            layer=f"model:{key}", file=src.stable_name, line=src.position(("models", key, "api_call_timeout_s"))[0])
+            layer=f"model:{key}", file=src.stable_name, key=src.key_path(("models", key, "api_call_timeout_s")))
     caps = cfg.capabilities
     if caps is not None and caps.dict_map_prompt_hints:
         from compiler.inputs.common import PolicyValueModel
@@ -147,7 +147,7 @@ def _apply_model_block(merged: Merged, cfg: ModelConfig, src: SourceFile, key: s
         merged.values["prompt_policy"] = PolicyValueModel(name="dict_map_hints")
         loc = ("models", key, "capabilities", "dict_map_prompt_hints")
         merged.provenance["prompt_policy"] = Provenance(layer=f"model:{key}", file=src.stable_name,
-                                                        line=src.position(loc)[0])
+                                                        key=src.key_path(loc))
 
 
 def _plan_path(merge_path: str) -> str:
@@ -175,7 +175,7 @@ def _binding(inputs: Inputs, provider: str) -> tuple[BindingRef, dict[str, Prove
     binding = shipped.get(key, ProviderBinding())
     if found:
         src = inputs.providers.source
-        provenance["binding"] = Provenance(layer="binding", file=src.stable_name, line=src.position((key,))[0])
+        provenance["binding"] = Provenance(layer="binding", file=src.stable_name, key=src.key_path((key,)))
     for ov in inputs.overlays:
         patch = ov.model.bindings.get(key)
         if patch is None:
@@ -184,12 +184,12 @@ def _binding(inputs: Inputs, provider: str) -> tuple[BindingRef, dict[str, Prove
         layer = f"overlay:{ov.source.stable_name}"
         if not shipped.get(key) and "binding" not in provenance:
             provenance["binding"] = Provenance(layer=layer, file=ov.source.stable_name,
-                                               line=ov.source.position(("bindings", key))[0])
+                                               key=ov.source.key_path(("bindings", key)))
         changed = {f: getattr(patch, f) for f in sorted(patch.model_fields_set)}
         binding = binding.model_copy(update=changed)
         for fld in changed:
             provenance[f"binding.binding.{fld}"] = Provenance(
-                layer=layer, file=ov.source.stable_name, line=ov.source.position(("bindings", key, fld))[0])
+                layer=layer, file=ov.source.stable_name, key=ov.source.key_path(("bindings", key, fld)))
     return BindingRef(key=key if found else None, binding=binding), provenance
 
 
@@ -234,20 +234,24 @@ def _pricing(inputs: Inputs, model_id: str) -> PricingEntry | None:
     return PricingEntry(key=key, **price.model_dump())
 
 
-def _located_provenance(inputs: Inputs, provenance: dict[str, Provenance]) -> dict[str, Provenance]:
-    """Provenance naming files as the user gave them (plans name them by stable label), for diagnostics."""
-    sources = [inputs.presets.source, inputs.providers.source, inputs.pricing.source, inputs.run.source,
-               *(ov.source for ov in inputs.overlays)]
-    display = {s.stable_name: s.display for s in sources}
-    return {k: v.model_copy(update={"file": display.get(v.file or "", v.file)}) for k, v in provenance.items()}
+def input_sources(inputs: Inputs) -> list[SourceFile]:
+    """Every file a compilation read, for turning provenance back into lines."""
+    return [inputs.presets.source, inputs.providers.source, inputs.pricing.source, inputs.run.source,
+            *(ov.source for ov in inputs.overlays)]
 
 
-def _loop_checks(values: dict[str, Any], provenance: dict[str, Provenance], model_file: str) -> list[Diagnostic]:
+def _located_provenance(inputs: Inputs, provenance: dict[str, Provenance]) -> dict[str, Located]:
+    """Provenance naming files as the user gave them, at their lines, for diagnostics."""
+    index = LineIndex(input_sources(inputs))
+    return {k: index.locate(v) for k, v in provenance.items()}
+
+
+def _loop_checks(values: dict[str, Any], provenance: dict[str, Located], model_file: str) -> list[Diagnostic]:
     """Knobs whose merged values contradict each other, located at the layer that set the watermark."""
     window, watermark = values.get("max_context_tokens"), values.get("context_watermark")
     if window is None or watermark is None or watermark < window:
         return []
-    where = provenance.get("loop.context_watermark") or Provenance(layer="default")
+    where = provenance.get("loop.context_watermark") or Located("default", None, None, None)
     return [Diagnostic(where.file or model_file, where.line or 1, 1, "watermark-above-window",
                        f"context_watermark {watermark} ({where.layer}) is not below max_context_tokens {window}: "
                        "every turn would summarize", "loop.context_watermark",

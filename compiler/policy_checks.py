@@ -14,7 +14,7 @@ from typing import Any
 from compiler.diagnostics import Diagnostic, did_you_mean
 from compiler.inputs.preset_file import SLOT_KEYS, ParamsBlock, PresetBody
 from compiler.yaml_source import Loc, SourceFile
-from executor.plan import Provenance
+from compiler.provenance_lines import Located
 from executor.policy_params import check_params, params_model
 from executor.registry import RegistryError, policy_class, policy_targets
 
@@ -88,7 +88,7 @@ def _construct(cls: type[Any], params: dict[str, Any], diag: Any) -> list[Diagno
     return []
 
 
-def check_plan_policies(policies: dict[str, dict[str, Any]], provenance: dict[str, Provenance],
+def check_plan_policies(policies: dict[str, dict[str, Any]], provenance: dict[str, Located],
                         model_file: str, model_key: str) -> list[Diagnostic]:
     """Every merged slot of one model: validated whole, then constructed, as the executor will."""
     out: list[Diagnostic] = []
@@ -115,10 +115,10 @@ def check_plan_policies(policies: dict[str, dict[str, Any]], provenance: dict[st
     return out
 
 
-def _provenance(provenance: dict[str, Provenance], path: str) -> Provenance:
+def _provenance(provenance: dict[str, Located], path: str) -> Located:
     """The layer that set ``path``, or its nearest ancestor that has one."""
     while path:
         if path in provenance:
             return provenance[path]
         path = path.rpartition(".")[0]
-    return Provenance(layer="default")
+    return Located("default", None, None, None)

@@ -36,6 +36,7 @@ class SourceFile:
     positions: dict[Loc, tuple[int, int]] = field(default_factory=dict)
     #: how plans and the manifest name this file (see compiler.project_root); diagnostics use ``display``
     name: str | None = None
+    _by_key: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     @property
     def stable_name(self) -> str:
@@ -50,6 +51,20 @@ class SourceFile:
                 return self.positions[path]
             path = path[:-1]
         return self.positions.get((), (1, 1))
+
+    def key_path(self, loc: Sequence[str | int]) -> str:
+        """The dotted key path of ``loc`` (or its nearest positioned ancestor): what plans record
+        as provenance, because it stays put when lines are added or removed elsewhere in the file."""
+        path = tuple(loc)
+        while path and path not in self.positions:
+            path = path[:-1]
+        return dotted(path)
+
+    def line_of(self, key_path: str) -> int | None:
+        """The line a :meth:`key_path` sits on in this file, or None when the file has no such key."""
+        if self._by_key is None:
+            self._by_key = {dotted(loc): pos[0] for loc, pos in self.positions.items()}
+        return self._by_key.get(key_path)
 
     def diag(self, loc: Sequence[str | int], code: str, message: str, hint: str | None = None,
              severity: Severity = "error") -> Diagnostic:

@@ -187,7 +187,10 @@ class Provenance(_Frozen):
 
     layer: str = Field(description="default | preset:<name> | providers:<provider> | overlay:<file> | model:<key> | binding | pricing | litellm_models")
     file: str | None = Field(None, description="Stable name of the file that set it (relative to the project root, or bundled:<file>).")
-    line: int | None = Field(None, description="1-based line in that file.")
+    key: str | None = Field(
+        None, description="Key path in that file (e.g. presets.kimi.context_watermark): a location that does not "
+                          "move when unrelated lines do; tools turn it into a line of the current file for display."
+    )
 
 
 class Plan(_Frozen):

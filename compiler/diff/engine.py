@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from compiler.diff.checkers import Checker
 from compiler.diff.model import DiffReport, ModelDiff
 from compiler.diff.plan_files import PlanDoc, check_comparable
+from compiler.provenance_lines import LineIndex
 
 
 def diff_plan_sets(old: Mapping[str, PlanDoc], new: Mapping[str, PlanDoc], checkers: Sequence[Checker], *,
@@ -36,3 +38,10 @@ def diff_pair(key: str, old: PlanDoc, new: PlanDoc, checkers: Sequence[Checker])
 def _one_sided(key: str, old: PlanDoc | None, new: PlanDoc | None) -> ModelDiff:
     return ModelDiff(key, old.path if old else None, new.path if new else None,
                      old.version if old else None, new.version if new else None)
+
+
+def with_lines(report: DiffReport, lines: LineIndex) -> DiffReport:
+    """``report`` with each change's layer at its line in the input files as they are now."""
+    models = tuple(replace(m, changes=tuple(replace(c, located=lines.locate(c.source)) if c.source else c
+                                            for c in m.changes)) for m in report.models)
+    return replace(report, models=models)

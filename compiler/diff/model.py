@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from compiler.provenance_lines import Located
 from executor.plan import Provenance
 
 
@@ -37,6 +39,8 @@ class Change:
     old: Any
     new: Any
     source: Provenance | None = None
+    #: ``source`` at its line in the file as it is now (filled in for display, never compared)
+    located: Located | None = dataclasses.field(default=None, compare=False)
 
     @property
     def kind(self) -> ChangeKind:

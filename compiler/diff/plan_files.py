@@ -128,6 +128,10 @@ def _read_json(path: Path) -> Any:
 def _shape_problem(body: dict[str, Any]) -> str | None:
     """None when a plan of another version has the current shape (so its fields compare)."""
     plan_fields = {k: v for k, v in body.items() if k not in RUN_FIELDS}
+    provenance = plan_fields.get("provenance")
+    if isinstance(provenance, dict):  # plan_version 1 located a value by line, later ones by key path
+        plan_fields["provenance"] = {f: {k: v for k, v in e.items() if k != "line"} if isinstance(e, dict) else e
+                                     for f, e in provenance.items()}
     try:
         Plan.model_validate({**plan_fields, "plan_version": PLAN_VERSION, "fingerprint": "0" * 64})
     except ValidationError as exc:

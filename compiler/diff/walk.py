@@ -56,10 +56,26 @@ def lookup(field: str, provenance: Mapping[str, Any]) -> Provenance | None:
     probe = field
     while probe:
         if probe in provenance:
-            return Provenance.model_validate(provenance[probe])
+            return provenance_entry(provenance[probe])
         probe = probe.rpartition(".")[0]
-    below = [Provenance.model_validate(v) for k, v in provenance.items() if k.startswith(field + ".")]
+    below = [provenance_entry(v) for k, v in provenance.items() if k.startswith(field + ".")]
     layers = {(p.layer, p.file) for p in below}
     if len(layers) == 1:
-        return min(below, key=lambda p: p.line or 0)
+        return enclosing(below)
     return None
+
+
+def provenance_entry(raw: Mapping[str, Any]) -> Provenance:
+    """One provenance entry of a plan of any version (plan_version 1 recorded a line, not a key path)."""
+    return Provenance.model_validate({k: v for k, v in raw.items() if k != "line"})
+
+
+def enclosing(entries: list[Provenance]) -> Provenance:
+    """Entries of one layer and file as one: located at the innermost key path holding all of them."""
+    keys = [(p.key or "").split(".") for p in entries]
+    common: list[str] = []
+    for parts in zip(*keys):
+        if len(set(parts)) != 1:
+            break
+        common.append(parts[0])
+    return entries[0].model_copy(update={"key": ".".join(common) or None})

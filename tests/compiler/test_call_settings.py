@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.compile import compile_paths
+from compiler.compile import Compiled, compile_paths
+from compiler.provenance_lines import LineIndex
 from compiler.diagnostics import InputError
 from compiler.explain import explain
 from executor.client import Client
@@ -19,8 +20,9 @@ TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type"
 CALL = {"messages": [{"role": "user", "content": "hi"}], "tools": [TOOL]}
 
 
-def _explained(plan: object, path: str) -> str:
-    rows = [e.render() for e in explain(plan, path)]  # type: ignore[arg-type]
+def _explained(plan: object, path: str, compiled: Compiled | None = None) -> str:
+    lines = LineIndex(compiled.sources) if compiled else None
+    rows = [e.render() for e in explain(plan, path, lines)]  # type: ignore[arg-type]
     assert rows, path
     return "\n".join(rows)
 
@@ -60,15 +62,16 @@ models:
     openrouter:
       referer: https://example.org/evals
 """)
-    plan = compile_paths(run_config=run, overlays=[overlay]).plans["m"]
+    compiled = compile_paths(run_config=run, overlays=[overlay])
+    plan = compiled.plans["m"]
     assert plan.loop.api_call_timeout_s == 300.0
     assert plan.openrouter is not None
     assert (plan.openrouter.referer, plan.openrouter.title) == ("https://example.org/evals", "Ops Evals")
     assert plan.openrouter.data_collection == "allow"
     assert "overlay:" in _explained(plan, "loop.api_call_timeout_s") and "ops.yaml:4" in _explained(
-        plan, "loop.api_call_timeout_s")
+        plan, "loop.api_call_timeout_s", compiled)
     assert "overlay:" in _explained(plan, "openrouter.title")
-    assert "model:m" in _explained(plan, "openrouter.referer") and "run.yaml:8" in _explained(plan, "openrouter.referer")
+    assert "model:m" in _explained(plan, "openrouter.referer") and "run.yaml:8" in _explained(plan, "openrouter.referer", compiled)
     assert "model:m" in _explained(plan, "request_defaults.parallel_tool_calls")
 
     kwargs = Client(plan, env={}).build_request(CALL)
@@ -81,7 +84,8 @@ models:
 def test_model_block_timeout_beats_the_preset(write: Callable[[str, str], Path]) -> None:
     overlay = write("ops.yaml", "providers:\n  openai:\n    api_call_timeout_s: 30\n")
     run = write("run.yaml", "models:\n  m: {provider: openai, name: gpt-x, api_call_timeout_s: 45.5}\n")
-    plan = compile_paths(run_config=run, overlays=[overlay]).plans["m"]
+    compiled = compile_paths(run_config=run, overlays=[overlay])
+    plan = compiled.plans["m"]
     assert plan.loop.api_call_timeout_s == 45.5
     assert plan.provenance["loop.api_call_timeout_s"].layer == "model:m"
 
@@ -104,7 +108,8 @@ providers:
           true: {action: override, with: false, evidence: "2026-11-30 probe: 400 on parallel calls"}
 """)
     run = write("run.yaml", "models:\n  m: {provider: openai, name: gpt-x}\n")
-    plan = compile_paths(run_config=run, overlays=[overlay]).plans["m"]
+    compiled = compile_paths(run_config=run, overlays=[overlay])
+    plan = compiled.plans["m"]
     assert set(plan.param_value_rules["parallel_tool_calls"]) == {"true"}
     built = Client(plan, env={}).build({**CALL, "parallel_tool_calls": True})
     assert built.kwargs["parallel_tool_calls"] is False

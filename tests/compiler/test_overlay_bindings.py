@@ -32,7 +32,7 @@ def test_a_new_provider_from_an_overlay(write: Callable[[str, str], Path]) -> No
     assert plan.binding.binding.endpoint == "http://127.0.0.1:8080/v1"
     assert plan.binding.binding.custom_llm_provider == "openai"
     assert plan.provenance["binding"].layer == "overlay:external:ov.yaml"
-    assert plan.provenance["binding.binding.endpoint"].line == 3
+    assert plan.provenance["binding.binding.endpoint"].key == "bindings.llamacpp.endpoint"
 
 
 def test_a_field_level_change_to_a_shipped_binding_keeps_the_other_fields(write: Callable[[str, str], Path]) -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from compiler.compile import compile_paths
+from compiler.explain import explain
+from compiler.provenance_lines import LineIndex
 from compiler.manifest import MANIFEST_FILE
 from presets import data_dir
 from tests.compiler.conftest import REPO
@@ -88,3 +90,47 @@ def test_plans_carry_no_input_digests_and_the_manifest_lists_every_plan() -> Non
         assert "inputs" not in plan.body() and "models_fingerprint" not in plan.body()
     assert compiled.manifest.plans == {k: p.fingerprint for k, p in sorted(compiled.plans.items())}
     assert set(compiled.manifest.inputs) == {"presets", "providers", "pricing", "catalogue"}
+
+
+def test_lines_added_above_a_preset_change_no_plan_and_explain_follows_them(project: Path) -> None:
+    """Provenance is a key path, so only what a model's values are changes its plan; lines are
+    looked up when shown, in the file as it is now."""
+    def compiled() -> tuple[dict[str, bytes], str]:
+        done = compile_paths(data_dir=project / "data", run_config=project / "configs" / "run.yaml",
+                             overlays=[project / "configs" / "ops.yaml"], root=project)
+        rows = explain(done.plans["kimi"], "loop.context_watermark", LineIndex(done.sources))
+        return {key: plan.to_bytes() for key, plan in done.plans.items()}, rows[0].render()
+
+    before, shown_before = compiled()
+    assert "data/model_presets.yaml:" in shown_before
+    presets = project / "data" / "model_presets.yaml"
+    text = presets.read_text(encoding="utf-8")
+    comment = "# a note\n# on two lines\n\n"
+    new_preset = ("  # a preset no model of this run matches\n"
+                  "  acme_support:\n    match: [\"acme-support-*\"]\n    empty_retry_count: 3\n\n")
+    at = text.index("\npresets:\n") + len("\npresets:\n")
+    presets.write_text(comment + text[:at] + new_preset + text[at:], encoding="utf-8")
+    providers = project / "data" / "providers.yaml"
+    providers.write_text(comment + providers.read_text(encoding="utf-8"), encoding="utf-8")
+    run = project / "configs" / "run.yaml"
+    run.write_text(run.read_text(encoding="utf-8").replace(
+        "models:\n", "models:\n  # added above the others\n  extra: {provider: openai, name: gpt-4o-mini}\n"),
+        encoding="utf-8")
+    overlay = project / "configs" / "ops.yaml"
+    overlay.write_text(comment + overlay.read_text(encoding="utf-8"), encoding="utf-8")
+
+    after, shown_after = compiled()
+    assert set(after) == set(before) | {"extra"}
+    assert {k for k in before if before[k] != after[k]} == set()  # every plan byte-identical
+    line = int(shown_before.rsplit(":", 1)[1])
+    moved = line + comment.count("\n") + new_preset.count("\n")
+    assert shown_after == shown_before.replace(f":{line}", f":{moved}")
+    assert presets.read_text(encoding="utf-8").splitlines()[moved - 1].strip() == "context_watermark: 8000"
+
+    text = presets.read_text(encoding="utf-8")
+    block = text.index("\n  moonshot_kimi_k3:")
+    at = text.index("context_watermark:", block)
+    end = text.index("\n", at)
+    presets.write_text(text[:at] + "context_watermark: 7777" + text[end:], encoding="utf-8")
+    edited, _ = compiled()
+    assert {k for k in after if after[k] != edited[k]} == {"kimi"}

@@ -59,17 +59,19 @@ def test_lists_and_one_sided_mappings_compare_whole() -> None:
 
 def test_layer_lookup_walks_up_then_down() -> None:
     provenance = {
-        "loop.context_watermark": {"layer": "preset:p", "file": "f.yaml", "line": 3},
-        "openrouter.provider_order": {"layer": "preset:p", "file": "f.yaml", "line": 9},
-        "openrouter.allow_fallbacks": {"layer": "preset:p", "file": "f.yaml", "line": 8},
-        "binding": {"layer": "binding", "file": "providers.yaml", "line": 1},
-        "x.a": {"layer": "one", "file": "f.yaml", "line": 1},
-        "x.b": {"layer": "two", "file": "f.yaml", "line": 2},
+        "loop.context_watermark": {"layer": "preset:p", "file": "f.yaml", "key": "presets.p.context_watermark"},
+        "openrouter.provider_order": {"layer": "preset:p", "file": "f.yaml",
+                                      "key": "presets.p.openrouter_defaults.provider_order"},
+        "openrouter.allow_fallbacks": {"layer": "preset:p", "file": "f.yaml",
+                                       "key": "presets.p.openrouter_defaults.allow_fallbacks"},
+        "binding": {"layer": "binding", "file": "providers.yaml", "key": "openai"},
+        "x.a": {"layer": "one", "file": "f.yaml", "key": "presets.one.a"},
+        "x.b": {"layer": "two", "file": "f.yaml", "key": "presets.two.b"},
     }
     found = lookup("binding.binding.endpoint", provenance)
     assert found is not None and found.layer == "binding"
     whole = lookup("openrouter", provenance)
-    assert whole is not None and (whole.layer, whole.line) == ("preset:p", 8)
+    assert whole is not None and (whole.layer, whole.key) == ("preset:p", "presets.p.openrouter_defaults")
     assert lookup("x", provenance) is None  # two layers set parts of it: none is named
     assert lookup("loop.empty_retry_count", provenance) is None
 

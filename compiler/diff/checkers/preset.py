@@ -4,7 +4,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler.diff.checkers.base import Checker
-from compiler.diff.walk import Path, source_of
+from compiler.diff.walk import Path, enclosing, provenance_entry, source_of
 from executor.plan import Provenance
 
 
@@ -17,10 +17,10 @@ class PresetChecker(Checker):
         for body in (new, old):
             name = body.get("effective_preset")
             layer = "default" if name == "default" else f"preset:{name}"
-            entries = [Provenance.model_validate(v) for v in (body.get("provenance") or {}).values()]
+            entries = [provenance_entry(v) for v in (body.get("provenance") or {}).values()]
             hits = [p for p in entries if p.layer == layer]
             if hits:
-                return min(hits, key=lambda p: p.line or 0)
+                return enclosing(hits)
         return None
 
 

@@ -14,7 +14,12 @@ Diff document::
                  "plan_version": {"old": INT|null, "new": INT|null},
                  "changes": [{"check": NAME, "field": DOTTED.PATH, "kind": "modified|added|removed",
                               "old": VALUE|null, "new": VALUE|null,
-                              "layer": {"layer": LAYER, "file": PATH|null, "line": INT|null}|null}]}]}
+                              "layer": {"layer": LAYER, "file": PATH|null, "key": KEY.PATH|null,
+                                        "line": INT|null}|null}]}]}
+
+``layer.key`` is where the plan says the value was set (a key path in ``file``); ``layer.line``
+is that key's line in the file as it is when ``capplan diff`` runs (null when it cannot be
+found there, e.g. a ``data:`` file or a key since removed).
 
 ``old`` is null for an ``added`` field and ``new`` for a ``removed`` one (``kind`` tells a
 missing field from a null value).
@@ -58,7 +63,14 @@ def _model(m: ModelDiff) -> dict[str, Any]:
 def _change(c: Change) -> dict[str, Any]:
     return {"check": c.check, "field": c.field, "kind": c.kind,
             "old": None if c.old is ABSENT else c.old, "new": None if c.new is ABSENT else c.new,
-            "layer": c.source.model_dump(mode="json") if c.source else None}
+            "layer": _layer(c)}
+
+
+def _layer(c: Change) -> dict[str, Any] | None:
+    """The plan's provenance entry plus the line its key is on in the file now (null when not found)."""
+    if c.source is None:
+        return None
+    return {**c.source.model_dump(mode="json"), "line": c.located.line if c.located else None}
 
 
 def render_blast(blast: BlastRadius) -> str:

@@ -70,7 +70,7 @@ def _rows(m: ModelDiff) -> list[Change]:
 def _table(changes: list[Change]) -> list[str]:
     out = ["| check | field | old | new | layer |", "|:--|:--|:--|:--|:--|"]
     for c in changes:
-        layer = where(c.source)
+        layer = where(c)
         out.append(f"| {c.check} | {code(c.field)} | {code(show(c.old))} | {code(show(c.new))} | "
                    f"{code(layer) if layer else ''} |")
     return out

@@ -31,7 +31,7 @@ def _model(m: ModelDiff) -> list[str]:
         out.append(f"  plan_version: {m.old_version} → {m.new_version}")
     width = max((len(c.check) for c in m.changes), default=0)
     for c in m.changes:
-        layer = f"  [{where(c.source)}]" if c.source else ""
+        layer = f"  [{where(c)}]" if c.source else ""
         out.append(f"  {c.check:<{width}}  {c.field}: {show(c.old)} → {show(c.new)}{layer}")
     return out
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from compiler.diff.model import ABSENT
-from executor.plan import Provenance
+from compiler.diff.model import ABSENT, Change
+from compiler.provenance_lines import Located
 
 
 def show(value: Any) -> str:
@@ -16,11 +16,14 @@ def show(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
 
 
-def where(source: Provenance | None) -> str:
-    """``preset:kimi (presets/model_presets.yaml:120)``, or empty when no layer is known."""
+def where(change: Change) -> str:
+    """``preset:kimi (bundled:model_presets.yaml:120)``, or empty when no layer is known.
+
+    The line is the key's line in the file now (``change.located``); without one, the key path.
+    """
+    source = change.source
     if source is None:
         return ""
-    if source.file is None:
-        return source.layer
-    at = f"{source.file}:{source.line}" if source.line else source.file
-    return f"{source.layer} ({at})"
+    located = change.located or Located(source.layer, source.file, None, source.key)
+    at = located.at()
+    return f"{source.layer} ({at})" if at else source.layer
