@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from compiler.diff.checkers import Checker
-from compiler.diff.model import DiffReport, ModelDiff
+from compiler.diff.checkers.inputs import CHECKER as _INPUTS_CHECKER
+from compiler.diff.model import Change, DiffReport, ModelDiff
 from compiler.diff.plan_files import PlanDoc, check_comparable
 from compiler.provenance_lines import LineIndex
+
+INPUTS = _INPUTS_CHECKER.name
 
 
 def diff_plan_sets(old: Mapping[str, PlanDoc], new: Mapping[str, PlanDoc], checkers: Sequence[Checker], *,
@@ -25,7 +29,25 @@ def diff_plan_sets(old: Mapping[str, PlanDoc], new: Mapping[str, PlanDoc], check
     versions = {(m.old_version, m.new_version) for m in models if m.version_changed}
     for was, now in sorted(versions):
         extra.append(f"plan_version changed from {was} to {now}; the shapes match, so fields are compared")
-    return DiffReport(old_label, new_label, tuple(c.name for c in checkers), tuple(models), tuple(extra))
+    models, inputs = _run_level_inputs(models)
+    return DiffReport(old_label, new_label, tuple(c.name for c in checkers), tuple(models), tuple(extra), inputs)
+
+
+def _run_level_inputs(models: list[ModelDiff]) -> tuple[list[ModelDiff], tuple[Change, ...]]:
+    """Input digests are facts about the run (every plan of a run shares them): each distinct
+    change is reported once, and a model keeps only the changes of its own plan."""
+    seen: dict[tuple[str, str, str], Change] = {}
+    kept = []
+    for m in models:
+        for c in m.changes:
+            if c.check == INPUTS:
+                seen.setdefault((c.field, _canon(c.old), _canon(c.new)), c)
+        kept.append(replace(m, changes=tuple(c for c in m.changes if c.check != INPUTS)))
+    return kept, tuple(seen[k] for k in sorted(seen))
+
+
+def _canon(value: object) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)  # ABSENT (a missing field) spells itself
 
 
 def diff_pair(key: str, old: PlanDoc, new: PlanDoc, checkers: Sequence[Checker]) -> ModelDiff:

@@ -65,7 +65,9 @@ class ModelDiff:
 
     @property
     def status(self) -> ModelStatus:
-        """``inputs-only``: only input digests differ, so the plan behaves exactly as before."""
+        """``inputs-only``: only input digests differ, so the plan behaves exactly as before. A
+        report moves input changes to run level (:attr:`DiffReport.inputs`), so its models are never
+        ``inputs-only``; the status stays for the JSON format's stability."""
         if self.old_path is None:
             return "added"
         if self.new_path is None:
@@ -89,11 +91,13 @@ class DiffReport:
     checks: tuple[str, ...]
     models: tuple[ModelDiff, ...]
     notes: tuple[str, ...] = field(default=())
+    #: input-digest changes (the ``inputs`` check), once for the run rather than once per model
+    inputs: tuple[Change, ...] = field(default=())
 
     @property
     def differs(self) -> bool:
-        """True when any model was added, removed or changed (exit code 1)."""
-        return any(m.status != "unchanged" for m in self.models)
+        """True when any model was added, removed or changed, or an input file's digest changed (exit code 1)."""
+        return bool(self.inputs) or any(m.status != "unchanged" for m in self.models)
 
     def with_status(self, *statuses: ModelStatus) -> list[ModelDiff]:
         """The models whose status is one of ``statuses``, in key order."""

@@ -48,8 +48,12 @@ def test_base_reports_the_preset_and_overlay_changes(scenario: Scenario) -> None
     assert doc["old"] == f"HEAD~1 ({commits['first'][:12]})" and doc["new"] == "working tree"
     models = models_of(out.stdout)
     status = {k: m["status"] for k, m in models.items()}
-    assert status == {"claude-opus-4.7": "changed", "kimi-k3": "changed", "muse": "changed", "gpt-4o": "inputs-only",
+    assert status == {"claude-opus-4.7": "changed", "kimi-k3": "changed", "muse": "changed", "gpt-4o": "unchanged",
                       "grok-4": "added", "qwen3-32b": "removed"}
+    # the changed input files once, for the run; never under a model
+    assert {c["field"] for c in doc["inputs"]} >= {"inputs.presets.sha256", "inputs.overlay.1.sha256"}
+    assert all(c["check"] == "inputs" for c in doc["inputs"])
+    assert not [c for m in models.values() for c in m["changes"] if c["check"] == "inputs"]
     watermark = fields(models["claude-opus-4.7"])["loop.context_watermark"]
     assert (watermark["check"], watermark["old"], watermark["new"]) == ("loop", 12000, 16000)
     assert watermark["layer"]["layer"] == "preset:anthropic_claude_4_7"
@@ -308,7 +312,10 @@ def test_run_from_a_subfolder_of_the_repository(scenario: Scenario, monkeypatch:
     change = fields(models_of(out.stdout)["claude-opus-4.7"])["loop.context_watermark"]
     # named relative to the repository root, not to where the command ran
     assert change["layer"]["file"] == "data/model_presets.yaml"
-    assert models_of(out.stdout)["gpt-4o"]["status"] == "inputs-only"  # paths line up on both sides
+    assert models_of(out.stdout)["gpt-4o"]["status"] == "unchanged"
+    # paths line up on both sides: only digests differ
+    assert all(c["field"].endswith(".sha256") or c["field"] == "models_fingerprint"
+               for c in json.loads(out.stdout)["inputs"])
 
 
 def test_diff_never_imports_litellm() -> None:

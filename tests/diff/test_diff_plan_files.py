@@ -85,7 +85,8 @@ def test_each_checker_reports_its_field_with_the_layer(sides: tuple[Path, Path],
         edit(new / f"{MODEL}.json", change)
     out = invoke("diff", str(old), str(new), "--format", "json")
     assert out.code == 1
-    (record,) = changes_of(out.stdout, MODEL)  # exactly one checker owns the field
+    # exactly one checker owns the field; run-level facts are reported once, for the run
+    (record,) = json.loads(out.stdout)["inputs"] if check in MANIFEST_EDITS else changes_of(out.stdout, MODEL)
     kind = "added" if check == "value_rules" else "modified"  # the catalogue's Claude has no value rules
     assert (record["check"], record["field"], record["kind"]) == (check, field, kind)
     assert record["old"] != record["new"]
@@ -128,13 +129,23 @@ def test_added_and_removed_fields_and_models(sides: tuple[Path, Path]) -> None:
     assert "gpt-4o: removed" in text and "o3-copy: added" in text and "(absent)" in text
 
 
-def test_inputs_only_models_are_grouped_and_can_be_ignored(sides: tuple[Path, Path]) -> None:
+def test_an_input_change_is_one_run_level_line_and_can_be_ignored(sides: tuple[Path, Path]) -> None:
     old, new = sides
     edit_manifest(new, _set(("inputs", "presets", "sha256"), "f" * 64))  # run-level: every plan reads it
-    out = invoke("diff", str(old), str(new), "--format", "markdown")
-    assert out.code == 1
     n = len(plan_paths(new))
-    assert f"{n} model(s) differ only in input digests" in out.stdout and f"| inputs only | {n} |" in out.stdout
+    markdown = invoke("diff", str(old), str(new), "--format", "markdown")
+    assert markdown.code == 1
+    assert "**Inputs** (run level" in markdown.stdout and markdown.stdout.count("inputs.presets.sha256") == 1
+    assert f"| unchanged | {n} |" in markdown.stdout and "| changed | 0 |" in markdown.stdout
+    assert "inputs only" not in markdown.stdout and "### " not in markdown.stdout  # no model section
+    text = invoke("diff", str(old), str(new))
+    assert text.code == 1 and text.stdout.count("inputs.presets.sha256") == 1
+    assert "inputs (run level" in text.stdout and ": changed" not in text.stdout
+    assert text.stdout.rstrip().endswith(f"0 changed, 0 added, 0 removed, {n} unchanged; 1 input change(s)")
+    doc = json.loads(invoke("diff", str(old), str(new), "--format", "json").stdout)
+    assert doc["differs"] is True and [c["field"] for c in doc["inputs"]] == ["inputs.presets.sha256"]
+    assert doc["counts"] == {"changed": 0, "inputs-only": 0, "added": 0, "removed": 0, "unchanged": n}
+    assert all(m["status"] == "unchanged" and m["changes"] == [] for m in doc["models"])
     assert invoke("diff", str(old), str(new), "--ignore", "inputs").code == 0
 
 
@@ -191,7 +202,7 @@ def test_json_output_is_stable(sides: tuple[Path, Path]) -> None:
     assert first == invoke("diff", str(old), str(new), "--format", "json").stdout
     doc = json.loads(first)
     assert (doc["format"], doc["version"], doc["differs"]) == ("capplan-diff", 1, True)
-    assert set(doc) == {"format", "version", "old", "new", "checks", "differs", "counts", "notes", "models"}
+    assert set(doc) == {"format", "version", "old", "new", "checks", "differs", "counts", "notes", "models", "inputs"}
     model = next(m for m in doc["models"] if m["key"] == MODEL)
     assert set(model) == {"key", "status", "old_path", "new_path", "plan_version", "changes"}
     assert set(model["changes"][0]) == {"check", "field", "kind", "old", "new", "layer"}

@@ -9,6 +9,8 @@ Diff document::
     {"format": "capplan-diff", "version": 1, "old": LABEL, "new": LABEL, "checks": [NAME, …],
      "differs": BOOL, "counts": {"changed": N, "inputs-only": N, "added": N, "removed": N, "unchanged": N},
      "notes": [TEXT, …],
+     "inputs": [{"check": "inputs", "field": DOTTED.PATH, "kind": …, "old": VALUE|null, "new": VALUE|null,
+                 "layer": null}],
      "models": [{"key": KEY, "status": "changed|inputs-only|added|removed|unchanged",
                  "old_path": PATH|null, "new_path": PATH|null,
                  "plan_version": {"old": INT|null, "new": INT|null},
@@ -23,6 +25,11 @@ found there, e.g. a ``data:`` file or a key since removed).
 
 ``old`` is null for an ``added`` field and ``new`` for a ``removed`` one (``kind`` tells a
 missing field from a null value).
+
+``inputs`` lists each change of an input file's digest (and of ``models_fingerprint``) once for
+the run: they are run-level facts (``manifest.json``), so a model's ``changes`` never repeat them
+and no model is ``inputs-only`` any more (the status and its count stay, always 0). A diff whose
+only changes are inputs still ``differs``.
 
 Blast-radius document (``--summary``)::
 
@@ -51,6 +58,7 @@ def render_report(report: DiffReport) -> str:
         "format": "capplan-diff", "version": VERSION, "old": report.old_label, "new": report.new_label,
         "checks": list(report.checks), "differs": report.differs, "counts": report.counts(),
         "notes": list(report.notes), "models": [_model(m) for m in report.models],
+        "inputs": [_change(c) for c in report.inputs],
     })
 
 

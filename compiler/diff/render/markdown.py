@@ -51,16 +51,10 @@ def render_report(report: DiffReport) -> str:
     fold_all = len(report.with_status("changed")) > COLLAPSE_MODELS
     for m in report.with_status("changed"):
         out += _details(m, fold_all)
-    inputs_only = report.with_status("inputs-only")
-    if inputs_only:
-        keys = ", ".join(code(m.key) for m in inputs_only)
-        out += [f"<details><summary>{len(inputs_only)} model(s) differ only in input digests</summary>", "",
-                keys, "", "</details>", ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-_STATUS_LABELS = {"changed": "changed", "inputs-only": "inputs only", "added": "added", "removed": "removed",
-                  "unchanged": "unchanged"}
+_STATUS_LABELS = {"changed": "changed", "added": "added", "removed": "removed", "unchanged": "unchanged"}
 
 
 def _rows(m: ModelDiff) -> list[Change]:
@@ -86,18 +80,12 @@ def _details(m: ModelDiff, fold: bool) -> list[str]:
 
 
 def _inputs_section(report: DiffReport) -> list[str]:
-    """Each distinct input change once, with how many models carry it."""
-    seen: dict[tuple[str, str, str], int] = {}
-    for m in report.models:
-        for c in m.changes:
-            if c.check == "inputs":
-                key = (c.field, show(c.old), show(c.new))
-                seen[key] = seen.get(key, 0) + 1
-    if not seen:
+    """Input-digest changes, once for the run (every plan of a run shares its inputs)."""
+    if not report.inputs:
         return []
-    out = ["**Inputs** (the files the plans were compiled from)", "", "| field | old | new | models |",
-           "|:--|:--|:--|--:|"]
-    out += [f"| {code(f)} | {code(old)} | {code(new)} | {count} |" for (f, old, new), count in sorted(seen.items())]
+    out = ["**Inputs** (run level, from `manifest.json`: the files the plans were compiled from)", "",
+           "| field | old | new |", "|:--|:--|:--|"]
+    out += [f"| {code(c.field)} | {code(show(c.old))} | {code(show(c.new))} |" for c in report.inputs]
     return out + [""]
 
 

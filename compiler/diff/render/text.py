@@ -11,12 +11,11 @@ def render_report(report: DiffReport) -> str:
     """Changed, added and removed models with their changes, then the totals."""
     lines = [f"capplan diff: {report.old_label} → {report.new_label}"]
     lines += [f"note: {n}" for n in report.notes]
+    if report.inputs:
+        lines.append("inputs (run level, from manifest.json; every plan of the run shares them):")
+        lines += [f"  {c.field}: {show(c.old)} → {show(c.new)}" for c in report.inputs]
     for m in report.with_status("removed", "added", "changed"):
         lines += _model(m)
-    inputs_only = report.with_status("inputs-only")
-    if inputs_only:
-        keys = ", ".join(m.key for m in inputs_only)
-        lines.append(f"{len(inputs_only)} model(s) differ only in input digests: {keys}")
     lines.append(_totals(report))
     return "\n".join(lines) + "\n"
 
@@ -40,8 +39,8 @@ def _totals(report: DiffReport) -> str:
     n = report.counts()
     if not report.differs:
         return f"no differences in {n['unchanged']} model(s) (checks: {', '.join(report.checks)})"
-    return (f"{n['changed']} changed, {n['inputs-only']} inputs only, {n['added']} added, {n['removed']} removed, "
-            f"{n['unchanged']} unchanged")
+    return (f"{n['changed']} changed, {n['added']} added, {n['removed']} removed, {n['unchanged']} unchanged; "
+            f"{len(report.inputs)} input change(s)")
 
 
 def render_blast(blast: BlastRadius) -> str:
