@@ -112,3 +112,30 @@ def test_eval_team_overlay_sets_what_it_says(checkout: Path) -> None:
     done = run(checkout, "capplan explain grok param_value_rules.reasoning_effort --config examples/run.yaml "
                          "--presets-file examples/overlays/eval-team.yaml")
     assert '"action": "override"' in done.stdout and '"with": "low"' in done.stdout
+
+
+def readme_blocks_running(path_fragment: str) -> list[str]:
+    """The README's ```sh blocks that run something under ``path_fragment`` (the trial packs
+    carry no commands of their own: the README is where a user reads how to run them)."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```sh\n(.*?)^```", text, flags=re.M | re.S)
+    return [b for b in blocks if path_fragment in b]
+
+
+def test_the_readme_trial_commands_run_verbatim_on_the_example_packs(tmp_path: Path) -> None:
+    blocks = readme_blocks_running("examples/trials/")
+    assert blocks, "the README no longer shows how to run the example trial packs"
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    shutil.copytree(REPO / "examples", root / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PATH": f"{CAPPLAN.parent}{os.pathsep}{os.environ['PATH']}"}
+    for block in blocks:  # in README order: the first compiles and runs, the next resumes the same run
+        done = subprocess.run(["bash", "-e", "-c", block], cwd=root, env=env, capture_output=True, text=True,
+                              timeout=600, check=False)
+        assert done.returncode == 0, f"{block}\n{done.stdout}\n{done.stderr}"
+    tasks = sorted((REPO / "examples" / "trials").glob("*/*.yaml"))
+    runs = (root / "runs" / "demo" / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+    keys = {json.loads(line)["key"] for line in runs}
+    assert len(keys) == len(tasks) * 2  # --trials 2 of every task, each once however often resumed
+    summary = (root / "runs" / "demo" / "summary.md").read_text(encoding="utf-8")
+    assert "| mock-echo | inventory_desk |" in summary and "| mock-echo | travel_desk |" in summary
