@@ -196,12 +196,13 @@ def _parse(text: str, name: str) -> tuple[Any, dict[Loc, tuple[int, int]]]:
         mark = exc.problem_mark or exc.context_mark
         raise InputError([Diagnostic(
             name, (mark.line + 1) if mark else 1, (mark.column + 1) if mark else 1, "yaml-syntax",
-            " ".join(str(p) for p in (exc.context, exc.problem) if p) or "invalid YAML")]) from None
+            " ".join(" ".join(str(p).split()) for p in (exc.context, exc.problem) if p) or "invalid YAML")]) from None
     except RecursionError:
         # block-style nesting the text scan cannot see; the parser ran out of stack
         raise InputLimitError("nesting-too-deep", f"nested more than {MAX_NESTING} levels deep") from None
     except Exception as exc:  # ruamel raises a few unmarked errors (e.g. bad escapes)
-        raise InputError([Diagnostic(name, 1, 1, "yaml-syntax", f"invalid YAML: {exc}")]) from None
+        # one line per problem: ruamel's text carries its own multi-line position report
+        raise InputError([Diagnostic(name, 1, 1, "yaml-syntax", "invalid YAML: " + " ".join(str(exc).split()))]) from None
     positions: dict[Loc, tuple[int, int]] = {(): (1, 1)}
     return _Plain(positions).convert(node, (), None), positions
 
