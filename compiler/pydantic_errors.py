@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from compiler.diagnostics import Diagnostic, InputError, did_you_mean
 from compiler.yaml_source import SourceFile
-from executor.plan import CREDENTIAL_VALUE_MESSAGE
+from executor.binding import CREDENTIAL_VALUE_MESSAGE
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
 from compiler.diagnostics import Diagnostic, did_you_mean
 from compiler.inputs.overlay_file import OverlayFile
 from compiler.inputs.providers_file import binding_key
 from compiler.inputs.run_config import ModelConfig
 from compiler.loading import Loaded
-from executor.plan import Plan
+
+if TYPE_CHECKING:  # annotations only: plain lint never builds a plan
+    from executor.plan import Plan
 
 
 def glob_written_as_model_id(overlay: Loaded[OverlayFile]) -> list[Diagnostic]:

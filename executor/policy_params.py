@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 class PolicyParams(BaseModel):
     """Base of every ``Params`` model: unknown keys are errors, no type coercion, finite numbers only."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 
 
 class NoParams(PolicyParams):

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import tenacity
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # the run config names this module; lint and compile must not pay for tenacity
+    import tenacity
 
 
 class RateLimitProbeConfig(BaseModel):
     """The run config's ``rate_limit_probe`` block."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     enabled: bool = Field(False, description="Arm probe mode for this run's agent calls.")
     retry_interval_s: float = Field(15.0, gt=0, description="Fixed wait between 429 retries; the poll rate is its inverse.")

@@ -15,7 +15,7 @@ EffortLevel = Literal["minimal", "low", "medium", "high", "xhigh"]
 class ReasoningConfig(BaseModel):
     """How much a model should reason. Lives on the model config; never a bare string."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     mode: ReasoningMode = Field("off", description="off | adaptive (effort level) | budget (token budget).")
     budget_tokens: int | None = Field(

@@ -32,7 +32,7 @@ RuleAction = Literal["reject", "override", "drop"]
 class ValueRule(BaseModel):
     """What to do when a call would send one specific value of a rulable parameter."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
     action: RuleAction = Field(
         description="reject: refuse to build the request; override: send `with` instead; drop: omit the parameter."

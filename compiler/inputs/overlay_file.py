@@ -8,7 +8,7 @@ from pydantic import Field
 
 from compiler.inputs.common import Strict
 from compiler.inputs.preset_file import PresetBody, PresetEntry
-from executor.plan import ProviderBinding
+from executor.binding import ProviderBinding
 
 
 class LitellmModelDecl(Strict):

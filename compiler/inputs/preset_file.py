@@ -35,7 +35,7 @@ class ParamsBlock(Strict):
     """
 
     # strict: `supports_seed: "yes"` or `1` is a mistake, not a truthy value
-    model_config = ConfigDict(extra="allow", frozen=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 
     fixed_temperature: float | None = Field(None, description="Override the caller's temperature (legacy knob).")
     supports_seed: bool | None = Field(None, description="Forward `seed` when the caller or config supplies one.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import RootModel
 
-from executor.plan import ProviderBinding
+from executor.binding import ProviderBinding
 
 
 class ProvidersFile(RootModel[dict[str, ProviderBinding]]):

@@ -123,6 +123,21 @@ def test_lint_and_compile_do_not_import_litellm(tmp_path: Path, write: Callable[
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr
 
 
+def test_lint_imports_neither_the_plan_model_nor_runtime_libraries(
+        tmp_path: Path, write: Callable[[str, str], Path]) -> None:
+    # linting one overlay needs the input models and the base data, nothing the executor runs on
+    overlay = write("ok.yaml", CLEAN_OVERLAY)
+    heavy = ("executor.plan", "tenacity", "jsonschema", "jinja2", "litellm", "executor.client")
+    script = (
+        "import sys\nfrom commands import main\n"
+        "try:\n    main(['lint', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(overlay)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
+
+
 def test_explain_shows_each_generation_flag_with_its_own_layer() -> None:
     code, out = invoke("explain", "claude-opus-4.7-openrouter", "policies.params_policy")
     assert code == 0

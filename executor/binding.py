@@ -1,0 +1,61 @@
+"""A provider's transport facts, the part of the plan that input files also name.
+
+Kept apart from the plan model so reading an overlay or providers file (``capplan lint``) does
+not pay for building every plan class.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
+
+
+class SlugRewrite(_Frozen):
+    """Two-step rewrite of the model string: strip one prefix, then ensure another."""
+
+    strip_prefix: str | None = Field(None, description="Prefix removed when present.")
+    ensure_prefix: str | None = Field(None, description="Prefix added when absent.")
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+#: prefixes of provider keys and tokens: a value starting so is a pasted secret, not a variable name
+_KEY_PREFIXES = ("sk-", "sk_", "sk-ant-", "sk-or-", "xai-", "gsk_", "AIza", "ghp_", "github_pat_", "AKIA", "hf_")
+CREDENTIAL_VALUE_MESSAGE = "looks like a credential value, not the name of an environment variable"
+
+
+def env_var_name(value: str | None) -> str | None:
+    """An ``*_env`` field names an environment variable; a pasted key is refused without echoing it."""
+    if value is None:
+        return None
+    lowered_digits = sum(c.isdigit() for c in value) >= 4 and any(c.islower() for c in value)
+    if value.startswith(_KEY_PREFIXES) or (len(value) >= 32 and lowered_digits):
+        raise ValueError(CREDENTIAL_VALUE_MESSAGE)
+    if not _ENV_NAME.match(value):
+        raise ValueError("not an environment variable name (letters, digits and '_', not starting with a digit)")
+    return value
+
+
+class ProviderBinding(_Frozen):
+    """Transport facts about a provider; looked up by the provider's first '/' segment, lower-cased.
+
+    In an overlay's ``bindings:`` only the fields written there change the shipped binding.
+    """
+
+    endpoint: str | None = Field(None, description="Provider base URL.")
+    api_base_env: str | None = Field(None, description="Env var a deployment may set to override endpoint.")
+    api_key_env: str | None = Field(None, description="Primary credential env var name (never its value).")
+    api_keys_env: str | None = Field(None, description="Comma-separated rotation-list env var; null disables rotation.")
+    key_file_env: str | None = Field(None, description="Env var naming a fallback keys file (only with api_keys_env).")
+    unroutable: bool = Field(False, description="A gateway must never carry this provider.")
+    custom_llm_provider: str | None = Field(None, description="litellm routing hint pinned into every call.")
+    rate_limit_patterns: tuple[str, ...] = Field((), description="Anchored regexes for last-resort 429 text matching.")
+    format_model_name_bare: bool = Field(False, description="model_id is the bare name, without '<provider>/'.")
+    kwargs_pin_transport: bool = Field(False, description="Pin endpoint and api_key_env into each call's kwargs.")
+    slug_rewrite: SlugRewrite | None = Field(None, description="Per-attempt rewrite of the model string.")
+
+    _env_names = field_validator("api_base_env", "api_key_env", "api_keys_env", "key_file_env")(env_var_name)
