@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,10 +60,12 @@ def write_plan_set(plans: dict[str, Plan], manifest: Manifest, out: Path, *, kee
                         "choose an --out in a folder you can write to") from None
     try:
         result = WriteResult()
+        files = []
         for key, plan in sorted(plans.items()):
-            _write_synced(tmp / f"{key}.json", plan.to_bytes())
+            files.append((tmp / f"{key}.json", plan.to_bytes()))
             result.written.append(f"{key}.json")
-        _write_synced(tmp / MANIFEST_FILE, manifest.to_bytes())
+        files.append((tmp / MANIFEST_FILE, manifest.to_bytes()))
+        _write_synced(files)
         for name in kept:
             source = out / name
             (shutil.copytree if source.is_dir() else shutil.copy2)(source, tmp / name)
@@ -159,19 +162,31 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _write_synced(path: Path, data: bytes) -> None:
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+def _write_synced(files: list[tuple[Path, bytes]]) -> None:
+    """Write every file, then wait until each is on disk.
+
+    The fsyncs run side by side: one after another, each waited for its own journal commit,
+    which was most of a catalogue compile's wall time; together the file system can commit
+    them at once. Every file is still synced before the folder is swapped into place, and at
+    most a few files are open at a time, whatever the number of plans.
+    """
+    for path, data in files:
+        path.write_bytes(data)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for _ in pool.map(_fsync_file, [path for path, _ in files]):
+            pass
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _fsync_dir(folder: Path) -> None:
+    _fsync_file(folder)  # a folder is synced through a read-only descriptor, like a file
 
 
 def _mode_of(out: Path) -> int:
