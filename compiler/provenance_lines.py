@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compiler.diagnostics import InputError
 from compiler.yaml_source import SourceFile, read_bundled, read_source
-from executor.plan import Provenance
+
+if TYPE_CHECKING:  # annotations only: lint must not build the plan model
+    from executor.plan import Provenance
 
 
 @dataclass(frozen=True)
