@@ -12,6 +12,7 @@ from commands.common import request_options
 
 from executor.canonical import canonical_bytes
 from executor.errors import user_error
+from executor.redaction import redact_text
 
 
 @click.command("preview")
@@ -22,6 +23,9 @@ from executor.errors import user_error
 )
 def preview_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
     """Print the kwargs litellm.completion would receive for REQUEST_FILE, credentials redacted.
+
+    Redacted: the API key, secret headers, URL userinfo (https://user:pass@host) and key-like
+    query parameters (api_key=, key=, token=, access_token=, apikey=).
 
     Nothing is sent. The request file format is documented in the README and in
     schemas/request.schema.json.
@@ -62,7 +66,8 @@ def fail_on_user_error(exc: BaseException, plan_path: str, request_file: str) ->
     if found is None:
         return
     code, message = found
-    where = {"PLAN": plan_path, "GATEWAY": "capplan"}.get(code, request_file)
+    message = redact_text(message)
+    where = {"PLAN": plan_path, "CREDENTIAL": plan_path, "GATEWAY": "capplan"}.get(code, request_file)
     for line in message.splitlines():
         if "error[" in line:
             located = line  # request-file errors arrive located to line and column

@@ -13,6 +13,7 @@ from commands.common import request_options
 from commands.preview_cmd import fail_on_user_error
 from executor.canonical import canonical_bytes
 from executor.errors import ResponseShapeError
+from executor.redaction import redact_text
 
 
 @click.command("send")
@@ -24,7 +25,11 @@ from executor.errors import ResponseShapeError
 def send_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
     """Send REQUEST_FILE through the plan and print text, tool calls, reasoning, usage, cost, parser errors.
 
-    Credentials come from the environment (the binding names the variable, e.g. OPENROUTER_API_KEY).
+    Credentials come from the environment (the binding names the variable, e.g. OPENROUTER_API_KEY);
+    when that variable is unset or empty, nothing is sent and the command exits 2 naming it (unless
+    LLM_PROXY_BASE_URL with LLM_PROXY_API_KEY routes the call through a gateway). Credentials, URL
+    userinfo and key-like query parameters (api_key=, key=, token=, ...) are redacted from every
+    line printed, provider error bodies included.
 
     \b
       capplan send --plan plans/mock-echo.json golden/conversations/dict_map_tools.json   # offline
@@ -42,7 +47,9 @@ def send_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) 
     except Exception as exc:  # noqa: BLE001 - every failure becomes one line, never a traceback
         fail_on_user_error(exc, plan_path, request_file)
         code = "RESPONSE" if isinstance(exc, ResponseShapeError) else "PROVIDER"
-        click.echo(f"{request_file}: error[{code}]: {type(exc).__name__}: {_one_line(str(exc))}", err=True)
+        # a provider's error body may echo the key or the URL it was sent: scrubbed like the kwargs
+        message = redact_text(_one_line(str(exc)))
+        click.echo(f"{request_file}: error[{code}]: {type(exc).__name__}: {message}", err=True)
         raise SystemExit(1) from None
     data = result.to_json()
     if fmt == "json":

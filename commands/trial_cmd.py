@@ -96,7 +96,8 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     and metrics.yaml, summary.md and summary.json (and probe.json in probe mode).
 
     Exit codes: 0 every trial finished, 1 stopped by --max-cost before all started,
-    2 input error, 130 interrupted (re-run to resume).
+    2 input error (an unset API-key variable included, checked before any trial starts),
+    130 interrupted (re-run to resume).
     """
     from executor.errors import user_error
     from trials.backends import BACKENDS, load_backend
@@ -118,6 +119,7 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         if config is not None:
             request = dataclasses.replace(request, rate_limit_probe=config.model.rate_limit_probe)
         specs = build_specs(request)
+        _require_credentials(request)
         options = _backend_options(backend, address, workers, config, specs)
         runner = load_backend(backend, **options)
         outcome = drive(specs, RunFolder(out), runner, concurrency=concurrency, max_cost=max_cost,
@@ -144,6 +146,16 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
                    f"{len(outcome.not_started)} trial(s) not started", err=True)
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_OK)
+
+
+def _require_credentials(request: Any) -> None:
+    """Refuse the run, before any trial starts, when a plan's API-key variable is unset."""
+    from executor.client import Client
+
+    for plan in request.plans:
+        Client.from_plan_file(plan, api_base=request.api_base).require_credentials()
+    if request.user_plan is not None:
+        Client.from_plan_file(request.user_plan, api_base=request.user_api_base).require_credentials()
 
 
 def _run_config(path: Path | None, backend: str) -> Any:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from executor import mock_provider
-from executor.errors import AllApiKeysExhausted, GatewayRejectedError
+from executor.errors import AllApiKeysExhausted, GatewayRejectedError, MissingCredentialError
 from executor.gateway.config import EnvSource, GatewayConfig, GatewayConfigError, resolve_gateway_config
 from executor.gateway.route import RouteDecision
 from executor.gateway.transport import GatewayTransport, decide_route
@@ -99,8 +99,9 @@ class Client:
         # byte-identical requests and then report a chain that was never in play
         self._gateway_key_pinned = bool(self.gateway and self.gateway.decision.via_gateway and config and config.api_key)
         self.keys = KeyChain(keys, key_source) if keys and not self._gateway_key_pinned else None
+        self._credentials = credentials
         pinned_env = plan.binding.binding.api_key_env
-        secrets = (*(config.secret_values() if config else ()), *keys, *([credentials.get(pinned_env, "")] if pinned_env else []))
+        secrets = (*(config.secret_values() if config else ()), *keys, *([credentials.get(pinned_env, "").strip()] if pinned_env else []))
         self.redactor = Redactor(secrets)
         register_secrets(secrets)
 
@@ -165,7 +166,25 @@ class Client:
             self.redactor.scrub_exception(exc)
             raise
 
+    def require_credentials(self) -> None:
+        """Raise :class:`MissingCredentialError` (naming the variable) when a call would go out without a key.
+
+        A mock plan needs none; a pinned gateway key stands in for the provider's; rotation keys
+        stand in for the binding's single key.
+        """
+        variable = self.plan.binding.binding.api_key_env
+        if self.mock or not variable or self._gateway_key_pinned or self.keys is not None:
+            return
+        if not self._credentials.get(variable, "").strip():
+            provider = self.plan.binding.key or self.plan.model.provider
+            raise MissingCredentialError(
+                f"{variable} is not set (or empty); the {provider} binding of model {self.plan.model.key!r} "
+                f"reads its API key from it: export {variable}=<key>, or route through a gateway with "
+                f"LLM_PROXY_BASE_URL and LLM_PROXY_API_KEY"
+            )
+
     def _generate(self, request: ChatRequest | Mapping[str, Any], role: str, probe_stats: ProbeStats | None) -> GenerationResult:
+        self.require_credentials()
         built = self.build(request)
         if self.mock:
             started = time.monotonic()

@@ -5,6 +5,10 @@ keys, expanded ``${secret:NAME}`` header values, a pinned provider key) and repl
 ``<redacted>`` wherever text leaves the client: log lines, exception messages, previews. Name
 patterns alone are not enough: a gateway header such as ``X-Order-Id`` carries a secret under an
 innocent name, and a provider's error body may echo the key it was sent.
+
+URLs are scrubbed by shape as well, whoever holds the value: the userinfo of ``scheme://user:pass@host``
+and the value of a key-like query parameter (``api_key``, ``key``, ``token``, ...) never leave the
+client, even when they came from ``--api-base`` and were never registered.
 """
 
 from __future__ import annotations
@@ -20,6 +24,23 @@ REDACTED = "<redacted>"
 #: Shorter values are not redacted: replacing "1" or "ab" everywhere would shred text and hide
 #: nothing a reader could use.
 MIN_SECRET_CHARS = 6
+
+# userinfo: everything between "scheme://" and the "@" that precedes the host
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#@\s'\"<>]+@")
+# a key-like query (or fragment) parameter; the value runs to the next separator
+_URL_KEY_PARAM = re.compile(r"(?i)([?&#;](?:api[_-]?key|key|token|access[_-]?token)=)[^&#;\s'\"<>]*")
+
+
+def redact_url(text: str) -> str:
+    """``text`` with URL userinfo and key-like query parameter values replaced."""
+    if "=" not in text and "@" not in text:
+        return text
+    text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    return _URL_KEY_PARAM.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
+
+
+def _url_leaks(text: str) -> bool:
+    return redact_url(text) != text
 
 
 class Redactor:
@@ -38,14 +59,16 @@ class Redactor:
         return Redactor((*self._values, *secrets))
 
     def text(self, text: str) -> str:
-        """``text`` with every known credential replaced."""
-        if self._pattern is None or not text:
+        """``text`` with every known credential and every URL credential replaced."""
+        if not text:
             return text
-        return self._pattern.sub(REDACTED, text)
+        if self._pattern is not None:
+            text = self._pattern.sub(REDACTED, text)
+        return redact_url(text)
 
     def leaks(self, text: str) -> bool:
-        """Whether ``text`` still contains a known credential."""
-        return self._pattern is not None and self._pattern.search(text) is not None
+        """Whether ``text`` still contains a known credential or a URL credential."""
+        return (self._pattern is not None and self._pattern.search(text) is not None) or _url_leaks(text)
 
     def value(self, value: Any) -> Any:
         """A copy of a JSON-like value with credentials replaced in every string."""
@@ -63,8 +86,6 @@ class Redactor:
         Rewrites string ``args`` and the ``message`` attribute litellm and openai exceptions
         render from, so the chain (and with it the typed classification) survives intact.
         """
-        if self._pattern is None:
-            return
         seen: set[int] = set()
         link: BaseException | None = exc
         while link is not None and id(link) not in seen:
@@ -105,13 +126,17 @@ def register_secrets(secrets: Iterable[str]) -> None:
 
             def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
                 record = previous(*args, **kwargs)
-                redactor = _process_redactor
-                if redactor:
-                    _scrub_record(record, redactor)
+                # always scrubbed: URL credentials are found by shape, without a registered value
+                _scrub_record(record, _process_redactor)
                 return record
 
             logging.setLogRecordFactory(factory)
             _installed = True
+
+
+def redact_text(text: str) -> str:
+    """``text`` free of every credential registered in this process and of URL credentials."""
+    return _process_redactor.text(text)
 
 
 def _scrub_record(record: logging.LogRecord, redactor: Redactor) -> None:

@@ -124,6 +124,10 @@ class Transport:
             out["api_base"] = base
         if binding.kwargs_pin_transport:
             out["api_key"] = self._pinned_key(env)
+        elif binding.api_key_env and env.get(binding.api_key_env, "").strip():
+            # the binding's variable is the credential on every route, not whichever variable
+            # litellm would guess from the model prefix; a missing one is refused before sending
+            out["api_key"] = env[binding.api_key_env].strip()
         if self.headers:
             out["extra_headers"] = {**self.headers, **out.get("extra_headers", {})}
         if self.provider_prefs is not None:

@@ -51,14 +51,14 @@ class LoopbackServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 body = json.loads(raw) if raw else None
+                recorded = Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 with server._lock:
-                    server.requests.append(
-                        Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-                    )
+                    server.requests.append(recorded)
                     answer = server._answers.popleft() if server._answers else Canned(
                         {"error": {"message": "no canned answer queued"}}, status=500
                     )
-                payload = json.dumps(answer.body).encode("utf-8")
+                # a callable body answers from the request itself (an upstream that echoes what it got)
+                payload = json.dumps(answer.body(recorded) if callable(answer.body) else answer.body).encode("utf-8")
                 self.send_response(answer.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -81,7 +81,7 @@ class LoopbackServer:
         return f"http://127.0.0.1:{self.port}"
 
     def queue(self, body: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> None:
-        """Answer the next request with ``body``."""
+        """Answer the next request with ``body`` (or with ``body(recorded_request)`` when it is callable)."""
         with self._lock:
             self._answers.append(Canned(body, status, headers or {}))
 
