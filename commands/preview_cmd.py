@@ -67,7 +67,7 @@ def fail_on_user_error(exc: BaseException, plan_path: str, request_file: str) ->
         return
     code, message = found
     message = redact_text(message)
-    where = {"PLAN": plan_path, "CREDENTIAL": plan_path, "GATEWAY": "capplan"}.get(code, request_file)
+    where = {"PLAN": plan_path, "GATEWAY": "capplan"}.get(code, request_file)
     for line in message.splitlines():
         if "error[" in line:
             located = line  # request-file errors arrive located to line and column

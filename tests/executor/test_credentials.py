@@ -117,7 +117,7 @@ def test_send_without_the_key_variable_exits_2_naming_it_and_sends_nothing(
             monkeypatch.setenv("OPENROUTER_API_KEY", value)
         sent = CliRunner().invoke(main, ["send", "--plan", plan, "--api-base", server.base + "/v1", request])
         assert sent.exit_code == 2, sent.output
-        assert sent.stderr.startswith(f"{plan}: error[CREDENTIAL]: OPENROUTER_API_KEY is not set")
+        assert sent.stderr.startswith(f"{request}: error[CREDENTIAL]: OPENROUTER_API_KEY is not set")
         assert "Traceback" not in sent.output
     assert server.requests == []
 

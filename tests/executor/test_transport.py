@@ -44,9 +44,12 @@ def test_pinned_key_missing_fails_loud_naming_the_env_var() -> None:
         Transport(make_plan("nova", "busan-v1")).apply(BODY, env={"NOVA_API_KEY": "  "})
 
 
-def test_unpinned_providers_never_carry_a_key() -> None:
-    out = Transport(make_plan("openrouter", "anthropic/claude-x")).apply(BODY, env={"OPENROUTER_API_KEY": "sk-or"})
-    assert "api_key" not in out  # litellm reads OPENROUTER_API_KEY itself, at call time
+def test_the_binding_key_variable_is_the_call_key_on_every_route() -> None:
+    transport = Transport(make_plan("openrouter", "anthropic/claude-x"))
+    assert transport.apply(BODY, env={"OPENROUTER_API_KEY": " sk-or "})["api_key"] == "sk-or"
+    # unset: no key in the kwargs; the client refuses to send (require_credentials), not the transport
+    assert "api_key" not in transport.apply(BODY, env={})
+    assert "api_key" not in Transport(make_plan("openai", "gpt-x")).apply(BODY, env={"OPENROUTER_API_KEY": "sk-or"})
 
 
 def test_openrouter_headers_and_provider_pin() -> None:

@@ -25,15 +25,20 @@ def base() -> Iterator[Upstream]:
         server.close()
 
 
+KEY_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
+
+
 @pytest.fixture(autouse=True)
 def _keys(monkeypatch: pytest.MonkeyPatch, base: Upstream) -> None:
-    for name in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+    for name in KEY_VARIABLES:
         monkeypatch.setenv(name, "sk-envelope")
     base.reset()
 
 
 def _sent(base: Upstream, provider: str, name: str) -> tuple[str, dict[str, str]]:
-    client = Client(make_plan(provider, name), env={}, api_base=base.base, sleep=lambda s: None)
+    # the client's env holds the keys too: a binding's api_key_env is read from it, not guessed by litellm
+    env = {name: "sk-envelope" for name in KEY_VARIABLES}
+    client = Client(make_plan(provider, name), env=env, api_base=base.base, sleep=lambda s: None)
     try:
         client.generate(USER)
     except Exception:  # noqa: BLE001 - a non-OpenAI transport cannot parse the fake's answer; the request is what counts
