@@ -119,8 +119,8 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         if config is not None:
             request = dataclasses.replace(request, rate_limit_probe=config.model.rate_limit_probe)
         specs = build_specs(request)
-        _require_credentials(request)
         options = _backend_options(backend, address, workers, config, specs)
+        _require_credentials(request)
         runner = load_backend(backend, **options)
         outcome = drive(specs, RunFolder(out), runner, concurrency=concurrency, max_cost=max_cost,
                         progress=Progress(), retry_aborted=retry_aborted, rate_limit_probe=request.rate_limit_probe)

@@ -36,7 +36,7 @@ from executor.response_parser import ResponseParser
 from executor.result import GenerationResult
 from executor.retrying import RetryContext, default_retrying, probe_retrying
 from executor.timeout_retry import DEFAULT_TIMEOUT_RETRIES, call_with_timeout_retry
-from executor.transport import redact
+from executor.transport import missing_key_message, redact
 
 Completion = Callable[..., Any]
 
@@ -177,11 +177,7 @@ class Client:
             return
         if not self._credentials.get(variable, "").strip():
             provider = self.plan.binding.key or self.plan.model.provider
-            raise MissingCredentialError(
-                f"{variable} is not set (or empty); the {provider} binding of model {self.plan.model.key!r} "
-                f"reads its API key from it: export {variable}=<key>, or route through a gateway with "
-                f"LLM_PROXY_BASE_URL and LLM_PROXY_API_KEY"
-            )
+            raise MissingCredentialError(missing_key_message(variable, provider, self.plan.model.key))
 
     def _generate(self, request: ChatRequest | Mapping[str, Any], role: str, probe_stats: ProbeStats | None) -> GenerationResult:
         self.require_credentials()

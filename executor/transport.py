@@ -153,11 +153,16 @@ class Transport:
             )
         key = env.get(binding.api_key_env, "").strip()
         if not key:
-            raise MissingCredentialError(
-                f"{binding.api_key_env} is required for {provider} provider (model {self.plan.model.key!r}); "
-                f"set it in the environment"
-            )
+            raise MissingCredentialError(missing_key_message(binding.api_key_env, provider, self.plan.model.key))
         return key
+
+
+def missing_key_message(variable: str, provider: str, model_key: str) -> str:
+    """The one wording of an unset key variable, for previews, sends and trial runs alike."""
+    return (
+        f"{variable} is not set (or empty); the {provider} binding of model {model_key!r} reads its API key "
+        f"from it: export {variable}=<key>, or route through a gateway with LLM_PROXY_BASE_URL and LLM_PROXY_API_KEY"
+    )
 
 
 def redact(kwargs: Mapping[str, Any]) -> dict[str, Any]:

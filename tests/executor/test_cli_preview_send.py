@@ -52,7 +52,7 @@ def test_preview_text_format(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("plan_kwargs", "request_patch", "env", "expected"),
     [
-        ({"provider": "nova", "name": "b"}, {}, {"NOVA_API_KEY": ""}, "request.json: error[CREDENTIAL]: NOVA_API_KEY is required for nova provider"),
+        ({"provider": "nova", "name": "b"}, {}, {"NOVA_API_KEY": ""}, "request.json: error[CREDENTIAL]: NOVA_API_KEY is not set (or empty)"),
         (
             {"params": {"reasoning_via_thinking_kwarg": True}},
             {"reasoning": {"mode": "adaptive", "effort_hint": "high"}},

@@ -40,7 +40,7 @@ def test_nova_api_base_env_overrides_endpoint() -> None:
 
 
 def test_pinned_key_missing_fails_loud_naming_the_env_var() -> None:
-    with pytest.raises(MissingCredentialError, match="NOVA_API_KEY is required for nova provider"):
+    with pytest.raises(MissingCredentialError, match="NOVA_API_KEY is not set"):
         Transport(make_plan("nova", "busan-v1")).apply(BODY, env={"NOVA_API_KEY": "  "})
 
 
