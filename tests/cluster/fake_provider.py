@@ -16,6 +16,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.serving import ServedOnLoopback
+
 
 def answer(body: dict[str, Any]) -> dict[str, Any]:
     """The scripted agent's completion for one request body."""
@@ -51,7 +53,7 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 256  # many workers connect at once; the default backlog of 5 refuses some
 
 
-class FakeProvider:
+class FakeProvider(ServedOnLoopback):
     """Serves ``answer`` on 127.0.0.1; use as a context manager."""
 
     def __init__(self, *, latency_s: float = 0.0) -> None:
@@ -90,22 +92,13 @@ class FakeProvider:
                 pass
 
         self._httpd = _Server(("127.0.0.1", 0), Handler)
-        self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._serve(self._httpd)
 
     @property
     def base(self) -> str:
         """The api_base a plan's calls are pointed at."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def __enter__(self) -> FakeProvider:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
 
 
 def serve_forever(latency_s: float) -> None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.serving import ServedOnLoopback
+
 
 @dataclass
 class Recorded:
@@ -35,7 +37,7 @@ class Canned:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class LoopbackServer:
+class LoopbackServer(ServedOnLoopback):
     """Records requests and replays queued answers; use as a context manager."""
 
     def __init__(self) -> None:
@@ -72,8 +74,7 @@ class LoopbackServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.timeout = 5
-        self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._serve(self._httpd)
 
     @property
     def base(self) -> str:
@@ -96,11 +97,3 @@ class LoopbackServer:
             self.requests.clear()
             self._answers.clear()
 
-    def __enter__(self) -> LoopbackServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.serving import ServedOnLoopback
+
 Responder = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
 
 
@@ -56,7 +58,7 @@ def default_responder(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     return 200, completion(f"done after {len(messages)} messages")
 
 
-class AgentServer:
+class AgentServer(ServedOnLoopback):
     """Records every request body; answers from the queue, then the responder."""
 
     def __init__(self, responder: Responder = default_responder, *, delay_s: float = 0.0) -> None:
@@ -100,8 +102,7 @@ class AgentServer:
 
         self._httpd = Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._serve(self._httpd)
 
     @property
     def base(self) -> str:
@@ -120,14 +121,6 @@ class AgentServer:
             self.requests.clear()
             self._queue.clear()
 
-    def __enter__(self) -> AgentServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
 
 
 if __name__ == "__main__":
