@@ -1,0 +1,56 @@
+"""Hostile task files: `capplan trial run` answers each with a located error, exit 2, nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from commands import main
+
+REPO = Path(__file__).resolve().parents[2]
+MOCK_PLAN = REPO / "golden" / "plans" / "mock-echo.json"
+CANARY = "sk-canary-task-0123456789abcdef0123456789"
+
+ALIAS_BOMB = "\n".join(
+    ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    + [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]" for i in range(8)]
+) + "\n"
+
+CASES = {
+    "alias bomb": (ALIAS_BOMB, "error[alias-expansion]"),
+    "deep nesting": ("id: " + "[" * 5000 + "\n", "error[nesting-too-deep]"),
+    "wrong type": ("id: 7\nsystem_prompt: [not, a, string]\nenvironment: env:Env\ntools: 3\n", "error[wrong-type]"),
+    "truncated": ("id: t\nsystem_prompt: \"unclosed\ntools:\n  - name: a\n", "error[yaml-syntax]"),
+    "planted key": (f"id: t\nsystem_prompt: hi\nenvironment: env:Env\napi_key: {CANARY}\ntools: []\n", "error[unknown-key]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_hostile_task_file_is_refused_located_and_writes_nothing(tmp_path: Path, name: str) -> None:
+    text, expected = CASES[name]
+    task = tmp_path / "task.yaml"
+    task.write_text(text)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    assert f"{task}:" in result.output and expected in result.output
+    assert CANARY not in result.output
+    assert not out.exists()
+
+
+def test_a_huge_task_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    task = tmp_path / "task.yaml"
+    with task.open("w") as handle:
+        handle.write("id: t\nsystem_prompt: |\n")
+        line = "  " + "x" * 1022 + "\n"
+        for _ in range(2 * 1024 + 16):
+            handle.write(line)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "file-too-large" in result.output and f"{task}" in result.output
+    assert not out.exists()
