@@ -53,10 +53,14 @@ class RequestBuilder:
         self.plan = plan
         self.policies = policies
         self.transport = per_plan(plan, "transport", Transport)
-        self.tool_memo = ToolMemo(policies.schema_sanitizer.sanitize, param_types_from_tools, size=memo_size)
+        sanitizer = policies.schema_sanitizer
+        self.tool_memo = ToolMemo(
+            sanitizer.sanitize, param_types_from_tools, size=memo_size, verbatim=not sanitizer.rewrites
+        )
         self.converter = MessageConverter(policies, openrouter=self.transport.openrouter)
         self.conversations = ConversationCache(self.converter)
-        self._enriched: OrderedDict[tuple[str, str], str] = OrderedDict()
+        # keyed by the prepared tools themselves (held, so their identity stays theirs)
+        self._enriched: OrderedDict[tuple[PreparedTools | None, str], str] = OrderedDict()
         self._enriched_lock = threading.Lock()
         self._memo_size = memo_size
 
@@ -120,7 +124,7 @@ class RequestBuilder:
 
     def _enrich(self, system: str, prepared: PreparedTools | None) -> str:
         # enrichment depends only on (system, tools), so it is memoised beside the sanitised tools
-        key = (prepared.digest if prepared else "", system)
+        key = (prepared, system)
         with self._enriched_lock:
             hit = self._enriched.get(key)
             if hit is not None:

@@ -107,6 +107,15 @@ class ToolSchemaSanitizer(ABC):
 
     slot: ClassVar[str] = "schema_sanitizer"
     name: ClassVar[str]
+    #: False only where ``sanitize`` returns its input's content unchanged, which lets the tool
+    #: memo hand its own freshly read list on instead of having it copied once more. A subclass
+    #: that defines ``sanitize`` rewrites unless its own body says otherwise.
+    rewrites: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "sanitize" in cls.__dict__ and "rewrites" not in cls.__dict__:
+            cls.rewrites = True
 
     @abstractmethod
     def sanitize(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -121,6 +130,7 @@ class PassthroughSchema(ToolSchemaSanitizer):
     """Shows the model every tool exactly as declared (routes that accept arbitrary JSON Schema)."""
 
     name: ClassVar[str] = "passthrough"
+    rewrites: ClassVar[bool] = False
 
     def sanitize(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Deep copies of ``tools``, so a later edit on either side cannot reach the other."""
