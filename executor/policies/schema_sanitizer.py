@@ -175,20 +175,23 @@ def json_pointer(path: SchemaPath) -> str:
 
 def iter_subschemas(node: dict[str, Any]) -> Iterator[tuple[SchemaPath, Any]]:
     """Every immediate subschema of ``node`` with its relative path; data keywords are skipped."""
+    return iter(subschemas(node))
+
+
+def subschemas(node: dict[str, Any]) -> list[tuple[SchemaPath, Any]]:
+    """``iter_subschemas`` as a list (what a walk needs, without a generator per node)."""
+    found: list[tuple[SchemaPath, Any]] = []
     for key, value in node.items():
         if key in SCHEMA_MAP_KEYWORDS and isinstance(value, dict):
-            for name, sub in value.items():
-                yield (key, name), sub
+            found += [((key, name), sub) for name, sub in value.items()]
         elif (key in SCHEMA_LIST_KEYWORDS or key == "items") and isinstance(value, list):
-            for index, sub in enumerate(value):
-                yield (key, index), sub
+            found += [((key, index), sub) for index, sub in enumerate(value)]
         elif key in SCHEMA_SINGLE_KEYWORDS:
-            yield (key,), value
+            found.append(((key,), value))
         elif key == "dependencies" and isinstance(value, dict):
             # draft-7 dependencies: a list of names is data, an object is a subschema
-            for name, sub in value.items():
-                if isinstance(sub, dict):
-                    yield (key, name), sub
+            found += [((key, name), sub) for name, sub in value.items() if isinstance(sub, dict)]
+    return found
 
 
 def json_copy(value: Any) -> Any:
@@ -199,12 +202,16 @@ def json_copy(value: Any) -> Any:
     return pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def map_subschemas(node: dict[str, Any], fn: Callable[[Any, SchemaPath], Any]) -> dict[str, Any]:
+def map_subschemas(
+    node: dict[str, Any], fn: Callable[[Any, SchemaPath], Any], *, copy_data: bool = True
+) -> dict[str, Any]:
     """A new ``node`` with ``fn(sub, relative_path)`` applied to every immediate subschema.
 
-    Data keywords are deep-copied, never walked: a ``default`` or ``examples`` value that looks
-    like a schema is still the user's data.
+    Data keywords are deep-copied (taken as they are with ``copy_data=False``, for a ``node``
+    the caller already owns), never walked: a ``default`` or ``examples`` value that looks like
+    a schema is still the user's data.
     """
+    copy = json_copy if copy_data else _same
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key in SCHEMA_MAP_KEYWORDS and isinstance(value, dict):
@@ -215,21 +222,31 @@ def map_subschemas(node: dict[str, Any], fn: Callable[[Any, SchemaPath], Any]) -
             out[key] = fn(value, (key,))
         elif key == "dependencies" and isinstance(value, dict):
             out[key] = {
-                name: fn(sub, (key, name)) if isinstance(sub, dict) else json_copy(sub)
+                name: fn(sub, (key, name)) if isinstance(sub, dict) else copy(sub)
                 for name, sub in value.items()
             }
         else:
-            out[key] = json_copy(value)
+            out[key] = copy(value)
     return out
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def walk_schemas(root: Any, path: SchemaPath = ()) -> Iterator[tuple[SchemaPath, dict[str, Any]]]:
     """Every object-valued schema under ``root`` (itself included), depth first, with its path."""
     if not isinstance(root, dict):
         return
-    yield path, root
-    for rel, sub in iter_subschemas(root):
-        yield from walk_schemas(sub, path + rel)
+    # one loop over a stack rather than a generator per level; children are pushed last-first
+    # so they come out in document order, each subtree before its next sibling
+    stack: list[tuple[SchemaPath, dict[str, Any]]] = [(path, root)]
+    while stack:
+        at, node = stack.pop()
+        yield at, node
+        children = [(at + rel, sub) for rel, sub in subschemas(node) if isinstance(sub, dict)]
+        children.reverse()
+        stack += children
 
 
 def re2_incompatible(pattern: str) -> bool:

@@ -75,13 +75,15 @@ def inline_tool_refs(tool: dict[str, Any], *, on_cycle: CycleHandler) -> dict[st
     is already being inlined on the current path is a cycle, and goes to ``on_cycle``.
     """
     name, params = tool_parameters(tool)
-    result: dict[str, Any] = json_copy(tool)
     if params is None:
-        return result
+        copied: dict[str, Any] = json_copy(tool)
+        return copied
     defs = tool_defs(params)
     body = {k: v for k, v in params.items() if k not in ("$defs", "definitions")}
-    result["function"]["parameters"] = _inline(body, defs, (), name, on_cycle, (), [0])
-    return result
+    inlined = _inline(body, defs, (), name, on_cycle, (), [0])
+    # the walk builds the parameters afresh; everything else is copied in place, keys in order
+    function = {k: inlined if k == "parameters" else json_copy(v) for k, v in tool["function"].items()}
+    return {k: function if k == "function" else json_copy(v) for k, v in tool.items()}
 
 
 #: Deepest keyword path a schema may reach while refs are inlined (two path segments per level).
@@ -196,8 +198,15 @@ class StrictSchema(ToolSchemaSanitizer):
     #: Remove ``pattern`` values with lookarounds or backreferences (RE2 validators refuse them).
     strip_re2_incompatible_patterns: ClassVar[bool] = True
 
+    #: Whether ``inline_refs_in_tool`` leaves its argument untouched (``inline_tool_refs`` does), so
+    #: the caller's tool need not be copied before the hook sees it. A subclass that overrides the
+    #: hook is not trusted to unless its own body says so.
+    inline_hook_is_pure: ClassVar[bool] = True
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "inline_refs_in_tool" in cls.__dict__ and "inline_hook_is_pure" not in cls.__dict__:
+            cls.inline_hook_is_pure = False
         # a misconfigured subclass would emit entries no response policy can read back
         if not cls.KEY_FIELD or not cls.VALUE_FIELD or cls.KEY_FIELD == cls.VALUE_FIELD:
             raise TypeError(
@@ -236,11 +245,13 @@ class StrictSchema(ToolSchemaSanitizer):
 
     def _sanitize_tool(self, tool: dict[str, Any]) -> dict[str, Any]:
         name, _ = tool_parameters(tool)
-        # the hook is overridable, so the caller's dict is protected here rather than trusted to it
-        inlined = type(self).inline_refs_in_tool(json_copy(tool))
+        # the hook is overridable: unless it is known to leave its argument alone, the caller's
+        # dict is protected here rather than trusted to it
+        inlined = type(self).inline_refs_in_tool(tool if self.inline_hook_is_pure else json_copy(tool))
         _, params = tool_parameters(inlined)
         if params is None:
             return inlined
+        # the inlined parameters are this call's own copy, so the rewrite takes their data as it is
         rewritten = self._rewrite(params, name, ())
         if self.strip_parameters_root_description:
             rewritten.pop("description", None)
@@ -254,7 +265,7 @@ class StrictSchema(ToolSchemaSanitizer):
         # before the walk: the pattern that identifies the idiom is stripped on the way down
         if is_decimal_idiom(node):
             node = _collapse_decimal(node)
-        out = map_subschemas(node, lambda sub, rel: self._rewrite(sub, tool, path + rel))
+        out = map_subschemas(node, lambda sub, rel: self._rewrite(sub, tool, path + rel), copy_data=False)
         pattern = out.get("pattern")
         if self.strip_re2_incompatible_patterns and isinstance(pattern, str) and re2_incompatible(pattern):
             del out["pattern"]
@@ -392,30 +403,29 @@ class StrictSchema(ToolSchemaSanitizer):
         if params is None:
             return
         for path, node in walk_schemas(params):
-            where = json_pointer(path)
             if "$ref" in node:
-                raise SchemaInvariantError(name, where, f"$ref {node['$ref']!r} survived inlining")
+                raise SchemaInvariantError(name, json_pointer(path), f"$ref {node['$ref']!r} survived inlining")
             required = node.get("required")
             if required is not None and ("properties" in node or node.get("type") == "object"):
                 props = node.get("properties")
                 declared = set(props) if isinstance(props, dict) else set()
                 if not isinstance(required, list):
-                    raise SchemaInvariantError(name, where, f"required must be a list of names, got {required!r}")
+                    raise SchemaInvariantError(name, json_pointer(path), f"required must be a list of names, got {required!r}")
                 missing = [r for r in required if r not in declared]
                 if missing:
                     raise SchemaInvariantError(
-                        name, where, f"required names {missing} are not among its properties {sorted(declared)}"
+                        name, json_pointer(path), f"required names {missing} are not among its properties {sorted(declared)}"
                     )
             if not self.strip_re2_incompatible_patterns:
                 continue
             pattern = node.get("pattern")
             if isinstance(pattern, str) and re2_incompatible(pattern):
-                raise SchemaInvariantError(name, where, f"RE2-incompatible pattern {pattern!r} remains")
+                raise SchemaInvariantError(name, json_pointer(path), f"RE2-incompatible pattern {pattern!r} remains")
             pattern_props = node.get("patternProperties")
             for regex in pattern_props if isinstance(pattern_props, dict) else ():
                 if re2_incompatible(regex):
                     raise SchemaInvariantError(
-                        name, where, f"patternProperties name {regex!r} is a regex RE2 cannot compile"
+                        name, json_pointer(path), f"patternProperties name {regex!r} is a regex RE2 cannot compile"
                     )
 
 

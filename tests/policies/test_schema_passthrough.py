@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -105,3 +107,34 @@ def test_lookarounds_and_backreferences_are_re2_incompatible(pattern: str) -> No
 )
 def test_safe_patterns_are_re2_compatible(pattern: str) -> None:
     assert not re2_incompatible(pattern)
+
+
+def _reference_walk(root: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], Any]]:
+    # the walk's definition, written out recursively: the node, then each subschema's walk in order
+    if not isinstance(root, dict):
+        return []
+    found = [(path, root)]
+    for rel, sub in iter_subschemas(root):
+        found += _reference_walk(sub, path + rel)
+    return found
+
+
+def test_the_walk_visits_in_document_order_on_every_fixture_schema() -> None:
+    fixtures = Path(__file__).parent / "fixtures"
+    schemas = [TOOL["function"]["parameters"]]
+    for path in sorted(fixtures.glob("tools_*.json")):
+        schemas += [t["function"]["parameters"] for t in json.loads(path.read_text())]
+    nested = {"anyOf": [{"items": [{"type": "string"}, {"not": {"type": "null"}}]}, True], "dependencies": {"a": ["b"], "c": {"x": 1}}}
+    schemas.append({"properties": {"n": nested}, "$defs": {"d": nested}, "items": {"prefixItems": [nested]}})
+    for schema in schemas:
+        walked = list(walk_schemas(schema, ("root",)))
+        assert [(p, id(n)) for p, n in walked] == [(p, id(n)) for p, n in _reference_walk(schema, ("root",))]
+    assert list(walk_schemas(True)) == []
+
+
+def test_map_subschemas_can_take_data_as_it_is_for_a_node_the_caller_owns() -> None:
+    schema = {"default": {"k": [1]}, "enum": [["x"]], "not": {"type": "null"}}
+    out = map_subschemas(schema, lambda sub, rel: dict(sub), copy_data=False)
+    assert out == schema and out is not schema
+    assert out["default"] is schema["default"] and out["enum"] is schema["enum"]
+    assert out["not"] is not schema["not"]

@@ -373,3 +373,52 @@ def test_every_failure_is_a_value_error_naming_the_tool() -> None:
         assert issubclass(exc, ToolSchemaError) and issubclass(exc, ValueError)
     with pytest.raises(ToolSchemaError, match=r"^tool 'named': "):
         StrictSchema().sanitize([tool({"type": "object", "properties": {"x": {"$ref": "#/$defs/X"}}}, name="named")])
+
+
+def test_an_overridden_inline_hook_is_handed_a_copy_unless_it_declares_itself_pure() -> None:
+    from executor.families.cohere import CohereRecursiveSchema
+    from executor.families.gemini import GeminiRecursiveSchema
+    from executor.families.xai import XaiGrokRecursiveSchema
+
+    class Scribbling(StrictSchema):
+        name: ClassVar[str] = "scribbling"
+
+        @classmethod
+        def inline_refs_in_tool(cls, tool: dict[str, Any]) -> dict[str, Any]:
+            tool["function"]["parameters"]["x-scribbled"] = True
+            return super().inline_refs_in_tool(tool)
+
+    tools = load("tools_dict_maps.json")
+    before = copy.deepcopy(tools)
+    assert Scribbling.inline_hook_is_pure is False
+    (out,) = Scribbling().sanitize(tools)
+    assert tools == before and out["function"]["parameters"]["x-scribbled"] is True
+    assert StrictSchema.inline_hook_is_pure and GeminiRecursiveSchema.inline_hook_is_pure
+    assert XaiGrokRecursiveSchema.inline_hook_is_pure and CohereRecursiveSchema.inline_hook_is_pure
+
+
+def test_the_inlined_tool_keeps_its_key_order_and_shares_nothing_with_the_input() -> None:
+    from executor.policies.strict_schema import inline_tool_refs
+
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "t",
+            "parameters": {"$defs": {"X": {"type": "string", "enum": ["a"]}}, "properties": {"x": {"$ref": "#/$defs/X"}}},
+            "strict": True,
+            "x-extra": {"k": [1]},
+        },
+        "x-tool": ["v"],
+    }
+    before = copy.deepcopy(tool)
+    out = inline_tool_refs(tool, on_cycle=lambda ref, chain, path: {})
+    assert json.dumps(out) == json.dumps({
+        "type": "function",
+        "function": {"name": "t", "parameters": {"properties": {"x": {"type": "string", "enum": ["a"]}}},
+                     "strict": True, "x-extra": {"k": [1]}},
+        "x-tool": ["v"],
+    })
+    out["function"]["x-extra"]["k"].append(2)
+    out["x-tool"].append("w")
+    out["function"]["parameters"]["properties"]["x"]["enum"].append("b")
+    assert tool == before
