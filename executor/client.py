@@ -129,7 +129,9 @@ class Client:
         The kwargs' tool and message dicts are shared with the builder's caches and with other
         builds of the same conversation: read them, copy before editing.
         """
-        built = self.builder.build(_as_request(request), env=self._env, api_base=self._api_base)
+        if request.__class__ is not ChatRequest:
+            request = _as_request(request)
+        built = self.builder.build(request, env=self._env, api_base=self._api_base)
         if self.gateway is not None and not self.mock:
             # the top-level kwargs dict is this build's own (the transport step makes it)
             self.gateway.apply(built.kwargs)

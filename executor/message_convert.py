@@ -46,7 +46,7 @@ class MessageConverter:
         if isinstance(msg, AssistantMessage):
             return self._assistant(msg)
         if isinstance(msg, ToolMessage):
-            images = [image.model_dump(mode="json") for image in msg.images]
+            images = [image.model_dump(mode="json") for image in msg.images] if msg.images else []
             rendered = self.content.render_tool_result(msg.content, images)
             return {"role": "tool", "tool_call_id": msg.tool_call_id, "content": rendered}
         raise ValueError(f"unknown message type {type(msg).__name__}")
@@ -108,31 +108,44 @@ class ConversationCache:
         self._lock = threading.Lock()
 
     def wire(self, messages: list[Message]) -> tuple[list[dict[str, Any]], tuple[ReasoningLeftOut, ...]]:
-        """The wire form of ``messages`` (a new list; its dicts may be shared with earlier builds),
-        and the history reasoning the codec leaves out."""
-        done = self._longest_prefix(messages)
-        new = messages[len(done.messages) :]
-        wire = done.wire + list(map(self._converter.message, new))
-        left_out = done.left_out + self._converter.left_out(new, len(done.messages))
-        if messages:
-            with self._lock:
-                key = id(messages[-1])
-                self._entries[key] = _Converted(list(messages), wire, left_out)
-                self._entries.move_to_end(key)
-                while len(self._entries) > self._size:
-                    self._entries.popitem(last=False)
-        return list(wire), left_out
+        """The wire form of ``messages`` and the history reasoning the codec leaves out.
 
-    def _longest_prefix(self, messages: list[Message]) -> _Converted:
-        last = len(messages) - 1
+        The list is the cache's own (shared with later builds of the same conversation): read it,
+        copy it before adding to it.
+        """
+        count = len(messages)
+        done = _NOTHING
+        # reads take no lock: each dict lookup is atomic, and a hit is only used once the
+        # request's own messages are shown to start with the entry's list
+        get = self._entries.get
+        for end in range(count - 1, max(-1, count - 1 - self._lookback), -1):
+            entry = get(id(messages[end]))
+            if entry is not None and len(entry.messages) == end + 1:
+                if messages[: end + 1] == entry.messages:
+                    done = entry
+                break
+        start = len(done.messages)
+        if start == count:
+            if count:
+                self._store(messages, done)
+            return done.wire, done.left_out
+        new = messages[start:]
+        converted = list(map(self._converter.message, new))
+        left_out = done.left_out
+        for index, msg in enumerate(new, start):
+            if isinstance(msg, AssistantMessage) and msg.reasoning is not None and msg.reasoning.blocks:
+                left_out += self._converter.left_out([msg], index)
+        # tuple.__new__: the NamedTuple's own constructor is a Python-level call
+        done = tuple.__new__(_Converted, (messages[:], done.wire + converted if start else converted, left_out))
+        self._store(messages, done)
+        return done.wire, left_out
+
+    def _store(self, messages: list[Message], converted: _Converted) -> None:
+        key, entries = id(messages[-1]), self._entries
         with self._lock:
-            for end in range(last, max(-1, last - self._lookback), -1):
-                entry = self._entries.get(id(messages[end]))
-                if entry is not None and len(entry.messages) == end + 1:
-                    break
-            else:
-                return _NOTHING
-        return entry if messages[: end + 1] == entry.messages else _NOTHING
+            if entries.pop(key, None) is None and len(entries) >= self._size:
+                entries.popitem(last=False)
+            entries[key] = converted
 
 
 class _Converted(NamedTuple):

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from executor.message_convert import ConversationCache, MessageConverter
 from executor.messages import ChatRequest, NamedToolChoice
@@ -31,7 +30,7 @@ from executor.policy_set import PolicySet
 from executor.reasoning import ReasoningLeftOut
 from executor.tool_memo import PreparedTools, ToolMemo
 from executor.transport import Transport
-from executor.value_rules import Substitution, apply_value_rules
+from executor.value_rules import Substitution, apply_value_rules, note_substitution
 
 
 @dataclass(frozen=True)
@@ -46,8 +45,37 @@ class BuiltRequest:
     reasoning_left_out: tuple[ReasoningLeftOut, ...] = ()
 
 
+class _Head(NamedTuple):
+    """Steps 1-3 for one (system prompt, tool list): they depend on nothing else."""
+
+    system: str
+    #: the wire system message, or None when there is no system prompt
+    message: dict[str, Any] | None
+    tools: list[dict[str, Any]] | None
+
+
+class _Tail(NamedTuple):
+    """Steps 6-8 for one set of request settings, credentials aside (read on every build).
+
+    ``before`` holds the keys that precede the credentials in the kwargs, ``after`` those that
+    follow them; ``nested`` names the keys whose values are dicts or lists, which every build
+    gets its own copy of, so that no build, caller or transport can edit the memo through them.
+    """
+
+    before: dict[str, Any]
+    after: dict[str, Any]
+    nested: tuple[tuple[str, Callable[[Any], Any]], ...]
+    substitutions: tuple[Substitution, ...]
+
+
 class RequestBuilder:
-    """Builds requests for one plan; safe to share across threads."""
+    """Builds requests for one plan; safe to share across threads.
+
+    Everything a build does that depends on neither the messages nor the credentials is done
+    once and remembered: the enriched and cache-marked system prompt and tools per (system
+    prompt, tool list), and the parameter, value-rule and transport keys per set of request
+    settings. A build converts the messages it has not seen, marks them, and assembles.
+    """
 
     def __init__(self, plan: Plan, policies: PolicySet, *, memo_size: int = 64) -> None:
         self.plan = plan
@@ -59,9 +87,13 @@ class RequestBuilder:
         )
         self.converter = MessageConverter(policies, openrouter=self.transport.openrouter)
         self.conversations = ConversationCache(self.converter)
-        # keyed by the prepared tools themselves (held, so their identity stays theirs)
-        self._enriched: OrderedDict[tuple[PreparedTools | None, str], str] = OrderedDict()
-        self._enriched_lock = threading.Lock()
+        self._mark_messages = policies.cache_policy.apply_messages
+        # both memos are read without their lock (a dict lookup is atomic) and written under it
+        # the head memo is keyed by the prepared tools themselves (held, so their identity stays theirs)
+        self._heads: dict[tuple[PreparedTools | None, str], _Head] = {}
+        self._heads_lock = threading.Lock()
+        self._tails: dict[tuple[Any, ...], _Tail] = {}
+        self._tails_lock = threading.Lock()
         self._memo_size = memo_size
 
     def build(
@@ -72,19 +104,75 @@ class RequestBuilder:
         api_base: str | None = None,
     ) -> BuiltRequest:
         """The exact kwargs litellm would receive for ``request`` (credentials resolved from ``env``)."""
-        policies, defaults = self.policies, self.plan.request_defaults
-        prepared = self.tool_memo.prepare_objects(request.tools, request.tools_json) if request.tools else None
-        system = self._enrich(request.system or "", prepared)  # 1
-        sanitized = prepared.shared() if prepared else None  # 2
-        # messages are not converted yet, so ``apply`` marks system and tools only, as its contract says
-        wire_system, wire_tools, _ = policies.cache_policy.apply(system or None, sanitized, [])  # 3
-        wire_messages, left_out = self.conversations.wire(request.messages)  # 4
-        if wire_system:
-            wire_messages.insert(0, {"role": "system", "content": wire_system})
-        wire_messages = policies.cache_policy.apply_messages(wire_messages)  # 5
-        kwargs: dict[str, Any] = {"messages": wire_messages}
+        tools = request.tools
+        prepared = self.tool_memo.prepare_objects(tools, request.tools_json) if tools else None  # 2
+        system = request.system or ""
+        head = self._heads.get((prepared, system)) or self._make_head(system, prepared)  # 1, 3
+        wire, left_out = self.conversations.wire(request.messages)  # 4
+        kwargs: dict[str, Any] = {  # 5
+            "messages": self._mark_messages([head.message, *wire] if head.message is not None else wire[:])
+        }
+        wire_tools = head.tools
         if wire_tools:
-            kwargs["tools"] = wire_tools
+            kwargs["tools"] = wire_tools[:]
+        tail, remembered = self._tail(request, bool(wire_tools))  # 6, 7, 8
+        kwargs.update(tail.before)
+        self.transport.credentials(kwargs, env, api_base)
+        if tail.after:
+            kwargs.update(tail.after)
+        for key, copy in tail.nested:
+            kwargs[key] = copy(kwargs[key])
+        if remembered and tail.substitutions:
+            # every call that substitutes a value says so, as the first one did while computing them
+            for substitution in tail.substitutions:
+                note_substitution(substitution)
+        if left_out:
+            _note_left_out(self.plan.model.key, left_out)
+        return BuiltRequest(kwargs, head.system, prepared, tail.substitutions, left_out)
+
+    def _make_head(self, system: str, prepared: PreparedTools | None) -> _Head:
+        # enrichment and the system/tool markers depend only on (system, tools)
+        policies = self.policies
+        enriched: str = policies.prompt_policy.enrich(system, prepared.declared_shared() if prepared else [])
+        sanitized = prepared.shared() if prepared else None
+        # messages are not converted yet, so ``apply`` marks system and tools only, as its contract says
+        wire_system, wire_tools, _ = policies.cache_policy.apply(enriched or None, sanitized, [])
+        made = _Head(enriched, {"role": "system", "content": wire_system} if wire_system else None, wire_tools)
+        with self._heads_lock:
+            _remember(self._heads, (prepared, system), made, self._memo_size)
+        return made
+
+    def _tail(self, request: ChatRequest, has_tools: bool) -> tuple[_Tail, bool]:
+        """The tail for ``request``'s settings, and whether it was remembered (not computed now)."""
+        parallel, top_p, max_tokens = request.parallel_tool_calls, request.top_p, request.max_tokens
+        temperature, seed = request.temperature, request.seed
+        try:
+            key: tuple[Any, ...] | None = (
+                has_tools,
+                request.tool_choice,
+                request.reasoning,
+                # most requests set none of these: the None test saves a call each
+                parallel if parallel is None else _exact(parallel),
+                top_p if top_p is None else _exact(top_p),
+                max_tokens if max_tokens is None else _exact(max_tokens),
+                temperature if temperature is None else _exact(temperature),
+                seed if seed is None else _exact(seed),
+            )
+            hit = self._tails.get(key)  # type: ignore[arg-type]
+        except TypeError:  # an unhashable setting (a hand-made request): build it without the memo
+            key, hit = None, None
+        if hit is not None:
+            return hit, True
+        made = self._make_tail(request, has_tools)
+        if key is not None:
+            with self._tails_lock:
+                _remember(self._tails, key, made, self._memo_size)
+        return made, False
+
+    def _make_tail(self, request: ChatRequest, has_tools: bool) -> _Tail:
+        policies, defaults = self.policies, self.plan.request_defaults
+        kwargs: dict[str, Any] = {}
+        if has_tools:
             if request.tool_choice is not None:
                 kwargs["tool_choice"] = _tool_choice_wire(request.tool_choice)
             # meaningful only beside tools; null leaves the provider's default
@@ -108,34 +196,48 @@ class RequestBuilder:
             request.seed,
             request.reasoning,
         )
-        kwargs, substitutions = apply_value_rules(  # 7
-            kwargs, self.plan.param_value_rules, has_tools=bool(wire_tools)
-        )
-        kwargs = self.transport.apply(kwargs, env=env, api_base=api_base)  # 8
-        if left_out:
-            _note_left_out(self.plan.model.key, left_out)
-        return BuiltRequest(
-            kwargs=kwargs,
-            effective_system_prompt=system,
-            tools=prepared,
-            value_substitutions=substitutions,
-            reasoning_left_out=left_out,
+        kwargs, substitutions = apply_value_rules(kwargs, self.plan.param_value_rules, has_tools=has_tools)  # 7
+        routed = self.transport.route(kwargs)  # 8, credentials aside
+        split = len(routed)
+        self.transport.extras(routed)
+        items = list(routed.items())
+        nested = tuple((key, _copier(value)) for key, value in items if isinstance(value, (dict, list)))
+        # the memo keeps its own copies: what the policies returned may be shared with them
+        return _Tail(
+            {key: _fresh(value) for key, value in items[:split]},
+            {key: _fresh(value) for key, value in items[split:]},
+            nested,
+            substitutions,
         )
 
-    def _enrich(self, system: str, prepared: PreparedTools | None) -> str:
-        # enrichment depends only on (system, tools), so it is memoised beside the sanitised tools
-        key = (prepared, system)
-        with self._enriched_lock:
-            hit = self._enriched.get(key)
-            if hit is not None:
-                self._enriched.move_to_end(key)
-                return hit
-        enriched: str = self.policies.prompt_policy.enrich(system, prepared.declared_shared() if prepared else [])
-        with self._enriched_lock:
-            self._enriched[key] = enriched
-            while len(self._enriched) > self._memo_size:
-                self._enriched.popitem(last=False)
-        return enriched
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any, size: int) -> None:
+    # oldest first out (dicts keep insertion order); the caller holds the memo's lock
+    if key not in memo and len(memo) >= size:
+        del memo[next(iter(memo))]
+    memo[key] = value
+
+
+def _exact(value: Any) -> tuple[type, Any]:
+    # 1 == 1.0 == True and 0.0 == -0.0 as dict keys, but each goes on the wire as itself
+    return (type(value), value.hex() if isinstance(value, float) else value)
+
+
+def _copier(value: dict[str, Any] | list[Any]) -> Callable[[Any], Any]:
+    """The cheapest function that copies ``value`` down to its scalars."""
+    items = value.values() if isinstance(value, dict) else value
+    if any(isinstance(item, (dict, list)) for item in items):
+        return _fresh
+    return dict if isinstance(value, dict) else list
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of a JSON-shaped value down to its scalars."""
+    if isinstance(value, dict):
+        return {key: _fresh(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fresh(item) for item in value]
+    return value
 
 
 _LEFT_OUT_NOTED: set[tuple[str, str]] = set()

@@ -99,6 +99,9 @@ class Transport:
                     self.model,
                 )
         self.timeout = plan.loop.api_call_timeout_s
+        # binding facts read on every call, taken out of the plan model once
+        self._base_env, self._endpoint = binding.api_base_env, binding.endpoint
+        self._key_env, self._pin = binding.api_key_env, binding.kwargs_pin_transport
 
     def apply(
         self,
@@ -108,8 +111,17 @@ class Transport:
         api_base: str | None = None,
     ) -> dict[str, Any]:
         """Return ``kwargs`` plus the transport keys; ``api_base`` (e.g. ``--api-base``) beats the binding's."""
-        env = os.environ if env is None else env
-        binding = self.plan.binding.binding
+        out = self.route(kwargs)
+        self.credentials(out, env=env, api_base=api_base)
+        self.extras(out)
+        return out
+
+    def route(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of ``kwargs`` with where the call goes: model, retries, timeout, routing hint.
+
+        The first of :meth:`apply`'s three steps; none of them reads anything but plan data
+        except :meth:`credentials`, so a request builder may resolve the other two once.
+        """
         out = dict(kwargs)
         out["model"] = self.model
         # the executor's retry controller is the only one: the provider SDK's own silent
@@ -119,30 +131,47 @@ class Transport:
         out["timeout"] = self.timeout
         if self.custom_llm_provider is not None:
             out["custom_llm_provider"] = self.custom_llm_provider
+        return out
+
+    def credentials(
+        self,
+        out: dict[str, Any],
+        env: Mapping[str, str] | None = None,
+        api_base: str | None = None,
+    ) -> None:
+        """Set the endpoint and the key in ``out``, read from ``env`` (default ``os.environ``) now."""
+        if env is None:
+            env = os.environ
         base = api_base or self._binding_api_base(env)
         if base:
             out["api_base"] = base
-        if binding.kwargs_pin_transport:
+        key_env = self._key_env
+        if self._pin:
             out["api_key"] = self._pinned_key(env)
-        elif binding.api_key_env and env.get(binding.api_key_env, "").strip():
+        elif key_env:
             # the binding's variable is the credential on every route, not whichever variable
             # litellm would guess from the model prefix; a missing one is refused before sending
-            out["api_key"] = env[binding.api_key_env].strip()
+            key = env.get(key_env, "").strip()
+            if key:
+                out["api_key"] = key
+
+    def extras(self, out: dict[str, Any]) -> None:
+        """Add OpenRouter's headers and provider pin and the allowed-params list to ``out``
+        (fresh nested dicts; those already in ``out`` are merged, never edited)."""
         if self.headers:
             out["extra_headers"] = {**self.headers, **out.get("extra_headers", {})}
         if self.provider_prefs is not None:
             out["extra_body"] = {**out.get("extra_body", {}), "provider": dict(self.provider_prefs)}
         if self.plan.allowed_openai_params:
             out["allowed_openai_params"] = list(self.plan.allowed_openai_params)
-        return out
 
     def _binding_api_base(self, env: Mapping[str, str]) -> str | None:
         # The deployment's env var wins over the bundled endpoint. The base is pinned into the
         # call rather than published into os.environ, so nothing process-global changes.
-        binding = self.plan.binding.binding
-        if binding.api_base_env and env.get(binding.api_base_env):
-            return env[binding.api_base_env]
-        return binding.endpoint
+        base_env = self._base_env
+        if base_env and env.get(base_env):
+            return env[base_env]
+        return self._endpoint
 
     def _pinned_key(self, env: Mapping[str, str]) -> str:
         binding = self.plan.binding.binding

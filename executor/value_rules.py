@@ -199,25 +199,37 @@ def _consult(param: str, value: Any, by_value: Mapping[str, ValueRule]) -> tuple
     if rule.action == "reject":
         raise RejectedValueError(param, value, _remaining(param, by_value), rule.evidence)
     if rule.action == "drop":
-        # omitting tool_choice=auto is how the envelope says "the model decides": the same request.
-        # Any other omission hands the choice to the provider's default, a change worth a warning.
-        level = logging.INFO if (param, value) == ("tool_choice", "auto") else logging.WARNING
-        logger.log(level, "%s=%r dropped: the provider default applies; evidence: %s", param, value, rule.evidence)
-        return _DROP, Substitution(param, value, None, "drop", rule.evidence)
+        dropped = Substitution(param, value, None, "drop", rule.evidence)
+        note_substitution(dropped)
+        return _DROP, dropped
     sent = _with_value(param, rule)
     if value_key(param, sent) in by_value:
         # substituting into another declared gap would send a value the rules call unusable
         raise ValueError(f"{param} rule for {value!r} overrides with {sent!r}, which is itself ruled")
+    overridden = Substitution(param, value, sent, "override", rule.evidence)
+    note_substitution(overridden)
+    return sent, overridden
+
+
+def note_substitution(change: Substitution) -> None:
+    """Log one substitution, as every call that makes it does (a request builder that remembers
+    a call's substitutions logs them again for each call it builds with them)."""
+    param, value = change.param, change.requested
+    if change.action == "drop":
+        # omitting tool_choice=auto is how the envelope says "the model decides": the same request.
+        # Any other omission hands the choice to the provider's default, a change worth a warning.
+        level = logging.INFO if (param, value) == ("tool_choice", "auto") else logging.WARNING
+        logger.log(level, "%s=%r dropped: the provider default applies; evidence: %s", param, value, change.evidence)
+        return
     logger.warning(
         "%s=%r overridden: sending %r instead; evidence: %s. Results of this call are not comparable "
         "with calls that sent %r.",
         param,
         value,
-        sent,
-        rule.evidence,
+        change.sent,
+        change.evidence,
         value,
     )
-    return sent, Substitution(param, value, sent, "override", rule.evidence)
 
 
 def _with_value(param: str, rule: ValueRule) -> Any:

@@ -111,25 +111,37 @@ class AnthropicEphemeralCache(CachePolicy):
         """Mark the tail (``user`` / ``tool``) and the most recent other ``user`` message."""
         out = list(wire_messages)
         for index in self.anchors(out):
-            message = out[index]
-            content = message.get("content")
-            if _is_empty(content):
-                continue
-            out[index] = {**message, "content": _marked_content(content, index)}
+            _mark(out, index)
         return out
 
     @staticmethod
     def anchors(wire_messages: Sequence[dict[str, Any]]) -> tuple[int, ...]:
         """Indices of the (at most two) anchor messages, tail first."""
-        if not wire_messages:
-            return ()
         tail = len(wire_messages) - 1
-        found = [tail] if wire_messages[tail].get("role") in ("user", "tool") else []
-        for index in range(tail - 1 if found else tail, -1, -1):
+        if tail < 0:
+            return ()
+        found: tuple[int, ...] = ()
+        if wire_messages[tail].get("role") in _TAIL_ROLES:
+            found, tail = (tail,), tail - 1
+        for index in range(tail, -1, -1):
             if wire_messages[index].get("role") == "user":
-                found.append(index)
-                break
-        return tuple(found)
+                return (*found, index)
+        return found
+
+
+#: roles whose tail message is an anchor
+_TAIL_ROLES = ("user", "tool")
+
+
+def _mark(out: list[dict[str, Any]], index: int) -> None:
+    # a copy of the message replaces it in ``out``; the message itself is never edited
+    message = out[index]
+    content = message.get("content")
+    if content.__class__ is str:  # the common case, without the two calls below
+        if content:
+            out[index] = {**message, "content": [{"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}]}
+    elif not _is_empty(content):
+        out[index] = {**message, "content": _marked_content(content, index)}
 
 
 def _is_empty(content: Any) -> bool:
