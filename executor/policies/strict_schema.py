@@ -22,6 +22,7 @@ no ``$ref`` survived, and (when patterns are stripped) no RE2-incompatible regex
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -80,7 +81,9 @@ def inline_tool_refs(tool: dict[str, Any], *, on_cycle: CycleHandler) -> dict[st
         return copied
     defs = tool_defs(params)
     body = {k: v for k, v in params.items() if k not in ("$defs", "definitions")}
-    inlined = _inline(body, defs, (), name, on_cycle, (), [0])
+    inlined = _copy_without_refs(body)
+    if inlined is _ABSENT:
+        inlined = _inline(body, defs, (), name, on_cycle, (), [0])
     # the walk builds the parameters afresh; everything else is copied in place, keys in order
     function = {k: inlined if k == "parameters" else json_copy(v) for k, v in tool["function"].items()}
     return {k: function if k == "function" else json_copy(v) for k, v in tool.items()}
@@ -88,6 +91,29 @@ def inline_tool_refs(tool: dict[str, Any], *, on_cycle: CycleHandler) -> dict[st
 
 #: Deepest keyword path a schema may reach while refs are inlined (two path segments per level).
 MAX_SCHEMA_PATH = 2 * MAX_NESTING
+
+
+#: marshal's type code for a dict (format 2 marks no shared or interned objects)
+_MARSHAL_DICT = b"{"
+
+
+def _copy_without_refs(body: dict[str, Any]) -> Any:
+    """What ``_inline`` makes of ``body`` when it holds no ``$ref``: a deep copy, made in C.
+
+    Format 2 writes every object out in full, so its bytes spell the tree ``_inline`` would walk;
+    a ``{`` byte count that may exceed the walk's limits (it also counts ``{`` inside strings, so
+    it never undercounts a node) leaves the walk to raise its own errors. ``_ABSENT`` when the
+    walk is needed.
+    """
+    try:
+        data = marshal.dumps(body, 2)
+    except ValueError:  # a subclass of a built-in type, or nested past marshal's own limit
+        return _ABSENT
+    # every walked node adds at most two path segments, so at most 64 nodes stay inside both limits
+    nodes = data.count(_MARSHAL_DICT)
+    if b"$ref" in data or 2 * nodes > MAX_SCHEMA_PATH or nodes > MAX_SCHEMA_NODES:
+        return _ABSENT
+    return marshal.loads(data)
 
 
 def _inline(

@@ -422,3 +422,41 @@ def test_the_inlined_tool_keeps_its_key_order_and_shares_nothing_with_the_input(
     out["x-tool"].append("w")
     out["function"]["parameters"]["properties"]["x"]["enum"].append("b")
     assert tool == before
+
+
+def _outcome(sanitizer: StrictSchema, tools: list[dict[str, Any]]) -> str:
+    try:
+        return json.dumps(sanitizer.sanitize(tools))
+    except ToolSchemaError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    node: dict[str, Any] = {"type": "string", "description": "{not a dict}"}
+    for _ in range(levels):
+        node = {"type": "object", "properties": {"a": node}, "required": ["a"]}
+    return {"type": "function", "function": {"name": "deep", "parameters": node}}
+
+
+@pytest.mark.parametrize("family", ["strict", "gemini", "gemini_recursive"])
+def test_a_schema_without_refs_comes_out_as_the_walk_makes_it(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the C copy taken for ref-free schemas must give exactly what the inlining walk gives,
+    # errors included, at and around the walk's depth limit and for a subschema used twice
+    from executor.policies import strict_schema
+    from executor.registry import policy_class
+
+    shared = {"type": "object", "properties": {"city": {"type": "string"}}}
+    cases = [load(name) for name in sorted(p.name for p in FIXTURES.glob("tools_*.json"))]
+    cases += [[_nested(n)] for n in (1, 30, 31, 32, 33, 63, 64, 65, 66)]
+    cases.append([{"type": "function", "function": {"name": "two", "parameters": {
+        "type": "object", "properties": {"home": shared, "work": shared}, "default": {"home": {"city": "$ref"}}}}}])
+    sanitizer = policy_class("schema_sanitizer", family)()
+    small = _nested(31)["function"]["parameters"]
+    copied = strict_schema._copy_without_refs(small)
+    assert copied == small and copied is not small and copied["properties"] is not small["properties"]
+    assert strict_schema._copy_without_refs(_nested(64)["function"]["parameters"]) is strict_schema._ABSENT
+    assert strict_schema._copy_without_refs({"properties": {"x": {"$ref": "#/$defs/X"}}}) is strict_schema._ABSENT
+    fast = [_outcome(sanitizer, copy.deepcopy(tools)) for tools in cases]
+    monkeypatch.setattr(strict_schema, "_copy_without_refs", lambda body: strict_schema._ABSENT)
+    assert [_outcome(sanitizer, copy.deepcopy(tools)) for tools in cases] == fast
+    assert any("deeper than" in outcome for outcome in fast) and any(o.startswith("[") for o in fast)
