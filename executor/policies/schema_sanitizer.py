@@ -194,11 +194,21 @@ def subschemas(node: dict[str, Any]) -> list[tuple[SchemaPath, Any]]:
     return found
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def json_copy(value: Any) -> Any:
     """A deep copy of JSON-shaped data, made in C (a pickle round trip) where ``copy.deepcopy``
     walks it in Python; scalars are immutable and come back as they are."""
     if value is None or isinstance(value, (str, int, float)):
         return value
+    if type(value) is list:
+        # a flat list of scalars (``required``, ``enum``) is copied without the round trip
+        for item in value:
+            if type(item) not in _SCALARS:
+                break
+        else:
+            return value.copy()
     return pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 

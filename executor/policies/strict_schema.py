@@ -35,6 +35,9 @@ from executor.policies.dict_maps import (
     typed_dict_map_value,
 )
 from executor.policies.schema_sanitizer import (
+    SCHEMA_LIST_KEYWORDS,
+    SCHEMA_MAP_KEYWORDS,
+    SCHEMA_SINGLE_KEYWORDS,
     SchemaCapability,
     SchemaInvariantError,
     SchemaPath,
@@ -116,6 +119,20 @@ def _copy_without_refs(body: dict[str, Any]) -> Any:
     return marshal.loads(data)
 
 
+#: Keywords that hold subschemas, and those at which ``StrictSchema._rewrite`` changes a node
+#: (the Decimal idiom, patterns, a discriminated union, a typed dict-map).
+_REWRITE_KEYWORDS = frozenset(
+    {*SCHEMA_MAP_KEYWORDS, *SCHEMA_LIST_KEYWORDS, *SCHEMA_SINGLE_KEYWORDS, "dependencies",
+     "anyOf", "pattern", "oneOf", "discriminator", "additionalProperties"}
+)
+
+
+#: Keywords ``_inline`` walks into or resolves.
+_INLINE_KEYWORDS = frozenset(
+    {*SCHEMA_MAP_KEYWORDS, *SCHEMA_LIST_KEYWORDS, *SCHEMA_SINGLE_KEYWORDS, "dependencies", "$ref"}
+)
+
+
 def _inline(
     node: Any,
     defs: dict[str, Any],
@@ -136,6 +153,10 @@ def _inline(
     if len(active) > MAX_REF_DEPTH or len(path) > MAX_SCHEMA_PATH:
         raise SchemaRewriteError(tool, json_pointer(path)[:200], f"nested deeper than {MAX_REF_DEPTH} $refs or "
                                  f"{MAX_SCHEMA_PATH // 2} schema levels")
+
+    if node.keys().isdisjoint(_INLINE_KEYWORDS):
+        # a leaf: nothing to walk into, only data to copy
+        return {key: json_copy(value) for key, value in node.items()}
 
     def recurse(sub: Any, rel: SchemaPath) -> Any:
         return _inline(sub, defs, active, tool, on_cycle, path + rel, produced)
@@ -287,6 +308,10 @@ class StrictSchema(ToolSchemaSanitizer):
 
     def _rewrite(self, node: Any, tool: str, path: SchemaPath) -> Any:
         if not isinstance(node, dict):
+            return node
+        if node.keys().isdisjoint(_REWRITE_KEYWORDS):
+            # no subschema and no keyword any rewrite starts at: it would come out equal, and
+            # the node is this call's own (inlined) copy
             return node
         # before the walk: the pattern that identifies the idiom is stripped on the way down
         if is_decimal_idiom(node):

@@ -138,3 +138,13 @@ def test_map_subschemas_can_take_data_as_it_is_for_a_node_the_caller_owns() -> N
     assert out == schema and out is not schema
     assert out["default"] is schema["default"] and out["enum"] is schema["enum"]
     assert out["not"] is not schema["not"]
+
+
+def test_json_copy_copies_flat_lists_and_nested_data_alike() -> None:
+    from executor.policies.schema_sanitizer import json_copy
+
+    for value in (["a", 1, 2.5, True, None], [["nested"]], [{"k": "v"}], [], [("a", "b")]):
+        copied = json_copy(value)
+        assert copied == value and copied is not value and type(copied) is type(value)
+    nested = [["nested"]]
+    assert json_copy(nested)[0] is not nested[0]
