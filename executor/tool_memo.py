@@ -370,10 +370,15 @@ class ToolMemo:
         sanitized = tools if verbatim else self._sanitize(tools)
         names: list[str] = []
         schemas: list[dict[str, Any]] = []
-        for tool in sanitized:
-            function = tool.get("function", {})
-            names.append(function.get("name"))
-            schemas.append(function.get("parameters", {"type": "object", "properties": {}}))
+        if verbatim and keys is not None:
+            # read off specs: every tool has its name and parameters in place
+            names = [tool["function"]["name"] for tool in tools]
+            schemas = [tool["function"]["parameters"] for tool in tools]
+        else:
+            for tool in sanitized:
+                function = tool.get("function", {})
+                names.append(function.get("name"))
+                schemas.append(function.get("parameters", {"type": "object", "properties": {}}))
 
         def refused(index: int, exc: SchemaError) -> Exception:
             where = "".join(f"/{p}" for p in exc.absolute_path)
