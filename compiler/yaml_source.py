@@ -98,9 +98,22 @@ def read_source(path: Path, display: str | None = None) -> SourceFile:
     return source_from_bytes(raw, name)
 
 
+#: small files parsed lately, by (display name, sha256): ``capplan lint`` looks at a file up to
+#: three times (task file? which kind? then the file itself), and parsing with positions is the
+#: costly part. Same bytes, same parse; each caller gets its own copy of the data.
+_RECENT: dict[tuple[str, str], tuple[Any, dict[Loc, tuple[int, int]]]] = {}
+_RECENT_MAX_BYTES = 64 * 1024
+_RECENT_FILES = 4
+
+
 def source_from_bytes(raw: bytes, name: str) -> SourceFile:
     """Parse file content already in memory (e.g. a task file carried inside a trial spec)."""
     digest = hashlib.sha256(raw).hexdigest()
+    recent = _RECENT.get((name, digest))
+    if recent is not None:
+        import copy
+
+        return SourceFile(name, digest, copy.deepcopy(recent[0]), dict(recent[1]))
     if b"\x00" in raw:
         raise InputError([Diagnostic(name, 1, 1, "binary-file", "binary file, expected YAML or JSON text")])
     try:
@@ -119,6 +132,12 @@ def source_from_bytes(raw: bytes, name: str) -> SourceFile:
     if not isinstance(data, dict):
         raise InputError([Diagnostic(name, 1, 1, "not-a-mapping",
                                      f"the top level is a {type(data).__name__}, expected a mapping of keys")])
+    if len(raw) <= _RECENT_MAX_BYTES:
+        import copy
+
+        while len(_RECENT) >= _RECENT_FILES:
+            del _RECENT[next(iter(_RECENT))]
+        _RECENT[(name, digest)] = (copy.deepcopy(data), dict(positions))
     return SourceFile(name, digest, data, positions)
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-ENTRY_POINT_GROUP = "capplan.policies"
+from executor.entry_point_scan import POLICY_GROUP, FoundEntryPoint, scan
+
+ENTRY_POINT_GROUP = POLICY_GROUP
 
 #: The nine slots, in the order a plan lists them.
 SLOTS: tuple[str, ...] = (
@@ -124,20 +125,29 @@ class _Origin:
     that for every entry point on every start-up was most of ``capplan lint``'s registry cost.
     """
 
-    def __init__(self, ep: EntryPoint) -> None:
-        self._ep = ep
+    def __init__(self, ep: Any) -> None:
+        self._ep = ep  # a FoundEntryPoint, or an importlib.metadata.EntryPoint
 
     def __str__(self) -> str:
+        if isinstance(self._ep, FoundEntryPoint):
+            return f"{self._ep.dist_name()} ({ENTRY_POINT_GROUP})"
         dist = self._ep.dist
         return f"{dist.name if dist else '?'} ({ENTRY_POINT_GROUP})"
+
+
+def _entry_points() -> list[Any]:
+    found = scan()
+    if found is not None:
+        return list(found[ENTRY_POINT_GROUP])
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=ENTRY_POINT_GROUP))
 
 
 @cache
 def policy_targets() -> dict[str, dict[str, str]]:
     """Every registered policy, ``{slot: {name: "module:Class"}}``, built-ins plus entry points."""
-    extra: list[tuple[str, str, object]] = [
-        (ep.name, ep.value, _Origin(ep)) for ep in entry_points(group=ENTRY_POINT_GROUP)
-    ]
+    extra: list[tuple[str, str, object]] = [(ep.name, ep.value, _Origin(ep)) for ep in _entry_points()]
     return _merge(BUILTIN_POLICIES, extra)
 
 
