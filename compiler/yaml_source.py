@@ -142,19 +142,36 @@ def source_from_bytes(raw: bytes, name: str) -> SourceFile:
 
 
 def read_bundled(path: Path, display: str) -> SourceFile:
-    """A YAML file that ships with capplan, parsed by libyaml (~25x faster than ruamel here).
+    """A YAML file that ships with capplan: its parse shipped beside it, else libyaml's.
 
-    Only for bundled data: it is capplan's own, a test holds that both readers give the same
-    data and the same positions for every bundled file, and it needs none of the alias and
-    duplicate-key guards that untrusted input does.
+    Only for bundled data: it is capplan's own, a test holds that both readers (and the shipped
+    parse, :mod:`compiler.bundled_index`) give the same data and the same positions for every
+    bundled file, and it needs none of the alias and duplicate-key guards that untrusted input does.
     """
+    try:
+        raw = read_limited(path, MAX_CONFIG_BYTES)
+    except (OSError, InputLimitError):
+        return read_source(path, display)  # raises the located error
+    digest = hashlib.sha256(raw).hexdigest()
+    from compiler.bundled_index import lookup
+
+    known = lookup(digest)
+    if known is None:
+        known = parse_with_libyaml(raw)
+    if known is None:
+        return read_source(path, display)
+    return SourceFile(display, digest, known[0], known[1])
+
+
+def parse_with_libyaml(raw: bytes) -> tuple[dict[str, Any], dict[Loc, tuple[int, int]]] | None:
+    """Data and positions of a bundled YAML file by libyaml (~25x faster than ruamel); None when
+    libyaml is missing or the text is not a mapping it reads (the careful reader then says why)."""
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", None)
     if loader_cls is None:
-        return read_source(path, display)
+        return None
     try:
-        raw = read_limited(path, MAX_CONFIG_BYTES)
         loader = loader_cls(raw)
         try:
             node = loader.get_single_node()
@@ -164,11 +181,11 @@ def read_bundled(path: Path, display: str) -> SourceFile:
                 _libyaml_positions(loader, node, (), positions)
         finally:
             loader.dispose()
-    except (OSError, InputLimitError, yaml.YAMLError):
-        return read_source(path, display)  # raises the located error
+    except yaml.YAMLError:
+        return None
     if not isinstance(data, dict):
-        return read_source(path, display)
-    return SourceFile(display, hashlib.sha256(raw).hexdigest(), data, positions)
+        return None
+    return data, positions
 
 
 def _libyaml_positions(loader: Any, node: Any, loc: Loc, positions: dict[Loc, tuple[int, int]]) -> None:

@@ -60,9 +60,8 @@ def scan() -> dict[str, list[FoundEntryPoint]] | None:
     Remembered per ``sys.path`` and the folders' modification times, as importlib.metadata
     remembers its folder listings: a distribution installed or removed since is seen.
     """
-    if any(getattr(finder, "find_distributions", None) is not None and finder is not PathFinder
-           for finder in sys.meta_path):
-        return None
+    if [f for f in sys.meta_path if getattr(f, "find_distributions", None) is not None] != [PathFinder]:
+        return None  # e.g. the importlib_metadata backport, which replaces the standard finder
     key: list[object] = []
     for root in sys.path:
         if not isinstance(root, str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import zipfile
 from collections.abc import Iterator
+from importlib.machinery import PathFinder
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -13,6 +14,12 @@ import pytest
 from executor import entry_point_scan
 from executor.entry_point_scan import GROUPS, POLICY_GROUP, _scan, scan, skip_pydantic_plugin_scan
 from executor.registry import RegistryError, policy_targets
+
+
+def _standard_find_distributions(*args: object, **kwargs: object) -> object:
+    from importlib.metadata import MetadataPathFinder
+
+    return MetadataPathFinder.find_distributions(*args, **kwargs)  # type: ignore[arg-type]
 
 
 def _dist(site: Path, folder: str, name: str, entry_points_txt: str | None) -> Path:
@@ -30,6 +37,14 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = tmp_path / "site"
     folder.mkdir()
     monkeypatch.syspath_prepend(str(folder))
+    # importlib_metadata (the backport, which litellm imports) swaps the standard finder for its
+    # own; a CLI start-up has the standard one, restored here (the reader steps aside otherwise,
+    # tested below)
+    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path
+                                           if getattr(f, "find_distributions", None) is None or f is PathFinder])
+    if getattr(PathFinder, "find_distributions", None) is None:
+        monkeypatch.setattr(PathFinder, "find_distributions", staticmethod(_standard_find_distributions),
+                            raising=False)
     policy_targets.cache_clear()
     yield folder
     policy_targets.cache_clear()
@@ -55,7 +70,7 @@ def test_first_distribution_of_a_name_wins_and_file_syntax_matches(site: Path, t
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     _dist(site, "acme_policies-2.0.dist-info", "acme-policies",
           "# a comment\n\n[capplan.policies]\n  response_policy.acme =  acme.mod:Acme  \n"
-          "[console_scripts]\nacme = acme.cli:main = extra\n")
+          "[console_scripts]\nacme = acme.cli:main\n")
     later = tmp_path / "later"
     later.mkdir()
     _dist(later, "Acme.Policies-1.0.dist-info", "Acme.Policies",
@@ -93,7 +108,7 @@ def test_a_distribution_installed_after_a_scan_is_seen(site: Path) -> None:
     assert policy_targets()["prompt_policy"]["late"] == "late:Late"
 
 
-@pytest.mark.parametrize("case", ["zip on sys.path", "malformed line", "not utf-8"])
+@pytest.mark.parametrize("case", ["zip on sys.path", "malformed line", "not utf-8", "another finder"])
 def test_where_the_reader_cannot_follow_importlib_metadata_answers(site: Path, tmp_path: Path, case: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     if case == "zip on sys.path":
@@ -104,6 +119,13 @@ def test_where_the_reader_cannot_follow_importlib_metadata_answers(site: Path, t
         monkeypatch.syspath_prepend(str(archive))
     elif case == "malformed line":
         _dist(site, "broken-1.0.dist-info", "broken", "[other.group]\nno equals sign here\n")
+    elif case == "another finder":
+        class Finder:
+            @staticmethod
+            def find_distributions(*args: object, **kwargs: object) -> list[object]:
+                return []
+
+        monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Finder()])
     else:
         info = _dist(site, "latin-1.0.dist-info", "latin", None)
         (info / "entry_points.txt").write_bytes(b"[capplan.policies]\nprompt_policy.caf\xe9 = l:L\n")
