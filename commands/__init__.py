@@ -56,6 +56,11 @@ class LazyGroup(click.Group):
         if target is None or not _module_exists(target):
             return None
         module_name, attr = target.split(":")
+        # before any pydantic model is built (some are, as command modules import), so that
+        # pydantic need not scan every installed distribution for plugins when none declares one
+        from executor.entry_point_scan import skip_pydantic_plugin_scan
+
+        skip_pydantic_plugin_scan()
         command: click.Command = getattr(importlib.import_module(module_name), attr)
         return command
 

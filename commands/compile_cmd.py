@@ -11,7 +11,6 @@ from commands.common import EXIT_FINDINGS, input_options, print_diagnostics, rep
 from compiler.compile import compile_paths
 from compiler.golden import REGEN_COMMAND, compare, default_golden_dir
 from compiler.plan_output import write_plan_set
-from executor.entry_point_scan import skip_pydantic_plugin_scan
 
 
 @click.command("compile")
@@ -51,7 +50,6 @@ def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: P
     """
     if check and update_golden:
         raise click.UsageError("--check and --update-golden are exclusive")
-    skip_pydantic_plugin_scan()
     result = compile_paths(data_dir=data_dir, run_config=run_config, overlays=list(overlays), model=model)
     print_diagnostics(result.warnings)
     if check or update_golden:

@@ -12,7 +12,6 @@ from compiler.diagnostics import render_all
 from compiler.diagnostics import Diagnostic, InputError
 from compiler.lint import KINDS, lint_file
 from compiler.yaml_source import read_source
-from executor.entry_point_scan import skip_pydantic_plugin_scan
 
 
 @click.command("lint")
@@ -50,7 +49,6 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_conf
 
     Exit codes: 0 clean, 1 warnings only, 2 errors (including unreadable files).
     """
-    skip_pydantic_plugin_scan()
     diagnostics: list[Diagnostic] = []
     for path in files:
         diagnostics += _lint_task(path) if _is_task(path, kind) else lint_file(path, kind, data_dir, run_config)

@@ -13,7 +13,7 @@ from compiler.inputs.overlay_file import OverlayFile
 from compiler.inputs.preset_file import PresetFile
 from compiler.matching import candidates_of
 from compiler.loading import CATALOGUE_FILE, PRESETS_FILE, PROVIDERS_FILE, Loaded, bundled_dir, display_path, load_file
-from compiler.yaml_source import read_source
+from compiler.yaml_source import read_bundled, read_source
 
 KINDS = ("auto", "presets", "overlay", "providers", "pricing", "run-config")
 # imported per kind, so linting an overlay does not pay for the plan model and the others
@@ -82,8 +82,7 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None,
 
 def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -> list[Diagnostic]:
     """What compile checks with the base data alone: shadowing, replacement, provider keys, globs vs keys."""
-    from compiler.inputs.providers_file import ProvidersFile, binding_key
-    from compiler.inputs.run_config import RunConfig
+    from compiler.inputs.providers_file import ProvidersFile
     from compiler.usage_checks import glob_written_as_model_id, unknown_provider_keys
 
     base_dir = data_dir or bundled_dir()
@@ -95,11 +94,31 @@ def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -
                                 display_path(base_dir / PROVIDERS_FILE, label), bundled=bundled)
     if base is None or providers is None:
         return diags + more
-    catalogue, _ = load_file(bundled_dir() / CATALOGUE_FILE, RunConfig, "bundled:" + CATALOGUE_FILE, bundled=True)
-    routes = {binding_key(m.provider) for m in catalogue.model.models.values()} if catalogue else set()
-    known = set(providers.model.root) | set(base.model.providers) | routes
+    known = set(providers.model.root) | set(base.model.providers) | catalogue_routes()
     found = [d for d in candidates_of(base, [overlay])[1] if d.file == overlay.source.display]
     return found + glob_written_as_model_id(overlay) + unknown_provider_keys(overlay, known)
+
+
+def catalogue_routes() -> set[str]:
+    """Provider keys the bundled catalogue's models use.
+
+    Read off the catalogue's data rather than through the run-config model (whose validator
+    is a good part of linting one overlay): the catalogue is capplan's own, compiled in full by
+    the golden-plan tests. A catalogue that is not a mapping of models with a provider each
+    gives no routes, as one failing validation did.
+    """
+    from compiler.inputs.providers_file import binding_key
+
+    try:
+        models = read_bundled(bundled_dir() / CATALOGUE_FILE, "bundled:" + CATALOGUE_FILE).data.get("models")
+    except InputError:
+        return set()
+    if not isinstance(models, dict):
+        return set()
+    providers = [m.get("provider") if isinstance(m, dict) else None for m in models.values()]
+    if not all(isinstance(p, str) and p for p in providers):
+        return set()
+    return {binding_key(p) for p in providers if isinstance(p, str)}
 
 
 def _lint_by_compiling(*, run_config: Path | None, overlays: list[Path], data_dir: Path | None) -> list[Diagnostic]:

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from compiler.diagnostics import Diagnostic, did_you_mean
 from compiler.inputs.overlay_file import OverlayFile
 from compiler.inputs.providers_file import binding_key
-from compiler.inputs.run_config import ModelConfig
 from compiler.loading import Loaded
 
-if TYPE_CHECKING:  # annotations only: plain lint never builds a plan
+if TYPE_CHECKING:  # annotations only: plain lint never builds a plan nor reads a run config
+    from compiler.inputs.run_config import ModelConfig
     from executor.plan import Plan
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic import RootModel
+from pydantic import ConfigDict, RootModel
 
 from executor.binding import ProviderBinding
 
 
 class ProvidersFile(RootModel[dict[str, ProviderBinding]]):
     """Provider key (lower-case first '/' segment of ModelConfig.provider) → binding."""
+
+    # built on first use: compile imports this module for binding_key before it loads anything
+    model_config = ConfigDict(defer_build=True)
 
 
 def binding_key(provider: str) -> str:

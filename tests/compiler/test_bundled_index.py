@@ -121,3 +121,15 @@ def test_check_command_names_the_update_command(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "compiler.bundled_index", "--check"], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_lint_reads_the_catalogues_routes_as_the_run_config_model_gives_them() -> None:
+    from compiler.inputs.providers_file import binding_key
+    from compiler.inputs.run_config import RunConfig
+    from compiler.lint import catalogue_routes
+    from compiler.loading import CATALOGUE_FILE, load_file
+
+    loaded, problems = load_file(bundled_dir() / CATALOGUE_FILE, RunConfig, "bundled:" + CATALOGUE_FILE, bundled=True)
+    assert loaded is not None and problems == []
+    assert catalogue_routes() == {binding_key(m.provider) for m in loaded.model.models.values()}
+    assert len(catalogue_routes()) > 3
