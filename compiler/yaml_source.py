@@ -7,6 +7,7 @@ Positions are 1-based (line, column). This is the only module that talks to ruam
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +105,7 @@ def read_source(path: Path, display: str | None = None) -> SourceFile:
 _RECENT: dict[tuple[str, str], tuple[Any, dict[Loc, tuple[int, int]]]] = {}
 _RECENT_MAX_BYTES = 64 * 1024
 _RECENT_FILES = 4
+_RECENT_LOCK = threading.Lock()
 
 
 def source_from_bytes(raw: bytes, name: str) -> SourceFile:
@@ -135,9 +137,11 @@ def source_from_bytes(raw: bytes, name: str) -> SourceFile:
     if len(raw) <= _RECENT_MAX_BYTES:
         import copy
 
-        while len(_RECENT) >= _RECENT_FILES:
-            del _RECENT[next(iter(_RECENT))]
-        _RECENT[(name, digest)] = (copy.deepcopy(data), dict(positions))
+        kept = (copy.deepcopy(data), dict(positions))
+        with _RECENT_LOCK:
+            while len(_RECENT) >= _RECENT_FILES:
+                del _RECENT[next(iter(_RECENT))]
+            _RECENT[(name, digest)] = kept
     return SourceFile(name, digest, data, positions)
 
 

@@ -4,12 +4,78 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import encode_basestring
 from typing import Any
 
 
 def canonical_bytes(data: Any) -> bytes:
-    """Sorted keys, two-space indent, UTF-8, trailing newline; floats in Python's shortest repr."""
-    return (json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+    """Sorted keys, two-space indent, UTF-8, trailing newline; floats in Python's shortest repr.
+
+    Exactly ``json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)``
+    plus a newline. With an indent, ``json`` runs its pure-Python encoder (the C one only writes
+    compact JSON), the larger part of sealing a plan; plain documents (what plans are: exact
+    dicts with string keys, lists, strings, ints, finite floats, booleans, null) are written
+    here the same way at about twice the speed, and anything else goes to ``json`` itself.
+    """
+    out: list[str] = []
+    try:
+        _write(data, out, "\n")
+    except (_NotPlain, RecursionError):  # json then writes it, or words the error, as it always did
+        return (json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+    out.append("\n")
+    return "".join(out).encode("utf-8")
+
+
+class _NotPlain(Exception):
+    """A value this writer leaves to ``json`` (subclasses, tuples, non-string keys, NaN, …)."""
+
+
+_INF = float("inf")
+
+
+def _write(value: Any, out: list[str], newline: str) -> None:
+    kind = type(value)
+    if kind is str:
+        out.append(encode_basestring(value))
+    elif kind is dict:
+        if not value:
+            out.append("{}")
+            return
+        inner = newline + "  "
+        sep = "{" + inner
+        keys = list(value)
+        if any(type(k) is not str for k in keys):
+            raise _NotPlain
+        for key in sorted(keys):
+            out.append(sep)
+            sep = "," + inner
+            out.append(encode_basestring(key))
+            out.append(": ")
+            _write(value[key], out, inner)
+        out.append(newline + "}")
+    elif kind is list:
+        if not value:
+            out.append("[]")
+            return
+        inner = newline + "  "
+        sep = "[" + inner
+        for item in value:
+            out.append(sep)
+            sep = "," + inner
+            _write(item, out, inner)
+        out.append(newline + "]")
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif kind is int:
+        out.append(int.__repr__(value))
+    elif kind is float and value == value and -_INF < value < _INF:
+        out.append(float.__repr__(value))
+    else:
+        raise _NotPlain
 
 
 def sha256_hex(data: bytes) -> str:

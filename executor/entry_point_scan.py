@@ -71,10 +71,12 @@ def scan() -> dict[str, list[FoundEntryPoint]] | None:
         except OSError:
             key.append((root, None))
     memo_key = tuple(key)
-    if memo_key not in _MEMO:
-        _MEMO.clear()
-        _MEMO[memo_key] = _scan(GROUPS)
-    return _MEMO[memo_key]
+    if memo_key in _MEMO:
+        return _MEMO[memo_key]
+    found = _scan(GROUPS)
+    _MEMO.clear()  # one entry: the scan for the current path (threads racing here only scan twice)
+    _MEMO[memo_key] = found
+    return found
 
 
 def _scan(groups: tuple[str, ...]) -> dict[str, list[FoundEntryPoint]] | None:
