@@ -18,6 +18,8 @@ from collections import OrderedDict
 from typing import Any, NamedTuple
 
 from executor.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from executor.policies.content_policy import AnthropicContent, TextOnlyContent
+from executor.policies.message_assembly_policy import MessageAssemblyPolicy
 from executor.policies.reasoning_codec import split_replayable
 from executor.policy_set import PolicySet
 from executor.reasoning import ReasoningLeftOut
@@ -34,6 +36,16 @@ class MessageConverter:
         self.codec = policies.reasoning_codec.for_route(openrouter=openrouter)
         self.assembly = policies.message_assembly_policy
         self.content = policies.content_policy
+        # Policies are stateless, so two answers are known before any message: the base
+        # assistant_content leaves content alone when the policy injects no filler, and the
+        # built-in tool-result renderings of a result without images are its text. Skipping
+        # those calls changes nothing a message goes on the wire as.
+        assembly = type(self.assembly).assistant_content
+        self._content_as_is = (
+            assembly is MessageAssemblyPolicy.assistant_content and not self.assembly.inject_empty_assistant_filler
+        )
+        render = type(self.content).render_tool_result
+        self._text_as_is = render in _TEXT_WHEN_NO_IMAGES
 
     def message(self, msg: Message) -> dict[str, Any]:
         """The wire form of one message."""
@@ -46,24 +58,28 @@ class MessageConverter:
         if isinstance(msg, AssistantMessage):
             return self._assistant(msg)
         if isinstance(msg, ToolMessage):
-            images = [image.model_dump(mode="json") for image in msg.images] if msg.images else []
+            if not msg.images and self._text_as_is:
+                return {"role": "tool", "tool_call_id": msg.tool_call_id, "content": msg.content}
+            images = [image.model_dump(mode="json") for image in msg.images]
             rendered = self.content.render_tool_result(msg.content, images)
             return {"role": "tool", "tool_call_id": msg.tool_call_id, "content": rendered}
         raise ValueError(f"unknown message type {type(msg).__name__}")
 
     def _assistant(self, msg: AssistantMessage) -> dict[str, Any]:
         calls = msg.tool_calls
-        content = self.assembly.assistant_content(msg.content, has_tool_calls=bool(calls))
+        content = msg.content if self._content_as_is else self.assembly.assistant_content(
+            msg.content, has_tool_calls=bool(calls)
+        )
         out: dict[str, Any] = {"role": "assistant", "content": content or ""}
         if calls:
-            out["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.function.name, "arguments": _arguments(call.function.arguments)},
-                }
-                for call in calls
-            ]
+            wire_calls: list[dict[str, Any]] = []
+            for call in calls:
+                function = call.function
+                arguments = function.arguments
+                if arguments.__class__ is not str:
+                    arguments = _arguments(arguments)
+                wire_calls.append({"id": call.id, "type": "function", "function": {"name": function.name, "arguments": arguments}})
+            out["tool_calls"] = wire_calls
         if msg.reasoning is not None:
             kept, _ = split_replayable(self.codec, msg.reasoning.to_structured())
             payload = self.codec.encode_for_replay(kept)
@@ -81,6 +97,10 @@ class MessageConverter:
                 records += [ReasoningLeftOut(index, block_index, block.type, reason)
                             for block_index, block, reason in left]
         return tuple(records)
+
+
+#: renderings whose result for a tool result without images is its text, unchanged
+_TEXT_WHEN_NO_IMAGES = (TextOnlyContent.render_tool_result, AnthropicContent.render_tool_result)
 
 
 def _arguments(arguments: str | dict[str, Any]) -> str:
@@ -114,38 +134,39 @@ class ConversationCache:
         copy it before adding to it.
         """
         count = len(messages)
+        entries = self._entries
         done = _NOTHING
         # reads take no lock: each dict lookup is atomic, and a hit is only used once the
-        # request's own messages are shown to start with the entry's list
-        get = self._entries.get
-        for end in range(count - 1, max(-1, count - 1 - self._lookback), -1):
-            entry = get(id(messages[end]))
-            if entry is not None and len(entry.messages) == end + 1:
-                if messages[: end + 1] == entry.messages:
-                    done = entry
-                break
+        # request's own messages are shown to start with the entry's list. A conversation seen
+        # for the first time is told in one C-level pass over its last message ids.
+        if not entries.keys().isdisjoint(map(id, messages[-self._lookback :])):
+            get = entries.get
+            for end in range(count - 1, max(-1, count - 1 - self._lookback), -1):
+                entry = get(id(messages[end]))
+                if entry is not None and len(entry.messages) == end + 1:
+                    if messages[: end + 1] == entry.messages:
+                        done = entry
+                    break
         start = len(done.messages)
-        if start == count:
-            if count:
-                self._store(messages, done)
-            return done.wire, done.left_out
-        new = messages[start:]
-        converted = list(map(self._converter.message, new))
-        left_out = done.left_out
-        for index, msg in enumerate(new, start):
-            if isinstance(msg, AssistantMessage) and msg.reasoning is not None and msg.reasoning.blocks:
-                left_out += self._converter.left_out([msg], index)
-        # tuple.__new__: the NamedTuple's own constructor is a Python-level call
-        done = tuple.__new__(_Converted, (messages[:], done.wire + converted if start else converted, left_out))
-        self._store(messages, done)
-        return done.wire, left_out
-
-    def _store(self, messages: list[Message], converted: _Converted) -> None:
-        key, entries = id(messages[-1]), self._entries
-        with self._lock:
-            if entries.pop(key, None) is None and len(entries) >= self._size:
-                entries.popitem(last=False)
-            entries[key] = converted
+        if start == count and count:
+            converted = done
+        else:
+            new = messages[start:] if start else messages
+            wire = list(map(self._converter.message, new))
+            left_out = done.left_out
+            for index, msg in enumerate(new, start):
+                if isinstance(msg, AssistantMessage):
+                    if msg.reasoning is not None and msg.reasoning.blocks:
+                        left_out += self._converter.left_out([msg], index)
+            # tuple.__new__: the NamedTuple's own constructor is a Python-level call
+            converted = tuple.__new__(_Converted, (messages[:], done.wire + wire if start else wire, left_out))
+        if count:
+            key = id(messages[-1])
+            with self._lock:
+                if entries.pop(key, None) is None and len(entries) >= self._size:
+                    entries.popitem(last=False)
+                entries[key] = converted
+        return converted.wire, converted.left_out
 
 
 class _Converted(NamedTuple):

@@ -276,7 +276,7 @@ def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
     """Load and verify a plan file: exactly canonical bytes, fingerprint, version, types, policy names."""
     from executor.input_limits import MAX_PLAN_BYTES, InputLimitError, read_limited
 
-    p = Path(path)
+    p = path if isinstance(path, Path) else Path(path)  # Path(a_path) parses it all again
     try:
         raw = read_limited(p, MAX_PLAN_BYTES)
     except OSError as exc:
@@ -325,11 +325,20 @@ def _verified_plan(p: Path, raw: bytes) -> Plan:
     return plan
 
 
+#: the last (plan, registry) pair found consistent: reloading one plan file asks the same question
+_NAMES_CHECKED: tuple[Plan, object] | None = None
+
+
 def _check_policy_names(path: Path, plan: Plan) -> None:
     from executor.registry import SLOTS, policy_targets
 
+    global _NAMES_CHECKED
     targets = policy_targets()
+    checked = _NAMES_CHECKED
+    if checked is not None and checked[0] is plan and checked[1] is targets:
+        return  # the same plan object against the same registry mapping: the same verdict
     if all(slot in SLOTS and ref.name in targets.get(slot, {}) for slot, ref in plan.policies.items()):
+        _NAMES_CHECKED = (plan, targets)
         return
     missing = [
         f"{slot}={ref.name!r}"

@@ -21,6 +21,7 @@ import enum
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 
 from executor.errors import CredentialSpentError
 
@@ -46,6 +47,12 @@ def cause_chain(exc: BaseException) -> Iterator[BaseException]:
 
 def compile_patterns(patterns: Iterable[str]) -> Patterns:
     """Compile a binding's ``rate_limit_patterns`` once, at client construction."""
+    return _compiled(tuple(patterns))
+
+
+@lru_cache(maxsize=256)
+def _compiled(patterns: tuple[str, ...]) -> Patterns:
+    # compiled patterns are immutable: every client of a binding shares one tuple of them
     return tuple(re.compile(p) for p in patterns)
 
 

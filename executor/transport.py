@@ -142,7 +142,13 @@ class Transport:
         """Set the endpoint and the key in ``out``, read from ``env`` (default ``os.environ``) now."""
         if env is None:
             env = os.environ
-        base = api_base or self._binding_api_base(env)
+        base = api_base
+        if not base:
+            # The deployment's variable wins over the bundled endpoint. The base is pinned into
+            # the call rather than published into os.environ, so nothing process-global changes.
+            base_env = self._base_env
+            base = env.get(base_env) if base_env else None
+            base = base or self._endpoint
         if base:
             out["api_base"] = base
         key_env = self._key_env
@@ -164,14 +170,6 @@ class Transport:
             out["extra_body"] = {**out.get("extra_body", {}), "provider": dict(self.provider_prefs)}
         if self.plan.allowed_openai_params:
             out["allowed_openai_params"] = list(self.plan.allowed_openai_params)
-
-    def _binding_api_base(self, env: Mapping[str, str]) -> str | None:
-        # The deployment's env var wins over the bundled endpoint. The base is pinned into the
-        # call rather than published into os.environ, so nothing process-global changes.
-        base_env = self._base_env
-        if base_env and env.get(base_env):
-            return env[base_env]
-        return self._endpoint
 
     def _pinned_key(self, env: Mapping[str, str]) -> str:
         binding = self.plan.binding.binding

@@ -105,7 +105,7 @@ class EnvSource:
     def get(self, name: str) -> str | None:
         """The variable's value, or None when set nowhere."""
         value = self._env.get(name)
-        if value is not None:
+        if value is not None or self._dotenv_path is None:
             return value
         return self._file().get(name)
 

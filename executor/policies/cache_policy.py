@@ -111,7 +111,13 @@ class AnthropicEphemeralCache(CachePolicy):
         """Mark the tail (``user`` / ``tool``) and the most recent other ``user`` message."""
         out = list(wire_messages)
         for index in self.anchors(out):
-            _mark(out, index)
+            message = out[index]
+            content = message.get("content")
+            if content.__class__ is str:  # the common case, marked here without two calls
+                if content:
+                    out[index] = {**message, "content": [{"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}]}
+            elif not _is_empty(content):
+                out[index] = {**message, "content": _marked_content(content, index)}
         return out
 
     @staticmethod
@@ -131,17 +137,6 @@ class AnthropicEphemeralCache(CachePolicy):
 
 #: roles whose tail message is an anchor
 _TAIL_ROLES = ("user", "tool")
-
-
-def _mark(out: list[dict[str, Any]], index: int) -> None:
-    # a copy of the message replaces it in ``out``; the message itself is never edited
-    message = out[index]
-    content = message.get("content")
-    if content.__class__ is str:  # the common case, without the two calls below
-        if content:
-            out[index] = {**message, "content": [{"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}]}
-    elif not _is_empty(content):
-        out[index] = {**message, "content": _marked_content(content, index)}
 
 
 def _is_empty(content: Any) -> bool:

@@ -283,9 +283,14 @@ class AnthropicReasoningCodec(ReasoningCodec):
         return ReasoningBlock(type="redacted_thinking", text="", encrypted_data=data)
 
     def for_route(self, *, openrouter: bool) -> ReasoningCodec:
-        """A copy that replays every usable block in the envelope this route reads."""
-        twin = copy.copy(self)
-        twin.route = "openrouter" if openrouter else "native"
+        """A copy that replays every usable block in the envelope this route reads (made once per
+        route and instance: a codec is stateless, and every client of a plan asks its own)."""
+        twins: dict[bool, ReasoningCodec] = self.__dict__.setdefault("_twins", {})
+        twin = twins.get(openrouter)
+        if twin is None:
+            made = copy.copy(self)
+            made.route = "openrouter" if openrouter else "native"
+            twin = twins.setdefault(openrouter, made)
         return twin
 
     def unusable(self, block: ReasoningBlock, reasoning: StructuredReasoning) -> str | None:

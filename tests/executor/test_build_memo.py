@@ -10,6 +10,7 @@ settings that compare equal but go on the wire differently are never confused.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -149,3 +150,45 @@ def test_each_settings_combination_builds_what_a_fresh_client_builds() -> None:
             request = {**REQUEST, **variant}
             expected = json.dumps(Client(plan, env={}).build(request).kwargs, sort_keys=True)
             assert json.dumps(client.build(request).kwargs, sort_keys=True) == expected, variant
+
+
+def test_a_build_is_a_complete_built_request() -> None:
+    from executor.request_builder import BuiltRequest
+
+    built = Client(PLANS["anthropic-thinking"], env={}).build(ChatRequest.model_validate(REQUEST))
+    assert set(vars(built)) == {field.name for field in dataclasses.fields(BuiltRequest)}
+    assert built == dataclasses.replace(built)
+
+
+def test_the_converter_skips_only_policy_calls_whose_answer_it_knows() -> None:
+    from executor.message_convert import MessageConverter
+    from executor.policies.content_policy import OpenAIContent
+    from executor.policies.message_assembly_policy import FillEmptyAssistantAssembly, NullMessageAssembly
+    from executor.policy_set import PolicySet
+
+    class Shouting(OpenAIContent):
+        def render_tool_result(self, text: str, images: Any = ()) -> str:
+            return text.upper()
+
+    class Stamped(NullMessageAssembly):
+        def assistant_content(self, content: str | None, *, has_tool_calls: bool) -> str | None:
+            return f"[{content}]"
+
+    messages = ChatRequest.model_validate({"messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": {"a": 1}}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "done"},
+    ]}).messages
+    policies = PolicySet.from_plan(make_plan())
+
+    def wire(**replaced: Any) -> list[dict[str, Any]]:
+        converter = MessageConverter(dataclasses.replace(policies, **replaced))
+        return [converter.message(m) for m in messages]
+
+    plain = wire()
+    assert plain[1]["content"] == "" and plain[2]["content"] == "done"
+    assert plain[1]["tool_calls"][0]["function"]["arguments"] == '{"a": 1}'
+    assert wire(content_policy=Shouting())[2]["content"] == "DONE"
+    assert wire(message_assembly_policy=Stamped())[1]["content"] == "[]"
+    assert wire(message_assembly_policy=FillEmptyAssistantAssembly(" "))[1]["content"] == " "
+
