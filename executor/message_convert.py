@@ -13,8 +13,9 @@ objects, then new ones) converts only the new messages.
 from __future__ import annotations
 
 import json
-import threading
 from collections import OrderedDict
+from itertools import repeat
+from operator import is_not
 from typing import Any, NamedTuple
 
 from executor.messages import AssistantMessage, Message, ToolMessage, UserMessage
@@ -125,7 +126,6 @@ class ConversationCache:
         self._size = size
         self._lookback = lookback
         self._entries: OrderedDict[int, _Converted] = OrderedDict()
-        self._lock = threading.Lock()
 
     def wire(self, messages: list[Message]) -> tuple[list[dict[str, Any]], tuple[ReasoningLeftOut, ...]]:
         """The wire form of ``messages`` and the history reasoning the codec leaves out.
@@ -154,18 +154,21 @@ class ConversationCache:
             new = messages[start:] if start else messages
             wire = list(map(self._converter.message, new))
             left_out = done.left_out
-            for index, msg in enumerate(new, start):
-                if isinstance(msg, AssistantMessage):
-                    if msg.reasoning is not None and msg.reasoning.blocks:
-                        left_out += self._converter.left_out([msg], index)
+            # only assistant messages carry reasoning; the C-level scan spares the loop without it
+            if any(map(is_not, map(getattr, new, repeat("reasoning"), repeat(None)), repeat(None))):
+                left_out += self._converter.left_out(new, start)
             # tuple.__new__: the NamedTuple's own constructor is a Python-level call
             converted = tuple.__new__(_Converted, (messages[:], done.wire + wire if start else wire, left_out))
         if count:
+            # no lock: each OrderedDict call is atomic; racing writers can at worst leave the
+            # cache a few entries (one per racing thread) over its size
             key = id(messages[-1])
-            with self._lock:
-                if entries.pop(key, None) is None and len(entries) >= self._size:
+            if entries.pop(key, None) is None and len(entries) >= self._size:
+                try:
                     entries.popitem(last=False)
-                entries[key] = converted
+                except KeyError:  # emptied by another thread meanwhile
+                    pass
+            entries[key] = converted
         return converted.wire, converted.left_out
 
 

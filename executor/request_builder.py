@@ -55,6 +55,9 @@ class _Head(NamedTuple):
     #: the wire system message, or None when there is no system prompt
     message: dict[str, Any] | None
     tools: list[dict[str, Any]] | None
+    prepared: PreparedTools | None
+    #: the request's tool objects, held so that the ids keying this head stay theirs
+    specs: tuple[object, ...]
 
 
 class _Tail(NamedTuple):
@@ -92,8 +95,8 @@ class RequestBuilder:
         self.conversations = ConversationCache(self.converter)
         self._mark_messages = policies.cache_policy.apply_messages
         # both memos are read without their lock (a dict lookup is atomic) and written under it
-        # the head memo is keyed by the prepared tools themselves (held, so their identity stays theirs)
-        self._heads: dict[tuple[PreparedTools | None, str], _Head] = {}
+        # the head memo is keyed by the ids of the request's tool objects (held by the head)
+        self._heads: dict[tuple[tuple[int, ...], str], _Head] = {}
         self._heads_lock = threading.Lock()
         self._tails: dict[tuple[Any, ...], _Tail] = {}
         self._tails_lock = threading.Lock()
@@ -107,10 +110,11 @@ class RequestBuilder:
         api_base: str | None = None,
     ) -> BuiltRequest:
         """The exact kwargs litellm would receive for ``request`` (credentials resolved from ``env``)."""
-        tools = request.tools
-        prepared = self.tool_memo.prepare_objects(tools, request.tools_json) if tools else None  # 2
+        # 1-3, once per system prompt and tool objects (validated specs are immutable by contract)
         system = request.system or ""
-        head = self._heads.get((prepared, system)) or self._make_head(system, prepared)  # 1, 3
+        tools = request.tools
+        head = self._heads.get((tuple(map(id, tools)), system)) or self._make_head(request, system)
+        prepared = head.prepared
         wire, left_out = self.conversations.wire(request.messages)  # 4
         kwargs: dict[str, Any] = {  # 5
             "messages": self._mark_messages([head.message, *wire] if head.message is not None else wire[:])
@@ -122,17 +126,20 @@ class RequestBuilder:
         parallel, top_p, max_tokens = request.parallel_tool_calls, request.top_p, request.max_tokens
         temperature, seed = request.temperature, request.seed
         try:
-            settings: tuple[Any, ...] | None = (
-                bool(wire_tools),
-                request.tool_choice,
-                request.reasoning,
-                # most requests set none of these: the None test saves a call each
-                parallel if parallel is None else _exact(parallel),
-                top_p if top_p is None else _exact(top_p),
-                max_tokens if max_tokens is None else _exact(max_tokens),
-                temperature if temperature is None else _exact(temperature),
-                seed if seed is None else _exact(seed),
-            )
+            if parallel is None and top_p is None and max_tokens is None and temperature is None and seed is None:
+                # most requests set none of these: a shorter key, and no call per setting
+                settings: tuple[Any, ...] | None = (bool(wire_tools), request.tool_choice, request.reasoning)
+            else:
+                settings = (
+                    bool(wire_tools),
+                    request.tool_choice,
+                    request.reasoning,
+                    _exact(parallel),
+                    _exact(top_p),
+                    _exact(max_tokens),
+                    _exact(temperature),
+                    _exact(seed),
+                )
             tail = self._tails.get(settings)  # type: ignore[arg-type]
         except TypeError:  # an unhashable setting (a hand-made request): build it without the memo
             settings, tail = None, None
@@ -165,16 +172,19 @@ class RequestBuilder:
         fields["reasoning_left_out"] = left_out
         return built
 
-    def _make_head(self, system: str, prepared: PreparedTools | None) -> _Head:
+    def _make_head(self, request: ChatRequest, system: str) -> _Head:
         # enrichment and the system/tool markers depend only on (system, tools)
+        tools = request.tools
+        prepared = self.tool_memo.prepare_objects(tools, request.tools_json) if tools else None  # 2
         policies = self.policies
         enriched: str = policies.prompt_policy.enrich(system, prepared.declared_shared() if prepared else [])
         sanitized = prepared.shared() if prepared else None
         # messages are not converted yet, so ``apply`` marks system and tools only, as its contract says
         wire_system, wire_tools, _ = policies.cache_policy.apply(enriched or None, sanitized, [])
-        made = _Head(enriched, {"role": "system", "content": wire_system} if wire_system else None, wire_tools)
+        message = {"role": "system", "content": wire_system} if wire_system else None
+        made = _Head(enriched, message, wire_tools, prepared, tuple(tools))
         with self._heads_lock:
-            _remember(self._heads, (prepared, system), made, self._memo_size)
+            _remember(self._heads, (tuple(map(id, made.specs)), system), made, self._memo_size)
         return made
 
     def _make_tail(self, request: ChatRequest, has_tools: bool) -> _Tail:
@@ -226,17 +236,29 @@ def _remember(memo: dict[Any, Any], key: Any, value: Any, size: int) -> None:
     memo[key] = value
 
 
-def _exact(value: Any) -> tuple[type, Any]:
+def _exact(value: Any) -> tuple[type, Any] | None:
     # 1 == 1.0 == True and 0.0 == -0.0 as dict keys, but each goes on the wire as itself
+    if value is None:
+        return None
     return (type(value), value.hex() if isinstance(value, float) else value)
 
 
 def _copier(value: dict[str, Any] | list[Any]) -> Callable[[Any], Any]:
     """The cheapest function that copies ``value`` down to its scalars."""
-    items = value.values() if isinstance(value, dict) else value
-    if any(isinstance(item, (dict, list)) for item in items):
-        return _fresh
-    return dict if isinstance(value, dict) else list
+    nested = [item for item in _items(value) if isinstance(item, (dict, list))]
+    if not nested:
+        return dict if isinstance(value, dict) else list
+    if isinstance(value, dict) and not any(isinstance(leaf, (dict, list)) for item in nested for leaf in _items(item)):
+        return _copy_two_levels  # extra_body: {"provider": {...}, "reasoning": {...}}
+    return _fresh
+
+
+def _items(value: dict[str, Any] | list[Any]) -> Any:
+    return value.values() if isinstance(value, dict) else value
+
+
+def _copy_two_levels(value: dict[str, Any]) -> dict[str, Any]:
+    return {key: item.copy() if item.__class__ is dict or item.__class__ is list else item for key, item in value.items()}
 
 
 def _fresh(value: Any) -> Any:

@@ -110,7 +110,7 @@ class AnthropicEphemeralCache(CachePolicy):
     def apply_messages(self, wire_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Mark the tail (``user`` / ``tool``) and the most recent other ``user`` message."""
         out = list(wire_messages)
-        for index in self.anchors(out):
+        for index in _anchors(out):
             message = out[index]
             content = message.get("content")
             if content.__class__ is str:  # the common case, marked here without two calls
@@ -123,16 +123,20 @@ class AnthropicEphemeralCache(CachePolicy):
     @staticmethod
     def anchors(wire_messages: Sequence[dict[str, Any]]) -> tuple[int, ...]:
         """Indices of the (at most two) anchor messages, tail first."""
-        tail = len(wire_messages) - 1
-        if tail < 0:
-            return ()
-        found: tuple[int, ...] = ()
-        if wire_messages[tail].get("role") in _TAIL_ROLES:
-            found, tail = (tail,), tail - 1
-        for index in range(tail, -1, -1):
-            if wire_messages[index].get("role") == "user":
-                return (*found, index)
-        return found
+        return _anchors(wire_messages)
+
+
+def _anchors(wire_messages: Sequence[dict[str, Any]]) -> tuple[int, ...]:
+    tail = len(wire_messages) - 1
+    if tail < 0:
+        return ()
+    found: tuple[int, ...] = ()
+    if wire_messages[tail].get("role") in _TAIL_ROLES:
+        found, tail = (tail,), tail - 1
+    for index in range(tail, -1, -1):
+        if wire_messages[index].get("role") == "user":
+            return (*found, index)
+    return found
 
 
 #: roles whose tail message is an anchor
