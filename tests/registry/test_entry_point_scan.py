@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
@@ -14,6 +17,8 @@ import pytest
 from executor import entry_point_scan
 from executor.entry_point_scan import GROUPS, POLICY_GROUP, _scan, scan, skip_pydantic_plugin_scan
 from executor.registry import RegistryError, policy_targets
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _standard_find_distributions(*args: object, **kwargs: object) -> object:
@@ -149,3 +154,51 @@ def test_pydantic_is_told_there_are_no_plugins_only_when_there_are_none(site: Pa
     skip_pydantic_plugin_scan()
     assert _loader._plugins is None  # pydantic looks for itself
     assert "pydantic" in GROUPS
+
+
+THIRD_PARTY_MODULE = '''
+from typing import Any, ClassVar
+
+from executor.policies.prompt_policy import SystemPromptPolicy
+
+
+class AcmePrompt(SystemPromptPolicy):
+    """Appends a house rule."""
+
+    name: ClassVar[str] = "acme"
+
+    def enrich(self, system: str, tools: list[dict[str, Any]]) -> str:
+        return system + " Be brief."
+'''
+
+
+def _capplan(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    return subprocess.run([sys.executable, "-m", "commands", *args], cwd=site, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_cli_sees_a_third_party_policy_and_refuses_a_clashing_one(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "acme_policies.py").write_text(THIRD_PARTY_MODULE, encoding="utf-8")
+    _dist(site, "acme_policies-1.0.dist-info", "acme-policies",
+          "[capplan.policies]\nprompt_policy.acme = acme_policies:AcmePrompt\n")
+    overlay = site / "overlay.yaml"
+    overlay.write_text('presets:\n  acme:\n    match: ["acme-*"]\n    prompt_policy: acme\n', encoding="utf-8")
+    run = site / "run.yaml"
+    run.write_text("models:\n  acme-1:\n    provider: openai\n    name: acme-1\n", encoding="utf-8")
+
+    linted = _capplan(site, "lint", str(overlay))
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    compiled = _capplan(site, "compile", "--config", str(run), "--presets-file", str(overlay), "--out", str(site / "plans"))
+    assert compiled.returncode == 0, compiled.stderr
+    plan = json.loads((site / "plans" / "acme-1.json").read_text(encoding="utf-8"))
+    assert plan["policies"]["prompt_policy"]["name"] == "acme"
+
+    _dist(site, "clash-2.0.dist-info", "Clash", "[capplan.policies]\nprompt_policy.none = clash:Other\n")
+    refused = _capplan(site, "lint", str(overlay))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith(
+        "capplan: policy registry cannot be built:\n  Clash (capplan.policies): duplicate policy name "
+        "prompt_policy.none (already registered as executor.policies.prompt_policy:NoPromptEnrichment)"), refused.stderr
