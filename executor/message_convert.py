@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from itertools import repeat
-from operator import is_not
 from typing import Any, NamedTuple
 
 from executor.messages import AssistantMessage, Message, ToolMessage, UserMessage
@@ -154,9 +152,9 @@ class ConversationCache:
             new = messages[start:] if start else messages
             wire = list(map(self._converter.message, new))
             left_out = done.left_out
-            # only assistant messages carry reasoning; the C-level scan spares the loop without it
-            if any(map(is_not, map(getattr, new, repeat("reasoning"), repeat(None)), repeat(None))):
-                left_out += self._converter.left_out(new, start)
+            for index, msg in enumerate(new, start):
+                if isinstance(msg, AssistantMessage) and msg.reasoning is not None and msg.reasoning.blocks:
+                    left_out += self._converter.left_out([msg], index)
             # tuple.__new__: the NamedTuple's own constructor is a Python-level call
             converted = tuple.__new__(_Converted, (messages[:], done.wire + wire if start else wire, left_out))
         if count:
