@@ -5,6 +5,9 @@
   compile <= 2.5x), in wall time and in the child's CPU time (user+sys; steadier than wall on a
   loaded machine). With PYTHONDONTWRITEBYTECODE set, run `python -m compileall -q compiler
   executor commands trials evals presets` first, or every run compiles capplan from source.
+  Beside them, the same baseline plus validating one one-field pydantic model: the baseline's
+  `import pydantic` is lazy (no `BaseModel`, no validator machinery, no plugin lookup), so this
+  row is the least any command that validates its input with pydantic can cost.
 - In-process compile time per model (median) for the bundled catalogue and for the upstream
   tolokaforge-models data (when that package is installed).
 - Scaling: compiling the catalogue plus +1 000 / +5 000 synthetic presets (in an overlay) and as
@@ -32,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 OVERLAY = """\
 presets:
   vendor_model:
-    match: ["vendor/model-*"]
+    match: ["model-*"]
     reasoning_codec: openai
     params:
       param_value_rules:
@@ -42,6 +45,22 @@ litellm_models:
   vendor/model-1:
     supports_function_calling: true
     evidence: "2026-08-10, litellm 1.96.0 has no entry; tools work through the openai transport"
+"""
+
+FLOOR = """\
+import os
+
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"  # capplan answers pydantic's plugin lookup too
+
+import pydantic, ruamel.yaml, click
+from pydantic import BaseModel
+
+
+class One(BaseModel):
+    name: str
+
+
+One.model_validate({"name": "x"})
 """
 
 
@@ -54,8 +73,15 @@ def walls(cmds: list[list[str]], repeat: int) -> list[tuple[tuple[float, float],
     for _ in range(repeat):
         for i, cmd in enumerate(cmds):
             start = time.perf_counter()
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            _, _, usage = os.wait4(proc.pid, 0)
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            assert proc.stderr is not None
+            errors = proc.stderr.read()
+            _, status, usage = os.wait4(proc.pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                # a command that fails early is fast: its time would pass for a result
+                sys.exit(f"{' '.join(cmd)} exited with {os.waitstatus_to_exitcode(status)}; no figure is "
+                         f"reported for a failed run (is the checkout installed, `pip install -e .`?):\n"
+                         f"{errors.decode(errors='replace')[-2000:]}")
             walls[i].append(time.perf_counter() - start)
             cpus[i].append(usage.ru_utime + usage.ru_stime)
     return [((min(w), statistics.median(w)), (min(c), statistics.median(c))) for w, c in zip(walls, cpus)]
@@ -173,14 +199,19 @@ def main() -> None:
         folder = Path(tmp)
         overlay = folder / "overlay.yaml"
         overlay.write_text(OVERLAY)
-        base, lint, comp = walls([
+        base, floor, lint, comp = walls([
             [sys.executable, "-c", "import pydantic, ruamel.yaml, click"],
+            [sys.executable, "-c", FLOOR],
             [str(bindir / "capplan"), "lint", str(overlay)],
             [str(bindir / "capplan"), "compile", "--out", str(folder / "plans")],
         ], args.repeat)
         (bw, bc) = base
         print(f"baseline import pydantic, ruamel.yaml, click: min {bw[0] * 1000:.0f} ms, median {bw[1] * 1000:.0f} ms "
               f"wall; CPU min {bc[0] * 1000:.0f} ms, median {bc[1] * 1000:.0f} ms")
+        (fw, fc) = floor
+        print(f"floor, the baseline plus validating one pydantic model: min {fw[0] * 1000:.0f} ms, median "
+              f"{fw[1] * 1000:.0f} ms wall, ratio {fw[0] / bw[0]:.2f}x / {fw[1] / bw[1]:.2f}x; CPU min "
+              f"{fc[0] * 1000:.0f} ms, median {fc[1] * 1000:.0f} ms, ratio {fc[0] / bc[0]:.2f}x / {fc[1] / bc[1]:.2f}x")
         for label, ((low, mid), (clow, cmid)), target in (("capplan lint (one overlay)", lint, 1.5),
                                                           ("capplan compile (whole catalogue)", comp, 2.5)):
             ok = max(low / bw[0], mid / bw[1], clow / bc[0], cmid / bc[1]) <= target
