@@ -126,8 +126,9 @@ class Client:
     def build(self, request: ChatRequest | Mapping[str, Any]) -> BuiltRequest:
         """The request as litellm will receive it, plus what parsing the response needs.
 
-        The kwargs' tool and message dicts are shared with the builder's caches and with other
-        builds of the same conversation: read them, copy before editing.
+        The kwargs dict is this build's own, but its values are shared with the builder's caches
+        and with other builds: the tool and message dicts, and the nested values of the other
+        keys (``thinking``, ``extra_body``, ``extra_headers``, ...). Read them, copy before editing.
         """
         if request.__class__ is not ChatRequest:
             request = _as_request(request)

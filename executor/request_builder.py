@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -64,13 +64,13 @@ class _Tail(NamedTuple):
     """Steps 6-8 for one set of request settings, credentials aside (read on every build).
 
     ``before`` holds the keys that precede the credentials in the kwargs, ``after`` those that
-    follow them; ``nested`` names the keys whose values are dicts or lists, which every build
-    gets its own copy of, so that no build, caller or transport can edit the memo through them.
+    follow them. Every build copies both into its own kwargs dict, shallowly: the nested values
+    (``thinking``, ``extra_body``, ``extra_headers``, ...) are the memo's and shared by every
+    build of these settings, read-only like the shared tool and message dicts.
     """
 
     before: dict[str, Any]
     after: dict[str, Any]
-    nested: tuple[tuple[str, Callable[[Any], Any]], ...]
     substitutions: tuple[Substitution, ...]
 
 
@@ -153,8 +153,6 @@ class RequestBuilder:
         self.transport.credentials(kwargs, env, api_base)
         if tail.after:
             kwargs.update(tail.after)
-        for name, copy in tail.nested:
-            kwargs[name] = copy(kwargs[name])
         if remembered and tail.substitutions:
             # every call that substitutes a value says so, as the first one did while computing them
             for substitution in tail.substitutions:
@@ -219,12 +217,10 @@ class RequestBuilder:
         split = len(routed)
         self.transport.extras(routed)
         items = list(routed.items())
-        nested = tuple((key, _copier(value)) for key, value in items if isinstance(value, (dict, list)))
-        # the memo keeps its own copies: what the policies returned may be shared with them
+        # the memo keeps its own copies: what the policies and the transport returned may be theirs
         return _Tail(
             {key: _fresh(value) for key, value in items[:split]},
             {key: _fresh(value) for key, value in items[split:]},
-            nested,
             substitutions,
         )
 
@@ -241,24 +237,6 @@ def _exact(value: Any) -> tuple[type, Any] | None:
     if value is None:
         return None
     return (type(value), value.hex() if isinstance(value, float) else value)
-
-
-def _copier(value: dict[str, Any] | list[Any]) -> Callable[[Any], Any]:
-    """The cheapest function that copies ``value`` down to its scalars."""
-    nested = [item for item in _items(value) if isinstance(item, (dict, list))]
-    if not nested:
-        return dict if isinstance(value, dict) else list
-    if isinstance(value, dict) and not any(isinstance(leaf, (dict, list)) for item in nested for leaf in _items(item)):
-        return _copy_two_levels  # extra_body: {"provider": {...}, "reasoning": {...}}
-    return _fresh
-
-
-def _items(value: dict[str, Any] | list[Any]) -> Any:
-    return value.values() if isinstance(value, dict) else value
-
-
-def _copy_two_levels(value: dict[str, Any]) -> dict[str, Any]:
-    return {key: item.copy() if item.__class__ is dict or item.__class__ is list else item for key, item in value.items()}
 
 
 def _fresh(value: Any) -> Any:

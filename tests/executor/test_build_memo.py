@@ -61,18 +61,24 @@ def _vandalise(value: Any) -> None:
 
 
 @pytest.mark.parametrize("name", list(PLANS))
-def test_a_caller_editing_the_remembered_keys_of_one_build_never_changes_the_next(name: str) -> None:
+def test_builds_never_edit_the_shared_fragment_and_the_top_level_dict_is_each_builds_own(name: str) -> None:
     plan = PLANS[name]
     client = Client(plan, env={"OPENROUTER_API_KEY": "sk-or"})
     request = ChatRequest.model_validate(REQUEST)
     first = client.build(request).kwargs
-    nested = [key for key, value in first.items() if isinstance(value, (dict, list)) and key not in ("messages", "tools")]
-    assert nested, "the plan should give the tail nested values to edit"
-    for key in nested:
-        _vandalise(first[key])
+    nested = {key: value for key, value in first.items() if isinstance(value, (dict, list)) and key not in ("messages", "tools")}
+    assert nested, "the plan should give the tail nested values"
+    snapshot = copy.deepcopy(nested)
+    for _ in range(3):  # rebuilt, previewed, and built from another client of the plan
+        client.build(ChatRequest.model_validate(REQUEST))
+        client.preview(request)
+        Client(plan, env={"OPENROUTER_API_KEY": "sk-or"}).build(request)
+    assert {key: first[key] for key in nested} == snapshot
+    # the kwargs dict and its two lists are each build's own
     first["messages"].append({"role": "user", "content": "vandal"})
     first["tools"].append("vandal")
     first["model"] = "vandal"
+    first.pop("timeout")
     fresh = Client(plan, env={"OPENROUTER_API_KEY": "sk-or"}).build(request).kwargs
     again = client.build(ChatRequest.model_validate(REQUEST)).kwargs
     assert json.dumps(again, sort_keys=True) == json.dumps(fresh, sort_keys=True)
