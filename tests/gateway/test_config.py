@@ -115,3 +115,18 @@ def test_secret_error_never_quotes_a_resolved_value() -> None:
     with pytest.raises(SecretReferenceError) as caught:
         expand_secret_refs("${secret:A}", {"A": "topsecret-${secret:B}"}.get, where="X")
     assert "topsecret" not in str(caught.value)
+
+
+def test_values_reads_what_get_reads_with_and_without_a_dotenv(tmp_path: Path) -> None:
+    from executor.gateway.config import VARIABLES
+
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("LLM_PROXY_API_KEY=from-file\n")
+    env = {"LLM_PROXY_BASE_URL": "http://from-env:2", "LLM_PROXY_HEADERS": ""}
+    for source in (EnvSource(env), EnvSource(env, dotenv=dotenv), EnvSource({}, dotenv=dotenv)):
+        assert source.values(VARIABLES) == {name: source.get(name) for name in VARIABLES}
+    # a set companion without a base URL is still refused; empty and blank values are unset
+    with pytest.raises(GatewayConfigError, match="is set but LLM_PROXY_BASE_URL is empty"):
+        resolve_gateway_config(EnvSource({"LLM_PROXY_API_KEY": " sk "}))
+    assert resolve_gateway_config(EnvSource({"LLM_PROXY_API_KEY": "", "LLM_PROXY_BASE_URL": ""})) is None
+    assert resolve_gateway_config(EnvSource({"LLM_PROXY_API_KEY": "   ", "LLM_PROXY_BASE_URL": " "})) is None
