@@ -46,18 +46,15 @@ def engine_version_gate(presets: Loaded[PresetFile]) -> list[Diagnostic]:
     spec_text = presets.model.requires_capplan
     if spec_text is None:
         return []
-    from importlib.metadata import version
-
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from compiler.version_gate import BadSpecifier, admits, installed_version
 
     src = presets.source
+    mine = installed_version()
     try:
-        spec = SpecifierSet(spec_text)
-    except InvalidSpecifier:
+        if admits(spec_text, mine):
+            return []
+    except BadSpecifier:
         return [src.diag(("requires_capplan",), "wrong-type", f"not a version specifier: {spec_text!r}")]
-    mine = version("capplan")
-    if spec.contains(mine, prereleases=True):
-        return []
     return [src.diag(("requires_capplan",), "engine-version",
                      f"this data needs capplan {spec_text}, but capplan {mine} is installed",
                      "upgrade capplan, or compile against data that targets this version (--data DIR)")]

@@ -7,7 +7,6 @@ anything else that escapes is an internal error, not a user error.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -68,6 +67,8 @@ def errors_only(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
 def did_you_mean(word: str, choices: Iterable[str], *, list_max: int = 12) -> str | None:
     """A hint naming the closest valid choice, and listing all of them when there are few."""
     options = sorted(set(choices))
+    import difflib  # only where a name is wrong
+
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     parts = []
     if close:

@@ -13,13 +13,11 @@ capplan plan is refused rather than emptied (``--out .`` must never delete a pro
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import os
 import shutil
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,6 +168,8 @@ def _write_synced(files: list[tuple[Path, bytes]]) -> None:
     them at once. Every file is still synced before the folder is swapped into place, and at
     most a few files are open at a time, whatever the number of plans.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     for path, data in files:
         path.write_bytes(data)
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -214,6 +214,8 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 
 def _exchange(a: Path, b: Path) -> bool:
     """Atomically swap two paths (Linux renameat2); False where that is not available."""
+    import ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2

@@ -6,7 +6,6 @@ one, so adding a parameter means adding its consult site in the same change.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -15,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from executor.reasoning import EffortLevel
 
-logger = logging.getLogger("capplan.value_rules")
+LOGGER_NAME = "capplan.value_rules"
 
 #: parameter -> how its values are keyed (rules match the value the call would send)
 RULABLE_PARAMS: dict[str, type] = {
@@ -214,6 +213,11 @@ def _consult(param: str, value: Any, by_value: Mapping[str, ValueRule]) -> tuple
 def note_substitution(change: Substitution) -> None:
     """Log one substitution, as every call that makes it does (a request builder that remembers
     a call's substitutions logs them again for each call it builds with them)."""
+    # imported here: compiling and linting never log a substitution, and importing logging is a
+    # measurable share of their start-up
+    import logging
+
+    logger = logging.getLogger(LOGGER_NAME)
     param, value = change.param, change.requested
     if change.action == "drop":
         # omitting tool_choice=auto is how the envelope says "the model decides": the same request.

@@ -12,10 +12,17 @@ from executor.rate_limits import RateLimits
 from executor.reasoning import ReasoningConfig
 
 
+def _no_upstreams() -> list[str]:
+    # a function of ours, not `list`: pydantic reads a default factory's signature, and for a
+    # builtin that means parsing its text signature with tokenize, whose first use compiles a
+    # large regex, a measurable share of every `capplan compile`
+    return []
+
+
 class OpenRouterUserConfig(Strict):
     """The user's `openrouter:` block; merged field by field with the preset's defaults."""
 
-    provider_order: list[str] = Field(default_factory=list, description="Upstreams to pin; empty defers to the preset.")
+    provider_order: list[str] = Field(default_factory=_no_upstreams, description="Upstreams to pin; empty defers to the preset.")
     allow_fallbacks: bool = Field(True, description="Whether OpenRouter may fall back beyond the pin.")
     referer: str | None = Field(None, min_length=1, description="HTTP-Referer attribution header; unset defers to the preset.")
     title: str | None = Field(None, min_length=1, description="X-Title attribution header; unset defers to the preset.")

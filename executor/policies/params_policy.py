@@ -31,7 +31,6 @@ parameters and an unsent seed are logged once per policy instance.
 from __future__ import annotations
 
 import inspect
-import logging
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
@@ -40,7 +39,7 @@ from pydantic import Field
 from executor.policy_params import PolicyParams
 from executor.reasoning import ReasoningConfig
 
-logger = logging.getLogger("capplan.params")
+LOGGER_NAME = "capplan.params"
 
 #: Sampling parameters a route may refuse as a group.
 SAMPLING_PARAMS: tuple[str, ...] = ("temperature", "top_p", "top_k")
@@ -313,4 +312,6 @@ class GenerationParams(ParamsPolicy):
         # per instance (one per plan): a run of thousands of calls warns once per cause, not per call
         if key not in self._noted:
             self._noted.add(key)
-            logger.warning("%s", message)
+            import logging  # here: compiling imports this module and never warns, and logging costs start-up
+
+            logging.getLogger(LOGGER_NAME).warning("%s", message)

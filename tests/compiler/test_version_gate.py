@@ -1,0 +1,71 @@
+"""The `requires_capplan` gate decides plain releases itself, exactly as packaging would."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from packaging.specifiers import SpecifierSet
+
+from compiler.version_gate import BadSpecifier, _admits_plain, admits, installed_version
+
+RELEASES = ["0", "0.1", "0.1.0", "0.1.1", "0.2", "1", "1.0", "1.0.0", "1.0.1", "1.10", "2.0.0.0", "10.0"]
+OPERATORS = [">=", "<=", "==", "!=", "<", ">"]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_every_plain_clause_agrees_with_packaging(version: str) -> None:
+    for op, release in itertools.product(OPERATORS, RELEASES):
+        for text in (f"{op}{release}", f" {op} {release} "):
+            assert _admits_plain(text, version) == SpecifierSet(text).contains(version, prereleases=True), text
+
+
+def test_ranges_agree_with_packaging() -> None:
+    for version in RELEASES:
+        for low, high in itertools.product(RELEASES, repeat=2):
+            text = f">={low},<{high}"
+            assert admits(text, version) == SpecifierSet(text).contains(version, prereleases=True), (text, version)
+
+
+@pytest.mark.parametrize(("spec", "version", "expected"), [
+    ("~=0.1", "0.1.5", True),        # compatible release: packaging's
+    ("==0.1.*", "0.1.5", True),      # wildcard: packaging's
+    (">=0.1", "0.2.0rc1", True),     # a pre-release of capplan: packaging's, pre-releases admitted
+    ("<0.2", "0.2.0rc1", False),     # PEP 440: <V excludes V's pre-releases
+    (">0.1", "0.1.post1", False),    # PEP 440: >V excludes V's post-releases
+    ("", "0.1.0", True),
+])
+def test_everything_else_is_packagings_answer(spec: str, version: str, expected: bool) -> None:
+    assert admits(spec, version) is expected
+    assert admits(spec, version) == SpecifierSet(spec).contains(version, prereleases=True)
+
+
+def test_plain_path_leaves_what_it_cannot_read_to_packaging() -> None:
+    for spec in ["~=0.1", "==0.1.*", ">=0.1a1", "===0.1", ">=٠.1", ">=0.1,", "0.1", ">=0..1"]:
+        assert _admits_plain(spec, "0.1.0") is None, spec
+    assert _admits_plain(">=0.1", "0.1.0rc1") is None
+
+
+@pytest.mark.parametrize("spec", ["bogus", ">=", "=>0.1", ">=0.1;<1"])
+def test_text_that_is_no_specifier_is_refused(spec: str) -> None:
+    with pytest.raises(BadSpecifier):
+        admits(spec, "0.1.0")
+
+
+def test_installed_version_is_the_distributions() -> None:
+    from importlib.metadata import version
+
+    assert installed_version() == version("capplan")
+
+
+def test_a_malformed_requires_capplan_is_a_located_error(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from commands import main
+
+    presets = tmp_path / "model_presets.yaml"
+    presets.write_text('requires_capplan: "=>0.1"\npresets: {}\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(presets)])
+    assert result.exit_code == 2, result.output
+    assert f"{presets}:1:1: error[wrong-type]: requires_capplan: not a version specifier: '=>0.1'" in result.output
