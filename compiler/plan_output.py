@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from executor.plan import Plan
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
+_FSYNC_THREADS = 8  # enough for the file system to batch the commits
 
 
 @dataclass
@@ -166,15 +168,34 @@ def _write_synced(files: list[tuple[Path, bytes]]) -> None:
     The fsyncs run side by side: one after another, each waited for its own journal commit,
     which was most of a catalogue compile's wall time; together the file system can commit
     them at once. Every file is still synced before the folder is swapped into place, and at
-    most a few files are open at a time, whatever the number of plans.
+    most a few files are open at a time, whatever the number of plans. Plain threads, not
+    ``concurrent.futures``: importing that (and the logging it pulls in) cost more CPU than
+    the rest of writing a catalogue.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     for path, data in files:
         path.write_bytes(data)
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        for _ in pool.map(_fsync_file, [path for path, _ in files]):
-            pass
+    pending = iter([path for path, _ in files])
+    lock = threading.Lock()
+    failures: list[OSError] = []
+
+    def sync_some() -> None:
+        while not failures:
+            with lock:
+                path = next(pending, None)
+            if path is None:
+                return
+            try:
+                _fsync_file(path)
+            except OSError as exc:
+                failures.append(exc)
+
+    workers = [threading.Thread(target=sync_some, name="capplan-fsync") for _ in range(min(_FSYNC_THREADS, len(files)))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    if failures:
+        raise failures[0]
 
 
 def _fsync_file(path: Path) -> None:

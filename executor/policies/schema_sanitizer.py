@@ -12,7 +12,6 @@ property literally called ``title`` or ``pattern`` is never mistaken for a keywo
 from __future__ import annotations
 
 import enum
-import pickle
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
@@ -209,6 +208,8 @@ def json_copy(value: Any) -> Any:
                 break
         else:
             return value.copy()
+    import pickle  # here, not at the top: compiling imports this module and never copies a schema
+
     return pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 

@@ -132,3 +132,42 @@ def test_sigkill_mid_compile_leaves_the_old_set_or_the_new_set(tmp_path: Path) -
     assert listing(out) == set_a
     assert outcomes, leftovers
     print(f"kills left the old set / the new set: {sorted(outcomes)}")
+
+
+def test_every_file_is_synced_before_the_swap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import compiler.plan_output as plan_output
+
+    synced: list[str] = []
+    real = plan_output._fsync_file
+
+    def record(path: Path) -> None:
+        synced.append(path.name)
+        real(path)
+
+    monkeypatch.setattr(plan_output, "_fsync_file", record)
+    out = tmp_path / "plans"
+    assert invoke("compile", "--out", str(out))[0] == 0
+    files = sorted(p.name for p in out.iterdir())
+    # each written file once, then the folder itself and its parent
+    assert sorted(synced[:len(files)]) == files and len(synced) == len(files) + 2
+
+
+def test_a_failed_sync_changes_nothing_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import compiler.plan_output as plan_output
+
+    out = tmp_path / "plans"
+    assert invoke("compile", "--model", "o3", "--out", str(out))[0] == 0
+    before = listing(out)
+    real = plan_output._fsync_file
+
+    def failing(path: Path) -> None:
+        if path.name == "gpt-4o.json":
+            raise OSError(5, "Input/output error")
+        real(path)
+
+    monkeypatch.setattr(plan_output, "_fsync_file", failing)
+    code, output = invoke("compile", "--out", str(out))
+    assert code == 2
+    assert f"{out}: cannot write the plans: Input/output error" in output and "nothing was changed" in output
+    assert listing(out) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["plans"], "the half-written folder was left behind"
