@@ -77,10 +77,7 @@ def _merge_model(merged: Merged, layer: Layer, model: BaseModel, path: tuple[str
     for key, value in sorted(items, key=lambda kv: layer.source.position((*loc, kv[0]))):
         if key in ("match", "match_provider") or value is None:
             continue
-        info = fields.get(key)
-        marker = next((m for m in (info.metadata if info else []) if isinstance(m, MergeByKey)), None)
-        if marker is None and info is not None:
-            marker = _marker_in_annotation(info.annotation)
+        marker = _merge_marker(type(model), key)
         if marker is not None and isinstance(value, BaseModel):
             _merge_model(merged, layer, value, (*path, key), (*loc, key))
         elif marker is not None and isinstance(value, dict):
@@ -110,6 +107,21 @@ def _set(merged: Merged, layer: Layer, path: tuple[str, ...], loc: Loc, value: A
     for stale in [p for p in merged.provenance if p.startswith(dotted + ".")]:
         del merged.provenance[stale]
     merged.provenance[dotted] = Provenance(layer=layer.name, file=layer.source.stable_name, key=layer.source.key_path(loc))
+
+
+_MARKERS: dict[tuple[type[BaseModel], str], MergeByKey | None] = {}
+
+
+def _merge_marker(cls: type[BaseModel], key: str) -> MergeByKey | None:
+    """How field ``key`` of ``cls`` merges (None: replaced whole); a fact of the class, looked up once."""
+    memo = (cls, key)
+    if memo not in _MARKERS:
+        info = cls.model_fields.get(key)
+        marker = next((m for m in (info.metadata if info else []) if isinstance(m, MergeByKey)), None)
+        if marker is None and info is not None:
+            marker = _marker_in_annotation(info.annotation)
+        _MARKERS[memo] = marker
+    return _MARKERS[memo]
 
 
 def _marker_in_annotation(annotation: Any) -> MergeByKey | None:
