@@ -1,5 +1,5 @@
 """``python -m commands`` is ``capplan``."""
 
-from commands import main
+from commands import run
 
-main()
+run()

@@ -172,7 +172,7 @@ def _binding(inputs: Inputs, provider: str) -> tuple[BindingRef, dict[str, Prove
     shipped = inputs.providers.model.root
     provenance: dict[str, Provenance] = {}
     found = key in shipped
-    binding = shipped.get(key, ProviderBinding())
+    binding = shipped[key] if found else ProviderBinding()  # built only when needed: its first build costs
     if found:
         src = inputs.providers.source
         provenance["binding"] = Provenance(layer="binding", file=src.stable_name, key=src.key_path((key,)))
