@@ -8,7 +8,9 @@
   executor commands trials evals presets` first, or every run compiles capplan from source.
   Beside them, the same baseline plus validating one one-field pydantic model: the baseline's
   `import pydantic` is lazy (no `BaseModel`, no validator machinery, no plugin lookup), so this
-  row is the least any command that validates its input with pydantic can cost.
+  row is the least any command that validates its input with pydantic can cost; a second floor
+  row ends that process as ``capplan lint`` and ``compile`` end theirs, without interpreter
+  teardown (see ``commands.run``).
 - In-process compile time per model (median) for the bundled catalogue and for the upstream
   tolokaforge-models data (when that package is installed).
 - Scaling: compiling the catalogue plus +1 000 / +5 000 synthetic presets (in an overlay) and as
@@ -62,6 +64,14 @@ class One(BaseModel):
 
 
 One.model_validate({"name": "x"})
+"""
+
+# the same, ending as capplan's short commands do (commands.run): streams flushed, no teardown
+FLOOR_NO_TEARDOWN = FLOOR + """
+import sys
+
+sys.stdout.flush()
+os._exit(0)
 """
 
 
@@ -213,9 +223,10 @@ def main() -> None:
         folder = Path(tmp)
         overlay = folder / "overlay.yaml"
         overlay.write_text(OVERLAY)
-        base, floor, lint, comp = walls([
+        base, floor, floor_quick, lint, comp = walls([
             [sys.executable, "-c", "import pydantic, ruamel.yaml, click"],
             [sys.executable, "-c", FLOOR],
+            [sys.executable, "-c", FLOOR_NO_TEARDOWN],
             [str(bindir / "capplan"), "lint", str(overlay)],
             [str(bindir / "capplan"), "compile", "--out", str(folder / "plans")],
         ], args.repeat)
@@ -227,6 +238,10 @@ def main() -> None:
               f"{fw[1] * 1000:.0f} ms wall, ratio {fw[0] / bw[0]:.2f}x / {fw[1] / bw[1]:.2f}x; CPU min "
               f"{fc[0] * 1000:.0f} ms, median {fc[1] * 1000:.0f} ms, ratio {fc[0] / bc[0]:.2f}x / {fc[1] / bc[1]:.2f}x; "
               f"paired CPU ratio {paired(fcpu, bcpu):.2f}x")
+        (qw, qc, qcpu) = floor_quick
+        print(f"floor ending without interpreter teardown, as lint and compile do: CPU min {qc[0] * 1000:.0f} ms, "
+              f"median {qc[1] * 1000:.0f} ms, ratio {qc[0] / bc[0]:.2f}x / {qc[1] / bc[1]:.2f}x; "
+              f"paired CPU ratio {paired(qcpu, bcpu):.2f}x")
         for label, ((low, mid), (clow, cmid), cpu), target in (("capplan lint (one overlay)", lint, 1.5),
                                                                ("capplan compile (whole catalogue)", comp, 2.5)):
             ratio = paired(cpu, bcpu)
