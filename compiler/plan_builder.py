@@ -117,19 +117,21 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
     diags += _loop_checks(values, located, run_src.display)
     body: dict[str, Any] = {
         "plan_version": PLAN_VERSION,
-        "model": identity.model_dump(mode="json"),
+        # validated models go in as they are: the plan accepts an instance of a field's model without
+        # validating it again, so nothing is dumped here only to be parsed back
+        "model": identity,
         "effective_preset": matched.name if matched else "default",
         "policies": policies,
         "param_value_rules": {p: {v: r.model_dump(mode="json", by_alias=True, exclude_none=True)
                                   for v, r in sorted(by_v.items())} for p, by_v in rules.items()},
         "allowed_openai_params": allowed,
-        "litellm_model": entry.model_dump(mode="json") if entry else None,
-        "loop": LoopKnobs(**{k: values[k] for k in KNOB_KEYS if k in values}).model_dump(mode="json"),
-        "binding": binding_ref.model_dump(mode="json"),
-        "openrouter": routing.model_dump(mode="json") if routing else None,
-        "pricing": pricing.model_dump(mode="json") if pricing else None,
-        "request_defaults": defaults.model_dump(mode="json"),
-        "provenance": {k: v.model_dump(mode="json") for k, v in sorted(provenance.items())},
+        "litellm_model": entry,
+        "loop": LoopKnobs(**{k: values[k] for k in KNOB_KEYS if k in values}),
+        "binding": binding_ref,
+        "openrouter": routing,
+        "pricing": pricing,
+        "request_defaults": defaults,
+        "provenance": dict(sorted(provenance.items())),
     }
     return Plan.seal(body), diags
 
