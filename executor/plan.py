@@ -5,7 +5,8 @@ It is written as canonical JSON; ``fingerprint`` is the sha256 of the canonical 
 the fingerprint itself, so any edit to a plan file is detected on load.
 """
 
-from __future__ import annotations
+# no `from __future__ import annotations`: pydantic then reads these annotations as objects
+# instead of evaluating strings, a measurable share of every command's start-up
 
 import hashlib
 import json
@@ -199,7 +200,7 @@ class Plan(_Frozen):
         return copied
 
     @classmethod
-    def seal(cls, body: dict[str, Any]) -> Plan:
+    def seal(cls, body: dict[str, Any]) -> "Plan":
         """Build a plan from its body, computing the fingerprint over the body as it will be written."""
         unsealed = cls.model_validate({**body, "fingerprint": ""})
         body_bytes = canonical_bytes(unsealed.body())
@@ -210,7 +211,7 @@ class Plan(_Frozen):
         return sealed
 
     @classmethod
-    def load(cls, path: str | Path, *, check_registry: bool = True) -> Plan:
+    def load(cls, path: str | Path, *, check_registry: bool = True) -> "Plan":
         """Read a plan file, refusing a tampered, foreign-version or unresolvable one."""
         return load_plan(path, check_registry=check_registry)
 

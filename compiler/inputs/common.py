@@ -1,6 +1,7 @@
 """Pieces shared by the preset and overlay formats: policy references and merge markers."""
 
-from __future__ import annotations
+# no `from __future__ import annotations`: pydantic then reads these annotations as objects
+# instead of evaluating strings, a measurable share of every command's start-up
 
 from typing import Annotated, Any
 
