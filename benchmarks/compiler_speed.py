@@ -18,7 +18,7 @@
   (an interpreter with tolokaforge 0.29.0, see ``upstream_worker.py``) the same overlay and models
   resolved by the engine (``build_capabilities`` per model), and the ratio (target <= 1x at +5 000).
 
-Run: python benchmarks/compiler_speed.py [--repeat N] [--upstream-python PATH]
+Run: python benchmarks/compiler_speed.py [--repeat N] [--upstream-python PATH] [--scaling-rounds N] [--cpu N]
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cpu_pinning import CPU_HELP, pin_to_one_cpu  # noqa: E402
 
 OVERLAY = """\
 presets:
@@ -177,8 +179,13 @@ def capplan_scaled(overlay: Path, run: Path) -> float:
     return time.perf_counter() - start
 
 
-def scaling(folder: Path, upstream_python: str | None) -> None:
-    """Per-model compile time at +1 000 and +5 000 presets and models, beside the engine's."""
+def scaling(folder: Path, upstream_python: str | None, rounds: int) -> None:
+    """Per-model compile time at +1 000 and +5 000 presets and models, beside the engine's.
+
+    Each size runs ``rounds`` times, alternating with the engine when it is given; the figures are
+    medians and the ratio is the median of the rounds' ratios (a single run of seconds can meet a
+    slow spell of a shared machine alone).
+    """
     worker = None
     if upstream_python:
         worker = subprocess.Popen([upstream_python, str(Path(__file__).parent / "upstream_worker.py")],
@@ -186,21 +193,27 @@ def scaling(folder: Path, upstream_python: str | None) -> None:
     per_model: dict[int, float] = {}
     for n in (1000, 5000):
         overlay, run, pairs = synthetic(folder, n)
-        ours = capplan_scaled(overlay, run)
-        per_model[n] = ours / n
-        line = f"compile +{n} presets and models: {ours:.2f} s ({ours / n * 1000:.3f} ms per model)"
-        if worker is not None:
-            assert worker.stdin is not None and worker.stdout is not None
-            worker.stdin.write(json.dumps({"op": "resolve", "overlay": str(overlay), "models": pairs}) + "\n")
-            worker.stdin.flush()
-            answer = json.loads(worker.stdout.readline())
-            if "error" in answer:
-                raise SystemExit(f"upstream worker: {answer['error']}")
-            theirs = answer["seconds"]
-            line += f"; upstream resolving the same: {theirs:.2f} s; ratio {ours / theirs:.2f}x"
+        ours: list[float] = []
+        theirs: list[float] = []
+        for _ in range(rounds):
+            ours.append(capplan_scaled(overlay, run))
+            if worker is not None:
+                assert worker.stdin is not None and worker.stdout is not None
+                worker.stdin.write(json.dumps({"op": "resolve", "overlay": str(overlay), "models": pairs}) + "\n")
+                worker.stdin.flush()
+                answer = json.loads(worker.stdout.readline())
+                if "error" in answer:
+                    raise SystemExit(f"upstream worker: {answer['error']}")
+                theirs.append(answer["seconds"])
+        mine = statistics.median(ours)
+        per_model[n] = mine / n
+        line = f"compile +{n} presets and models: {mine:.2f} s ({mine / n * 1000:.3f} ms per model)"
+        if theirs:
+            ratio = statistics.median(a / b for a, b in zip(ours, theirs))
+            line += f"; upstream resolving the same: {statistics.median(theirs):.2f} s; ratio {ratio:.2f}x"
             if n == 5000:
-                line += f" (target <= 1x: {'ok' if ours <= theirs else 'MISSED'})"
-        print(line, flush=True)
+                line += f" (target <= 1x: {'ok' if ratio <= 1 else 'MISSED'})"
+        print(line + f" (median of {rounds})", flush=True)
     print(f"per-model cost at +5 000 over +1 000: {per_model[5000] / per_model[1000]:.2f}x (linear: about 1x, not 5x)")
     if worker is not None:
         assert worker.stdin is not None
@@ -217,7 +230,13 @@ def main() -> None:
     )
     parser.add_argument("--upstream-python", help="interpreter with tolokaforge==0.29.0, for the scaling comparison")
     parser.add_argument("--skip-scaling", action="store_true", help="leave out the +1 000 / +5 000 rows")
+    parser.add_argument("--scaling-rounds", type=int, default=3,
+                        help="runs of each +1 000 / +5 000 compile (and of the engine's), median reported (default 3)")
+    parser.add_argument("--cpu", type=int, default=None, help=CPU_HELP)
     args = parser.parse_args()
+    pinned = pin_to_one_cpu(args.cpu)
+    if pinned is not None:
+        print(f"every measured process pinned to CPU {pinned}")
     bindir = Path(sys.executable).parent
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -263,7 +282,7 @@ def main() -> None:
                 f"in-process compile, upstream tolokaforge-models 1.8.0 data: {n} models, median {t * 1000:.2f} ms per model"
             )
         if not args.skip_scaling:
-            scaling(folder, args.upstream_python)
+            scaling(folder, args.upstream_python, args.scaling_rounds)
 
 
 if __name__ == "__main__":

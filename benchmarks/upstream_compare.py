@@ -23,6 +23,7 @@ Run from the project root:
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import subprocess
@@ -36,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from cpu_pinning import CPU_HELP, pin_to_one_cpu  # noqa: E402
 from executor.client import Client  # noqa: E402
 from executor.messages import ChatRequest, ToolSpec, load_request  # noqa: E402
 from executor.plan import Plan  # noqa: E402
@@ -115,6 +117,9 @@ class Capplan:
 
     def time(self, what: str, key: str, tools: int, hist: list[dict[str, Any]], new: list[dict[str, Any]],
              repeat: int) -> float:
+        # each measure starts from a collected heap (the upstream worker does the same): the clients
+        # and requests an earlier row left behind are not collected inside this row's timings
+        gc.collect()
         if what == "client":
             path = self.plan_path(key)
             return median_s(lambda: Client(Plan.load(path), env=ENV), repeat)
@@ -219,7 +224,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9, help="alternating rounds per figure (default 9)")
     parser.add_argument("--quick", action="store_true", help="fewer calls per round (a smoke run)")
     parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS), metavar="KEY")
+    parser.add_argument("--cpu", type=int, default=None, help=CPU_HELP)
     args = parser.parse_args()
+    pinned = pin_to_one_cpu(args.cpu)
+    if pinned is not None:
+        print(f"both engines pinned to CPU {pinned}")
 
     tools = tool_list(256)
     tool_name = tools[0]["function"]["name"]

@@ -17,6 +17,7 @@ Commands:
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import statistics
@@ -98,6 +99,7 @@ class Worker:
 
     def time(self, cmd: dict[str, Any]) -> dict[str, Any]:
         what, key, tools, repeat = cmd["what"], cmd["model"], cmd["tools"], cmd["repeat"]
+        gc.collect()  # as capplan's side does: no garbage of an earlier measure is collected inside this one
         samples: list[float] = []
         if what == "client":
             config = self.configs[key]
