@@ -132,10 +132,10 @@ def run() -> None:
 
     Tearing the interpreter down (every module, class and pydantic schema freed one by one) was
     about a twelfth of ``capplan compile``'s CPU time, and a command that has finished needs none
-    of it. After a command of :data:`QUICK_EXIT` (and while no other thread runs), the exit
-    handlers run (``atexit``), the standard streams are flushed and the process ends with the same
-    status through ``os._exit``. Every other command, and ``python -m commands``, ends the ordinary
-    way when another thread is alive.
+    of it. After a command of :data:`QUICK_EXIT`, while no other thread runs, the exit handlers
+    run (``atexit``), the standard streams are flushed and the process ends with the same status
+    through ``os._exit``. Any other command, or a thread still alive, gets the ordinary exit.
+    ``python -m commands`` runs this too.
     """
     try:
         main()

@@ -159,7 +159,7 @@ def glob_covers(earlier: str, later: str) -> bool:
     text of ``later`` proves coverage (each of its stars can absorb what a star of ``later``
     expands to). Anything with ``?`` or ``[`` is never claimed to be covered.
     """
-    if any(ch in glob for glob in (earlier, later) for ch in "?["):
+    if _has_class(earlier) or _has_class(later):
         return False
     return star_match(later.lower(), earlier.lower())
 

@@ -8,11 +8,11 @@ some need only the overlay and the base data, the rest the run config's (or cata
 from __future__ import annotations
 
 from collections.abc import Iterable
-from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from compiler.diagnostics import Diagnostic, did_you_mean
 from compiler.inputs.overlay_file import OverlayFile
+from compiler.matching import glob_match
 from compiler.inputs.providers_file import binding_key
 from compiler.loading import Loaded
 
@@ -30,7 +30,7 @@ def glob_written_as_model_id(overlay: Loaded[OverlayFile]) -> list[Diagnostic]:
             continue
         for preset, entry in overlay.model.presets.items():
             for i, glob in enumerate(entry.match):
-                if fnmatchcase(key.lower(), glob.lower()) and not fnmatchcase(name.lower(), glob.lower()):
+                if glob_match(key.lower(), glob.lower()) and not glob_match(name.lower(), glob.lower()):
                     bare = glob.split("/", 1)[1] if "/" in glob else glob
                     out.append(overlay.source.diag(
                         ("presets", preset, "match", i), "glob-is-model-id",
@@ -63,9 +63,9 @@ def unused_by_models(overlay: Loaded[OverlayFile], models: dict[str, ModelConfig
     ids = {key: f"{cfg.provider}/{cfg.name}" for key, cfg in models.items()}
     for preset, entry in overlay.model.presets.items():
         for i, glob in enumerate(entry.match):
-            if any(fnmatchcase(n.lower(), glob.lower()) for n in names.values()):
+            if any(glob_match(n.lower(), glob.lower()) for n in names.values()):
                 continue
-            by_id = [k for k, mid in ids.items() if fnmatchcase(mid.lower(), glob.lower())]
+            by_id = [k for k, mid in ids.items() if glob_match(mid.lower(), glob.lower())]
             hint = (f"globs match the model name, not provider/name: for {by_id[0]!r} that is "
                     f"{names[by_id[0]]!r}" if by_id else None)
             out.append(overlay.source.diag(("presets", preset, "match", i), "glob-matches-no-model",
