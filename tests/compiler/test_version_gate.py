@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,52 @@ def test_a_malformed_requires_capplan_is_a_located_error(tmp_path: Path) -> None
     result = CliRunner().invoke(main, ["lint", str(presets)])
     assert result.exit_code == 2, result.output
     assert f"{presets}:1:1: error[wrong-type]: requires_capplan: not a version specifier: '=>0.1'" in result.output
+
+
+def _bundled_copy(tmp_path: Path, requires_line: str) -> Path:
+    """A --data folder: the bundled data with the presets' `requires_capplan` line replaced."""
+    import shutil
+
+    from presets import data_dir
+
+    data = tmp_path / "data"
+    shutil.copytree(data_dir(), data, ignore=shutil.ignore_patterns("__pycache__", "*.py", "bundled_index.json"))
+    presets = data / "model_presets.yaml"
+    text = presets.read_text(encoding="utf-8")
+    assert 'requires_capplan: ">=0.1,<1"\n' in text
+    presets.write_text(text.replace('requires_capplan: ">=0.1,<1"\n', requires_line), encoding="utf-8")
+    return data
+
+
+@pytest.mark.parametrize(("requires_line", "expected"), [
+    # wrong type: a number, a list
+    ("requires_capplan: 5\n", "error[wrong-type]: requires_capplan"),
+    ("requires_capplan: ['>=0.1']\n", "error[wrong-type]: requires_capplan"),
+    # huge: 40 000 plain clauses, one of which refuses this capplan; then as many broken ones
+    ('requires_capplan: "' + ",".join([">=0.1"] * 40_000 + ["<0.0.1"]) + '"\n', "error[engine-version]: requires_capplan"),
+    ('requires_capplan: "' + ",".join(["=>0.1"] * 40_000) + '"\n', "error[wrong-type]: requires_capplan: not a version specifier"),
+    # truncated: an operator with no version, an unterminated string
+    ('requires_capplan: ">="\n', "error[wrong-type]: requires_capplan: not a version specifier"),
+    ('requires_capplan: ">=0.1\n', "error[yaml-syntax]"),  # YAML locates where the string ran on
+    # planted: a key inside the specifier's place that is no specifier at all
+    ("requires_capplan: {__class__: x}\n", "error[wrong-type]: requires_capplan"),
+])
+def test_a_bad_requires_capplan_is_located_exit_2_and_writes_nothing(
+        tmp_path: Path, requires_line: str, expected: str) -> None:
+    from click.testing import CliRunner
+
+    from commands import main
+
+    data = _bundled_copy(tmp_path, requires_line)
+    presets = data / "model_presets.yaml"
+    out = tmp_path / "plans"
+    for args in (["lint", str(presets)], ["compile", "--data", str(data), "--out", str(out)]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "Traceback" not in result.output, result.output[-2000:]
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+        # located: the file, the line the key sits on (where YAML gave up, for the broken string)
+        line = r"\d+" if "yaml-syntax" in expected else "13"
+        assert re.search(rf"^{re.escape(str(presets))}:{line}:\d+: {re.escape(expected)}", result.output, re.M), \
+            (args, result.output[-2000:])
+    assert not out.exists(), "a plan folder was written"
