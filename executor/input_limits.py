@@ -28,6 +28,9 @@ MAX_ALIAS_EXPANSION = 100_000
 MAX_SCHEMA_NODES = 50_000
 #: Deepest chain of ``$ref``s inlined inside one another.
 MAX_REF_DEPTH = 64
+#: Longest number literal in a JSON input (characters): past Python's own int-string limit a
+#: parse fails deep inside the decoder, and no field capplan reads needs more than a few dozen.
+MAX_NUMBER_CHARS = 100
 
 
 class InputLimitError(ValueError):
