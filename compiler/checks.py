@@ -132,14 +132,17 @@ def check_loop_knobs(source: SourceFile, loc: Loc, block: PresetBody) -> list[Di
 
 
 def check_bindings(source: SourceFile, at: Loc = ()) -> list[Diagnostic]:
-    """Every rate-limit pattern must compile (they are compiled once per client).
+    """Every rate-limit pattern must compile (they are compiled once per client), every endpoint is an http(s) URL.
 
     ``at`` is where the bindings mapping sits: the top of providers.yaml, ``bindings`` in an overlay.
     """
+    from compiler.value_checks import check_endpoints
+
     out = []
     node = source.data
     for part in at:
         node = node.get(part) if isinstance(node, dict) else None
+    out += check_endpoints(source, at, node)
     for key, entry in (node or {}).items() if isinstance(node, dict) else ():
         patterns = entry.get("rate_limit_patterns") if isinstance(entry, dict) else None
         for i, pattern in enumerate(patterns or []):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +18,8 @@ from compiler.plan_builder import LitellmDecl, build_plan, input_sources
 from compiler.yaml_source import SourceFile
 from compiler.usage_checks import glob_written_as_model_id, unknown_provider_keys
 from executor.plan import Plan
+from executor.safe_names import MAX_NAME_CHARS, name_problem
 
-_SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass
@@ -79,10 +80,9 @@ def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None)
     decls = litellm_decls(inputs)
     plans: dict[str, Plan] = {}
     for key, cfg in chosen.items():
-        if not _SAFE_KEY.match(key):
-            problems.append(inputs.run.source.diag(("models", key), "bad-model-key",
-                                                   f"model key {key!r} is not usable as a file name",
-                                                   "use letters, digits, '.', '_' and '-'"))
+        unsafe = name_problem(key)  # the one rule for names that become path segments
+        if unsafe is not None:
+            problems.append(_bad_model_key(inputs.run.source, key, unsafe))
             continue
         plan, diags = build_plan(inputs, matcher, decls, key, cfg)
         problems += diags
@@ -91,6 +91,16 @@ def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None)
     if errors:
         raise InputError(errors + warnings)
     return Compiled(plans, build_manifest(inputs, plans), warnings + problems, input_sources(inputs))
+
+
+def _bad_model_key(source: SourceFile, key: str, problem: str) -> Diagnostic:
+    """A model key names its plan file; the key is shown only when it is short and printable."""
+    diag = source.diag(("models", key), "bad-model-key", f"model key {problem}; it names the plan file",
+                       "use letters, digits and . _ - + = @ , starting with a letter or digit (e.g. claude-opus-4.7)")
+    if len(key) > MAX_NAME_CHARS or not key.isprintable():
+        written = list(source.data.get("models") or {}) if isinstance(source.data, dict) else []
+        diag = dataclasses.replace(diag, path=f"models[{written.index(key)}]" if key in written else "models")
+    return diag
 
 
 def compile_paths(*, data_dir: Path | None = None, run_config: Path | None = None,

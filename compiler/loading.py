@@ -88,6 +88,15 @@ def load_file(path: Path, cls: type[M], display: str, name: str | None = None, *
     return Loaded(model, source), []
 
 
+def check_run_config(run: Loaded[RunConfig]) -> list[Diagnostic]:
+    """What the run config's schema cannot say: rate_limits name bindings and variables, never a key
+    (a pasted key is an error that does not repeat it). Model keys are checked where plans are built."""
+    from compiler.value_checks import check_rate_limit_names
+
+    limits = run.model.rate_limits
+    return check_rate_limit_names(run.source, limits.providers, limits.keys)
+
+
 def read_json_fast(path: Path, display: str) -> SourceFile:
     """Parse a JSON input with json (~50x faster than position-tracking YAML on a 60 KB table).
 
@@ -159,6 +168,8 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
     for ov in loaded_overlays:
         problems += check_blocks(ov.source, blocks_of(None, ov.model.presets, ov.model.providers))
         problems += check_bindings(ov.source, ("bindings",))
+    if run is not None:
+        problems += check_run_config(run)
     errors = errors_only(problems)
     if errors or presets is None or providers is None or pricing is None or run is None:
         raise InputError(errors or problems)

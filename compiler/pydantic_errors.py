@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import types
 import typing
 from typing import Any, TypeVar, Union, get_args, get_origin
@@ -20,12 +21,26 @@ _EFFORT_HINT = (
 )
 
 
+#: fields whose value an error message never quotes (see ``secret_field``)
+_UNQUOTED_FIELDS = frozenset({"endpoint", "referer", "title"})
+
+
 def parse(source: SourceFile, cls: type[M]) -> M:
     """Validate ``source.data`` as ``cls``; every problem in the file is reported at once."""
     try:
         return cls.model_validate(source.data)
     except ValidationError as exc:
-        raise InputError([_diagnostic(source, cls, err) for err in exc.errors()]) from None
+        raise InputError([_unquoted(_diagnostic(source, cls, err), err) for err in exc.errors()]) from None
+
+
+def _unquoted(diag: Diagnostic, err: Any) -> Diagnostic:
+    """``diag`` without a key that may be a pasted credential (``rate_limits.keys.<sk-…>.x``) in its path."""
+    from compiler.value_checks import looks_like_credential
+
+    loc = tuple(err["loc"])
+    if len(loc) > 2 and loc[:2] == ("rate_limits", "keys") and isinstance(loc[2], str) and looks_like_credential(loc[2]):
+        return dataclasses.replace(diag, path="rate_limits.keys[<credential-like key>]" + diag.path.partition(loc[2])[2])
+    return diag
 
 
 def _diagnostic(source: SourceFile, root: type[BaseModel], err: Any) -> Diagnostic:
@@ -53,6 +68,9 @@ def _diagnostic(source: SourceFile, root: type[BaseModel], err: Any) -> Diagnost
             and any(part in ("match", "match_provider") for part in loc[-2:]):
         return source.diag(loc, "empty-glob", "a glob must not be empty or blank (it would match nothing)",
                            "write a glob such as \"acme-*\", or remove the entry")
+    if kind == "list_type" and isinstance(err.get("input"), str):
+        return source.diag(loc, "wrong-type", "must be a list, not a single string",
+                           "a single item is still a list: write it in brackets, e.g. [\"first\"], or as a block list of `- item` lines")
     if kind == "finite_number":
         return source.diag(loc, "wrong-type", "must be a finite number (not .nan or .inf)")
     message = str(err["msg"]).removeprefix("Value error, ")
@@ -64,7 +82,9 @@ def _diagnostic(source: SourceFile, root: type[BaseModel], err: Any) -> Diagnost
         return source.diag(loc, "credential-value", message,
                            "put the key in an environment variable and name that variable here, e.g. ACME_API_KEY")
     got = err.get("input")
-    secret_field = bool(loc) and str(loc[-1]).endswith("_env")  # whatever was pasted there may be a key
+    # whatever was pasted into a variable-name field may be a key; an endpoint may carry a password;
+    # a header value may be a token, and its control characters would garble the terminal
+    secret_field = bool(loc) and (str(loc[-1]).endswith("_env") or loc[-1] in _UNQUOTED_FIELDS)
     shown = f" (got {got!r})" if not secret_field and (isinstance(got, (str, int, float, bool)) or got is None) else ""
     return source.diag(loc, "wrong-type", message + shown)
 

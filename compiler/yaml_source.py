@@ -244,7 +244,7 @@ def _parse(text: str, name: str) -> tuple[Any, dict[Loc, tuple[int, int]]]:
         # one line per problem: ruamel's text carries its own multi-line position report
         raise InputError([Diagnostic(name, 1, 1, "yaml-syntax", "invalid YAML: " + " ".join(str(exc).split()))]) from None
     positions: dict[Loc, tuple[int, int]] = {(): (1, 1)}
-    return _Plain(positions).convert(node, (), None), positions
+    return _Plain(positions, name).convert(node, (), None), positions
 
 
 class _Plain:
@@ -256,8 +256,9 @@ class _Plain:
     anchored node), before anything is copied. A node that contains itself is refused.
     """
 
-    def __init__(self, positions: dict[Loc, tuple[int, int]]) -> None:
+    def __init__(self, positions: dict[Loc, tuple[int, int]], name: str = "<input>") -> None:
         self.positions = positions
+        self.name = name
         self.anchored: set[int] = set()
         self.active: set[int] = set()
         self.sizes: dict[int, int] = {}
@@ -287,6 +288,8 @@ class _Plain:
         return self._convert(node, loc, at, CommentedMap, CommentedSeq)
 
     def _convert(self, node: Any, loc: Loc, at: tuple[int, int] | None, cmap: Any, cseq: Any) -> Any:
+        if isinstance(node, (cmap, cseq)):
+            self._check_tag(node, loc, at)
         if isinstance(node, cmap):
             self.active.add(id(node))
             out: dict[Any, Any] = {}
@@ -303,7 +306,31 @@ class _Plain:
                 items.append(self.convert(item, (*loc, i), here or at))
             self.active.discard(id(node))
             return items
+        return self._scalar(node, loc, at)
+
+    def _scalar(self, node: Any, loc: Loc, at: tuple[int, int] | None) -> Any:
+        from ruamel.yaml.comments import TaggedScalar
+
+        if isinstance(node, TaggedScalar):
+            if _tag_of(node) == _STR_TAG:  # `!!str "x"` is the string "x", nothing else
+                return str(node.value)
+            self._refuse(loc, at, "unsupported-tag", f"YAML tag {_tag_of(node)!r} is not supported here",
+                         "remove the tag: capplan reads plain strings, numbers, booleans, lists and mappings")
+        if isinstance(node, (bytes, bytearray)) or _is_set(node):
+            kind = "binary (!!binary)" if isinstance(node, (bytes, bytearray)) else "set (!!set)"
+            self._refuse(loc, at, "unsupported-tag", f"a YAML {kind} value is not supported here",
+                         "write a string, or a list `[a, b]` where several values belong")
         return _scalar(node)
+
+    def _check_tag(self, node: Any, loc: Loc, at: tuple[int, int] | None) -> None:
+        tag = _tag_of(node)
+        if tag is not None and not tag.startswith("tag:yaml.org,2002:"):
+            self._refuse(loc, at, "unsupported-tag", f"YAML tag {tag!r} is not supported here",
+                         "remove the tag: capplan gives no meaning to application tags")
+
+    def _refuse(self, loc: Loc, at: tuple[int, int] | None, code: str, message: str, hint: str) -> None:
+        line, col = at or (1, 1)
+        raise InputError([Diagnostic(self.name, line, col, code, message, dotted(loc), hint)])
 
     def _position(self, lookup: Any, key: Any, loc: Loc) -> tuple[int, int] | None:
         try:
@@ -333,6 +360,22 @@ class _Plain:
             known = 1 + sum(self._size(v) for v in (node.values() if isinstance(node, dict) else node))
             self.sizes[id(node)] = known
         return known
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _tag_of(node: Any) -> str | None:
+    """The explicit tag ruamel kept on ``node`` (None for an untagged node)."""
+    tag = getattr(node, "tag", None)
+    value = getattr(tag, "value", tag)
+    return value if isinstance(value, str) and value else None
+
+
+def _is_set(node: Any) -> bool:
+    from collections.abc import Set
+
+    return isinstance(node, Set)
 
 
 def _scalar(node: Any) -> Any:

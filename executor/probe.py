@@ -22,20 +22,21 @@ if TYPE_CHECKING:  # the run config names this module; lint and compile must not
 class RateLimitProbeConfig(BaseModel):
     """The run config's ``rate_limit_probe`` block."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    # strict and finite: `enabled: 'yes'` is a mistake, and `per_call_budget_s: .inf` would retry forever
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, strict=True, allow_inf_nan=False)
 
     enabled: bool = Field(False, description="Arm probe mode for this run's agent calls.")
-    retry_interval_s: float = Field(15.0, gt=0, description="Fixed wait between 429 retries; the poll rate is its inverse.")
+    retry_interval_s: float = Field(15.0, gt=0, le=3600, description="Fixed wait between 429 retries; the poll rate is its inverse.")
     jitter_fraction: float = Field(
         0.2, ge=0, lt=1,
         description="Symmetric jitter as a fraction of the interval, so blocked clients do not retry in lockstep; "
         "the mean wait stays exactly retry_interval_s. 0 restores the exact fixed interval.",
     )
     per_call_budget_s: float = Field(
-        3600.0, gt=0, description="Wall-clock seconds one call may spend retrying 429s (checked after each attempt)."
+        3600.0, gt=0, le=86_400, description="Wall-clock seconds one call may spend retrying 429s (checked after each attempt)."
     )
-    bucket_width_s: int = Field(30, gt=0, description="Width of a telemetry window, in whole seconds on the Unix epoch.")
-    max_buckets: int = Field(4096, gt=0, description="Cap on telemetry window rows per census; refusals are counted.")
+    bucket_width_s: int = Field(30, gt=0, le=86_400, description="Width of a telemetry window, in whole seconds on the Unix epoch.")
+    max_buckets: int = Field(4096, gt=0, le=1_000_000, description="Cap on telemetry window rows per census; refusals are counted.")
 
 
 def rate_limit_wait(config: RateLimitProbeConfig, rng: random.Random | None = None) -> Callable[[tenacity.RetryCallState], float]:

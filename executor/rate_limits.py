@@ -12,16 +12,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    # strict and finite: a run config is untrusted input (`max_concurrent: '8'` or `.inf` is a mistake)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, strict=True, allow_inf_nan=False)
 
 
 class CallLimit(_Strict):
     """How fast and how wide calls to one provider (or through one key) may go."""
 
     requests_per_minute: float | None = Field(
-        None, gt=0, description="Sustained call starts per minute across the whole run (every worker, every node)."
+        None, gt=0, le=1_000_000, description="Sustained call starts per minute across the whole run (every worker, every node)."
     )
-    max_concurrent: int | None = Field(None, gt=0, description="Calls in flight at once across the whole run.")
+    max_concurrent: int | None = Field(None, gt=0, le=100_000, description="Calls in flight at once across the whole run.")
 
 
 class RateLimits(_Strict):

@@ -7,7 +7,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
-from compiler.inputs.common import MergeByKey, PolicyValue, Strict
+from compiler.inputs.common import (
+    CharCount,
+    HeaderValue,
+    MergeByKey,
+    PolicyValue,
+    RetryCount,
+    Strict,
+    Temperature,
+    TimeoutSeconds,
+    TokenCount,
+    TurnCount,
+)
 from executor.registry import SLOTS
 from executor.value_rules import ValueRule
 
@@ -38,7 +49,7 @@ class ParamsBlock(Strict):
     # strict: `supports_seed: "yes"` or `1` is a mistake, not a truthy value
     model_config = ConfigDict(extra="allow", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 
-    fixed_temperature: float | None = Field(None, description="Override the caller's temperature (legacy knob).")
+    fixed_temperature: Temperature | None = Field(None, description="Override the caller's temperature (legacy knob).")
     supports_seed: bool | None = Field(None, description="Forward `seed` when the caller or config supplies one.")
     supports_sampling_params: bool | None = Field(
         None, description="False: never send temperature / top_p / top_k (the model refuses them)."
@@ -52,21 +63,25 @@ class ParamsBlock(Strict):
     drop_sampling_when_thinking: bool | None = Field(
         None, description="Pop temperature / top_p / top_k whenever the thinking kwarg is emitted."
     )
-    reasoning_budget_default: int | None = Field(
-        None, gt=0, description="budget_tokens when ReasoningConfig(mode=budget) gives none."
+    reasoning_budget_default: TokenCount | None = Field(
+        None, description="budget_tokens when ReasoningConfig(mode=budget) gives none."
     )
     param_value_rules: Annotated[dict[str, dict[Any, ValueRule]], MergeByKey(depth=2)] | None = Field(
         None, description="Per parameter, per value: reject | override (with:) | drop, each with evidence."
     )
 
 
+#: an OpenRouter upstream provider's name (sent in the request body's provider.order)
+UpstreamName = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
 class OpenRouterDefaults(Strict):
     """Preset-level default for the run config's `openrouter:` block."""
 
-    provider_order: list[str] | None = Field(None, description="Upstream providers to pin, in order.")
+    provider_order: list[UpstreamName] | None = Field(None, description="Upstream providers to pin, in order.")
     allow_fallbacks: bool | None = Field(None, description="Whether OpenRouter may fall back beyond the pin.")
-    referer: str | None = Field(None, min_length=1, description="HTTP-Referer attribution header (your app's URL).")
-    title: str | None = Field(None, min_length=1, description="X-Title attribution header (your app's name).")
+    referer: HeaderValue | None = Field(None, description="HTTP-Referer attribution header (your app's URL).")
+    title: HeaderValue | None = Field(None, description="X-Title attribution header (your app's name).")
     data_collection: Literal["allow", "deny"] | None = Field(
         None, description="deny (the default): route only to upstreams that do not collect prompts; allow: any upstream."
     )
@@ -85,14 +100,14 @@ class PresetBody(Strict):
     message_assembly_policy: PolicyValue | None = Field(None, description="Empty-assistant filler policy.")
     assistant_text_policy: PolicyValue | None = Field(None, description="Assistant-text reshaping policy.")
     params: Annotated[ParamsBlock, MergeByKey()] | None = Field(None, description="Generation flags and value rules.")
-    empty_retry_count: int | None = Field(None, ge=0, description="Resamples of an empty completion.")
-    output_length_retry_count: int | None = Field(None, ge=0, description="Resamples of a max-tokens truncation.")
-    parser_error_retry_count: int | None = Field(None, ge=0, description="Resamples of unparseable tool arguments.")
-    max_context_tokens: int | None = Field(None, gt=0, description="Context window for the summarize seam.")
-    context_watermark: int | None = Field(None, gt=0, description="Free-token watermark that triggers summarize.")
-    tool_output_max_chars: int | None = Field(None, gt=0, description="Per-model cap on tool output in the prompt.")
-    default_max_turns: int | None = Field(None, gt=0, description="Turn budget when the task sets none.")
-    api_call_timeout_s: float | None = Field(None, gt=0, description="Per-attempt timeout in seconds (default 120).")
+    empty_retry_count: RetryCount | None = Field(None, description="Resamples of an empty completion.")
+    output_length_retry_count: RetryCount | None = Field(None, description="Resamples of a max-tokens truncation.")
+    parser_error_retry_count: RetryCount | None = Field(None, description="Resamples of unparseable tool arguments.")
+    max_context_tokens: TokenCount | None = Field(None, description="Context window for the summarize seam.")
+    context_watermark: TokenCount | None = Field(None, description="Free-token watermark that triggers summarize.")
+    tool_output_max_chars: CharCount | None = Field(None, description="Per-model cap on tool output in the prompt.")
+    default_max_turns: TurnCount | None = Field(None, description="Turn budget when the task sets none.")
+    api_call_timeout_s: TimeoutSeconds | None = Field(None, description="Per-attempt timeout in seconds (default 120).")
     openrouter_defaults: Annotated[OpenRouterDefaults, MergeByKey()] | None = Field(
         None, description="Default OpenRouter routing; a later layer sets only the fields it names."
     )

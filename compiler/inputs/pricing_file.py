@@ -7,16 +7,17 @@ from typing import Any
 
 from pydantic import Field
 
-from compiler.inputs.common import Strict
+from compiler.inputs.common import MAX_PRICE, Strict
 
 
 class PriceModel(Strict):
     """Prices for one model, USD per million tokens. A negative price marks a variable-price router."""
 
-    input: float
-    output: float
-    cache_read: float | None = None
-    cache_write: float | None = None
+    input: float = Field(ge=-MAX_PRICE, le=MAX_PRICE)
+    output: float = Field(ge=-MAX_PRICE, le=MAX_PRICE)
+    # only input and output carry the variable-price sentinel; a cache price lands in the plan as is
+    cache_read: float | None = Field(None, ge=0, le=MAX_PRICE)
+    cache_write: float | None = Field(None, ge=0, le=MAX_PRICE)
 
 
 class PricingFile(Strict):

@@ -3,11 +3,20 @@
 # no `from __future__ import annotations`: pydantic then reads these annotations as objects
 # instead of evaluating strings, a measurable share of every command's start-up
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
-from compiler.inputs.common import Strict
+from compiler.inputs.common import (
+    MAX_TOKENS,
+    HeaderValue,
+    Seed,
+    Strict,
+    Temperature,
+    TimeoutSeconds,
+    TokenCount,
+)
+from compiler.inputs.preset_file import UpstreamName
 from executor.probe import RateLimitProbeConfig
 from executor.rate_limits import RateLimits
 from executor.reasoning import ReasoningConfig
@@ -23,10 +32,10 @@ def _no_upstreams() -> list[str]:
 class OpenRouterUserConfig(Strict):
     """The user's `openrouter:` block; merged field by field with the preset's defaults."""
 
-    provider_order: list[str] = Field(default_factory=_no_upstreams, description="Upstreams to pin; empty defers to the preset.")
+    provider_order: list[UpstreamName] = Field(default_factory=_no_upstreams, description="Upstreams to pin; empty defers to the preset.")
     allow_fallbacks: bool = Field(True, description="Whether OpenRouter may fall back beyond the pin.")
-    referer: str | None = Field(None, min_length=1, description="HTTP-Referer attribution header; unset defers to the preset.")
-    title: str | None = Field(None, min_length=1, description="X-Title attribution header; unset defers to the preset.")
+    referer: HeaderValue | None = Field(None, description="HTTP-Referer attribution header; unset defers to the preset.")
+    title: HeaderValue | None = Field(None, description="X-Title attribution header; unset defers to the preset.")
     data_collection: Literal["allow", "deny"] | None = Field(
         None, description="deny: only upstreams that do not collect prompts; unset defers to the preset (default deny)."
     )
@@ -40,20 +49,27 @@ class LegacyCapabilities(Strict):
     )
 
 
+def _bounded_budget(reasoning: ReasoningConfig) -> ReasoningConfig:
+    # ReasoningConfig is the executor's (plans carry it too); the run config bounds it like every token count
+    if reasoning.budget_tokens is not None and reasoning.budget_tokens > MAX_TOKENS:
+        raise ValueError(f"budget_tokens must be at most {MAX_TOKENS}")
+    return reasoning
+
+
 class ModelConfig(Strict):
     """One model of a run."""
 
     provider: str = Field(min_length=1, description="Provider (openrouter, anthropic, openai, gemini, nova, mock, …).")
     name: str = Field(min_length=1, description="Model name as the provider knows it (e.g. anthropic/claude-opus-4.7).")
-    temperature: float | None = Field(None, ge=0, description="Default sampling temperature.")
-    seed: int | None = Field(None, description="Default seed (sent only where the preset supports it).")
+    temperature: Temperature | None = Field(None, description="Default sampling temperature.")
+    seed: Seed | None = Field(None, description="Default seed (sent only where the preset supports it).")
     top_p: float | None = Field(None, gt=0, le=1, description="Default nucleus sampling mass.")
-    max_tokens: int | None = Field(None, gt=0, description="Default output token cap.")
-    reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig, description="Reasoning config.")
+    max_tokens: TokenCount | None = Field(None, description="Default output token cap.")
+    reasoning: Annotated[ReasoningConfig, AfterValidator(_bounded_budget)] = Field(default_factory=ReasoningConfig, description="Reasoning config.")
     parallel_tool_calls: bool | None = Field(
         None, description="Default parallel_tool_calls (sent only beside tools; ruled by param_value_rules)."
     )
-    api_call_timeout_s: float | None = Field(None, gt=0, description="Per-attempt timeout in seconds; beats the preset's.")
+    api_call_timeout_s: TimeoutSeconds | None = Field(None, description="Per-attempt timeout in seconds; beats the preset's.")
     openrouter: OpenRouterUserConfig | None = Field(None, description="OpenRouter upstream routing.")
     capabilities: LegacyCapabilities | None = Field(None, description="Legacy capability overrides.")
 

@@ -1,0 +1,121 @@
+"""Checks on values a schema alone does not catch: URLs, names that become paths, pasted keys.
+
+Every function here returns located diagnostics instead of raising, and no message quotes the
+value it is about: an endpoint may carry a password, a "variable name" may be a pasted key.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from compiler.diagnostics import Diagnostic
+from compiler.yaml_source import Loc, SourceFile
+from executor.binding import CREDENTIAL_VALUE_MESSAGE, env_var_name
+from executor.safe_names import name_problem
+
+#: characters a URL field may have; a browser's practical limit
+MAX_URL_CHARS = 2048
+
+#: a name this long and this varied is a random token, not a variable someone named
+_ENTROPY_MIN_CHARS = 20
+_ENTROPY_BITS_PER_CHAR = 4.0
+
+
+def url_problem(value: object) -> str | None:
+    """What is wrong with ``value`` as an endpoint (an http(s) base URL with a host), or None."""
+    if not isinstance(value, str):
+        return None  # the schema reports the type
+    if len(value) > MAX_URL_CHARS:
+        return f"is {len(value)} characters long; at most {MAX_URL_CHARS} are allowed"
+    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        return "must not contain whitespace or control characters"
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # raises for a port out of range or not a number
+        host = parts.hostname
+    except ValueError:
+        return "is not a valid URL"
+    if parts.scheme.lower() not in ("http", "https"):
+        return "must be an http:// or https:// URL" + (f" (the scheme is {parts.scheme!r})" if parts.scheme.isalnum() else "")
+    if not host:
+        return "must name a host, e.g. https://llm.example.com/v1"
+    if parts.username is not None or parts.password is not None:
+        return "must not carry credentials (user:password@); put the key in the binding's key variable"
+    if port == 0:
+        return "has port 0"
+    return None
+
+
+def looks_like_credential(name: str) -> bool:
+    """True when ``name``, written where a variable name belongs, is more likely a pasted key.
+
+    A known key prefix (``sk-``, ``ghp_``, …), the long mixed-case-and-digits shape, or a long
+    run of high-entropy characters (a random token, whatever its case) all count.
+    """
+    try:
+        env_var_name(name)
+    except ValueError as exc:
+        if CREDENTIAL_VALUE_MESSAGE in str(exc):
+            return True
+    if len(name) < _ENTROPY_MIN_CHARS:
+        return False
+    counts = Counter(name)
+    bits = -sum(n / len(name) * math.log2(n / len(name)) for n in counts.values())
+    return bits >= _ENTROPY_BITS_PER_CHAR and any(c.isdigit() for c in name)
+
+
+def variable_name_diagnostic(source: SourceFile, loc: Loc, shown: str, name: str, what: str) -> Diagnostic | None:
+    """A located error when ``name`` is not an environment variable name; the text never quotes it.
+
+    ``shown`` is the key path printed in place of ``loc`` (which ends with the name itself).
+    """
+    if looks_like_credential(name):
+        return _at(source, loc, shown, "credential-value", f"{what} {CREDENTIAL_VALUE_MESSAGE}",
+                   "name the environment variable that holds the key (e.g. OPENROUTER_API_KEY), never the key; "
+                   "rotate the key if this file was shared")
+    try:
+        env_var_name(name)
+    except ValueError as exc:
+        return _at(source, loc, shown, "not-a-variable-name", f"{what} is {exc}")
+    return None
+
+
+def _at(source: SourceFile, loc: Loc, shown: str, code: str, message: str, hint: str | None = None) -> Diagnostic:
+    line, col = source.position(loc)
+    return Diagnostic(source.display, line, col, code, message, shown, hint)
+
+
+def check_endpoints(source: SourceFile, at: Loc, bindings: object) -> list[Diagnostic]:
+    """Every binding's ``endpoint`` in the raw mapping ``bindings`` (found at ``at``) is an http(s) URL."""
+    out: list[Diagnostic] = []
+    if not isinstance(bindings, dict):
+        return out
+    for key, entry in bindings.items():
+        endpoint = entry.get("endpoint") if isinstance(entry, dict) else None
+        problem = url_problem(endpoint)
+        if problem is not None:
+            out.append(source.diag((*at, key, "endpoint"), "bad-url", f"endpoint {problem}",
+                                   "write the provider's base URL, e.g. https://llm.example.com/v1"))
+    return out
+
+
+def check_rate_limit_names(source: SourceFile, providers: Iterable[str], keys: Iterable[str]) -> list[Diagnostic]:
+    """``rate_limits``: provider names are binding keys, key names are variable names (never keys)."""
+    out: list[Diagnostic] = []
+    for index, name in enumerate(keys):
+        found = variable_name_diagnostic(source, ("rate_limits", "keys", name), f"rate_limits.keys[{index}]", name,
+                                         f"rate_limits.keys entry {index + 1}")
+        if found is not None:
+            out.append(found)
+    for index, name in enumerate(providers):
+        problem = name_problem(name)
+        if problem is not None or looks_like_credential(name):
+            out.append(_at(source, ("rate_limits", "providers", name), f"rate_limits.providers[{index}]",
+                           "credential-value" if problem is None else "unsafe-name",
+                           f"rate_limits.providers entry {index + 1} "
+                           + (CREDENTIAL_VALUE_MESSAGE if problem is None else problem),
+                           "name a provider binding key, e.g. openrouter"))
+    return out
