@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from compiler.checks import blocks_of, check_bindings, check_blocks
-from compiler.diagnostics import Diagnostic, InputError
+from compiler.diagnostics import Diagnostic, InputError, did_you_mean
 from compiler.inputs.overlay_file import OverlayFile
 from compiler.inputs.preset_file import PresetFile
 from compiler.matching import candidates_of
 from compiler.loading import CATALOGUE_FILE, PRESETS_FILE, PROVIDERS_FILE, Loaded, bundled_dir, display_path, load_file
 from compiler.yaml_source import read_bundled, read_source
+
+if TYPE_CHECKING:  # lint must not pay for the plan model unless it compiles
+    from compiler.loading import Inputs
+    from executor.plan import Plan
 
 KINDS = ("auto", "presets", "overlay", "providers", "pricing", "run-config")
 # imported per kind, so linting an overlay does not pay for the plan model and the others
@@ -135,7 +141,30 @@ def _lint_by_compiling(*, run_config: Path | None, overlays: list[Path], data_di
     diags = list(compiled.warnings)
     for ov in inputs.overlays:
         diags += unused_by_models(ov, inputs.run.model.models, compiled.plans, inputs.run.source.display)
+    if run_config is not None:
+        diags += _rate_limit_names(inputs, compiled.plans.values())
     return diags
+
+
+def _rate_limit_names(inputs: Inputs, plans: Iterable[Plan]) -> list[Diagnostic]:
+    """``rate_limits`` names what ``trial run --config`` limits: a provider binding and a key variable
+    some binding reads. A mistyped name would leave that provider unlimited, so it is an error here
+    exactly as it is when the run starts."""
+    plans = list(plans)
+    bindings = dict(inputs.providers.model.root)
+    for ov in inputs.overlays:
+        bindings.update(ov.model.bindings)
+    providers = set(bindings) | {p.binding.key for p in plans if p.binding.key}
+    keys = {b.api_key_env for b in bindings.values() if b.api_key_env}
+    keys |= {p.binding.binding.api_key_env for p in plans if p.binding.binding.api_key_env}
+    limits, source = inputs.run.model.rate_limits, inputs.run.source
+    out = [source.diag(("rate_limits", "providers", name), "unknown-provider",
+                       f"no provider binding is called {name!r}", did_you_mean(name, providers))
+           for name in limits.providers if name not in providers]
+    out += [source.diag(("rate_limits", "keys", name), "unknown-key-variable",
+                        f"no provider binding reads its key from {name!r}", did_you_mean(name, keys))
+            for name in limits.keys if name not in keys]
+    return out
 
 
 __all__ = ["KINDS", "Loaded", "detect_kind", "lint_file"]
