@@ -62,6 +62,11 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
             retry_aborted: bool) -> None:
     """Run every TASK file against every --plan, --trials times each, into --out.
 
+    This runs the tasks' code: each task's environment and grader modules are imported (from
+    their files in the task's folder, else as installed modules) and the environment is
+    constructed, once per trial; run only task files you trust. (capplan lint checks task files
+    without running anything.)
+
     Every task file is checked against its environment before any call is made. Progress
     (done / running / failed, spend so far) is shown on stderr. The first Ctrl-C stops
     starting trials and lets running ones end at their next turn; they are marked
