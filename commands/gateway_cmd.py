@@ -12,9 +12,11 @@ import click
 from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option
 
 _EPILOG = """\b
-Exit codes: 0 every plan routes through the gateway, 1 a plan would leave the gateway (direct to
-its provider) or the gateway serves it under several names with no LLM_PROXY_PREFERRED_ROUTE to
-pick one, 2 input error (unreadable or tampered plan, malformed or missing LLM_PROXY_* setting).
+Exit codes: 0 the gateway answered with its catalog and every plan routes through it, 1 the
+catalog is unreadable (no answer in time, not JSON, empty, a redirect to another origin) or the
+gateway refused the key (401/403), or a plan would leave the gateway (direct to its provider), or
+the gateway serves it under several names with no LLM_PROXY_PREFERRED_ROUTE to pick one, 2 input
+error (unreadable or tampered plan, malformed or missing LLM_PROXY_* setting or .env file).
 """
 
 
@@ -41,6 +43,7 @@ def check_cmd(plans: tuple[Path, ...], fmt: str) -> None:
       capplan gateway check --plan plans/gpt-5.json --plan plans/kimi-k3.json --format json
     """
     from executor.errors import user_error
+    from executor.gateway.catalog import read_gateway_catalog
     from executor.gateway.config import BASE_URL, resolve_gateway_config
     from executor.gateway.route import GatewayRouteAmbiguous
     from executor.gateway.transport import decide_route
@@ -56,15 +59,21 @@ def check_cmd(plans: tuple[Path, ...], fmt: str) -> None:
         click.echo(f"capplan gateway check: error[GATEWAY]: {BASE_URL} is not set, so no call goes through a gateway; "
                    f"set it (in the environment or .env) to the gateway's base URL", err=True)
         sys.exit(EXIT_INPUT)
-    rows: list[dict[str, Any]] = []
+    loaded: list[tuple[Path, Plan]] = []
     for path in _plan_files(plans):
         try:
-            plan = Plan.load(path)
+            loaded.append((path, Plan.load(path)))
         except Exception as exc:  # noqa: BLE001
             _fail(exc, str(path))
             raise
+    # read once, uncached, after every plan loaded (a bad plan fails without waiting on the
+    # network) and whatever the plans are: the check answers whether the gateway serves a
+    # catalog at all, which a mock plan's route never asks
+    catalog = read_gateway_catalog(config)
+    rows: list[dict[str, Any]] = []
+    for path, plan in loaded:
         try:
-            decision = decide_route(plan, config)
+            decision = decide_route(plan, config, lambda _config: catalog.served)
             offline = is_mock(plan.model.provider)  # answers in-process: there is no spend to leave the gateway
             reason = decision.reason + ("; the mock provider never reaches a wire" if offline else "")
             rows.append({"plan": str(path), "model": plan.model.key, "model_id": plan.model.model_id,
@@ -77,14 +86,24 @@ def check_cmd(plans: tuple[Path, ...], fmt: str) -> None:
             if user_error(exc) is None:
                 raise
             _fail(exc, str(path))
+    served = catalog.served is not None
+    summary = {"ok": served, "routes": len(catalog.served or ()), "problem": catalog.problem or None,
+               "refused": catalog.refused}
     if fmt == "json":
-        sys.stdout.write(json.dumps({"gateway": config.base_url, "plans": rows}, indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(json.dumps({"gateway": config.base_url, "catalog": summary, "plans": rows},
+                                    indent=2, sort_keys=True) + "\n")
     else:
         click.echo(f"gateway: {config.base_url}")
+        click.echo(f"{'ok  ' if served else 'FAIL'} catalog: "
+                   + (f"{summary['routes']} route(s)" if served else catalog.problem))
         for row in rows:
             route = f" -> {row['route']}" if row["route"] else ""
             click.echo(f"{'ok  ' if row['ok'] else 'FAIL'} {row['model']}: {row['kind']}{route}: {row['reason']}")
-    sys.exit(EXIT_OK if all(r["ok"] for r in rows) else EXIT_FINDINGS)
+    if not served:
+        click.echo(f"capplan gateway check: error[GATEWAY_CATALOG]: {config.base_url}/models: "
+                   f"{'the key was refused' if catalog.refused else 'the catalog is unreadable'}: {catalog.problem}",
+                   err=True)
+    sys.exit(EXIT_OK if served and all(r["ok"] for r in rows) else EXIT_FINDINGS)
 
 
 def _plan_files(paths: tuple[Path, ...]) -> list[Path]:
@@ -113,6 +132,8 @@ def _fail(exc: BaseException, where: str) -> None:
     if found is None:
         return
     code, message = found
+    # an error in a file (a .env that is not UTF-8) is located at the file, not at the command
+    where = getattr(exc, "location", None) or where
     for line in message.splitlines():
         line = line[len(where) + 2:] if line.startswith(f"{where}: ") else line
         click.echo(f"{where}: error[{code}]: {line}", err=True)

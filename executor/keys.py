@@ -10,18 +10,21 @@ A call records which key *index* served it; the key itself is never recorded or 
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 
 from executor.errors import MissingCredentialError
+from executor.gateway.config import credential_problem
 from executor.plan import ProviderBinding
 from executor.rate_limit import cause_chain
 
 log = logging.getLogger(__name__)
 
 #: A key file larger than this is not a key file.
-_MAX_KEY_FILE_BYTES = 1024 * 1024
+MAX_KEY_FILE_BYTES = 1024 * 1024
 
 #: Texts a provider uses when one key (not the account or the model) is over its limit.
 PER_KEY_LIMIT_TEXTS = ("Key limit exceeded", "requires more credits")
@@ -39,11 +42,18 @@ def is_per_key_limit(exc: BaseException) -> bool:
 
 
 def load_keys(binding: ProviderBinding, env: Mapping[str, str]) -> tuple[tuple[str, ...], str]:
-    """The binding's rotation keys and where they came from (a description without any key)."""
+    """The binding's rotation keys and where they came from (a description without any key).
+
+    A key with a space, line break or other control character inside is refused naming the
+    variable (and the entry or line), never the key: it would corrupt the header it rides in.
+    """
     if not binding.api_keys_env:
         return (), ""
     listed = [k.strip() for k in env.get(binding.api_keys_env, "").split(",") if k.strip()]
     if listed:
+        for position, key in enumerate(listed, 1):
+            if problem := credential_problem(key):
+                raise MissingCredentialError(f"{binding.api_keys_env} entry {position} {problem}")
         return tuple(listed), binding.api_keys_env
     if binding.key_file_env and env.get(binding.key_file_env, "").strip():
         path = Path(env[binding.key_file_env].strip())
@@ -51,22 +61,60 @@ def load_keys(binding: ProviderBinding, env: Mapping[str, str]) -> tuple[tuple[s
     return (), ""
 
 
+def read_key_file_bytes(path: Path, variable: str, limit: int = MAX_KEY_FILE_BYTES) -> bytes:
+    """The bytes of the regular file ``path`` (at most ``limit``), for the variable ``variable``.
+
+    A FIFO would block the open and ``/dev/zero`` never ends, so the path must be a regular
+    file before it is opened, the open never blocks (``O_NONBLOCK``), and the descriptor is
+    checked again (the path may have been swapped in between). Errors name the variable, not
+    the path: a key pasted into the variable would otherwise be printed back.
+    """
+    def refuse(problem: str) -> MissingCredentialError:
+        return MissingCredentialError(f"{variable} names a file that {problem}; it must name a key file (one key per line)")
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise refuse("is not a regular file (a folder, device, FIFO or socket)")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        raise refuse(f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise refuse("is not a regular file (a folder, device, FIFO or socket)")
+        if st.st_size > limit:
+            raise refuse(f"is {st.st_size} bytes; the limit is {limit}")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:  # a file growing while read is cut at the limit, never read to the end
+            chunk = os.read(fd, min(limit + 1 - size, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise refuse(f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise refuse(f"is over the limit of {limit} bytes")
+    return b"".join(chunks)
+
+
 def _read_key_file(path: Path, variable: str) -> tuple[str, ...]:
     try:
-        if path.stat().st_size > _MAX_KEY_FILE_BYTES:
-            raise MissingCredentialError(f"{variable} names {path}, which is larger than {_MAX_KEY_FILE_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise MissingCredentialError(f"{variable} names {path}, which cannot be read: {exc.strerror or exc}") from None
+        text = read_key_file_bytes(path, variable).decode("utf-8")
     except UnicodeDecodeError:
-        raise MissingCredentialError(f"{variable} names {path}, which is not UTF-8 text") from None
+        raise MissingCredentialError(f"{variable} names a file that is not UTF-8 text") from None
     keys = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         field = line.split("#", 1)[0].split(",", 1)[0].strip()
         if field:
+            if problem := credential_problem(field):
+                raise MissingCredentialError(f"{variable} names a file whose line {number} {problem.replace('contains', 'holds a key with', 1)}")
             keys.append(field)
     if not keys:
-        raise MissingCredentialError(f"{variable} names {path}, which holds no key")
+        raise MissingCredentialError(f"{variable} names a file that holds no key")
     return tuple(keys)
 
 

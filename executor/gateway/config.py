@@ -5,10 +5,14 @@ come from the process environment, then from a ``.env`` file in the working dire
 environment wins). Every malformed value, and every companion set while the base URL is empty,
 raises :class:`GatewayConfigError` naming the variable when the client is built: a typo must
 never run a whole evaluation straight at the providers with unattributed spend.
+
+An error names the variable and the kind of problem and never quotes the value: a key pasted
+into the wrong variable must not reach a CI log through the message that refuses it.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -20,6 +24,7 @@ from urllib.parse import urlsplit
 
 from executor.errors import ExecutorError
 from executor.gateway.secret_refs import SecretReferenceError, expand_secret_refs
+from executor.input_limits import MAX_CONFIG_BYTES, MAX_NESTING, InputLimitError, check_flow_nesting, read_limited
 
 BASE_URL = "LLM_PROXY_BASE_URL"
 API_KEY = "LLM_PROXY_API_KEY"
@@ -38,11 +43,27 @@ DEFAULT_ROUTED_PROVIDERS = frozenset({"openrouter", "openai"})
 #: Bounds on untrusted configuration text (CI runs capplan on pull requests).
 _MAX_VALUE_CHARS = 16_384
 _MAX_HEADERS = 64
-_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_MAX_HEADER_NAME_CHARS = 256
+_MAX_HEADER_VALUE_CHARS = 8192
+_MAX_ENTRY_CHARS = 128
+_MAX_NUMBER_CHARS = 64
+_ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_TOKEN = _ALNUM | frozenset("!#$%&'*+-.^_`|~")
+_HOST_CHARS = _ALNUM | frozenset("-._")
+_PROVIDER_CHARS = _ALNUM | frozenset("-._/")
+_ROUTE_CHARS = _ALNUM | frozenset("-._/:@")
 
 
 class GatewayConfigError(ExecutorError):
-    """An ``LLM_PROXY_*`` variable is malformed, or a companion is set without the base URL."""
+    """An ``LLM_PROXY_*`` variable is malformed, or a companion is set without the base URL.
+
+    ``location`` is set when the problem sits in a file (``.env:LINE:COL``); the message then
+    starts with it too, so a caller that ignores the attribute still prints where.
+    """
+
+    def __init__(self, message: str, *, location: str | None = None) -> None:
+        super().__init__(message)
+        self.location = location
 
 
 @dataclass(frozen=True)
@@ -71,12 +92,19 @@ class GatewayConfig:
             headers[self.request_id_header] = uuid4_text()
         return headers
 
+    def credential_values(self) -> tuple[str, ...]:
+        """Every value this configuration sends that may be a credential, for the redactor.
+
+        The key and *every* header value, literal or expanded from ``${secret:NAME}``: a team
+        token written straight into ``LLM_PROXY_HEADERS`` is as secret as one referenced, and a
+        gateway that echoes its request headers must not get either into a log or a trajectory.
+        """
+        values = [self.api_key or "", *self.headers.values()]
+        return tuple(dict.fromkeys(v for v in values if v))
+
     def secret_values(self) -> tuple[str, ...]:
-        """Every credential this configuration holds, for redaction of printed text."""
-        values = [self.headers[name] for name in self.secret_headers]
-        if self.api_key:
-            values.append(self.api_key)
-        return tuple(v for v in values if v)
+        """The same values as :meth:`credential_values` (the older name)."""
+        return self.credential_values()
 
 
 #: Request ids need uniqueness, not secrecy: a private generator seeded from the OS (and reseeded
@@ -118,13 +146,35 @@ class EnvSource:
     def _file(self) -> dict[str, str]:
         if self._dotenv is None:
             self._dotenv = {}
-            if self._dotenv_path is not None and self._dotenv_path.is_file():
+            path = self._dotenv_path
+            # a folder named .env is a virtualenv, not settings; a FIFO or device is refused below
+            if path is not None and path.exists() and not path.is_dir():
                 from dotenv import dotenv_values
 
                 # interpolate=False: a "$" in a credential is text, never an expansion
-                values = dotenv_values(self._dotenv_path, interpolate=False)
+                values = dotenv_values(stream=io.StringIO(_read_dotenv(path)), interpolate=False)
                 self._dotenv = {k: v for k, v in values.items() if v is not None}
         return self._dotenv
+
+
+def _read_dotenv(path: Path) -> str:
+    """The text of a ``.env`` file: a bounded regular file of UTF-8 text, or a located error."""
+    try:
+        data = read_limited(path, MAX_CONFIG_BYTES)
+    except InputLimitError as exc:
+        raise GatewayConfigError(f"{path}: {exc}", location=str(path)) from None
+    except OSError as exc:
+        raise GatewayConfigError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})", location=str(path)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        where = f"{path}:{line}:{col}"
+        raise GatewayConfigError(
+            f"{where}: the file is not UTF-8 text; save it as UTF-8 (capplan reads LLM_PROXY_* variables from it)",
+            location=where,
+        ) from None
 
 
 def resolve_gateway_config(source: EnvSource | None = None) -> GatewayConfig | None:
@@ -146,13 +196,23 @@ def resolve_gateway_config(source: EnvSource | None = None) -> GatewayConfig | N
                 f"{'it' if len(orphans) == 1 else 'them'} to use direct provider access deliberately"
             )
         return None
+    base_url = _parse_base_url(base)
+    api_key = (raw[API_KEY] or "").strip() or None
+    if api_key is not None and (problem := credential_problem(api_key)):
+        raise GatewayConfigError(f"{API_KEY} {problem}")
     headers, secret_headers = _parse_headers(raw[HEADERS], source)
     request_id = (raw[REQUEST_ID_HEADER] or "").strip() or None
-    if request_id is not None and not _is_token(request_id):
-        raise GatewayConfigError(f"{REQUEST_ID_HEADER} must be an HTTP header name, got {request_id!r}")
+    if request_id is not None:
+        if not _is_token(request_id):
+            raise GatewayConfigError(f"{REQUEST_ID_HEADER} must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)")
+        if request_id.lower() in {name.lower() for name in headers}:
+            raise GatewayConfigError(
+                f"{REQUEST_ID_HEADER} names a header that {HEADERS} also sets; each request's id would replace "
+                f"the fixed value, so name a header of its own"
+            )
     return GatewayConfig(
-        base_url=_parse_base_url(base),
-        api_key=(raw[API_KEY] or "").strip() or None,
+        base_url=base_url,
+        api_key=api_key,
         headers=headers,
         request_id_header=request_id,
         providers=_parse_providers(raw[PROVIDERS]),
@@ -162,76 +222,187 @@ def resolve_gateway_config(source: EnvSource | None = None) -> GatewayConfig | N
     )
 
 
+def credential_problem(value: str) -> str | None:
+    """What makes ``value`` unusable as a key (a phrase to follow the variable's name), or None.
+
+    A key is one run of visible ASCII: a newline or other control character pasted with it
+    would split or corrupt the ``Authorization`` header, and a space means two things were
+    pasted. The phrase never quotes the value.
+    """
+    for ch in value:
+        if not "!" <= ch <= "~":
+            kind = "a space" if ch == " " else "a non-ASCII character" if ord(ch) > 0x7E else "a line break or control character"
+            return f"contains {kind}; a key is one run of visible ASCII characters"
+    return None
+
+
 def _parse_base_url(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise GatewayConfigError(f"{BASE_URL} must be an http(s) URL such as https://gateway.example.com, got {value!r}")
-    if parts.query or parts.fragment or parts.username or parts.password:
-        raise GatewayConfigError(f"{BASE_URL} must not carry a query, fragment or credentials; put the key in {API_KEY}")
+    # every check reports a kind, never the text: a key pasted here must not be echoed back
+    hint = "such as https://gw.example.com/v1"
+    for ch in value:
+        if not "!" <= ch <= "~":
+            kind = "a space" if ch == " " else "a non-ASCII character (write the host in its xn-- form)" \
+                if ord(ch) > 0x7E else "a line break, NUL or other control character"
+            raise GatewayConfigError(f"{BASE_URL} contains {kind}; it must be an http(s) URL {hint}")
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+        host = parts.hostname
+    except ValueError:
+        raise GatewayConfigError(
+            f"{BASE_URL} is not a well-formed URL (a bracketed IPv6 host or the port is malformed, or the port is "
+            f"outside 1-65535); it must be an http(s) URL {hint}"
+        ) from None
+    if parts.scheme not in ("http", "https"):
+        kind = "has no scheme" if not parts.scheme or "://" not in value else "uses a scheme other than http or https"
+        raise GatewayConfigError(f"{BASE_URL} {kind}; it must be an http(s) URL {hint}")
+    if parts.username is not None or parts.password is not None:
+        raise GatewayConfigError(f"{BASE_URL} must not carry credentials (user:password@); put the key in {API_KEY}")
+    if not host:
+        raise GatewayConfigError(f"{BASE_URL} has no host; it must be an http(s) URL {hint}")
+    if not parts.netloc.startswith("[") and any(ch not in _HOST_CHARS for ch in host):
+        raise GatewayConfigError(f"{BASE_URL} has a host that is not a host name (letters, digits, '-', '.'); "
+                                 f"it must be an http(s) URL {hint}")
+    if port == 0 or parts.netloc.endswith(":"):
+        raise GatewayConfigError(f"{BASE_URL} has an empty or zero port; the port must be 1-65535")
+    if parts.query or parts.fragment or "?" in value or "#" in value:
+        raise GatewayConfigError(f"{BASE_URL} must not carry a query or fragment; it is the base the API paths follow")
     return value.rstrip("/")
 
 
 def _is_token(name: str) -> bool:
-    return bool(name) and all(ch in _TOKEN for ch in name)
+    return bool(name) and len(name) <= _MAX_HEADER_NAME_CHARS and all(ch in _TOKEN for ch in name)
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as its ``(name, value)`` pairs in order, so a repeated name is still seen."""
+
+
+class _Number:
+    """A JSON number kept as its source text: a header sends the text, and Python's ``int`` of a
+    5 000-digit literal is an error (and quadratic) before any check could run."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _no_constant(name: str) -> Any:
+    raise GatewayConfigError(f"{HEADERS} has {name}, which is not a JSON number; quote it if it is a header value")
 
 
 def _parse_headers(raw: str | None, source: EnvSource) -> tuple[dict[str, str], list[str]]:
     if raw is None or not raw.strip():
         return {}, []
+    shape = f"{HEADERS} must be a JSON object of header name to value"
     try:
-        parsed: Any = json.loads(raw)
+        # the parser recurses once per level, so depth is measured on the text first
+        check_flow_nesting(raw, MAX_NESTING)
+        pairs: Any = json.loads(raw, object_pairs_hook=_Pairs, parse_int=_Number, parse_float=_Number,
+                                parse_constant=_no_constant)
+    except InputLimitError as exc:
+        raise GatewayConfigError(f"{HEADERS} is {exc} at line {exc.line} column {exc.col}; {shape}") from None
     except json.JSONDecodeError as exc:
         raise GatewayConfigError(
-            f"{HEADERS} must be a JSON object of header name to value, but it is not valid JSON "
-            f"(line {exc.lineno} column {exc.colno}: {exc.msg})"
+            f"{shape}, but it is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
         ) from None
-    if not isinstance(parsed, dict):
-        raise GatewayConfigError(f"{HEADERS} must be a JSON object of header name to value, got a JSON {type(parsed).__name__}")
-    if len(parsed) > _MAX_HEADERS:
-        raise GatewayConfigError(f"{HEADERS} has {len(parsed)} headers; the limit is {_MAX_HEADERS}")
+    except RecursionError:
+        raise GatewayConfigError(f"{HEADERS} is nested too deeply; {shape}") from None
+    if not isinstance(pairs, _Pairs):
+        kind = _json_kind(pairs)
+        raise GatewayConfigError(f"{shape}, got a JSON {kind}")
+    if len(pairs) > _MAX_HEADERS:
+        raise GatewayConfigError(f"{HEADERS} has {len(pairs)} headers; the limit is {_MAX_HEADERS}")
     headers: dict[str, str] = {}
     secret: list[str] = []
-    for name, value in parsed.items():
-        if not _is_token(name.strip()):
-            raise GatewayConfigError(f"{HEADERS} has {name!r}, which is not an HTTP header name")
+    first_entry: dict[str, int] = {}
+    # headers are referred to by position: a name that fails the check may be a pasted secret
+    for position, (name, value) in enumerate(pairs, 1):
+        where = f"{HEADERS} entry {position}"
         name = name.strip()
+        if not _is_token(name):
+            raise GatewayConfigError(
+                f"{where} has a name that is not an HTTP header name (1-{_MAX_HEADER_NAME_CHARS} of letters, digits "
+                f"and !#$%&'*+-.^_`|~)"
+            )
+        folded = name.lower()
+        if folded in first_entry:
+            raise GatewayConfigError(
+                f"{where} names the same header as entry {first_entry[folded]} (header names are compared "
+                f"case-insensitively); which value is sent would depend on the HTTP client, so keep one"
+            )
+        first_entry[folded] = position
         if isinstance(value, bool):
-            headers[name] = "true" if value else "false"
-        elif isinstance(value, (int, float)):
-            headers[name] = json.dumps(value)
+            text = "true" if value else "false"
+        elif isinstance(value, _Number):
+            if len(value.text) > _MAX_NUMBER_CHARS:
+                raise GatewayConfigError(
+                    f"{where} value is a JSON number of {len(value.text)} characters; the limit is "
+                    f"{_MAX_NUMBER_CHARS} (quote a longer value as a string)"
+                )
+            text = value.text
         elif isinstance(value, str):
             try:
-                expanded = expand_secret_refs(value, source.get, where=f"{HEADERS} value for {name!r}")
+                text = expand_secret_refs(value, source.get, where=f"{where} value")
             except SecretReferenceError as exc:
                 raise GatewayConfigError(str(exc)) from None
-            if any(ch in expanded for ch in "\r\n\0"):
-                raise GatewayConfigError(f"{HEADERS} value for {name!r} contains a line break or NUL")
-            if expanded != value:
+            if text != value:
                 secret.append(name)
-            headers[name] = expanded
         else:
-            raise GatewayConfigError(
-                f"{HEADERS} value for {name!r} must be a string, number or boolean, got a JSON {type(value).__name__}"
-            )
+            raise GatewayConfigError(f"{where} value must be a string, number or boolean, got a JSON {_json_kind(value)}")
+        if problem := _header_value_problem(text):
+            raise GatewayConfigError(f"{where} value {problem}")
+        headers[name] = text
     return headers, secret
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, _Pairs):
+        return "object"
+    if isinstance(value, _Number):
+        return "number"
+    return "null" if value is None else "array" if isinstance(value, list) else type(value).__name__
+
+
+def _header_value_problem(text: str) -> str | None:
+    """What keeps ``text`` off an HTTP header line, or None (RFC 9110 field-value, ASCII only)."""
+    if len(text) > _MAX_HEADER_VALUE_CHARS:
+        return f"is {len(text)} characters long; the limit is {_MAX_HEADER_VALUE_CHARS}"
+    for ch in text:
+        if ch in "\r\n":
+            return "contains a line break (CR or LF), which would end the header line and start another"
+        if (ch < " " and ch != "\t") or ch == "\x7f":
+            return "contains a NUL or other control character"
+        if ch > "~":
+            return "contains a non-ASCII character; HTTP header values are sent as ASCII"
+    return None
+
+
+def _entries(raw: str, name: str, one: str, many: str, allowed: frozenset[str]) -> list[str]:
+    entries = [item.strip() for item in raw.split(",")]
+    for position, entry in enumerate(entries, 1):
+        if not entry:
+            raise GatewayConfigError(f"{name} has an empty entry (entry {position}); list {many}, separated by commas")
+        if len(entry) > _MAX_ENTRY_CHARS or any(ch not in allowed for ch in entry):
+            raise GatewayConfigError(
+                f"{name} entry {position} is not {one} (at most {_MAX_ENTRY_CHARS} of letters, digits and "
+                f"{''.join(sorted(allowed - _ALNUM))})"
+            )
+    return entries
 
 
 def _parse_providers(raw: str | None) -> frozenset[str] | None:
     if raw is None or not raw.strip():
         return None
-    names = [item.strip().lower() for item in raw.split(",")]
-    if any(not n for n in names):
-        raise GatewayConfigError(f"{PROVIDERS} has an empty entry in {raw!r}; list provider names separated by commas")
-    return frozenset(names)
+    return frozenset(e.lower() for e in _entries(raw, PROVIDERS, "a provider name", "provider names", _PROVIDER_CHARS))
 
 
 def _parse_preferred(raw: str | None) -> tuple[str, ...]:
     if raw is None or not raw.strip():
         return ()
-    entries = [item.strip() for item in raw.split(",")]
-    if any(not e for e in entries):
-        raise GatewayConfigError(f"{PREFERRED_ROUTE} has an empty entry in {raw!r}; list namespaces such as openrouter/,nebius/")
-    return tuple(entries)
+    return tuple(_entries(raw, PREFERRED_ROUTE, "a route namespace", "namespaces such as openrouter/ and nebius/",
+                          _ROUTE_CHARS))
 
 
 def _parse_bool(raw: str | None) -> bool:
@@ -240,4 +411,4 @@ def _parse_bool(raw: str | None) -> bool:
         return False
     if value in ("true", "1", "yes"):
         return True
-    raise GatewayConfigError(f"{TRUST_WILDCARDS} must be true or false, got {raw!r}")
+    raise GatewayConfigError(f"{TRUST_WILDCARDS} must be true or false (also accepted: 1/0, yes/no)")

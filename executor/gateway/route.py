@@ -78,7 +78,9 @@ def resolve_route(
         raise GatewayRouteAmbiguous(
             f"the gateway serves {model_string!r} under {len(hits)} names ({', '.join(hits)}), which can be backed by "
             f"different upstreams, and LLM_PROXY_PREFERRED_ROUTE "
-            + (f"({', '.join(preferred)}) matches none of them" if preferred else "is not set")
+            # its entries are not repeated: an error never quotes an environment value back
+            + (f"({len(preferred)} {'entry' if len(preferred) == 1 else 'entries'}) matches none of them"
+               if preferred else "is not set")
             + "; set it to the namespace to use (a comma-separated list is honoured in order)"
         )
     namespace, sep, _ = model_string.partition("/")

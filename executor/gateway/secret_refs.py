@@ -17,6 +17,9 @@ _REFERENCE = re.compile(r"\$\{secret:([A-Za-z_][A-Za-z0-9_]*)\}")
 #: Anything that starts like a reference; whatever of these is not well formed is refused.
 _OPENING = re.compile(r"\$\{secret:")
 
+#: Names repeated in an error: the conventional upper-case shape of an environment variable.
+_SHOWN_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
+
 Lookup = Callable[[str], "str | None"]
 
 
@@ -27,8 +30,8 @@ class SecretReferenceError(ValueError):
 def expand_secret_refs(value: str, lookup: Lookup, *, where: str) -> str:
     """``value`` with each ``${secret:NAME}`` replaced by ``lookup(NAME)``.
 
-    ``where`` names the value in errors (e.g. ``LLM_PROXY_HEADERS value for 'X-Order-Id'``);
-    an error never quotes a resolved value.
+    ``where`` names the value in errors (e.g. ``LLM_PROXY_HEADERS entry 2 value``); an error
+    never quotes the value, resolved or not.
     """
     out: list[str] = []
     pos = 0
@@ -38,17 +41,19 @@ def expand_secret_refs(value: str, lookup: Lookup, *, where: str) -> str:
             continue
         match = _REFERENCE.match(value, start)
         if match is None:
-            fragment = value[start : start + 40]
+            # located by position, never quoted: what follows "${secret:" may be the secret itself
             raise SecretReferenceError(
-                f"{where}: malformed secret reference {fragment!r}; the form is ${{secret:NAME}} with NAME "
+                f"{where}: malformed secret reference at character {start + 1}; the form is ${{secret:NAME}} with NAME "
                 f"made of letters, digits and '_' (not starting with a digit), closed by '}}'"
             )
         name = match.group(1)
         resolved = lookup(name)
         if resolved is None or resolved == "":
-            raise SecretReferenceError(
-                f"{where}: ${{secret:{name}}} does not resolve: {name} is not set (in the environment or .env)"
-            )
+            # a name that is set is a variable; one that is not may be a key pasted into the
+            # reference, so only an environment-variable-shaped (upper-case) name is repeated
+            shown = f"${{secret:{name}}} does not resolve: {name}" if _SHOWN_NAME.fullmatch(name) else \
+                f"the secret reference at character {start + 1} does not resolve: the variable it names"
+            raise SecretReferenceError(f"{where}: {shown} is not set (in the environment or .env)")
         if _OPENING.search(resolved):
             raise SecretReferenceError(
                 f"{where}: the value of {name} itself contains a ${{secret:...}} reference; "

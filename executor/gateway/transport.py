@@ -48,11 +48,9 @@ def decide_route(plan: Plan, config: GatewayConfig, fetch: CatalogFetch = fetch_
         return RouteDecision("direct", None, f"provider {namespace!r} is unroutable (providers.yaml): direct to the provider")
     allowed = config.routed_providers
     if provider not in allowed and namespace not in allowed:
-        source = PROVIDERS if config.providers is not None else "the default allow-list"
-        return RouteDecision(
-            "direct", None,
-            f"provider {namespace!r} is not in {source} ({', '.join(sorted(allowed))}): direct to the provider",
-        )
+        # the default list is the code's own and shown; LLM_PROXY_PROVIDERS is not echoed back
+        source = PROVIDERS if config.providers is not None else f"the default allow-list ({', '.join(sorted(allowed))})"
+        return RouteDecision("direct", None, f"provider {namespace!r} is not in {source}: direct to the provider")
     return resolve_route(
         plan.model.model_id,
         fetch(config),

@@ -54,21 +54,98 @@ def test_companion_without_base_url_is_refused(name: str) -> None:
 
 
 @pytest.mark.parametrize(("name", "value", "message"), [
-    ("LLM_PROXY_BASE_URL", "gateway.example.com", "LLM_PROXY_BASE_URL must be an http"),
-    ("LLM_PROXY_BASE_URL", "https://u:p@gw.example.com", "LLM_PROXY_BASE_URL must not carry"),
+    ("LLM_PROXY_BASE_URL", "gateway.example.com", "LLM_PROXY_BASE_URL has no scheme"),
+    ("LLM_PROXY_BASE_URL", "ftp://gw.example.com", "LLM_PROXY_BASE_URL uses a scheme other than http or https"),
+    ("LLM_PROXY_BASE_URL", "https://u:p@gw.example.com", "LLM_PROXY_BASE_URL must not carry credentials"),
+    ("LLM_PROXY_BASE_URL", "http://[::1/v1", "LLM_PROXY_BASE_URL is not a well-formed URL"),
+    ("LLM_PROXY_BASE_URL", "http://[zz]/v1", "LLM_PROXY_BASE_URL is not a well-formed URL"),
+    ("LLM_PROXY_BASE_URL", "http://gw:99999/v1", "LLM_PROXY_BASE_URL is not a well-formed URL .*1-65535"),
+    ("LLM_PROXY_BASE_URL", "http://gw:0/v1", "LLM_PROXY_BASE_URL has an empty or zero port"),
+    ("LLM_PROXY_BASE_URL", "http://gw:/v1", "LLM_PROXY_BASE_URL has an empty or zero port"),
+    ("LLM_PROXY_BASE_URL", "http://gw/v1?x=1", "LLM_PROXY_BASE_URL must not carry a query"),
+    ("LLM_PROXY_BASE_URL", "http://gw\0/v1", "LLM_PROXY_BASE_URL contains a line break, NUL"),
+    ("LLM_PROXY_BASE_URL", "http://gw/v1\nX: y", "LLM_PROXY_BASE_URL contains a line break"),
+    ("LLM_PROXY_BASE_URL", "http://g w/v1", "LLM_PROXY_BASE_URL contains a space"),
+    ("LLM_PROXY_BASE_URL", "http://gätewäy/v1", "LLM_PROXY_BASE_URL contains a non-ASCII character"),
+    ("LLM_PROXY_BASE_URL", "http://gw!x/v1", "LLM_PROXY_BASE_URL has a host that is not a host name"),
+    ("LLM_PROXY_BASE_URL", "http:///v1", "LLM_PROXY_BASE_URL has no host"),
+    ("LLM_PROXY_API_KEY", "sk-a\nb", "LLM_PROXY_API_KEY contains a line break"),
+    ("LLM_PROXY_API_KEY", "sk-a b", "LLM_PROXY_API_KEY contains a space"),
     ("LLM_PROXY_HEADERS", "{not json", "LLM_PROXY_HEADERS must be a JSON object .* not valid JSON"),
-    ("LLM_PROXY_HEADERS", '["X-A"]', "LLM_PROXY_HEADERS must be a JSON object .* got a JSON list"),
-    ("LLM_PROXY_HEADERS", '{"X-A": {"b": 1}}', "LLM_PROXY_HEADERS value for 'X-A' must be a string"),
-    ("LLM_PROXY_HEADERS", '{"bad header": "v"}', "LLM_PROXY_HEADERS has 'bad header'"),
-    ("LLM_PROXY_HEADERS", '{"X-A": "a\\r\\nX-B: b"}', "line break"),
+    ("LLM_PROXY_HEADERS", '["X-A"]', "LLM_PROXY_HEADERS must be a JSON object .* got a JSON array"),
+    ("LLM_PROXY_HEADERS", "5", "LLM_PROXY_HEADERS must be a JSON object .* got a JSON number"),
+    ("LLM_PROXY_HEADERS", '{"X-A": {"b": 1}}', "LLM_PROXY_HEADERS entry 1 value must be a string, .* got a JSON object"),
+    ("LLM_PROXY_HEADERS", '{"X-A": null}', "LLM_PROXY_HEADERS entry 1 value must be a string, .* got a JSON null"),
+    ("LLM_PROXY_HEADERS", '{"X-A": NaN}', "LLM_PROXY_HEADERS has NaN, which is not a JSON number"),
+    ("LLM_PROXY_HEADERS", '{"X-A": 1, "bad header": "v"}', "LLM_PROXY_HEADERS entry 2 has a name that is not an HTTP header"),
+    ("LLM_PROXY_HEADERS", '{"X-A": "a\\r\\nX-B: b"}', "entry 1 value contains a line break"),
+    ("LLM_PROXY_HEADERS", '{"X-A": "a\\u0000b"}', "entry 1 value contains a NUL or other control character"),
+    ("LLM_PROXY_HEADERS", '{"X-A": "caf\u00e9"}', "entry 1 value contains a non-ASCII character"),
+    ("LLM_PROXY_HEADERS", '{"X-A": "1", "x-a": "2"}', "entry 2 names the same header as entry 1 .*case-insensitively"),
+    ("LLM_PROXY_HEADERS", '{"X-A": "1", "X-A": "2"}', "entry 2 names the same header as entry 1"),
+    ("LLM_PROXY_HEADERS", '{"X-A": ' + "9" * 5001 + "}", "entry 1 value is a JSON number of 5001 characters"),
+    ("LLM_PROXY_HEADERS", "[" * 5000 + "]" * 5000, "LLM_PROXY_HEADERS is nested more than 64 levels deep"),
+    ("LLM_PROXY_HEADERS", '{"X-A": ' + "[" * 5000 + "]" * 5000 + "}", "LLM_PROXY_HEADERS is nested more than 64"),
+    ("LLM_PROXY_HEADERS", '{"X-A": "' + "v" * 8193 + '"}', "entry 1 value is 8193 characters long; the limit is 8192"),
     ("LLM_PROXY_REQUEST_ID_HEADER", "X Request", "LLM_PROXY_REQUEST_ID_HEADER must be an HTTP header name"),
     ("LLM_PROXY_PROVIDERS", "openai,,openrouter", "LLM_PROXY_PROVIDERS has an empty entry"),
+    ("LLM_PROXY_PROVIDERS", "openai,sk live", "LLM_PROXY_PROVIDERS entry 2 is not a provider name"),
     ("LLM_PROXY_PREFERRED_ROUTE", "openrouter/,", "LLM_PROXY_PREFERRED_ROUTE has an empty entry"),
+    ("LLM_PROXY_PREFERRED_ROUTE", "a\tb", "LLM_PROXY_PREFERRED_ROUTE entry 1 is not a route namespace"),
     ("LLM_PROXY_TRUST_NAMESPACE_WILDCARDS", "ture", "LLM_PROXY_TRUST_NAMESPACE_WILDCARDS must be true or false"),
 ])
 def test_malformed_values_name_the_variable(name: str, value: str, message: str) -> None:
     with pytest.raises(GatewayConfigError, match=message):
         _resolve({**BASE, name: value})
+
+
+CANARY = "sk-canary-pasted-7c41e9"
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("LLM_PROXY_BASE_URL", CANARY),
+    ("LLM_PROXY_BASE_URL", f"ftp://u:{CANARY}@h"),
+    ("LLM_PROXY_BASE_URL", f"http://u:{CANARY}@h/v1"),
+    ("LLM_PROXY_BASE_URL", f"http://[{CANARY}/v1"),
+    ("LLM_PROXY_BASE_URL", f"http://h:{CANARY}/v1"),
+    ("LLM_PROXY_BASE_URL", f"http://h/v1?key={CANARY}"),
+    ("LLM_PROXY_API_KEY", f"{CANARY}\nX-Other: 1"),
+    ("LLM_PROXY_API_KEY", f"{CANARY} {CANARY}"),
+    ("LLM_PROXY_PROVIDERS", f"openai,{CANARY}!"),
+    ("LLM_PROXY_PROVIDERS", f"{CANARY},,"),
+    ("LLM_PROXY_PREFERRED_ROUTE", f"Bearer {CANARY}"),
+    ("LLM_PROXY_PREFERRED_ROUTE", f"{CANARY},"),
+    ("LLM_PROXY_REQUEST_ID_HEADER", f"Bearer {CANARY}"),
+    ("LLM_PROXY_TRUST_NAMESPACE_WILDCARDS", CANARY),
+    ("LLM_PROXY_HEADERS", CANARY),
+    ("LLM_PROXY_HEADERS", f'{{"Authorization: Bearer {CANARY}": "x"}}'),
+    ("LLM_PROXY_HEADERS", f'{{"X-A": "${{secret:{CANARY}}}"}}'),
+    ("LLM_PROXY_HEADERS", '{"X-A": "${secret:sk_canary_pasted_7c41e9}"}'),
+    ("LLM_PROXY_HEADERS", f'{{"X-A": "{CANARY}\\n"}}'),
+    ("LLM_PROXY_HEADERS", f'{{"X-A": "{CANARY}", "x-a": "{CANARY}"}}'),
+    ("LLM_PROXY_HEADERS", f'{{"X-A": ["{CANARY}"]}}'),
+])
+def test_errors_never_quote_the_value(name: str, value: str) -> None:
+    with pytest.raises(GatewayConfigError) as caught:
+        _resolve({**BASE, name: value})
+    message = str(caught.value)
+    assert name in message
+    assert CANARY not in message and "sk_canary" not in message and "7c41e9" not in message
+
+
+def test_request_id_header_must_not_be_a_fixed_header() -> None:
+    with pytest.raises(GatewayConfigError, match="LLM_PROXY_REQUEST_ID_HEADER names a header that LLM_PROXY_HEADERS"):
+        _resolve({**BASE, "LLM_PROXY_HEADERS": '{"X-Request-Id": "fixed"}', "LLM_PROXY_REQUEST_ID_HEADER": "x-request-id"})
+
+
+def test_every_header_value_is_a_credential_value() -> None:
+    config = resolve_gateway_config(EnvSource({
+        **BASE, "LLM_PROXY_API_KEY": "sk-gw-key", "ORDER": "order-secret",
+        "LLM_PROXY_HEADERS": '{"X-Team-Token": "team-literal", "X-Order": "${secret:ORDER}", "X-N": 12345678}',
+    }))
+    assert config is not None
+    assert set(config.credential_values()) == {"sk-gw-key", "team-literal", "order-secret", "12345678"}
+    assert dict(config.headers)["X-N"] == "12345678"  # a number is sent as its JSON text
 
 
 def test_dotenv_file_is_read_and_environment_wins(tmp_path: Path) -> None:
@@ -107,7 +184,7 @@ def test_secret_ref_errors(value: str, message: str) -> None:
 
 
 def test_unresolved_reference_in_headers_is_a_config_error() -> None:
-    with pytest.raises(GatewayConfigError, match="LLM_PROXY_HEADERS value for 'X-Order-Id': .*ORDER_ID is not set"):
+    with pytest.raises(GatewayConfigError, match="LLM_PROXY_HEADERS entry 1 value: .*ORDER_ID is not set"):
         _resolve({**BASE, "LLM_PROXY_HEADERS": '{"X-Order-Id": "${secret:ORDER_ID}"}'})
 
 
