@@ -16,6 +16,8 @@ from compiler.diff.engine import diff_plan_sets, with_lines
 from compiler.project_root import find_project_root
 from compiler.provenance_lines import disk_index
 from compiler.diff.errors import DiffInputError, SideCompileError
+from compiler.diff.fail_on import EXIT_CREDENTIAL_ROUTING, FAIL_ON, failing
+from compiler.diff.model import DiffReport
 from compiler.diff.plan_files import PlanDoc, load_side
 from compiler.diff.render import FORMATS, render_blast, render_report
 
@@ -23,7 +25,16 @@ _EPILOG = "\b\nChecks:\n" + "\n".join(f"  {c.name:<15} {c.description}" for c in
 
 \b
 Exit codes: 0 no differences, 1 differences, 2 bad input (missing or non-plan file, tampered plan,
-incompatible plan_version, unknown check, missing git revision, inputs that do not compile).
+incompatible plan_version, unknown check, missing git revision, inputs that do not compile),
+3 credential routing changed and --fail-on credential-routing was given.
+
+\b
+Credential routing (always checked, whatever --checks says): a model's binding, endpoint,
+api_base_env, key variables (api_key_env, api_keys_env, key_file_env), transport pin
+(custom_llm_provider, kwargs_pin_transport), gateway flag (unroutable) or OpenRouter headers
+(referer, title) changed, or a new model uses a route no old model did. It is listed first in
+its own section (text, markdown), as credential_routing in JSON, and as ::warning annotations
+titled "capplan credential-routing-changed" with --format github.
 """
 
 
@@ -38,9 +49,12 @@ incompatible plan_version, unknown check, missing git revision, inputs that do n
 @format_option(*FORMATS)
 @click.option("--summary", is_flag=True,
               help="Blast radius only: per changed input file, which models change plan and which do not.")
+@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(FAIL_ON),
+              help="Exit 3 (after printing the diff) when credential routing changed: which key a model "
+                   "sends to which endpoint. For CI, where exit 1 (plans differ) passes.")
 def diff_cmd(old: Path | None, new: Path | None, base_rev: str | None, run_config: Path | None,
              overlays: tuple[Path, ...], data_dir: Path | None, checks: str | None, ignore: str | None,
-             fmt: str, summary: bool) -> None:
+             fmt: str, summary: bool, fail_on: tuple[str, ...]) -> None:
     """Semantic diff of capability plans, field by field, with the layer behind each change.
 
     \b
@@ -60,13 +74,13 @@ def diff_cmd(old: Path | None, new: Path | None, base_rev: str | None, run_confi
     removed within a version.
     """
     sys.exit(_exit_code(lambda: _run(old, new, base_rev, run_config, overlays, data_dir, checks, ignore,
-                                     fmt, summary)))
+                                     fmt, summary), fail_on))
 
 
-def _exit_code(run: Callable[[], bool]) -> int:
-    """The one place outcomes become exit codes: 0 same, 1 differs, 2 bad input."""
+def _exit_code(run: Callable[[], DiffReport], fail_on: tuple[str, ...] = ()) -> int:
+    """The one place outcomes become exit codes: 0 same, 1 differs, 2 bad input, 3 a --fail-on finding."""
     try:
-        differs = run()
+        report = run()
     except SideCompileError as exc:
         click.echo(f"capplan diff: {exc}:", err=True)
         print_diagnostics(exc.diagnostics)
@@ -77,12 +91,14 @@ def _exit_code(run: Callable[[], bool]) -> int:
     except InputError as exc:  # located input errors raised outside either side's compile
         print_diagnostics(exc.diagnostics)
         return EXIT_INPUT
-    return EXIT_FINDINGS if differs else EXIT_OK
+    if failing(report, fail_on):
+        return EXIT_CREDENTIAL_ROUTING
+    return EXIT_FINDINGS if report.differs else EXIT_OK
 
 
 def _run(old: Path | None, new: Path | None, base_rev: str | None, run_config: Path | None,
          overlays: tuple[Path, ...], data_dir: Path | None, checks: str | None, ignore: str | None,
-         fmt: str, summary: bool) -> bool:
+         fmt: str, summary: bool) -> DiffReport:
     checkers = select_checkers(parse_names(checks), parse_names(ignore) or [])
     if base_rev is not None:
         if old is not None:
@@ -101,7 +117,7 @@ def _run(old: Path | None, new: Path | None, base_rev: str | None, run_config: P
         click.echo(render_blast(blast_radius(report, old_docs, new_docs), fmt), nl=False)
     else:
         click.echo(render_report(report, fmt), nl=False)
-    return report.differs
+    return report
 
 
 def _from_files(old: Path, new: Path) -> tuple[dict[str, PlanDoc], dict[str, PlanDoc], list[str]]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from compiler.checks import blocks_of, check_bindings, check_blocks
+from compiler.credential_checks import foreign_key_warnings
 from compiler.diagnostics import Diagnostic, InputError, did_you_mean
 from compiler.inputs.overlay_file import OverlayFile
 from compiler.inputs.preset_file import PresetFile
@@ -82,7 +83,8 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None,
             found += _lint_by_compiling(run_config=run_config, overlays=[path], data_dir=data_dir)
         return sorted(set(found))
     if kind == "providers":
-        return check_bindings(loaded.source)
+        own = check_bindings(loaded.source)
+        return own if own else _providers_against_bundled(loaded)
     return []
 
 
@@ -102,7 +104,21 @@ def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -
         return diags + more
     known = set(providers.model.root) | set(base.model.providers) | catalogue_routes()
     found = [d for d in candidates_of(base, [overlay])[1] if d.file == overlay.source.display]
+    found += foreign_key_warnings(overlay.source, ("bindings",), overlay.model.bindings, providers.model.root,
+                                  patches=True)
     return found + glob_written_as_model_id(overlay) + unknown_provider_keys(overlay, known)
+
+
+def _providers_against_bundled(loaded: Loaded[BaseModel]) -> list[Diagnostic]:
+    """A providers file's bindings against the shipped ones: keys sent to endpoints capplan does not ship."""
+    from compiler.inputs.providers_file import ProvidersFile
+
+    model = loaded.model
+    if not isinstance(model, ProvidersFile):
+        return []
+    shipped, _ = load_file(bundled_dir() / PROVIDERS_FILE, ProvidersFile, display_path(bundled_dir() / PROVIDERS_FILE,
+                                                                                     "bundled"), bundled=True)
+    return foreign_key_warnings(loaded.source, (), model.root, shipped.model.root if shipped else {}, patches=False)
 
 
 def catalogue_routes() -> set[str]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from pydantic import BaseModel
 
 from compiler.checks import blocks_of, check_bindings, check_blocks
+from compiler.credential_checks import foreign_key_warnings
 from compiler.diagnostics import Diagnostic, InputError, errors_only
 from compiler.inputs.overlay_file import OverlayFile
 from compiler.inputs.preset_file import PresetFile
@@ -168,6 +169,9 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
     for ov in loaded_overlays:
         problems += check_blocks(ov.source, blocks_of(None, ov.model.presets, ov.model.providers))
         problems += check_bindings(ov.source, ("bindings",))
+        if providers is not None:
+            problems += foreign_key_warnings(ov.source, ("bindings",), ov.model.bindings, providers.model.root,
+                                             patches=True)
     if run is not None:
         problems += check_run_config(run)
     errors = errors_only(problems)

@@ -49,6 +49,8 @@ class BlastRadius:
     added: tuple[str, ...]
     removed: tuple[str, ...]
     notes: tuple[str, ...]
+    #: models whose credential routing changed (which key is sent where); see the full diff for fields
+    credential_routing: tuple[str, ...] = ()
 
 
 def blast_radius(report: DiffReport, old: Mapping[str, PlanDoc], new: Mapping[str, PlanDoc]) -> BlastRadius:
@@ -87,6 +89,7 @@ def blast_radius(report: DiffReport, old: Mapping[str, PlanDoc], new: Mapping[st
         added=tuple(m.key for m in report.with_status("added")),
         removed=tuple(m.key for m in report.with_status("removed")),
         notes=report.notes,
+        credential_routing=tuple(dict.fromkeys(r.model for r in report.credential_routing)),
     )
 
 

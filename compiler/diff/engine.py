@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from compiler.diff.checkers import Checker
 from compiler.diff.checkers.inputs import CHECKER as _INPUTS_CHECKER
+from compiler.diff.credential_routing import located, routing_changes
 from compiler.diff.model import Change, DiffReport, ModelDiff
 from compiler.diff.plan_files import PlanDoc, check_comparable
 from compiler.provenance_lines import LineIndex
@@ -30,7 +31,9 @@ def diff_plan_sets(old: Mapping[str, PlanDoc], new: Mapping[str, PlanDoc], check
     for was, now in sorted(versions):
         extra.append(f"plan_version changed from {was} to {now}; the shapes match, so fields are compared")
     models, inputs = _run_level_inputs(models)
-    return DiffReport(old_label, new_label, tuple(c.name for c in checkers), tuple(models), tuple(extra), inputs)
+    routing = routing_changes({k: d.body for k, d in old.items()}, {k: d.body for k, d in new.items()})
+    return DiffReport(old_label, new_label, tuple(c.name for c in checkers), tuple(models), tuple(extra), inputs,
+                      routing)
 
 
 def _run_level_inputs(models: list[ModelDiff]) -> tuple[list[ModelDiff], tuple[Change, ...]]:
@@ -66,4 +69,4 @@ def with_lines(report: DiffReport, lines: LineIndex) -> DiffReport:
     """``report`` with each change's layer at its line in the input files as they are now."""
     models = tuple(replace(m, changes=tuple(replace(c, located=lines.locate(c.source)) if c.source else c
                                             for c in m.changes)) for m in report.models)
-    return replace(report, models=models)
+    return replace(report, models=models, credential_routing=located(report.credential_routing, lines.locate))

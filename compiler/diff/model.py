@@ -53,6 +53,16 @@ class Change:
 
 
 @dataclass(frozen=True)
+class RoutingChange:
+    """One credential-routing field of one model, old → new (:mod:`compiler.diff.credential_routing`)."""
+
+    model: str
+    #: what the field decides: binding, endpoint, key variable, transport pin, gateway, gateway header
+    aspect: str
+    change: Change
+
+
+@dataclass(frozen=True)
 class ModelDiff:
     """The outcome for one model key."""
 
@@ -93,11 +103,18 @@ class DiffReport:
     notes: tuple[str, ...] = field(default=())
     #: input-digest changes (the ``inputs`` check), once for the run rather than once per model
     inputs: tuple[Change, ...] = field(default=())
+    #: which key goes where: found whichever checks ran (a reviewer must see every one)
+    credential_routing: tuple[RoutingChange, ...] = field(default=())
 
     @property
     def differs(self) -> bool:
         """True when any model was added, removed or changed, or an input file's digest changed (exit code 1)."""
-        return bool(self.inputs) or any(m.status != "unchanged" for m in self.models)
+        return bool(self.inputs) or bool(self.credential_routing) or any(m.status != "unchanged" for m in self.models)
+
+    @property
+    def credential_routing_changed(self) -> bool:
+        """True when a model's key, endpoint, transport pin or gateway header changed (``--fail-on credential-routing``)."""
+        return bool(self.credential_routing)
 
     def with_status(self, *statuses: ModelStatus) -> list[ModelDiff]:
         """The models whose status is one of ``statuses``, in key order."""

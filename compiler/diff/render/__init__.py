@@ -1,4 +1,4 @@
-"""Renderers of a diff report and a blast radius: ``text``, ``markdown``, ``json``."""
+"""Renderers of a diff report and a blast radius: ``text``, ``markdown``, ``json``, ``github``."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ from collections.abc import Callable
 
 from compiler.diff.blast import BlastRadius
 from compiler.diff.model import DiffReport
-from compiler.diff.render import json_out, markdown, text
+from compiler.diff.render import github, json_out, markdown, text
 
-FORMATS = ("text", "markdown", "json")
+FORMATS = ("text", "markdown", "json", "github")
 
 _REPORT: dict[str, Callable[[DiffReport], str]] = {
-    "text": text.render_report, "markdown": markdown.render_report, "json": json_out.render_report}
+    "text": text.render_report, "markdown": markdown.render_report, "json": json_out.render_report,
+    "github": github.render_report}
 _BLAST: dict[str, Callable[[BlastRadius], str]] = {
-    "text": text.render_blast, "markdown": markdown.render_blast, "json": json_out.render_blast}
+    "text": text.render_blast, "markdown": markdown.render_blast, "json": json_out.render_blast,
+    "github": github.render_blast}
 
 
 def render_report(report: DiffReport, fmt: str) -> str:

@@ -8,7 +8,9 @@ Diff document::
 
     {"format": "capplan-diff", "version": 1, "old": LABEL, "new": LABEL, "checks": [NAME, …],
      "differs": BOOL, "counts": {"changed": N, "inputs-only": N, "added": N, "removed": N, "unchanged": N},
-     "notes": [TEXT, …],
+     "notes": [TEXT, …], "credential_routing_changed": BOOL,
+     "credential_routing": [{"key": KEY, "aspect": ASPECT, "check": "credential-routing", "field": …,
+                             "kind": …, "old": …, "new": …, "layer": …}],
      "inputs": [{"check": "inputs", "field": DOTTED.PATH, "kind": …, "old": VALUE|null, "new": VALUE|null,
                  "layer": null}],
      "models": [{"key": KEY, "status": "changed|inputs-only|added|removed|unchanged",
@@ -26,6 +28,15 @@ found there, e.g. a ``data:`` file or a key since removed).
 ``old`` is null for an ``added`` field and ``new`` for a ``removed`` one (``kind`` tells a
 missing field from a null value).
 
+``credential_routing`` lists every change to a field that decides which credential a model sends
+where (binding key, endpoint, key variables, transport pin, gateway flag, OpenRouter headers), each
+a change record plus ``key`` (the model) and ``aspect`` (``binding``, ``endpoint``, ``endpoint
+variable``, ``key variable``, ``transport pin``, ``gateway``, ``gateway header``); a model new to
+the diff whose route no old model used lists the fields it sets as ``added``. The list is built
+whichever ``checks`` ran, and ``credential_routing_changed`` is true when it is not empty (exit
+code 3 with ``--fail-on credential-routing``). The blast-radius document lists those models'
+keys under ``credential_routing``.
+
 ``inputs`` lists each change of an input file's digest (and of ``models_fingerprint``) once for
 the run: they are run-level facts (``manifest.json``), so a model's ``changes`` never repeat them
 and no model is ``inputs-only`` any more (the status and its count stay, always 0). A diff whose
@@ -38,7 +49,8 @@ Blast-radius document (``--summary``)::
                  "old_sha256": HEX|null, "new_sha256": HEX|null,
                  "changes_plan": [KEY, …], "does_not_change": [KEY, …]}],
      "models": {"changed": [KEY, …], "unchanged": [KEY, …], "unattributed": [KEY, …],
-                "added": [KEY, …], "removed": [KEY, …]}}
+                "added": [KEY, …], "removed": [KEY, …]},
+     "credential_routing": [KEY, …]}
 """
 
 from __future__ import annotations
@@ -48,6 +60,7 @@ from typing import Any
 
 from compiler.diff.blast import BlastRadius
 from compiler.diff.model import ABSENT, Change, DiffReport, ModelDiff
+from executor.redaction import redact_url
 
 VERSION = 1
 
@@ -59,6 +72,9 @@ def render_report(report: DiffReport) -> str:
         "checks": list(report.checks), "differs": report.differs, "counts": report.counts(),
         "notes": list(report.notes), "models": [_model(m) for m in report.models],
         "inputs": [_change(c) for c in report.inputs],
+        "credential_routing_changed": report.credential_routing_changed,
+        "credential_routing": [{"key": r.model, "aspect": r.aspect, **_change(r.change)}
+                               for r in report.credential_routing],
     })
 
 
@@ -70,8 +86,13 @@ def _model(m: ModelDiff) -> dict[str, Any]:
 
 def _change(c: Change) -> dict[str, Any]:
     return {"check": c.check, "field": c.field, "kind": c.kind,
-            "old": None if c.old is ABSENT else c.old, "new": None if c.new is ABSENT else c.new,
+            "old": None if c.old is ABSENT else _unquoted(c.old), "new": None if c.new is ABSENT else _unquoted(c.new),
             "layer": _layer(c)}
+
+
+def _unquoted(value: Any) -> Any:
+    """A URL's userinfo never shows (an old plan may still carry one); everything else as it is."""
+    return redact_url(value) if isinstance(value, str) else value
 
 
 def _layer(c: Change) -> dict[str, Any] | None:
@@ -92,6 +113,7 @@ def render_blast(blast: BlastRadius) -> str:
         "models": {"changed": list(blast.changed), "unchanged": list(blast.unchanged),
                    "unattributed": list(blast.unattributed), "added": list(blast.added),
                    "removed": list(blast.removed)},
+        "credential_routing": list(blast.credential_routing),
     })
 
 

@@ -30,6 +30,7 @@ def render_report(report: DiffReport) -> str:
     """Heading, notes, counts, per-model table, input changes, then the details of each model."""
     out = [f"## capplan diff: {code(report.old_label)} → {code(report.new_label)}", ""]
     out += [f"> **note:** {n}" for n in report.notes] + ([""] if report.notes else [])
+    out += _credential_routing(report)
     n = report.counts()
     if not report.differs:
         out.append(f"No plan differences in {n['unchanged']} model(s). Checks: {', '.join(report.checks)}.")
@@ -79,6 +80,22 @@ def _details(m: ModelDiff, fold: bool) -> list[str]:
     return [f"### {code(m.key)}", "", *body, ""]
 
 
+def _credential_routing(report: DiffReport) -> list[str]:
+    """Its own section, before everything else: which key is now sent where."""
+    if not report.credential_routing:
+        return []
+    out = ["### Credential routing changed", "",
+           "> **Review before merging:** these fields decide which credential each model sends, to which "
+           "endpoint and with which headers.", "",
+           "| model | what | field | old | new | layer |", "|:--|:--|:--|:--|:--|:--|"]
+    for r in report.credential_routing:
+        c = r.change
+        layer = where(c)
+        out.append(f"| {code(r.model)} | {r.aspect} | {code(c.field)} | {code(show(c.old))} | {code(show(c.new))} | "
+                   f"{code(layer) if layer else ''} |")
+    return out + [""]
+
+
 def _inputs_section(report: DiffReport) -> list[str]:
     """Input-digest changes, once for the run (every plan of a run shares its inputs)."""
     if not report.inputs:
@@ -93,6 +110,10 @@ def render_blast(blast: BlastRadius) -> str:
     """A table of changed inputs with counts, then the model lists of each (long lists folded)."""
     out = [f"## capplan blast radius: {code(blast.old_label)} → {code(blast.new_label)}", ""]
     out += [f"> **note:** {n}" for n in blast.notes] + ([""] if blast.notes else [])
+    if blast.credential_routing:
+        out += ["### Credential routing changed", "",
+                f"> **Review before merging:** the credential routing of {_keys(blast.credential_routing)} changed "
+                "(which key is sent to which endpoint); the full diff lists the fields.", ""]
     if not blast.inputs:
         out += ["No input file changed.", ""]
     else:

@@ -11,13 +11,27 @@ def render_report(report: DiffReport) -> str:
     """Changed, added and removed models with their changes, then the totals."""
     lines = [f"capplan diff: {report.old_label} → {report.new_label}"]
     lines += [f"note: {n}" for n in report.notes]
+    lines += _credential_routing(report)
     if report.inputs:
         lines.append("inputs (run level, from manifest.json; every plan of the run shares them):")
         lines += [f"  {c.field}: {show(c.old)} → {show(c.new)}" for c in report.inputs]
     for m in report.with_status("removed", "added", "changed"):
         lines += _model(m)
-    lines.append(_totals(report))
+    lines.append(totals(report))
     return "\n".join(lines) + "\n"
+
+
+def _credential_routing(report: DiffReport) -> list[str]:
+    """First, so nobody scrolls past it: which key is now sent where."""
+    if not report.credential_routing:
+        return []
+    out = [f"CREDENTIAL ROUTING CHANGED ({len(report.credential_routing)}): which key is sent where; "
+           "review each before merging:"]
+    for r in report.credential_routing:
+        c = r.change
+        layer = f"  [{where(c)}]" if c.source else ""
+        out.append(f"  {r.model}  {r.aspect}  {c.field}: {show(c.old)} → {show(c.new)}{layer}")
+    return out
 
 
 def _model(m: ModelDiff) -> list[str]:
@@ -35,7 +49,7 @@ def _model(m: ModelDiff) -> list[str]:
     return out
 
 
-def _totals(report: DiffReport) -> str:
+def totals(report: DiffReport) -> str:
     n = report.counts()
     if not report.differs:
         return f"no differences in {n['unchanged']} model(s) (checks: {', '.join(report.checks)})"
@@ -47,6 +61,9 @@ def render_blast(blast: BlastRadius) -> str:
     """Per changed input: the models whose plan it changes and the ones it leaves alone."""
     lines = [f"capplan blast radius: {blast.old_label} → {blast.new_label}"]
     lines += [f"note: {n}" for n in blast.notes]
+    if blast.credential_routing:
+        lines.append("CREDENTIAL ROUTING CHANGED for: " + ", ".join(blast.credential_routing)
+                     + " (the full diff lists the fields; review before merging)")
     if not blast.inputs:
         lines.append("no input file changed")
     for imp in blast.inputs:

@@ -7,13 +7,17 @@ from typing import Any
 
 from compiler.diff.model import ABSENT, Change
 from compiler.provenance_lines import Located
+from executor.redaction import redact_url
 
 
 def show(value: Any) -> str:
-    """Compact JSON (so strings are quoted and null is null); a missing field reads ``(absent)``."""
+    """Compact JSON (so strings are quoted and null is null); a missing field reads ``(absent)``.
+
+    A URL's userinfo (``user:pass@``) never shows: an old plan may still carry one.
+    """
     if value is ABSENT:
         return "(absent)"
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+    return redact_url(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": ")))
 
 
 def where(change: Change) -> str:
