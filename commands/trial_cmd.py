@@ -107,8 +107,9 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     from executor.errors import user_error
     from trials.backends import BACKENDS, load_backend
     from trials.driver import RunRequest, UsageProblem, build_specs, drive
+    from trials.confined import ConfinedPathError
     from trials.progress import Progress
-    from trials.run_folder import RunFolder, RunFolderMismatch
+    from trials.run_folder import RunFolder
 
     if backend not in BACKENDS:
         from compiler.diagnostics import did_you_mean
@@ -124,13 +125,22 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         if config is not None:
             request = dataclasses.replace(request, rate_limit_probe=config.model.rate_limit_probe)
         specs = build_specs(request)
+        # the folder is checked before a backend starts or a key is looked at: a folder of foreign
+        # files, a damaged runs.jsonl or a planted link is refused with nothing written
+        folder = RunFolder(out, notify=_note)
+        folder.check(specs)
         options = _backend_options(backend, address, workers, config, specs)
         _require_credentials(request)
         runner = load_backend(backend, **options)
-        outcome = drive(specs, RunFolder(out), runner, concurrency=concurrency, max_cost=max_cost,
+        outcome = drive(specs, folder, runner, concurrency=concurrency, max_cost=max_cost,
                         progress=Progress(), retry_aborted=retry_aborted, rate_limit_probe=request.rate_limit_probe)
-    except (UsageProblem, RunFolderMismatch) as exc:
+    except UsageProblem as exc:
         click.echo(f"capplan: {exc}", err=True)
+        sys.exit(EXIT_INPUT)
+    except ConfinedPathError as exc:  # refused at a write during the run (the folder changed under it)
+        click.echo(exc.diagnostic().render(), err=True)
+        click.echo("capplan: the run stopped at this write; trials recorded before it are kept "
+                   "(fix the folder and run the same command again to resume)", err=True)
         sys.exit(EXIT_INPUT)
     except Exception as exc:  # plan load errors and other input errors are one line, never a traceback
         known = user_error(exc)
@@ -151,6 +161,11 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
                    f"{len(outcome.not_started)} trial(s) not started", err=True)
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_OK)
+
+
+def _note(text: str) -> None:
+    """A warning about the run folder (a torn line set aside, a repeated line counted once), on stderr."""
+    click.echo(text, err=True)
 
 
 def _require_credentials(request: Any) -> None:
@@ -203,18 +218,26 @@ def _backend_options(backend: str, address: str | None, workers: int | None, con
 
 @trial_cmd.command("report")
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@report_input_errors
 def report_cmd(run_dir: Path) -> None:
     """Re-render RUN_DIR's summary.md and summary.json from its runs.jsonl, and print summary.md.
+
+    runs.jsonl is only read: a line that does not read back is a located error (exit 2) and
+    nothing is written; a torn last line is reported and left for the next run to set aside.
 
     \b
       capplan trial report runs/demo
     """
+    from trials import confined
+    from trials.confined import ConfinedPathError
     from trials.driver import write_summary
-    from trials.run_folder import RunFolder
+    from trials.run_folder import RunFolder, RunFolderError
 
-    folder = RunFolder(run_dir)
-    if not folder.runs.exists():
-        click.echo(f"capplan: {run_dir} has no runs.jsonl (not a trial run folder?)", err=True)
-        sys.exit(EXIT_INPUT)
-    write_summary(folder)
-    click.echo((run_dir / "summary.md").read_text(encoding="utf-8"), nl=False)
+    folder = RunFolder(run_dir, notify=_note)
+    folder.check(report=True)
+    try:
+        write_summary(folder)
+        text = confined.read_bytes(run_dir, ("summary.md",)) or b""
+    except ConfinedPathError as exc:  # the folder changed since it was checked
+        raise RunFolderError([exc.diagnostic()]) from None
+    click.echo(text.decode("utf-8"), nl=False)

@@ -4,15 +4,21 @@
 untruncated output, retries, summarise markers, guard rejections, value substitutions, parser
 errors, the environment's final state). ``metrics.yaml`` is what it cost and how it ended.
 ``runs.jsonl`` holds one :class:`RunLine` per finished trial; ``summary.json`` one
-:class:`Summary`. No credential value is ever part of any of them.
+:class:`Summary`; ``run.json`` one :class:`RunManifest`. No credential value is ever part of
+any of them. The run folder reads ``runs.jsonl`` and ``run.json`` back (resume, report), so
+their models also check what a hand-edited or planted file could get wrong: names that become
+folders are safe slugs, a line's key and folder agree with its parts, amounts are finite and
+not negative.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from executor.safe_names import check_name
 from trials.outcome import TerminationReason, TrialStatus
 
 FORMAT_VERSION = 1
@@ -178,25 +184,139 @@ class Metrics(_Record):
     )
 
 
-class RunLine(_Record):
-    """One line of ``runs.jsonl``: a finished trial (a retried aborted trial has several; the latest counts)."""
+#: the most trials one plan × task may have; an index beyond it is not one capplan wrote
+MAX_TRIAL_INDEX = 10**9
+#: a sha256 / plan fingerprint as capplan writes them (hex, possibly with a scheme prefix)
+_DIGEST = re.compile(r"(?:[a-z0-9]+:)?[0-9a-f]{16,128}")
 
-    key: str
+
+def _safe(value: str, what: str) -> str:
+    return check_name(value, what)  # UnsafeName is a ValueError: pydantic reports it at the field
+
+
+def _digest(value: str, what: str) -> str:
+    if _DIGEST.fullmatch(value) is None:
+        raise ValueError(f"{what} must be a hex digest")
+    return value
+
+
+class RunLine(_Record):
+    """One line of ``runs.jsonl``: a finished trial.
+
+    A trial retried after an abort has several lines, one per attempt; the highest attempt is
+    the trial's result, and every attempt's cost was spent. A line repeated as it is (same key,
+    same attempt) is one record, counted once.
+    """
+
+    key: str = Field(description="<plan_key>/<task_id>/<index>.")
+    attempt: int | None = Field(
+        None, ge=1, le=MAX_TRIAL_INDEX,
+        description="1 for a trial's first finished attempt, then 2, 3… (absent in lines written before attempts "
+                    "were numbered)."
+    )
     plan_key: str
     plan_fingerprint: str
-    effective_preset: str
+    effective_preset: str = Field(max_length=256)
     task_id: str
     task_pack: str
     task_sha256: str
-    index: int
+    index: int = Field(ge=0, le=MAX_TRIAL_INDEX)
     status: TrialStatus
     termination_reason: TerminationReason
     counts_against_model: bool
     passed: bool | None
-    cost_usd: float
-    total_tokens: int
-    turns: int
-    dir: str
+    cost_usd: float = Field(ge=0, allow_inf_nan=False)
+    total_tokens: int = Field(ge=0)
+    turns: int = Field(ge=0)
+    dir: str = Field(description="The trial's folder, trials/<plan_key>/<task_id>/<index>.")
+
+    @field_validator("plan_key")
+    @classmethod
+    def _plan_key(cls, v: str) -> str:
+        return _safe(v, "model key")
+
+    @field_validator("task_id")
+    @classmethod
+    def _task_id(cls, v: str) -> str:
+        return _safe(v, "task id")
+
+    @field_validator("task_pack")
+    @classmethod
+    def _task_pack(cls, v: str) -> str:
+        return _safe(v, "task pack")
+
+    @field_validator("plan_fingerprint")
+    @classmethod
+    def _fingerprint(cls, v: str) -> str:
+        return _digest(v, "plan_fingerprint")
+
+    @field_validator("task_sha256")
+    @classmethod
+    def _task_digest(cls, v: str) -> str:
+        return _digest(v, "task_sha256")
+
+    @model_validator(mode="after")
+    def _agrees_with_its_parts(self) -> RunLine:
+        if self.key != f"{self.plan_key}/{self.task_id}/{self.index}":
+            raise ValueError("key must be <plan_key>/<task_id>/<index> of this same line")
+        if self.dir != f"trials/{self.plan_key}/{self.task_id}/{self.index}":
+            raise ValueError("dir must be trials/<plan_key>/<task_id>/<index> of this same line")
+        return self
+
+
+class RunTask(_Record):
+    """One task file a run used, as ``run.json`` lists it."""
+
+    path: str
+    sha256: str
+    pack: str
+
+    @field_validator("sha256")
+    @classmethod
+    def _digest(cls, v: str) -> str:
+        return _digest(v, "sha256")
+
+    @field_validator("pack")
+    @classmethod
+    def _pack(cls, v: str) -> str:
+        return _safe(v, "task pack")
+
+
+class RunManifest(_Record):
+    """``run.json``: which plans and task files a run folder holds trials of, and which trials are unfinished."""
+
+    format: Literal["capplan-trial-run"] = "capplan-trial-run"
+    version: Literal[1] = 1
+    plans: dict[str, str] = Field(default_factory=dict, description="Model key -> plan fingerprint.")
+    tasks: dict[str, RunTask] = Field(default_factory=dict, description="Task id -> the task file.")
+    interrupted: list[str] = Field(default_factory=list,
+                                   description="Trial keys that did not finish; the next run of the command runs them.")
+
+    @field_validator("plans")
+    @classmethod
+    def _plans(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, fingerprint in v.items():
+            _safe(key, "model key")
+            _digest(fingerprint, "plan fingerprint")
+        return v
+
+    @field_validator("tasks")
+    @classmethod
+    def _tasks(cls, v: dict[str, RunTask]) -> dict[str, RunTask]:
+        for key in v:
+            _safe(key, "task id")
+        return v
+
+    @field_validator("interrupted")
+    @classmethod
+    def _interrupted(cls, v: list[str]) -> list[str]:
+        for key in v:
+            parts = key.split("/")
+            if len(parts) != 3 or not parts[2].isdigit() or not parts[2].isascii():
+                raise ValueError("each interrupted trial must be <plan_key>/<task_id>/<index>")
+            _safe(parts[0], "model key")
+            _safe(parts[1], "task id")
+        return v
 
 
 class SummaryRow(_Record):

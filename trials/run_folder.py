@@ -4,8 +4,9 @@ Layout::
 
     DIR/run.json                         the run's plans and tasks (fingerprints, sha256), interrupted trials
     DIR/runs.jsonl                       one RunLine per finished trial, appended as it finishes
-                                         (append-only: a retried aborted trial adds a line that
-                                         supersedes its earlier one; readers take the latest per key)
+                                         (append-only: a retried aborted trial adds a line with the
+                                         next ``attempt``; readers take the highest attempt per key)
+    DIR/runs.jsonl.torn-<n>              a torn last line set aside on resume (see below)
     DIR/trials/<plan>/<task>/<i>/trajectory.yaml
     DIR/trials/<plan>/<task>/<i>/metrics.yaml
     DIR/summary.md, DIR/summary.json     re-rendered from runs.jsonl
@@ -15,22 +16,44 @@ Crash safety: a trial's files are written atomically (temp file, rename), then i
 against a killed process (the page cache outlives it); nothing is fsynced per trial, because
 three fsyncs per trial made the writer, not the provider, the bottleneck of a concurrent run
 (power-loss durability is left to the filesystem: a lost tail of lines only reruns trials).
-On resume a torn last line (a kill mid-append) is cut off, trials with a line are skipped,
-and everything else (interrupted, never started, or killed before its line) runs again and
-overwrites whatever half-finished files it left.
+
+Integrity: ``runs.jsonl`` is the run's record of what was paid for, so nothing rewrites it.
+On resume a torn last line (a kill mid-append: no newline) is copied to
+``runs.jsonl.torn-<n>`` and cut off, and its trial runs again; that is the only change ever
+made to existing bytes. Any other line that does not read back as a :class:`RunLine` (not
+JSON, blank, not an object, a key missing, a wrong type) is a located error
+(``DIR/runs.jsonl:LINE:1: error[…]``) and neither ``report`` nor a resume changes anything.
+A line repeated as it is (same trial, same attempt) is one record: counted once in the
+summary, the spend and ``--max-cost``. ``run.json`` is validated the same way, and a folder
+holding anything but a capplan run (no valid ``run.json``) is refused, never written beside.
+
+Confinement: every file is written through :mod:`trials.confined`: names checked, the path
+resolved inside the folder, no link below the folder followed (``O_NOFOLLOW`` on every
+component, temp files created and renamed inside the same real folder).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Iterable
+import re
+import stat
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
+from compiler.diagnostics import Diagnostic, InputError
+from executor.input_limits import InputLimitError
+from executor.safe_names import UnsafeName, check_name
+from executor.strict_json import StrictJSONError, loads_strict
+from trials import confined
+from trials.confined import ConfinedPathError, trial_parts
+from trials.records import RunLine, RunManifest
 from trials.spec import TrialKey, TrialRecords, TrialSpec
 
 try:
@@ -38,22 +61,37 @@ try:
 except AttributeError:  # PyYAML built without libyaml
     _Dumper = yaml.SafeDumper
 
+RUNS_FILE = "runs.jsonl"
+MANIFEST_FILE = "run.json"
+TORN_PREFIX = f"{RUNS_FILE}.torn-"
+TRIAL_FILES = ("trajectory.yaml", "metrics.yaml")
+#: files capplan writes at the top of a run folder (probe.json: see trials.probe_census)
+TOP_FILES = (MANIFEST_FILE, RUNS_FILE, "summary.md", "summary.json", "probe.json")
+#: a run.json lists plans and tasks; far below this even for thousands of task files
+MAX_MANIFEST_BYTES = 16 << 20
+#: a runs.jsonl line capplan writes is well under 1 KiB
+MAX_LINE_BYTES = 64 << 10
 
-class RunFolderMismatch(Exception):
+_NEW_FOLDER_HINT = "choose a new --out (a missing or empty folder), or the folder of an earlier run of this command"
+_TMP = r"\.(?:{names})\.[A-Za-z0-9_]{{6,32}}\.tmp"
+_TOP_LEFTOVERS = re.compile(_TMP.format(names="|".join(re.escape(n) for n in TOP_FILES if n != RUNS_FILE)))
+_TRIAL_LEFTOVERS = re.compile(_TMP.format(names="|".join(re.escape(n) for n in TRIAL_FILES)))
+
+
+class RunFolderError(InputError):
+    """The run folder cannot be used as it is; located diagnostics, and nothing was changed."""
+
+
+class RunFolderMismatch(RunFolderError):
     """The folder holds trials of a different plan or task under the same key."""
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write the file ``path`` inside its folder so a reader sees the old file or the new one, never a part.
+
+    ``path.parent`` is taken as the folder; ``path`` itself must not be a link or a folder.
+    """
+    confined.write_atomic(path.parent, (path.name,), data)
 
 
 def dump_yaml(data: Any) -> bytes:
@@ -61,99 +99,539 @@ def dump_yaml(data: Any) -> bytes:
     return text.encode("utf-8")
 
 
-class RunFolder:
-    """One run folder; the driver is its only writer."""
+@dataclass
+class _Entry:
+    """One distinct record of ``runs.jsonl``: where it first appears, and its data."""
 
-    def __init__(self, root: Path) -> None:
+    lineno: int
+    line: RunLine
+    data: dict[str, Any]
+    canonical: str
+
+
+@dataclass
+class _Lines:
+    """``runs.jsonl`` read back: distinct records in file order, and a torn tail if any."""
+
+    entries: list[_Entry] = field(default_factory=list)
+    good_bytes: int = 0
+    torn: bytes | None = None
+    torn_lineno: int = 0
+    by_identity: dict[tuple[str, int | str], _Entry] = field(default_factory=dict)
+
+    def add(self, entry: _Entry) -> _Entry | None:
+        """Keep ``entry``; the earlier record it repeats when it is a repeat (then it is not kept)."""
+        identity = _identity(entry)
+        seen = self.by_identity.get(identity)
+        if seen is not None:
+            return seen
+        self.by_identity[identity] = entry
+        self.entries.append(entry)
+        return None
+
+    def latest(self) -> dict[str, _Entry]:
+        """Per trial key, the record of its highest attempt (file order among unnumbered ones)."""
+        best: dict[str, _Entry] = {}
+        for entry in self.entries:
+            held = best.get(entry.line.key)
+            if held is None or _rank(entry) >= _rank(held):
+                best[entry.line.key] = entry
+        return best
+
+    def attempts(self, key: str) -> int:
+        numbered = [e.line.attempt or 0 for e in self.entries if e.line.key == key]
+        return max([len(numbered), *numbered]) if numbered else 0
+
+
+def _identity(entry: _Entry) -> tuple[str, int | str]:
+    """Two lines are one record when they are the same trial's same attempt.
+
+    Lines written before attempts were numbered have no attempt: they are one record only when
+    they are identical.
+    """
+    attempt = entry.line.attempt
+    return (entry.line.key, attempt if attempt is not None else entry.canonical)
+
+
+def _rank(entry: _Entry) -> tuple[int, int]:
+    return (entry.line.attempt or 0, entry.lineno)
+
+
+class RunFolder:
+    """One run folder; the driver is its only writer.
+
+    ``notify`` receives what the folder reports without failing (a torn line set aside, a
+    repeated line counted once), one rendered diagnostic at a time; they are also kept in
+    ``notes``.
+    """
+
+    def __init__(self, root: Path, notify: Callable[[str], None] | None = None) -> None:
         self.root = root
-        self.runs = root / "runs.jsonl"
-        self.manifest = root / "run.json"
+        self.runs = root / RUNS_FILE
+        self.manifest = root / MANIFEST_FILE
+        self.notes: list[str] = []
+        self._notify = notify
+        self._lock = threading.Lock()
+        self._lines: _Lines | None = None
+        self._checked: tuple[tuple[str, str, str], ...] | None = None
+        self._noted: set[tuple[str, int, str]] = set()  # a note is given once, however often it is found
+
+    # -- reading and checking ------------------------------------------------------------
+
+    def check(self, specs: Sequence[TrialSpec] = (), *, report: bool = False) -> None:
+        """Refuse (:class:`RunFolderError`, every problem at once) a folder this run must not use.
+
+        Nothing is written. Checks that the folder is missing, empty or a capplan run (a valid
+        ``run.json``), that every line of ``runs.jsonl`` reads back, that no file capplan would
+        write is a link, a folder or a special file, that every name in ``specs`` is safe, and
+        that no finished trial was run with another plan or task than its spec. ``report``:
+        the folder must already be a run with a ``runs.jsonl``.
+        """
+        diags = self._check_names(specs)
+        if not diags:
+            diags = self._check_folder(specs, report=report)
+        if diags:
+            raise RunFolderError(diags)
+        if specs:
+            mismatch = self._mismatch(specs)
+            if mismatch:
+                raise RunFolderMismatch(mismatch)
+        self._checked = _identities(specs)
+
+    def _check_names(self, specs: Sequence[TrialSpec]) -> list[Diagnostic]:
+        """Names that become folders, checked again where they are joined (a reader may have missed one)."""
+        found: set[Diagnostic] = set()
+        for spec in specs:
+            for what, value, where in (("model key", spec.plan_key, "--plan"), ("task id", spec.task_id, spec.task_path),
+                                       ("task pack", spec.task_pack, spec.task_path)):
+                try:
+                    check_name(value, what)
+                except UnsafeName as exc:
+                    found.add(Diagnostic(where, 1, 1, "unsafe-name", f"{exc}, so it cannot name a folder of the run",
+                                         hint="names that become folders must be short slugs"))
+            if isinstance(spec.index, bool) or not isinstance(spec.index, int) or spec.index < 0:
+                found.add(Diagnostic("--trials", 1, 1, "unsafe-name", "trial index must be a whole number of 0 or more"))
+        return sorted(found)
+
+    def _check_folder(self, specs: Sequence[TrialSpec], *, report: bool) -> list[Diagnostic]:
+        root = self.root
+        if not os.path.lexists(root):
+            if report:
+                return [Diagnostic(str(root), 1, 1, "not-a-run-folder", "does not exist")]
+            self._lines = _Lines()
+            return []
+        if not root.is_dir():
+            return [Diagnostic("--out" if not report else str(root), 1, 1, "out-not-a-folder",
+                               f"{root} is not a folder", hint=_NEW_FOLDER_HINT)]
+        try:
+            entries = sorted(os.listdir(root))
+        except OSError as exc:
+            return [Diagnostic(str(root), 1, 1, "out-unwritable", f"cannot list the folder: {exc.strerror or exc}")]
+        if not entries and not report:
+            self._lines = _Lines()
+            return []
+        diags: list[Diagnostic] = []
+        if self._read_manifest_checked(diags, entries, report=report) is None:
+            return diags
+        for name in TOP_FILES[2:]:
+            problem = _not_a_file(root / name)
+            if problem is not None:
+                diags.append(problem)
+        lines = self._read_lines(diags)
+        if report and lines is not None and not os.path.lexists(self.runs):
+            diags.append(Diagnostic(str(self.runs), 1, 1, "not-a-run-folder",
+                                    "does not exist: no trial of this run has finished yet"))
+        keys: list[tuple[str, str, int]] = [(s.plan_key, s.task_id, s.index) for s in specs]
+        if lines is not None:
+            keys += [(e.line.plan_key, e.line.task_id, e.line.index) for e in lines.entries]
+        diags += _check_trial_folders(root, keys)
+        if diags:
+            return diags
+        if lines is not None:
+            self._lines = lines
+            if report:
+                self._note_torn(lines)
+        return []
+
+    def _read_manifest_checked(self, diags: list[Diagnostic], entries: list[str], *,
+                               report: bool) -> RunManifest | None:
+        problem = _not_a_file(self.manifest)
+        if problem is not None:
+            diags.append(problem)
+            return None
+        if not os.path.lexists(self.manifest):
+            shown = ", ".join(e + ("/" if (self.root / e).is_dir() else "") for e in entries[:5])
+            shown += f" and {len(entries) - 5} more" if len(entries) > 5 else ""
+            if report:
+                diags.append(Diagnostic(str(self.manifest), 1, 1, "not-a-run-folder",
+                                        "does not exist, so this is not a capplan trial run folder"))
+            else:
+                diags.append(Diagnostic("--out", 1, 1, "out-not-run",
+                                        f"{self.root} holds files that are not a capplan trial run ({shown}) and no "
+                                        "run.json; a run never writes beside or over foreign files",
+                                        hint=_NEW_FOLDER_HINT))
+            return None
+        try:
+            return self._read_manifest()
+        except RunFolderError as exc:
+            diags += exc.diagnostics
+            return None
+
+    def _read_manifest(self) -> RunManifest:
+        """``run.json`` validated; a fresh manifest when there is none yet."""
+        try:
+            raw = confined.read_bytes(self.root, (MANIFEST_FILE,), limit=MAX_MANIFEST_BYTES)
+        except ConfinedPathError as exc:
+            raise RunFolderError([exc.diagnostic()]) from None
+        if raw is None:
+            return RunManifest()
+        where = str(self.manifest)
+        hint = "this is not a capplan trial run folder, or its run.json is damaged; " + _NEW_FOLDER_HINT
+        try:
+            data = loads_strict(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise RunFolderError([Diagnostic(where, 1, 1, "run-manifest-invalid", "is not UTF-8 text", hint=hint)]) \
+                from None
+        except (StrictJSONError, InputLimitError) as exc:
+            raise RunFolderError([Diagnostic(where, exc.line, exc.col, "run-manifest-invalid", str(exc), hint=hint)]) \
+                from None
+        except ValueError as exc:  # e.g. an integer past the digit limit
+            raise RunFolderError([Diagnostic(where, 1, 1, "run-manifest-invalid", f"not valid JSON: {_short(exc)}",
+                                             hint=hint)]) from None
+        if not isinstance(data, dict):
+            raise RunFolderError([Diagnostic(where, 1, 1, "run-manifest-invalid",
+                                             f"must be a JSON object, not {_json_kind(data)}", hint=hint)])
+        try:
+            return RunManifest.model_validate_json(raw, strict=True)
+        except ValidationError as exc:
+            raise RunFolderError([Diagnostic(where, 1, 1, "run-manifest-invalid", _describe(err), hint=hint)
+                                  for err in exc.errors(include_input=False)]) from None
+
+    def _read_lines(self, diags: list[Diagnostic]) -> _Lines | None:
+        """``runs.jsonl`` read back and validated; problems go to ``diags`` (then None)."""
+        try:
+            raw = confined.read_bytes(self.root, (RUNS_FILE,))
+        except ConfinedPathError as exc:
+            diags.append(exc.diagnostic())
+            return None
+        lines = _Lines()
+        if raw is None:
+            return lines
+        where = str(self.runs)
+        found: list[Diagnostic] = []
+        offset = 0
+        lineno = 0
+        while offset < len(raw):
+            lineno += 1
+            end = raw.find(b"\n", offset)
+            if end < 0:  # no newline: a kill in the middle of an append
+                lines.torn, lines.torn_lineno = raw[offset:], lineno
+                break
+            chunk = raw[offset:end + 1]
+            offset = end + 1
+            entry = _parse_line(chunk, lineno, where, found)
+            if entry is None:
+                continue
+            seen = lines.add(entry)
+            if seen is None:
+                continue
+            if seen.canonical != entry.canonical:
+                found.append(Diagnostic(where, lineno, 1, "run-line-conflict",
+                                        f"trial {entry.line.key} attempt {entry.line.attempt} is also line "
+                                        f"{seen.lineno}, with other values; which one was paid for is unknown",
+                                        hint="keep the line that matches the trial's metrics.yaml and remove the other"))
+            else:
+                self._note(Diagnostic(where, lineno, 1, "run-line-repeated",
+                                      f"repeats line {seen.lineno} (trial {entry.line.key}); counted once",
+                                      severity="warning"))
+        if found:
+            diags += found
+            return None
+        lines.good_bytes = offset  # the end of the last complete line
+        return lines
+
+    def _note_torn(self, lines: _Lines) -> None:
+        """``report`` leaves a torn line where it is: a run may still be appending to the file."""
+        if lines.torn is None:
+            return
+        self._note(Diagnostic(str(self.runs), lines.torn_lineno, 1, "run-line-torn",
+                              "the last line is incomplete (a run stopped while writing it, or is writing it now): "
+                              "ignored here; the next `capplan trial run` of this folder sets it aside and runs "
+                              "its trial again", severity="warning"))
+
+    def _note(self, diag: Diagnostic) -> None:
+        key = (diag.file, diag.line, diag.message)
+        if key in self._noted:
+            return
+        self._noted.add(key)
+        text = diag.render()
+        self.notes.append(text)
+        if self._notify is not None:
+            self._notify(text)
+
+    def _mismatch(self, specs: Sequence[TrialSpec]) -> list[Diagnostic]:
+        by_key = {str(s.key): s for s in specs}
+        found = []
+        for key, entry in self._contents().latest().items():
+            spec = by_key.get(key)
+            if spec is None:
+                continue
+            line = entry.line
+            if line.plan_fingerprint != spec.plan_fingerprint or line.task_sha256 != spec.task_sha256:
+                found.append(Diagnostic(
+                    str(self.runs), entry.lineno, 1, "run-mismatch",
+                    f"trial {key} was run with another plan or task file "
+                    f"(plan {line.plan_fingerprint[:12]}…, task {line.task_sha256[:12]}…)",
+                    hint="use a new --out folder to compare them"))
+        return found
+
+    def _contents(self) -> _Lines:
+        with self._lock:
+            if self._lines is None:
+                diags: list[Diagnostic] = []
+                lines = self._read_lines(diags)
+                if lines is None:
+                    raise RunFolderError(diags)
+                self._lines = lines
+            return self._lines
+
+    def finished(self) -> dict[str, dict[str, Any]]:
+        """The record of the highest attempt per trial key, so no trial is counted twice."""
+        return {key: entry.data for key, entry in self._contents().latest().items()}
+
+    def spent_usd(self) -> float:
+        """What every attempt cost, superseded ones included (that money was spent), each record once."""
+        return sum(entry.line.cost_usd for entry in self._contents().entries)
+
+    def lines(self) -> list[dict[str, Any]]:
+        """Every distinct record of ``runs.jsonl`` in file order (a repeated line is one record)."""
+        return [entry.data for entry in self._contents().entries]
+
+    # -- writing ---------------------------------------------------------------------------
 
     def open(self, specs: Iterable[TrialSpec]) -> dict[str, dict[str, Any]]:
         """Create or resume the folder for ``specs``; returns the finished lines by trial key.
 
-        Refuses (``RunFolderMismatch``) when a finished trial's plan or task differs from the
-        spec with the same key: resuming would mix two experiments in one table.
+        Everything :meth:`check` refuses is refused before anything is written; a torn last
+        line is then set aside and the manifest updated.
         """
-        self.root.mkdir(parents=True, exist_ok=True)
-        for orphan in (self.root / "trials").glob("**/.*.tmp"):  # a kill between write and rename
-            orphan.unlink(missing_ok=True)
-        finished = self.finished()
-        by_key = {str(s.key): s for s in specs}
-        for key, line in finished.items():
-            spec = by_key.get(key)
-            if spec is None:
-                continue
-            if line["plan_fingerprint"] != spec.plan_fingerprint or line["task_sha256"] != spec.task_sha256:
-                raise RunFolderMismatch(
-                    f"{self.root}: trial {key} was run with another plan or task file "
-                    f"(plan {line['plan_fingerprint'][:12]}…, task {line['task_sha256'][:12]}…); "
-                    "use a new --out folder to compare them"
-                )
-        manifest = self._read_manifest()
-        for spec in by_key.values():
-            manifest["plans"][spec.plan_key] = spec.plan_fingerprint
-            manifest["tasks"][spec.task_id] = {"path": spec.task_path, "sha256": spec.task_sha256, "pack": spec.task_pack}
-        self._write_manifest(manifest)
-        return finished
+        specs = list(specs)
+        if self._checked != _identities(specs):  # checked just before (the command does, early)
+            self.check(specs)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunFolderError([Diagnostic("--out", 1, 1, "out-unwritable",
+                                             f"{self.root}: cannot create the folder: {exc.strerror or exc}")]) from None
+        lines = self._contents()
+        self._set_torn_aside(lines)
+        confined.remove_leftovers(self.root, (), _TOP_LEFTOVERS)
+        for folder in sorted({trial_parts(s.plan_key, s.task_id, s.index) for s in specs}):
+            confined.remove_leftovers(self.root, folder, _TRIAL_LEFTOVERS)
+        data = self._read_manifest().model_dump(mode="json")
+        for spec in specs:
+            data["plans"][spec.plan_key] = spec.plan_fingerprint
+            data["tasks"][spec.task_id] = {"path": spec.task_path, "sha256": spec.task_sha256, "pack": spec.task_pack}
+        self._write_manifest(data)
+        return self.finished()
 
-    def finished(self) -> dict[str, dict[str, Any]]:
-        """The latest line of ``runs.jsonl`` per key, so no trial is counted twice."""
-        return {str(line["key"]): line for line in self.lines()}
-
-    def spent_usd(self) -> float:
-        """What every line cost, superseded attempts included: that money was spent."""
-        return sum(float(line["cost_usd"]) for line in self.lines())
-
-    def lines(self) -> list[dict[str, Any]]:
-        """Every line of ``runs.jsonl`` in file order; a torn final line is cut off the file."""
-        if not self.runs.exists():
-            return []
-        raw = self.runs.read_bytes()
-        out: list[dict[str, Any]] = []
-        good = 0
-        for chunk in raw.splitlines(keepends=True):
-            if not chunk.endswith(b"\n"):
-                break
-            try:
-                line = json.loads(chunk)
-            except json.JSONDecodeError:
-                break
-            out.append(line)
-            good += len(chunk)
-        if good != len(raw):
-            with open(self.runs, "r+b") as fh:
-                fh.truncate(good)
-        return out
+    def _set_torn_aside(self, lines: _Lines) -> None:
+        if lines.torn is None:
+            return
+        n = 1
+        while not confined.create_new(self.root, (f"{TORN_PREFIX}{n}",), lines.torn):
+            n += 1
+        confined.truncate(self.root, (RUNS_FILE,), lines.good_bytes)
+        self._note(Diagnostic(str(self.runs), lines.torn_lineno, 1, "run-line-torn",
+                              f"the last line was incomplete (a run stopped while writing it): moved to "
+                              f"{TORN_PREFIX}{n}; its trial runs again", severity="warning"))
+        lines.torn = None
 
     def write(self, records: TrialRecords) -> None:
         """Write one finished trial: its files, then its runs.jsonl line (the commit marker)."""
-        folder = self.root / records.key.relpath
-        atomic_write(folder / "trajectory.yaml", dump_yaml(records.trajectory))
-        atomic_write(folder / "metrics.yaml", dump_yaml(records.metrics))
-        line = (json.dumps(records.run_line, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-        fd = os.open(self.runs, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        key = records.key
         try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+            folder = trial_parts(key.plan_key, key.task_id, key.index)
+        except UnsafeName as exc:
+            raise ConfinedPathError(self.root / "trials", "unsafe-name", f"{exc}, so it cannot name a folder of the run",
+                                    "names that become folders must be short slugs") from None
+        confined.write_atomic(self.root, (*folder, "trajectory.yaml"), dump_yaml(records.trajectory))
+        confined.write_atomic(self.root, (*folder, "metrics.yaml"), dump_yaml(records.metrics))
+        lines = self._contents()
+        with self._lock:
+            data = {**records.run_line, "attempt": lines.attempts(str(key)) + 1}
+            text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+            try:
+                line = RunLine.model_validate_json(text, strict=True)  # what is written must read back
+            except ValidationError as exc:
+                raise ConfinedPathError(self.runs, "run-line-invalid", "; ".join(
+                    _describe(e) for e in exc.errors(include_input=False))) from None
+            confined.append(self.root, (RUNS_FILE,), (text + "\n").encode("utf-8"))
+            lineno = (lines.entries[-1].lineno + 1) if lines.entries else 1
+            lines.add(_Entry(lineno, line, line.model_dump(mode="json"), _canonical(line)))
 
     def mark_interrupted(self, keys: Iterable[TrialKey]) -> None:
         """Record the trials that did not finish; a re-run of the same command runs them."""
-        manifest = self._read_manifest()
-        manifest["interrupted"] = sorted({str(k) for k in keys})
-        self._write_manifest(manifest)
+        data = self._read_manifest().model_dump(mode="json")
+        data["interrupted"] = sorted({str(k) for k in keys})
+        self._write_manifest(data)
 
     def clear_interrupted(self) -> None:
-        manifest = self._read_manifest()
-        manifest["interrupted"] = []
-        self._write_manifest(manifest)
+        data = self._read_manifest().model_dump(mode="json")
+        data["interrupted"] = []
+        self._write_manifest(data)
 
-    def _read_manifest(self) -> dict[str, Any]:
-        if self.manifest.exists():
-            data: dict[str, Any] = json.loads(self.manifest.read_text(encoding="utf-8"))
-            return data
-        return {"format": "capplan-trial-run", "version": 1, "plans": {}, "tasks": {}, "interrupted": []}
+    def _write_manifest(self, data: dict[str, Any]) -> None:
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+        RunManifest.model_validate_json(text, strict=True)  # what is written must read back
+        confined.write_atomic(self.root, (MANIFEST_FILE,), text.encode("utf-8"))
 
-    def _write_manifest(self, manifest: dict[str, Any]) -> None:
-        atomic_write(self.manifest, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+def _identities(specs: Iterable[TrialSpec]) -> tuple[tuple[str, str, str], ...]:
+    return tuple(sorted((str(s.key), s.plan_fingerprint, s.task_sha256) for s in specs))
+
+
+def _parse_line(chunk: bytes, lineno: int, where: str, found: list[Diagnostic]) -> _Entry | None:
+    """One complete line as a record; its problem goes to ``found`` (then None)."""
+    def bad(code: str, message: str, col: int = 1, hint: str | None = None) -> None:
+        found.append(Diagnostic(where, lineno, col, code, message,
+                                hint=hint or "runs.jsonl is written by capplan only; restore this line from a "
+                                             "backup or remove it (its trial then runs again)"))
+
+    if len(chunk) > MAX_LINE_BYTES:
+        bad("run-line-too-long", f"is {len(chunk)} bytes long; a run line is at most {MAX_LINE_BYTES}")
+        return None
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        bad("run-line-json", "is not UTF-8 text")
+        return None
+    if not text.strip():
+        bad("run-line-blank", "is blank; every line of runs.jsonl is one finished trial",
+            hint="remove the blank line")
+        return None
+    try:
+        data = loads_strict(text)
+    except (StrictJSONError, InputLimitError) as exc:
+        bad("run-line-json", str(exc), exc.col)
+        return None
+    except ValueError as exc:
+        bad("run-line-json", f"not valid JSON: {_short(exc)}")
+        return None
+    if not isinstance(data, dict):
+        bad("run-line-not-object", f"must be a JSON object, not {_json_kind(data)}")
+        return None
+    try:
+        line = RunLine.model_validate_json(text, strict=True)
+    except ValidationError as exc:
+        for err in exc.errors(include_input=False):
+            bad("run-line-invalid", _describe(err))
+        return None
+    return _Entry(lineno, line, line.model_dump(mode="json"), _canonical(line))
+
+
+def _canonical(line: RunLine) -> str:
+    return json.dumps(line.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+
+
+def _describe(err: Any) -> str:
+    """A pydantic error as ``field: problem``; never the value (it may be anything, a secret included)."""
+    loc = ".".join(_short_key(p) for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+    kind = err["type"]
+    if kind == "missing":
+        return f"required key {loc!r} is missing"
+    if kind == "extra_forbidden":
+        return f"unknown key {loc!r}"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return f"{loc}: {message}" if loc else message
+
+
+def _short_key(part: object) -> str:
+    text = str(part)
+    return text if len(text) <= 40 and text.isprintable() else f"<a key of {len(text)} characters>"
+
+
+def _short(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "null" if value is None else type(value).__name__
+
+
+def _lkind(path: Path) -> str:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "absent"
+    except NotADirectoryError:
+        return "under-file"
+    if stat.S_ISLNK(st.st_mode):
+        return "link"
+    if stat.S_ISDIR(st.st_mode):
+        return "folder"
+    return "file" if stat.S_ISREG(st.st_mode) else "special"
+
+
+_KIND_PROBLEM = {
+    "link": ("run-folder-symlink", "is a symbolic link; capplan does not follow links inside a run folder"),
+    "folder": ("run-folder-not-a-file", "should be a file but is a folder"),
+    "special": ("special-file", "is a device, FIFO or socket, not a regular file"),
+    "file": ("run-folder-not-a-folder", "should be a folder but is a file"),
+}
+
+
+def _not_a_file(path: Path) -> Diagnostic | None:
+    """A located problem when ``path`` exists as anything but a regular file."""
+    kind = _lkind(path)
+    if kind in ("absent", "file"):
+        return None
+    code, message = _KIND_PROBLEM[kind]
+    return Diagnostic(str(path), 1, 1, code, message, hint="move it away (or choose a new --out)")
+
+
+def _check_trial_folders(root: Path, keys: Iterable[tuple[str, str, int]]) -> list[Diagnostic]:
+    """Every trial folder on the way to ``keys`` is a real folder (or absent), its files real files.
+
+    Walked from the top, so a link is found where it sits and nothing below it is looked at
+    through it; a folder seen once is not looked at again.
+    """
+    diags: list[Diagnostic] = []
+    seen: dict[tuple[str, ...], bool] = {}  # folder parts -> usable (exists as a real folder)
+    for plan_key, task_id, index in keys:
+        parts = trial_parts(plan_key, task_id, index)
+        usable = True
+        for depth in range(1, len(parts) + 1):
+            prefix = parts[:depth]
+            if prefix in seen:
+                usable = seen[prefix]
+                if not usable:
+                    break
+                continue
+            kind = _lkind(root.joinpath(*prefix))
+            if kind == "absent":
+                seen[prefix] = False
+                usable = False
+                break
+            if kind != "folder":
+                code, message = _KIND_PROBLEM["link" if kind == "link" else "file"]
+                diags.append(Diagnostic(str(root.joinpath(*prefix)), 1, 1, code, message,
+                                        hint="move it away (or choose a new --out)"))
+                seen[prefix] = False
+                usable = False
+                break
+            seen[prefix] = True
+        if usable:
+            for name in TRIAL_FILES:
+                problem = _not_a_file(root.joinpath(*parts, name))
+                if problem is not None:
+                    diags.append(problem)
+    return diags

@@ -100,10 +100,22 @@ def test_aborted_trial_is_skipped_on_resume_and_rerun_with_retry_aborted(server:
     assert server.requests == [] and (out / "runs.jsonl").read_bytes() == after
 
 
-def test_budget_counts_superseded_attempts(tmp_path: Path) -> None:
-    folder = RunFolder(tmp_path)
+def run_line(**fields: object) -> dict[str, object]:
+    """A runs.jsonl line of trial a/t/0 (as a run writes it), with ``fields`` changed."""
+    line: dict[str, object] = {
+        "key": "a/t/0", "attempt": 1, "plan_key": "a", "plan_fingerprint": "0" * 64, "effective_preset": "default",
+        "task_id": "t", "task_pack": "pack", "task_sha256": "1" * 64, "index": 0, "status": "aborted",
+        "termination_reason": "rate_limit", "counts_against_model": False, "passed": None, "cost_usd": 0.5,
+        "total_tokens": 10, "turns": 1, "dir": "trials/a/t/0"}
+    return {**line, **fields}
+
+
+def test_budget_counts_superseded_attempts_and_a_repeated_line_once(tmp_path: Path) -> None:
+    aborted = run_line()
+    retried = run_line(attempt=2, status="completed", termination_reason="user_stop", counts_against_model=True,
+                       cost_usd=0.25)
     tmp_path.joinpath("runs.jsonl").write_text(
-        json.dumps({"key": "a", "status": "aborted", "cost_usd": 0.5}) + "\n"
-        + json.dumps({"key": "a", "status": "completed", "cost_usd": 0.25}) + "\n")
-    assert folder.finished() == {"a": {"key": "a", "status": "completed", "cost_usd": 0.25}}
+        "".join(json.dumps(x) + "\n" for x in (aborted, retried, aborted)))  # the aborted line repeated at the end
+    folder = RunFolder(tmp_path)
+    assert folder.finished()["a/t/0"]["status"] == "completed"  # the highest attempt, not the last line
     assert folder.spent_usd() == 0.75

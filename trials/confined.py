@@ -1,0 +1,339 @@
+"""Reading and writing inside one folder, and nowhere else.
+
+A run folder's names come from files a pull request can change (a plan's model key, a task
+id), and the folder itself may hold links someone planted (``runs.jsonl`` pointing at a file
+elsewhere, a trial folder pointing at another folder). So every path capplan writes is built
+by :func:`confined_path` (each part checked against :mod:`executor.safe_names`, the result
+resolved and checked to be inside the root), and then opened one component at a time from a
+descriptor of the root with ``O_NOFOLLOW``: a link anywhere below the root is refused, never
+followed, even if it appears between the check and the write. Atomic writes create their
+temporary file in the same real folder and rename it there, relative to that folder's
+descriptor. Only the root itself is taken as given (``--out`` may well be a link the user made).
+
+Every refusal is a :class:`ConfinedPathError`, which renders as a located diagnostic.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+import os
+import secrets
+import stat
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from compiler.diagnostics import Diagnostic
+from executor.safe_names import UnsafeName, check_name
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted under a file's name must not block the open
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_READ_CHUNK = 1 << 16
+
+
+class ConfinedPathError(Exception):
+    """A path that cannot be used inside its folder: unsafe name, escape, link, wrong kind of file."""
+
+    def __init__(self, path: Path | str, code: str, message: str, hint: str | None = None) -> None:
+        self.path, self.code, self.message, self.hint = str(path), code, message, hint
+        super().__init__(f"{self.path}: error[{code}]: {message}")
+
+    def diagnostic(self) -> Diagnostic:
+        return Diagnostic(self.path, 1, 1, self.code, self.message, hint=self.hint)
+
+
+_LINK_HINT = "capplan does not follow links inside a run folder; remove the link (or choose a new --out)"
+
+
+def trial_parts(plan_key: object, task_id: object, index: object) -> tuple[str, str, str, str]:
+    """The parts of a trial's folder, ``trials/<plan_key>/<task_id>/<index>``, each checked."""
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise UnsafeName("trial index must be a whole number of 0 or more")
+    return ("trials", check_name(plan_key, "model key"), check_name(task_id, "task id"), str(index))
+
+
+def confined_path(root: Path, *parts: str) -> Path:
+    """``root/parts…`` resolved, after checking each part is one safe name and the result stays inside.
+
+    Raises :class:`ConfinedPathError` (code ``unsafe-name`` or ``path-escapes``); the message
+    says what is wrong with a part, never quotes it.
+    """
+    base = root.resolve()
+    for i, part in enumerate(parts):
+        try:
+            check_name(part, f"path segment {i + 1}")
+        except UnsafeName as exc:
+            raise ConfinedPathError(root, "unsafe-name", f"cannot build a path inside this folder: {exc}",
+                                    "names that become folders must be short slugs (see `capplan lint`)") from None
+    joined = base.joinpath(*parts)
+    resolved = joined.resolve()
+    if not resolved.is_relative_to(base):
+        raise ConfinedPathError(root.joinpath(*parts), "path-escapes",
+                                "resolves to a place outside the run folder (a link in the way?)", _LINK_HINT)
+    return joined
+
+
+@contextmanager
+def _root_fd(root: Path) -> Iterator[int]:
+    try:
+        fd = os.open(root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    except OSError as exc:
+        raise ConfinedPathError(root, "out-unwritable", f"cannot open the folder: {exc.strerror or exc}") from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _classify(dir_fd: int, name: str, shown: Path) -> ConfinedPathError | None:
+    """Why ``name`` under ``dir_fd`` is unusable as a folder or file (None when it does not exist)."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return ConfinedPathError(shown, "out-unwritable", f"cannot inspect it: {exc.strerror or exc}")
+    if stat.S_ISLNK(st.st_mode):
+        return ConfinedPathError(shown, "run-folder-symlink", "is a symbolic link", _LINK_HINT)
+    return None
+
+
+def _open_dir(dir_fd: int, name: str, shown: Path, *, create: bool) -> int:
+    """A descriptor of the real folder ``name`` under ``dir_fd``; links and files are refused."""
+    if create:
+        try:
+            os.mkdir(name, 0o777, dir_fd=dir_fd)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise ConfinedPathError(shown, "out-unwritable", f"cannot create the folder: {exc.strerror or exc}") from None
+    try:
+        return os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise _Missing from None
+    except OSError as exc:
+        link = _classify(dir_fd, name, shown)
+        if link is not None:
+            raise link from None
+        if exc.errno == errno.ENOTDIR:
+            raise ConfinedPathError(shown, "run-folder-not-a-folder", "should be a folder but is a file",
+                                    "move the file away (or choose a new --out)") from None
+        raise ConfinedPathError(shown, "out-unwritable", f"cannot open the folder: {exc.strerror or exc}") from None
+
+
+class _Missing(Exception):
+    """A folder on the way does not exist (and was not to be created)."""
+
+
+@contextmanager
+def _parent_fd(root: Path, parts: Sequence[str], *, create: bool) -> Iterator[int | None]:
+    """A descriptor of the folder holding ``parts[-1]``, every folder on the way opened without links.
+
+    None when a folder on the way does not exist and ``create`` is False.
+    """
+    with _root_fd(root) as fd:
+        opened: list[int] = []
+        try:
+            current: int | None = fd
+            for i, part in enumerate(parts[:-1]):
+                assert current is not None
+                try:
+                    current = _open_dir(current, part, root.joinpath(*parts[: i + 1]), create=create)
+                except _Missing:
+                    if create:
+                        raise ConfinedPathError(root.joinpath(*parts[: i + 1]), "out-unwritable",
+                                                "vanished while it was being created") from None
+                    current = None
+                    break
+                opened.append(current)
+            yield current
+        finally:
+            for d in opened:
+                os.close(d)
+
+
+@contextmanager
+def _existing_parent_fd(root: Path, parts: Sequence[str]) -> Iterator[int]:
+    with _parent_fd(root, parts, create=True) as dir_fd:
+        assert dir_fd is not None
+        yield dir_fd
+
+
+def _refuse_unless_regular(dir_fd: int, name: str, shown: Path) -> bool:
+    """True when ``name`` exists as a regular file, False when absent; anything else is refused."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise ConfinedPathError(shown, "out-unwritable", f"cannot inspect it: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise ConfinedPathError(shown, "run-folder-symlink", "is a symbolic link", _LINK_HINT)
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfinedPathError(shown, "run-folder-not-a-file", "should be a file but is a folder",
+                                "move the folder away (or choose a new --out)")
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfinedPathError(shown, "special-file", "is a device, FIFO or socket, not a regular file",
+                                "move it away (or choose a new --out)")
+    return True
+
+
+def write_atomic(root: Path, parts: Sequence[str], data: bytes, *, mode: int = 0o600) -> None:
+    """Write ``root/parts…`` so a reader sees the old file or the new one, never a part.
+
+    Folders on the way are created; a link or a file of the wrong kind anywhere below ``root``
+    is a :class:`ConfinedPathError` and nothing is written.
+    """
+    confined_path(root, *parts)
+    shown = root.joinpath(*parts)
+    name = parts[-1]
+    with _existing_parent_fd(root, parts) as dir_fd:
+        _refuse_unless_regular(dir_fd, name, shown)
+        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode, dir_fd=dir_fd)
+        except OSError as exc:
+            raise ConfinedPathError(shown, "out-unwritable", f"cannot write it: {exc.strerror or exc}") from None
+        try:
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException as exc:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
+            if isinstance(exc, OSError):
+                raise ConfinedPathError(shown, "out-unwritable", f"cannot write it: {exc.strerror or exc}") from None
+            raise
+
+
+def append(root: Path, parts: Sequence[str], data: bytes, *, mode: int = 0o644) -> None:
+    """Append ``data`` to ``root/parts…`` with one ``write`` (``O_APPEND | O_NOFOLLOW``)."""
+    confined_path(root, *parts)
+    shown = root.joinpath(*parts)
+    with _existing_parent_fd(root, parts) as dir_fd:
+        _refuse_unless_regular(dir_fd, parts[-1], shown)
+        fd = _open_file(dir_fd, parts[-1], shown, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+        try:
+            _write_all(fd, data)
+        except OSError as exc:
+            raise ConfinedPathError(shown, "out-unwritable", f"cannot append to it: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+
+
+def create_new(root: Path, parts: Sequence[str], data: bytes, *, mode: int = 0o644) -> bool:
+    """Write a file that must not exist yet; False (nothing written) when something has the name."""
+    confined_path(root, *parts)
+    shown = root.joinpath(*parts)
+    with _existing_parent_fd(root, parts) as dir_fd:
+        try:
+            fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode,
+                         dir_fd=dir_fd)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise ConfinedPathError(shown, "out-unwritable", f"cannot write it: {exc.strerror or exc}") from None
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+    return True
+
+
+def truncate(root: Path, parts: Sequence[str], size: int) -> None:
+    """Cut ``root/parts…`` to ``size`` bytes (used only to set a torn last line aside)."""
+    confined_path(root, *parts)
+    shown = root.joinpath(*parts)
+    with _parent_fd(root, parts, create=False) as dir_fd:
+        if dir_fd is None or not _refuse_unless_regular(dir_fd, parts[-1], shown):
+            raise ConfinedPathError(shown, "out-unwritable", "vanished before it could be shortened")
+        fd = _open_file(dir_fd, parts[-1], shown, os.O_WRONLY, 0)
+        try:
+            os.ftruncate(fd, size)
+        except OSError as exc:
+            raise ConfinedPathError(shown, "out-unwritable", f"cannot shorten it: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+
+
+def read_bytes(root: Path, parts: Sequence[str], *, limit: int | None = None) -> bytes | None:
+    """The bytes of the regular file ``root/parts…``, or None when it does not exist.
+
+    Links are refused like for writing (a planted link would otherwise be read back as the
+    run's own record); more than ``limit`` bytes is ``file-too-large``.
+    """
+    confined_path(root, *parts)
+    shown = root.joinpath(*parts)
+    with _parent_fd(root, parts, create=False) as dir_fd:
+        if dir_fd is None or not _refuse_unless_regular(dir_fd, parts[-1], shown):
+            return None
+        fd = _open_file(dir_fd, parts[-1], shown, os.O_RDONLY, 0)
+        try:
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                chunk = os.read(fd, _READ_CHUNK)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if limit is not None and size > limit:
+                    raise ConfinedPathError(shown, "file-too-large", f"is larger than {limit} bytes")
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+
+def _open_file(dir_fd: int, name: str, shown: Path, flags: int, mode: int) -> int:
+    try:
+        fd = os.open(name, flags | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ConfinedPathError(shown, "run-folder-symlink", "is a symbolic link", _LINK_HINT) from None
+        raise ConfinedPathError(shown, "out-unwritable", f"cannot open it: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for something else since it was looked at
+        os.close(fd)
+        raise ConfinedPathError(shown, "special-file", "is not a regular file", "move it away (or choose a new --out)")
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def remove_leftovers(root: Path, folder: Sequence[str], names: re.Pattern[str]) -> list[str]:
+    """Remove the regular files in ``root/folder…`` whose whole name matches ``names``; their names.
+
+    Used for the temporary files of writes a killed process never renamed: only names of that
+    exact shape go, and only real files inside real folders (nothing is followed).
+    """
+    parts = (*folder, "x")  # the folder's own descriptor is the parent of any name in it
+    confined_path(root, *folder)
+    removed: list[str] = []
+    with _parent_fd(root, parts, create=False) as dir_fd:
+        if dir_fd is None:
+            return removed
+        for name in os.listdir(dir_fd):
+            if names.fullmatch(name) is None:
+                continue
+            try:
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode):
+                    os.unlink(name, dir_fd=dir_fd)
+                    removed.append(name)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise ConfinedPathError(root.joinpath(*folder, name), "out-unwritable",
+                                        f"cannot remove a leftover temporary file: {exc.strerror or exc}") from None
+    return removed
