@@ -24,8 +24,9 @@ from executor.redaction import redact_text
 def preview_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
     """Print the kwargs litellm.completion would receive for REQUEST_FILE, credentials redacted.
 
-    Redacted: the API key, secret headers, URL userinfo (https://user:pass@host) and key-like
-    query parameters (api_key=, key=, token=, access_token=, apikey=).
+    Redacted: the API key, every credential value in play (rotation keys, the gateway key, every
+    LLM_PROXY_HEADERS value), secret-looking headers, URL userinfo (https://user:pass@host) and
+    key-like query parameters (api_key=, key=, token=, access_token=, apikey=).
 
     Nothing is sent. The request file format is documented in the README and in
     schemas/request.schema.json.
@@ -48,15 +49,15 @@ def preview_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: st
         raise
     # stderr, so the JSON on stdout stays exactly the kwargs
     for record in built.reasoning_left_out:
-        click.echo(f"{request_file}: note: messages[{record.message}].reasoning.blocks[{record.block}] "
-                   f"({record.type}) not replayed: {record.reason}", err=True)
+        click.echo(redact_text(f"{request_file}: note: messages[{record.message}].reasoning.blocks[{record.block}] "
+                               f"({record.type}) not replayed: {record.reason}"), err=True)
     if fmt == "json":
         sys.stdout.write(canonical_bytes(kwargs).decode("utf-8"))
     else:
         route = client.route
         if route is not None:
             shown = f" -> {route.route}" if route.route else ""
-            click.echo(f"gateway: {route.kind}{shown} ({route.reason})")
+            click.echo(redact_text(f"gateway: {route.kind}{shown} ({route.reason})"))
         click.echo(render_text(kwargs))
 
 

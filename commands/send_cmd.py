@@ -13,7 +13,7 @@ from commands.common import request_options
 from commands.preview_cmd import fail_on_user_error
 from executor.canonical import canonical_bytes
 from executor.errors import ResponseShapeError
-from executor.redaction import redact_text
+from executor.redaction import redact_text, redact_value
 
 
 @click.command("send")
@@ -27,9 +27,11 @@ def send_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) 
 
     Credentials come from the environment (the binding names the variable, e.g. OPENROUTER_API_KEY);
     when that variable is unset or empty, nothing is sent and the command exits 2 naming it (unless
-    LLM_PROXY_BASE_URL with LLM_PROXY_API_KEY routes the call through a gateway). Credentials, URL
-    userinfo and key-like query parameters (api_key=, key=, token=, ...) are redacted from every
-    line printed, provider error bodies included.
+    LLM_PROXY_BASE_URL with LLM_PROXY_API_KEY routes the call through a gateway). Every credential
+    value in play (the key variable, litellm's own key variable for a binding that names none,
+    rotation keys, the gateway key and every LLM_PROXY_HEADERS value), URL userinfo and key-like
+    query parameters (api_key=, key=, token=, ...) are redacted from every line printed, provider
+    error bodies and the model's own text included.
 
     \b
       capplan send --plan plans/mock-echo.json golden/conversations/dict_map_tools.json   # offline
@@ -51,11 +53,12 @@ def send_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) 
         message = redact_text(_one_line(str(exc)))
         click.echo(f"{request_file}: error[{code}]: {type(exc).__name__}: {message}", err=True)
         raise SystemExit(1) from None
-    data = result.to_json()
+    # the model's text too: an upstream that dumps the headers it got answers with the credentials
+    data = redact_value(result.to_json())
     if fmt == "json":
         sys.stdout.write(canonical_bytes(data).decode("utf-8"))
     else:
-        click.echo(render_result(data))
+        click.echo(redact_text(render_result(data)))
 
 
 def _one_line(text: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -30,13 +31,14 @@ from executor.policy_set import PolicySet
 from executor.probe import RateLimitProbeConfig
 from executor.probe_stats import ProbeStats
 from executor.rate_limit import compile_patterns
-from executor.redaction import Redactor, register_secrets
+from executor.provider_keys import litellm_key_variables, litellm_model
+from executor.redaction import Redactor, redact_url, register_secrets, url_credentials
 from executor.request_builder import BuiltRequest, RequestBuilder
 from executor.response_parser import ResponseParser
 from executor.result import GenerationResult
 from executor.retrying import RetryContext, default_retrying, probe_retrying
 from executor.timeout_retry import DEFAULT_TIMEOUT_RETRIES, call_with_timeout_retry
-from executor.transport import missing_key_message, redact
+from executor.transport import missing_key_message
 
 Completion = Callable[..., Any]
 
@@ -84,9 +86,10 @@ class Client:
         source = EnvSource(env)
         config = gateway if gateway is not None else resolve_gateway_config(source)
         if config is not None and api_base is not None:
+            shown = redact_url(api_base)  # a URL's userinfo is a credential, even in a refusal
             raise GatewayConfigError(
-                f"--api-base {api_base} and LLM_PROXY_BASE_URL ({config.base_url}) both say where calls go; "
-                f"unset LLM_PROXY_BASE_URL to send to {api_base}, or drop --api-base to use the gateway"
+                f"--api-base {shown} and LLM_PROXY_BASE_URL ({config.base_url}) both say where calls go; "
+                f"unset LLM_PROXY_BASE_URL to send to {shown}, or drop --api-base to use the gateway"
             )
         self.gateway: GatewayTransport | None = None
         if config is not None:
@@ -100,10 +103,11 @@ class Client:
         self._gateway_key_pinned = bool(self.gateway and self.gateway.decision.via_gateway and config and config.api_key)
         self.keys = KeyChain(keys, key_source) if keys and not self._gateway_key_pinned else None
         self._credentials = credentials
-        pinned_env = plan.binding.binding.api_key_env
-        secrets = (*(config.secret_values() if config else ()), *keys, *([credentials.get(pinned_env, "").strip()] if pinned_env else []))
+        secrets = _credentials_in_play(plan, credentials, config, keys, api_base)
         self.redactor = Redactor(secrets)
         register_secrets(secrets)
+        # litellm's own key variable (bindings without api_key_env) is learnt on the first send
+        self._asked_litellm: set[str] = set()
 
     @classmethod
     def from_plan_file(cls, path: str | Path, **kwargs: Any) -> Client:
@@ -148,8 +152,7 @@ class Client:
 
     def redacted(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """A copy of built kwargs safe to print: credentials and every configured secret replaced."""
-        out: dict[str, Any] = self.redactor.value(redact(kwargs))
-        return out
+        return self.redactor.kwargs(kwargs)
 
     def generate(
         self,
@@ -190,6 +193,7 @@ class Client:
             response = mock_provider.complete(built.kwargs)
             return self.parser.parse(response, built, latency_s=time.monotonic() - started, synthetic=True)
         completion = self._completion or _litellm_completion()
+        self._learn_litellm_keys(built.kwargs)
         context = RetryContext(
             patterns=self._rate_limit_patterns, sleep=self._sleep, clock=self._clock, wall_clock=self._wall_clock,
             probe_stats=probe_stats, role=role, model=self.plan.model.model_id, redact=self.redactor.text,
@@ -221,6 +225,26 @@ class Client:
             )
         return result
 
+    def _learn_litellm_keys(self, kwargs: Mapping[str, Any]) -> None:
+        """Add the values of the variables litellm itself reads for this call's provider to the redactor.
+
+        Only when litellm is loaded (it makes the call, or wraps it as on a Ray worker): a
+        completion function that is not litellm reads no variable of litellm's, and importing
+        litellm only to ask would cost seconds.
+        """
+        if self.plan.binding.binding.api_key_env or "litellm" not in sys.modules:
+            return
+        model = litellm_model(str(kwargs.get("model", "")), kwargs.get("custom_llm_provider"))
+        if model in self._asked_litellm:
+            return
+        names = litellm_key_variables(model)
+        # litellm reads the process environment, whatever mapping this client was given
+        values = [source.get(name, "") for name in names for source in (os.environ, self._credentials)]
+        self._asked_litellm.add(model)
+        if any(values):
+            self.redactor = self.redactor.extend(values)
+            register_secrets(values)
+
     def _call_rotating(self, completion: Completion, kwargs: dict[str, Any]) -> tuple[Any, int | None]:
         """One outer attempt: the call (with its timeout retry), moving along the key chain on a per-key limit."""
         while True:
@@ -250,6 +274,28 @@ class Client:
                     raise AllApiKeysExhausted(
                         f"all {len(self.keys)} key(s) from {self.keys.source} are over their per-key limit"
                     ) from exc
+
+
+def _credentials_in_play(
+    plan: Plan, credentials: Mapping[str, str], config: GatewayConfig | None, keys: tuple[str, ...],
+    api_base: str | None,
+) -> list[str]:
+    """Every credential value this client may send: what its redactor must know before anything is printed.
+
+    The binding's key variable, its rotation keys, the gateway key and every gateway header value
+    (a literal ``X-Team-Token`` is as secret as a ``${secret:}`` one), and the userinfo of every
+    URL a call may go to (``--api-base``, the binding's base variable, its endpoint).
+    """
+    binding = plan.binding.binding
+    values = list(keys)
+    if binding.api_key_env:
+        values.append(credentials.get(binding.api_key_env, ""))
+    if config is not None:
+        values += [config.api_key or "", *config.headers.values()]
+    bases = [api_base, binding.endpoint, credentials.get(binding.api_base_env, "") if binding.api_base_env else None]
+    for base in bases:
+        values += url_credentials(base)
+    return [v for v in values if v]
 
 
 def _as_request(request: ChatRequest | Mapping[str, Any]) -> ChatRequest:

@@ -1,23 +1,34 @@
-"""Credential values kept out of every printed or written text.
+"""Credential values kept out of every printed or written text: the one redactor.
 
-A :class:`Redactor` knows the credential *values* a client holds (the gateway key, rotation
-keys, expanded ``${secret:NAME}`` header values, a pinned provider key) and replaces each with
-``<redacted>`` wherever text leaves the client: log lines, exception messages, previews. Name
-patterns alone are not enough: a gateway header such as ``X-Order-Id`` carries a secret under an
-innocent name, and a provider's error body may echo the key it was sent.
+A :class:`Redactor` knows the credential *values* in play (every bound key variable's value, the
+variable litellm itself reads for a binding that names none, every rotation key, the gateway
+key, every ``LLM_PROXY_HEADERS`` value whether literal or ``${secret:NAME}``, URL userinfo) and
+replaces each with ``<redacted>`` wherever text leaves the process: log lines, exception
+messages, previews, command output, trial records, Ray worker output. It matches by value, not
+by shape: a key need not start with ``sk-``, and a gateway header such as ``X-Team-Token``
+carries a secret under any name. Each value is also matched in the forms an echo takes: JSON
+string escaping, percent-encoding, and (for URL userinfo) the HTTP Basic credential an HTTP
+client derives from it.
 
 URLs are scrubbed by shape as well, whoever holds the value: the userinfo of ``scheme://user:pass@host``
 and the value of a key-like query parameter (``api_key``, ``key``, ``token``, ...) never leave the
-client, even when they came from ``--api-base`` and were never registered.
+process, even when they came from ``--api-base`` and were never registered. Call kwargs are
+also scrubbed by field name (:func:`redact_kwargs`): the ``api_key`` field and secret-looking
+header names, for values that came from somewhere no one registered.
 """
 
 from __future__ import annotations
 
+import base64
+import io
+import json
 import logging
 import re
+import sys
 import threading
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, TextIO
+from urllib.parse import quote, unquote, urlsplit
 
 REDACTED = "<redacted>"
 
@@ -29,6 +40,8 @@ MIN_SECRET_CHARS = 6
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#@\s'\"<>]+@")
 # a key-like query (or fragment) parameter; the value runs to the next separator
 _URL_KEY_PARAM = re.compile(r"(?i)([?&#;](?:api[_-]?key|key|token|access[_-]?token)=)[^&#;\s'\"<>]*")
+# call kwargs' header names whose value is a credential whatever it is
+_SECRET_HEADER = re.compile(r"(?i)authorization|api[-_]?key|token|secret|cookie|password")
 
 
 def redact_url(text: str) -> str:
@@ -43,20 +56,68 @@ def _url_leaks(text: str) -> bool:
     return redact_url(text) != text
 
 
+def url_credentials(url: str | None) -> tuple[str, ...]:
+    """The credential values a URL carries: its userinfo parts and the Basic credential made of them.
+
+    An HTTP client sends ``http://user:pass@host`` as ``Authorization: Basic base64(user:pass)``,
+    so an upstream that echoes its headers quotes that form, never the URL.
+    """
+    if not url or "@" not in url:
+        return ()
+    try:
+        parts = urlsplit(url.strip())
+        user, password = parts.username, parts.password
+    except ValueError:
+        return ()
+    values: list[str] = []
+    for raw in (user, password):
+        if raw:
+            values += [raw, unquote(raw)]
+    if user is not None and password is not None:
+        for pair in (f"{user}:{password}", f"{unquote(user)}:{unquote(password)}"):
+            values += [pair, base64.b64encode(pair.encode("utf-8")).decode("ascii")]
+    return tuple(dict.fromkeys(values))
+
+
+def _echo_forms(value: str) -> set[str]:
+    """``value`` as it appears in the texts that quote it: verbatim, JSON-escaped, percent-encoded."""
+    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], quote(value, safe="")}
+    return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
+
+
+def redact_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of call kwargs with the ``api_key`` field and secret-looking header values replaced by name."""
+    out = dict(kwargs)
+    if "api_key" in out:
+        out["api_key"] = REDACTED
+    headers = out.get("extra_headers")
+    if isinstance(headers, Mapping):
+        out["extra_headers"] = {k: (REDACTED if _SECRET_HEADER.search(k) else v) for k, v in headers.items()}
+    return out
+
+
 class Redactor:
     """Replaces known credential values in text."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        values = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
-        self._values = tuple(values)
+        given = {s.strip() for s in secrets if s and len(s.strip()) >= MIN_SECRET_CHARS}
+        self._given = tuple(sorted(given))
+        forms = set().union(*(_echo_forms(s) for s in given)) if given else set()
+        # longest first, so a value that contains another is replaced whole
+        values = sorted(forms, key=lambda v: (-len(v), v))
         self._pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
 
     def __bool__(self) -> bool:
         return self._pattern is not None
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values this redactor was given (to hand to another redactor, never to print)."""
+        return self._given
+
     def extend(self, secrets: Iterable[str]) -> Redactor:
         """A redactor that also knows ``secrets``."""
-        return Redactor((*self._values, *secrets))
+        return Redactor((*self._given, *secrets))
 
     def text(self, text: str) -> str:
         """``text`` with every known credential and every URL credential replaced."""
@@ -71,14 +132,19 @@ class Redactor:
         return (self._pattern is not None and self._pattern.search(text) is not None) or _url_leaks(text)
 
     def value(self, value: Any) -> Any:
-        """A copy of a JSON-like value with credentials replaced in every string."""
+        """A copy of a JSON-like value with credentials replaced in every string, mapping keys included."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {k: self.value(v) for k, v in value.items()}
+            return {(self.text(k) if isinstance(k, str) else k): self.value(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.value(v) for v in value]
         return value
+
+    def kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """Call kwargs safe to print: credential fields by name (:func:`redact_kwargs`), then every value."""
+        out: dict[str, Any] = self.value(redact_kwargs(kwargs))
+        return out
 
     def scrub_exception(self, exc: BaseException) -> None:
         """Replace credentials inside ``exc`` and its ``__cause__`` chain, in place.
@@ -101,10 +167,12 @@ class Redactor:
             link = link.__cause__ if link.__cause__ is not None else link.__context__
 
 
-# --- log records -------------------------------------------------------------------------------
+# --- the process-wide redactor ------------------------------------------------------------------
 # litellm and the openai SDK log request options, headers and provider error bodies at DEBUG, in
 # their own loggers. Every log record in the process is therefore scrubbed when it is created,
 # against every credential any client registered; a record without a known value is untouched.
+# The same registry scrubs what leaves the process by other ways: command output, trial records,
+# a Ray worker's stdout and stderr.
 
 _registry_lock = threading.Lock()
 _registered: set[str] = set()
@@ -115,7 +183,7 @@ _installed = False
 def register_secrets(secrets: Iterable[str]) -> None:
     """Make every log record created from now on free of ``secrets`` (process-wide, idempotent)."""
     global _process_redactor, _installed
-    fresh = {s for s in secrets if s and len(s) >= MIN_SECRET_CHARS} - _registered
+    fresh = {s.strip() for s in secrets if s and len(s.strip()) >= MIN_SECRET_CHARS} - _registered
     if not fresh and _installed:
         return
     with _registry_lock:
@@ -134,9 +202,19 @@ def register_secrets(secrets: Iterable[str]) -> None:
             _installed = True
 
 
+def process_redactor() -> Redactor:
+    """The redactor that knows every credential registered in this process so far."""
+    return _process_redactor
+
+
 def redact_text(text: str) -> str:
     """``text`` free of every credential registered in this process and of URL credentials."""
     return _process_redactor.text(text)
+
+
+def redact_value(value: Any) -> Any:
+    """A copy of a JSON-like value free of every credential registered in this process."""
+    return _process_redactor.value(value)
 
 
 def _scrub_record(record: logging.LogRecord, redactor: Redactor) -> None:
@@ -148,3 +226,60 @@ def _scrub_record(record: logging.LogRecord, redactor: Redactor) -> None:
         record.msg, record.args = redactor.text(message), None
     if record.exc_info and record.exc_info[1] is not None:
         redactor.scrub_exception(record.exc_info[1])
+
+
+# --- streams ------------------------------------------------------------------------------------
+
+
+class RedactingStream(io.TextIOBase):
+    """A text stream that writes through to ``target`` with every registered credential replaced.
+
+    Text is held back until a line ends (or ``flush``), so a value split across two ``write``
+    calls is still one match. For processes whose output capplan does not print itself (a Ray
+    worker's stdout and stderr become log files on its node).
+    """
+
+    def __init__(self, target: TextIO) -> None:
+        super().__init__()
+        self._target = target
+        self._pending = ""
+        self._lock = threading.Lock()
+
+    @property
+    def target(self) -> TextIO:
+        """The stream written to."""
+        return self._target
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._pending += text
+            head, sep, tail = self._pending.rpartition("\n")
+            if sep:
+                self._target.write(redact_text(head + sep))
+                self._pending = tail
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._pending:
+                self._target.write(redact_text(self._pending))
+                self._pending = ""
+        self._target.flush()
+
+    def fileno(self) -> int:
+        return self._target.fileno()
+
+    def isatty(self) -> bool:
+        return self._target.isatty()
+
+
+def redact_standard_streams() -> None:
+    """Route this process's ``sys.stdout`` and ``sys.stderr`` through the process redactor (idempotent)."""
+    register_secrets(())  # installs the log record scrubber even before any value is known
+    if not isinstance(sys.stdout, RedactingStream):
+        sys.stdout = RedactingStream(sys.stdout)
+    if not isinstance(sys.stderr, RedactingStream):
+        sys.stderr = RedactingStream(sys.stderr)

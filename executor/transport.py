@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from executor import redaction
 from executor.errors import MissingCredentialError, PlanInconsistencyError
 from executor.plan import OpenRouterRouting, Plan, SlugRewrite
 
@@ -31,8 +31,10 @@ def openrouter_headers(routing: OpenRouterRouting) -> dict[str, str]:
         headers[DATA_COLLECTION_OPT_OUT_HEADER] = "true"
     return headers
 
-REDACTED = "<redacted>"
-_SECRET_HEADER = re.compile(r"(?i)authorization|api[-_]?key|token|secret|cookie|password")
+
+#: Kept importable here; the one implementation is :mod:`executor.redaction`'s.
+REDACTED = redaction.REDACTED
+redact = redaction.redact_kwargs
 
 
 def rewrite_slug(model: str, rewrite: SlugRewrite | None) -> str:
@@ -190,14 +192,3 @@ def missing_key_message(variable: str, provider: str, model_key: str) -> str:
         f"{variable} is not set (or empty); the {provider} binding of model {model_key!r} reads its API key "
         f"from it: export {variable}=<key>, or route through a gateway with LLM_PROXY_BASE_URL and LLM_PROXY_API_KEY"
     )
-
-
-def redact(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``kwargs`` safe to print: credential values and secret-looking headers replaced."""
-    out = dict(kwargs)
-    if "api_key" in out:
-        out["api_key"] = REDACTED
-    headers = out.get("extra_headers")
-    if isinstance(headers, Mapping):
-        out["extra_headers"] = {k: (REDACTED if _SECRET_HEADER.search(k) else v) for k, v in headers.items()}
-    return out

@@ -4,16 +4,24 @@ The recorder keeps the recorded view of the conversation (the full history, summ
 terminal markers included) and the side records the trajectory carries. The sink keeps one
 :class:`~trials.records.CallRecord` per provider call the trial paid for, resampled and
 discarded generations included, and the last agent prompt size the watermark check reads.
-Every text that reaches a record passes :func:`scrub`, so no credential value is written.
+
+No credential value is written. The rule is by value: every error and tool text that reaches a
+record passes :func:`scrub`, and every finished trial's records pass :func:`redact_records` on
+their way out of the process that ran them (the local backend, a Ray worker), both against the
+one redactor (:mod:`executor.redaction`), which knows every credential any client in the process
+holds. :func:`scrub` also replaces credential-looking shapes (``sk-…``, ``Bearer …``), a second
+net for a value no client registered.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import asdict
 from typing import Any, Literal
 
+from executor.redaction import Redactor, process_redactor
 from executor.result import GenerationResult
 from executor.usage import Usage
 from trials.records import (
@@ -24,16 +32,40 @@ from trials.records import (
     ToolCallRecord,
     UsageRecord,
 )
+from trials.spec import TrialRecords
 
 _KEYISH = re.compile(r"\b(sk-[A-Za-z0-9_-]{6,}|Bearer\s+[A-Za-z0-9._-]{6,})")
 
 
 def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` with credential-looking tokens and the given secret values redacted."""
+    """``text`` with every known credential value, the given ``secrets`` and credential-looking tokens redacted."""
+    text = process_redactor().text(text)
     for secret in secrets:
         if len(secret) >= 4:
             text = text.replace(secret, "<redacted>")
     return _KEYISH.sub("<redacted>", text)
+
+
+def redact_records(records: TrialRecords, redactor: Redactor | None = None) -> TrialRecords:
+    """``records`` with every known credential value replaced in the trajectory, the metrics and the probe census.
+
+    By value only: the shape net of :func:`scrub` stays on the texts it already covers (errors, tool
+    output), as over a whole conversation it would rewrite prose. The model's own text is included:
+    a provider that echoes the headers it was sent puts them in the completion. Left as they are: each file's ``trial`` identity block and the runs.jsonl
+    line, which hold only names, digests, enums and numbers taken from the run's own files (and
+    index the run folder: a task id that happened to equal a literal gateway header value must
+    still resume).
+    """
+    redactor = redactor if redactor is not None else process_redactor()
+
+    def clean(data: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {k: v if k == "trial" else redactor.value(v) for k, v in data.items()}
+        return out
+
+    return dataclasses.replace(
+        records, trajectory=clean(records.trajectory), metrics=clean(records.metrics),
+        probe=clean(records.probe) if records.probe is not None else None,
+    )
 
 
 def secret_values(env_names: tuple[str | None, ...]) -> tuple[str, ...]:

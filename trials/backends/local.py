@@ -3,7 +3,7 @@
 Threads, because a trial spends its time waiting on the provider; one client per plan is
 shared by all of that plan's trials (``RunContext`` caches it). The stop event is the
 context's cancel event, so running trials end at their next turn boundary as
-``interrupted``.
+``interrupted``. Records leave with every credential value this process knows replaced.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
+from trials.recording import redact_records
 from trials.runner import RunContext, run_trial
 from trials.spec import TrialRecords, TrialSpec
 
@@ -45,7 +46,7 @@ class LocalBackend:
                     return
                 done, running = _wait(running)
                 for future in done:
-                    yield future.result()
+                    yield redact_records(future.result())
 
 
 def _wait(running: set[Future[TrialRecords]]) -> tuple[set[Future[TrialRecords]], set[Future[TrialRecords]]]:

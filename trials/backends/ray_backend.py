@@ -30,10 +30,12 @@ from typing import Any
 
 from executor.plan import Plan
 from executor.rate_limits import RateLimits
+from executor.redaction import redact_text
 from trials.cluster.credentials import credential_names, secret_names
 from trials.cluster.limiter_actor import start_limiter
 from trials.cluster.session import ClusterUsageError, EnvironmentSource, Session
 from trials.cluster.worker import TrialResult, TrialWorker, WorkerIdentity
+from trials.recording import redact_records
 from trials.spec import TrialRecords, TrialSpec
 from trials.taskfile import TaskFile
 
@@ -201,7 +203,7 @@ class _Drive:
             identities: list[WorkerIdentity] = self.ray.get([a.ready.remote() for a in self.actors])
         except self.ray.exceptions.RayActorError as exc:
             self._shutdown()
-            raise ClusterUsageError(f"a trial worker could not start: {exc}") from None
+            raise ClusterUsageError(f"a trial worker could not start: {redact_text(str(exc))}") from None
         return identities
 
     def run(self, first: TrialSpec, pending: Iterator[TrialSpec]) -> Iterator[TrialRecords]:
@@ -304,7 +306,8 @@ class _Drive:
         stats.trial_wall_s.append(result.wall_s)
         stats.schedule_s.append(max(0.0, result.started_at - attempt.submitted))
         stats.return_s.append(max(0.0, arrived - result.started_at - result.wall_s))
-        records = result.records
+        # the worker scrubbed them against its own environment; the driver's clients may know more
+        records = redact_records(result.records)
         lost = self.lost.pop(str(records.key), 0)
         return dataclasses.replace(records, metrics={**records.metrics, "lost_attempts": lost},
                                    node=result.worker.node)

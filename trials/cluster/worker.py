@@ -7,6 +7,9 @@ every provider attempt through the cluster-wide limiter. Plans arrive as their c
 through the object store, once per plan, and the runner verifies each against the spec's
 fingerprint before building its client. A trial's records go back to the driver as the
 call's return value; the worker writes nothing.
+
+What leaves a worker is scrubbed by value against every credential its clients hold: the records
+it returns, and its stdout, stderr and log records (Ray keeps those as log files on the node).
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from dataclasses import dataclass
 
 from executor.client import Completion
 from executor.plan import Plan
+from executor.redaction import redact_standard_streams
 from trials.cluster.credentials import require
 from trials.cluster.limited_completion import LimitedCompletion
 from trials.cluster.limiter_actor import RayCallGate
+from trials.recording import redact_records
 from trials.runner import RunContext, run_trial
 from trials.spec import TrialRecords, TrialSpec
 
@@ -53,6 +58,7 @@ class TrialWorker:
     def __init__(self, index: int, credential_names: list[str], limiter_name: str) -> None:
         import ray
 
+        redact_standard_streams()
         node_id = ray.get_runtime_context().get_node_id()
         node = socket.gethostname()
         self.identity = WorkerIdentity(f"worker-{index}-{node_id[:8]}-{os.getpid()}", node_id, node, os.getpid())
@@ -73,7 +79,7 @@ class TrialWorker:
         """Run one trial; the plans travel beside the spec, once per plan in the object store."""
         full = dataclasses.replace(spec, plan_json=plan_json, user_plan_json=user_plan_json)
         started_at, started = time.time(), time.perf_counter()
-        records = run_trial(full, self.context)
+        records = redact_records(run_trial(full, self.context))
         return TrialResult(records, self.identity, started_at, time.perf_counter() - started)
 
     def stop(self) -> None:
