@@ -7,6 +7,7 @@ error with did-you-mean: a mistyped name would otherwise leave the provider unli
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,9 @@ from executor.rate_limits import RateLimits
 if TYPE_CHECKING:
     from compiler.inputs.run_config import RunConfig
     from compiler.loading import Loaded
+
+#: What a key variable's name looks like; anything else may be the key itself, pasted by mistake.
+_VARIABLE_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
 
 
 def load_run_config(path: Path) -> Loaded[RunConfig]:
@@ -47,11 +51,21 @@ def load_rate_limits(loaded: Loaded[RunConfig], plans: Sequence[Plan]) -> RateLi
             problems.append(loaded.source.diag(("rate_limits", "providers", name), "unknown-provider",
                                                f"no provider binding is called {name!r}",
                                                did_you_mean(name, providers)))
-    for name in limits.keys:
-        if name not in keys:
-            problems.append(loaded.source.diag(("rate_limits", "keys", name), "unknown-key-variable",
-                                               f"no provider binding reads its key from {name!r}",
-                                               did_you_mean(name, keys)))
+    for position, name in enumerate(limits.keys, 1):
+        if name in keys:
+            continue
+        if not _VARIABLE_NAME.fullmatch(name):
+            # located by its line, named by its position: the entry is never printed back
+            line, col = loaded.source.position(("rate_limits", "keys", name))
+            problems.append(Diagnostic(loaded.source.display, line, col, "unknown-key-variable",
+                                       f"entry {position} is not an environment variable name (not shown: it may be "
+                                       "a key pasted in by mistake)", "rate_limits.keys",
+                                       "name the variable that holds the key"
+                                       + (f"; the run's bindings read {', '.join(sorted(keys))}" if keys else "")))
+            continue
+        problems.append(loaded.source.diag(("rate_limits", "keys", name), "unknown-key-variable",
+                                           f"no provider binding reads its key from {name!r}",
+                                           did_you_mean(name, keys)))
     if problems:
         raise InputError(problems)
     return limits
