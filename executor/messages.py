@@ -24,6 +24,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from executor.errors import RequestFileError
 from executor.policies.params_policy import MAX_TEMPERATURE
@@ -32,6 +33,23 @@ from executor.reasoning import BlockType, ReasoningBlock, ReasoningConfig, Struc
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+#: The range of ``seed``: a signed 64-bit integer, the widest any provider API takes.
+SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
+#: Most tokens a request may ask for (``max_tokens``, a reasoning budget): past any model's
+#: output, so a larger number is a typo or an attack, never a setting.
+MAX_REQUEST_TOKENS = 10_000_000
+
+#: pydantic error type of a problem found inside a field's value, which carries the problems'
+#: own paths (relative to the field) in its context so each is located where it stands
+NESTED_PROBLEMS = "nested_problems"
+
+
+def _nested(problems: list[tuple[tuple[str | int, ...], str]]) -> PydanticCustomError:
+    return PydanticCustomError(
+        NESTED_PROBLEMS, "{summary}", {"summary": "; ".join(msg for _, msg in problems), "problems": problems}
+    )
 
 
 def _refused(problem: str | None, value: str) -> str:
@@ -204,7 +222,20 @@ class ToolFunction(_Model):
         default_factory=lambda: {"type": "object", "properties": {}},
         description="JSON Schema of the arguments (Pydantic output with $defs / $ref is fine).",
     )
-    strict: bool | None = None
+    strict: bool | None = Field(None, strict=True)
+
+    @model_validator(mode="after")
+    def _refs_stay_local(self) -> ToolFunction:
+        # one rule for every route: a passthrough route would hand a remote or dangling $ref to
+        # the provider and the argument validator as it stands
+        from executor.policies.schema_sanitizer import json_pointer
+        from executor.schema_refs import ref_problems
+
+        problems = ref_problems(self.parameters)
+        if problems:
+            raise _nested([(("parameters", *path), f"tool {self.name!r}: {json_pointer(path)}: {msg}")
+                           for path, msg in problems])
+        return self
 
 
 class ToolSpec(_Model):
@@ -236,15 +267,20 @@ class ChatRequest(_Model):
     system: str | None = Field(None, description="The system prompt before any policy enriches it.")
     messages: list[Message] = Field(min_length=1, description="The conversation, oldest first; no system role.")
     tools: list[ToolSpec] = Field(default_factory=list, description="Tools the model may call.")
+    # numbers are strict: a quoted "0.5" or a true is a mistake in the file, not a value to coerce
     temperature: float | None = Field(
-        None, ge=0, le=MAX_TEMPERATURE, description="Overrides the plan's default temperature."
+        None, ge=0, le=MAX_TEMPERATURE, strict=True, description="Overrides the plan's default temperature."
     )
-    seed: int | None = Field(None, description="Overrides the plan's default seed.")
-    top_p: float | None = Field(None, gt=0, le=1, description="Overrides the plan's default top_p.")
-    max_tokens: int | None = Field(None, gt=0, description="Overrides the plan's default output token cap.")
+    seed: int | None = Field(
+        None, ge=SEED_MIN, le=SEED_MAX, strict=True, description="Overrides the plan's default seed (a signed 64-bit integer)."
+    )
+    top_p: float | None = Field(None, gt=0, le=1, strict=True, description="Overrides the plan's default top_p.")
+    max_tokens: int | None = Field(
+        None, gt=0, le=MAX_REQUEST_TOKENS, strict=True, description="Overrides the plan's default output token cap."
+    )
     tool_choice: ToolChoice | None = Field(None, description="auto | none | required | a named function; needs tools.")
     parallel_tool_calls: bool | None = Field(
-        None, description="Overrides the plan's default; sent only beside tools, ruled by param_value_rules."
+        None, strict=True, description="Overrides the plan's default; sent only beside tools, ruled by param_value_rules."
     )
     reasoning: ReasoningConfig | None = Field(None, description="Overrides the plan's default reasoning config.")
 
@@ -253,6 +289,10 @@ class ChatRequest(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> ChatRequest:
+        budget = self.reasoning.budget_tokens if self.reasoning is not None else None
+        if budget is not None and budget > MAX_REQUEST_TOKENS:
+            raise _nested([(("reasoning", "budget_tokens"),
+                            f"Input should be less than or equal to {MAX_REQUEST_TOKENS}")])
         counts = Counter(t.function.name for t in self.tools)
         duplicates = sorted(n for n, c in counts.items() if c > 1)
         if duplicates:
@@ -347,7 +387,13 @@ _LOCATE_MAX_CHARS = 1024 * 1024
 
 
 def _located(exc: ValidationError, text: str, source: str) -> list[str]:
-    problems = [(tuple(err["loc"]), str(err["msg"]).removeprefix("Value error, ")) for err in exc.errors()]
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        if err["type"] == NESTED_PROBLEMS:
+            problems += [((*loc, *rel), msg) for rel, msg in err["ctx"]["problems"]]
+        else:
+            problems.append((loc, str(err["msg"]).removeprefix("Value error, ")))
     return _located_problems(problems, text, source)
 
 
