@@ -23,9 +23,13 @@ from compiler.yaml_source import read_source
 @click.option("--config", "run_config", type=click.Path(path_type=Path, dir_okay=False),
               help="Run config to check overlays against: each is compiled with it, and globs, "
                    "litellm_models keys and bindings that no model of it uses are reported.")
+@click.option("--import-environments", is_flag=True, default=False,
+              help="Task files: runs the task's code (imports environment and grader modules, constructs the "
+                   "environment) to check them, instead of reading their source. Never on files you have not read.")
 @format_option("text", "json", "github")
 @report_input_errors
-def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_config: Path | None, fmt: str) -> None:
+def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_config: Path | None,
+             import_environments: bool, fmt: str) -> None:
     """Check preset, overlay, providers, pricing, run-config and trial task files.
 
     Every problem in every file is reported in one pass, sorted by position, as
@@ -35,9 +39,16 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_conf
     keys, globs written as model ids); a presets file's requires_capplan is checked against this
     capplan. With --config, each overlay is also compiled with that run config, and globs that
     match no model name, litellm_models keys no model id uses and unused bindings are reported.
-    Run configs are compiled without writing anything. A clean run prints a one-line summary. Task files are checked against their environment
-    class: a tool the environment lacks, or a public method the task does not declare, is an
-    error.
+    Run configs are compiled without writing anything. A clean run prints a one-line summary.
+
+    Task files are checked against their environment class and grader from the modules' source,
+    found by path in the task file's folder: nothing a file names is imported, run or
+    constructed. A tool the environment lacks, a public method the task does not declare, a
+    parameter the method does not take, an expected_state key the constructor never sets or a
+    grader function the module lacks is an error; what the source cannot show (a module outside
+    the folder, a base class from elsewhere, setattr) is a not-checked-statically warning.
+    --import-environments runs the task's code (imports environment and grader modules,
+    constructs the environment) for those checks instead.
 
     \b
       capplan lint examples/overlays/*.yaml
@@ -51,7 +62,8 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_conf
     """
     diagnostics: list[Diagnostic] = []
     for path in files:
-        diagnostics += _lint_task(path) if _is_task(path, kind) else lint_file(path, kind, data_dir, run_config)
+        diagnostics += (_lint_task(path, import_environments) if _is_task(path, kind)
+                        else lint_file(path, kind, data_dir, run_config))
     output = render_all(diagnostics, fmt)
     if output or fmt == "json":
         click.echo(output)
@@ -76,7 +88,7 @@ def _is_task(path: Path, kind: str) -> bool:
         return False  # the regular lint reports why the file cannot be read
 
 
-def _lint_task(path: Path) -> list[Diagnostic]:
+def _lint_task(path: Path, import_environments: bool) -> list[Diagnostic]:
     from trials.tasks import lint_task
 
-    return lint_task(path)
+    return lint_task(path, import_environments=import_environments)

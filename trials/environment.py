@@ -7,15 +7,23 @@ final state recorded for grading is the instance's public attributes (names not 
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.machinery
+import importlib.util
 import inspect
 import json
 import sys
 import threading
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-_IMPORT_LOCK = threading.Lock()
+from trials.static_environment import find_module_file
+
+_IMPORT_LOCK = threading.RLock()
+#: Prefix of the names task modules are imported under (never the name the task file gives).
+MODULE_PREFIX = "capplan_task_env_"
 
 
 class EnvironmentLoadError(Exception):
@@ -23,17 +31,13 @@ class EnvironmentLoadError(Exception):
 
 
 def load_class(target: str, task_dir: Path | None) -> type[Any]:
-    """Import ``package.module:ClassName``, looking in ``task_dir`` before ``sys.path``."""
+    """Import ``package.module:ClassName``: by path from ``task_dir``, else an installed module.
+
+    This runs the module's code: only ``capplan trial run`` and ``capplan lint
+    --import-environments`` call it.
+    """
     module_name, _, class_name = target.partition(":")
-    with _IMPORT_LOCK:
-        if task_dir is not None and str(task_dir) not in sys.path:
-            sys.path.insert(0, str(task_dir))
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise EnvironmentLoadError(f"cannot import module {module_name!r}: {exc}") from None
-        except Exception as exc:  # a module that fails at import time is the task author's to fix
-            raise EnvironmentLoadError(f"importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
+    module = import_task_module(module_name, task_dir)
     cls = getattr(module, class_name, None)
     if cls is None:
         names = [n for n, v in vars(module).items() if inspect.isclass(v) and not n.startswith("_")]
@@ -43,6 +47,77 @@ def load_class(target: str, task_dir: Path | None) -> type[Any]:
     if not inspect.isclass(cls):
         raise EnvironmentLoadError(f"{target} is a {type(cls).__name__}, not a class")
     return cls
+
+
+def import_task_module(module_name: str, task_dir: Path | None) -> ModuleType:
+    """The module a task names, imported without touching ``sys.path``.
+
+    A module under ``task_dir`` (``pkg/mod/__init__.py`` or ``pkg/mod.py``) is loaded from its file
+    under a name of its own, ``capplan_task_env_<sha256 of the resolved path>``: a ``difflib.py``
+    beside a task cannot stand in for the standard module, and two task packs with a module of the
+    same name never share it. Its own package's relative imports work as usual; no bytecode is
+    written into the task's folder. A module not found there is imported as an installed one (on
+    a Ray worker, the job's working dir). Whatever the import raises, ``SystemExit`` included,
+    becomes an :class:`EnvironmentLoadError`.
+    """
+    with _IMPORT_LOCK:
+        written = sys.dont_write_bytecode
+        sys.dont_write_bytecode = True
+        try:
+            found = find_module_file(module_name, task_dir) if task_dir is not None else None
+            if found is None:
+                return importlib.import_module(module_name)
+            assert task_dir is not None
+            return _import_by_path(module_name, task_dir)
+        except ImportError as exc:
+            raise EnvironmentLoadError(f"cannot import module {module_name!r}: {exc}") from None
+        except BaseException as exc:  # the task author's code: SystemExit or KeyboardInterrupt at import included
+            raise EnvironmentLoadError(f"importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
+        finally:
+            sys.dont_write_bytecode = written
+
+
+def _import_by_path(module_name: str, task_dir: Path) -> ModuleType:
+    parts = module_name.split(".")
+    top = task_dir / parts[0]
+    # as the import system decides: a folder with __init__.py, else pkg.py, else a namespace folder
+    package = (top / "__init__.py").is_file() or (len(parts) > 1 and top.is_dir())
+    location = (top if package else top.with_name(parts[0] + ".py")).resolve()
+    root = MODULE_PREFIX + hashlib.sha256(str(location).encode("utf-8")).hexdigest()[:32]
+    if root not in sys.modules:
+        init = location / "__init__.py"
+        if not package:
+            spec = importlib.util.spec_from_file_location(root, location)
+        elif init.is_file():
+            spec = importlib.util.spec_from_file_location(root, init, submodule_search_locations=[str(location)])
+        else:  # a namespace package: nothing to run, only a folder to find submodules in
+            spec = importlib.machinery.ModuleSpec(root, None, is_package=True)
+            spec.submodule_search_locations = [str(location)]
+        if spec is None:
+            raise ImportError(f"no loader for {location.name}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[root] = module
+        try:
+            if spec.loader is not None:
+                spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[root]
+            raise
+    # submodules through the package's own __path__: the import system, never sys.path
+    return importlib.import_module(".".join([root, *parts[1:]])) if len(parts) > 1 else sys.modules[root]
+
+
+def resolve_function(target: str, task_dir: Path | None) -> Any:
+    """Import ``package.module:function`` the same way; :class:`LookupError` names what is missing."""
+    module_name, _, attr = target.partition(":")
+    try:
+        module = import_task_module(module_name, task_dir)
+    except EnvironmentLoadError as exc:
+        raise LookupError(str(exc)) from None
+    function = getattr(module, attr, None)
+    if not callable(function):
+        raise LookupError(f"module {module_name!r} has no function {attr!r}")
+    return function
 
 
 def tool_methods(cls: type[Any]) -> dict[str, Any]:

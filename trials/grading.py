@@ -59,7 +59,7 @@ def custom(grader: Grader, trajectory: dict[str, Any], final_state: dict[str, An
     assert grader.function is not None
     name = grader.function
     try:
-        verdict = resolve_function(name)(trajectory, final_state, task.model_dump(mode="json"))
+        verdict = resolve_function(name, task.folder)(trajectory, final_state, task.model_dump(mode="json"))
     except Exception as exc:  # a grader bug fails its verdict loudly rather than passing silently
         return GraderResult(name=name, passed=False, detail=f"grader raised {type(exc).__name__}: {exc}")
     if isinstance(verdict, bool):

@@ -8,11 +8,16 @@ is generated from :class:`TaskFile`, so editors validate task files as they are 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt
 
 _NAME = r"^[A-Za-z0-9_-]{1,64}$"
+#: Finite bounds on the task's numbers: far above any real task, low enough that nothing downstream
+#: (turn loops, prompt truncation) meets a number it cannot handle.
+MAX_TASK_TURNS = 10_000
+MAX_TOOL_OUTPUT_CHARS = 10_000_000
 
 
 class _Model(BaseModel):
@@ -28,8 +33,9 @@ class TaskTool(_Model):
         default_factory=lambda: {"type": "object", "properties": {}},
         description="JSON Schema of the arguments (an object schema).",
     )
-    output_max_chars: int | None = Field(
-        None, gt=0, description="Cap on this tool's output in the prompt; the tighter of this and the plan's cap wins."
+    # strict: `'400'` or `true` is a wrong type, not a number
+    output_max_chars: Annotated[StrictInt, Field(gt=0, le=MAX_TOOL_OUTPUT_CHARS)] | None = Field(
+        None, description="Cap on this tool's output in the prompt; the tighter of this and the plan's cap wins."
     )
 
 
@@ -87,14 +93,22 @@ class TaskFile(_Model):
     system_prompt: str = Field(description="The agent's system prompt.")
     environment: str = Field(
         pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
-        description="`package.module:ClassName` whose public methods are the tools; imported from the task's folder "
-        "first. One fresh instance per trial.",
+        description="`package.module:ClassName` whose public methods are the tools; `pkg/mod.py` (or "
+        "`pkg/mod/__init__.py`) in the task's folder, else an installed module. One fresh instance per trial.",
     )
     environment_args: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments for the constructor.")
     tools: list[TaskTool] = Field(min_length=1, description="The tools offered to the agent.")
     user: User
-    max_turns: int | None = Field(None, gt=0, description="Agent-turn budget; the run's --max-turns caps it.")
+    max_turns: Annotated[StrictInt, Field(gt=0, le=MAX_TASK_TURNS)] | None = Field(
+        None, description="Agent-turn budget; the run's --max-turns caps it.")
     grader: Grader | None = Field(None, description="How the trial is graded; absent means ungraded.")
+    # where the file was read from: its environment and grader modules are looked up there
+    _folder: Path | None = PrivateAttr(default=None)
+
+    @property
+    def folder(self) -> Path | None:
+        """The task file's folder (resolved), when the task was loaded from a file."""
+        return self._folder
 
     def tool(self, name: str) -> TaskTool | None:
         return next((t for t in self.tools if t.name == name), None)

@@ -1,16 +1,21 @@
 """Loading and linting task files: every problem in a file, located, before any call is made.
 
-Beyond the schema, a task is checked against its environment: the class must import, its
+Beyond the schema, a task is checked against its environment: the class must exist, its
 constructor must accept ``environment_args``, the declared tools and the environment's public
 methods must be the same set, each tool's parameters must be ones its method accepts, and the
-grader may only name tools, arguments and state keys that exist.
+grader may only name tools, arguments, state keys and functions that exist.
+
+Two ways to check, the same findings: ``capplan lint`` reads the environment's and grader's
+source (:mod:`trials.static_environment`: nothing a file names is imported, run or constructed);
+``capplan trial run``, which runs the task's code anyway, and ``capplan lint
+--import-environments`` import the modules by path and construct the environment.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,9 +25,16 @@ import jsonschema
 from compiler.diagnostics import Diagnostic, InputError, did_you_mean
 from compiler.pydantic_errors import parse
 from compiler.yaml_source import SourceFile, read_source, source_from_bytes
+from trials import static_environment
 from trials.environment import EnvironmentLoadError, final_state, load_class, tool_methods
+from trials.environment import resolve_function as _resolve_function
+from trials.static_environment import NotStatic, Signature, StaticLookupError
 from trials.task_kind import looks_like_task  # noqa: F401  (its home before task_kind; kept importable here)
 from trials.taskfile import TaskFile
+
+#: What the warnings about an unchecked part say, so a user finds the flag that checks it.
+IMPORT_FLAG_HINT = ("capplan lint --import-environments checks it by running the task's code (imports its "
+                    "environment and grader modules, constructs the environment)")
 
 
 @dataclass(frozen=True)
@@ -44,7 +56,11 @@ class LoadedTask:
 
 
 def load_task(path: Path) -> LoadedTask:
-    """Read, validate and check a task file; raises :class:`InputError` with every problem."""
+    """Read, validate and check a task file, importing its code; raises :class:`InputError` with every problem.
+
+    For ``capplan trial run`` only: the environment and grader modules are imported (by path,
+    see :func:`trials.environment.import_task_module`) and the environment is constructed.
+    """
     source = read_source(path)
     return _checked(source, path, path.read_text(encoding="utf-8"))
 
@@ -54,34 +70,143 @@ def load_task_text(text: str, path: str) -> LoadedTask:
     return _checked(source_from_bytes(text.encode("utf-8"), path), Path(path), text)
 
 
-def lint_task(path: Path) -> list[Diagnostic]:
-    """Every diagnostic for one task file (``capplan lint``)."""
+def lint_task(path: Path, *, import_environments: bool = False) -> list[Diagnostic]:
+    """Every diagnostic for one task file (``capplan lint``).
+
+    Nothing the file names is imported or run unless ``import_environments`` is set: the
+    environment and grader are checked from their source, and what that cannot decide is a
+    warning naming ``--import-environments``.
+    """
     try:
-        load_task(path)
+        source = read_source(path)
+        task = _parsed(source, path)
     except InputError as exc:
         return list(exc.diagnostics)
-    return []
+    diags, bad_tools = _check_tools(source, task)
+    if import_environments:
+        diags += _imported_checks(source, task, bad_tools)[0]
+    else:
+        diags += _static_checks(source, task, bad_tools)
+    return diags
+
+
+def _parsed(source: SourceFile, path: Path) -> TaskFile:
+    task = parse(source, TaskFile)
+    task._folder = path.resolve().parent  # noqa: SLF001  (set once, where the file is read)
+    return task
 
 
 def _checked(source: SourceFile, path: Path, text: str) -> LoadedTask:
-    task = parse(source, TaskFile)
-    diags = _check_tools(source, task)
-    cls: type[Any] | None = None
-    try:
-        cls = load_class(task.environment, path.resolve().parent)
-    except EnvironmentLoadError as exc:
-        diags.append(source.diag(("environment",), "environment-import", str(exc),
-                                 "the module is imported from the task file's folder first, then sys.path"))
-    if cls is not None:
-        diags += _check_environment(source, task, cls)
+    task = _parsed(source, path)
+    diags, bad_tools = _check_tools(source, task)
+    found, cls = _imported_checks(source, task, bad_tools)
+    diags += found
     if diags:
         raise InputError(diags)
     assert cls is not None
     return LoadedTask(task, path, text, cls)
 
 
-def _check_tools(source: SourceFile, task: TaskFile) -> list[Diagnostic]:
+def _imported_checks(source: SourceFile, task: TaskFile, bad_tools: set[int]) -> tuple[list[Diagnostic], type[Any] | None]:
+    """The checks that import the environment and grader modules and construct the environment."""
     diags: list[Diagnostic] = []
+    try:
+        cls = load_class(task.environment, task.folder)
+    except EnvironmentLoadError as exc:
+        diags.append(source.diag(("environment",), "environment-import", str(exc),
+                                 "the module is imported from its file in the task file's folder "
+                                 "(pkg/mod.py or pkg/mod/__init__.py), else as an installed module"))
+        return diags, None
+    methods = {name: signature_of(member, cls, name) for name, member in tool_methods(cls).items()}
+    diags += _check_methods(source, task, methods, set(), bad_tools)
+    instance: Any = None
+    try:
+        instance = cls(**task.environment_args)
+    except BaseException as exc:  # the constructor is the task author's code, SystemExit included
+        diags.append(source.diag(("environment_args",), "environment-args",
+                                 f"{task.environment}(**environment_args) raised {type(exc).__name__}: {exc}"))
+    diags += _check_actions(source, task, bad_tools)
+    grader = task.grader
+    if grader is not None and grader.expected_state is not None and instance is not None:
+        try:
+            keys: set[str] | None = set(final_state(instance))
+        except Exception as exc:  # the state is the task author's objects
+            diags.append(source.diag(("environment_args",), "environment-args",
+                                     f"reading the state of {task.environment} raised {type(exc).__name__}: {exc}"))
+            keys = None
+        if keys is not None:
+            diags += _check_state_keys(source, grader.expected_state, keys)
+    if grader is not None and grader.function is not None:
+        try:
+            _resolve_function(grader.function, task.folder)
+        except LookupError as exc:
+            diags.append(source.diag(("grader", "function"), "grader-import", str(exc)))
+    return diags, cls
+
+
+def _static_checks(source: SourceFile, task: TaskFile, bad_tools: set[int]) -> list[Diagnostic]:
+    """The same checks from the modules' source: nothing is imported, run or constructed."""
+    folder = task.folder
+    assert folder is not None
+    diags: list[Diagnostic] = []
+    env: static_environment.StaticClass | None = None
+    try:
+        env = static_environment.environment_class(task.environment, folder)
+    except StaticLookupError as exc:
+        diags.append(source.diag(("environment",), "environment-import", str(exc),
+                                 "the module is looked up by path in the task file's folder "
+                                 "(pkg/mod.py or pkg/mod/__init__.py)"))
+    except NotStatic as exc:
+        diags.append(_unchecked(source, ("environment",), f"environment {task.environment} was not checked: {exc}"))
+    if env is not None:
+        diags += _check_methods(source, task, env.methods, env.uncertain | ({"*"} if env.open_reason else set()),
+                                bad_tools)
+        if env.open_reason is not None:
+            diags.append(_unchecked(source, ("environment",), f"environment {task.environment} may have public "
+                                    f"methods lint cannot see ({env.open_reason})"))
+        if env.init is not None:
+            diags += _check_arguments(source, task, env.init)
+    diags += _check_actions(source, task, bad_tools)
+    grader = task.grader
+    if grader is not None and grader.expected_state is not None and env is not None:
+        if env.state_keys is not None:
+            diags += _check_state_keys(source, grader.expected_state, set(env.state_keys))
+        else:
+            diags.append(_unchecked(source, ("grader", "expected_state"),
+                                    f"expected_state keys were not checked: {env.state_reason}"))
+    if grader is not None and grader.function is not None:
+        try:
+            static_environment.grader_function(grader.function, folder)
+        except StaticLookupError as exc:
+            diags.append(source.diag(("grader", "function"), "grader-import", str(exc),
+                                     "the module is looked up by path in the task file's folder"))
+        except NotStatic as exc:
+            diags.append(_unchecked(source, ("grader", "function"), f"grader {grader.function} was not checked: {exc}"))
+    return diags
+
+
+def _unchecked(source: SourceFile, loc: tuple[str | int, ...], message: str) -> Diagnostic:
+    return source.diag(loc, "not-checked-statically", message, IMPORT_FLAG_HINT, severity="warning")
+
+
+def signature_of(method: Callable[..., Any], cls: type[Any], name: str) -> Signature | None:
+    """The keyword view of an imported method (``self`` dropped unless it is a staticmethod)."""
+    try:
+        params = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(inspect.getattr_static(cls, name, None), staticmethod):
+        params = params[1:]  # drop self
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    accepted = tuple(p.name for p in params if p.kind in kinds)
+    required = frozenset(p.name for p in params if p.kind in kinds and p.default is inspect.Parameter.empty)
+    return Signature(accepted, required, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params))
+
+
+def _check_tools(source: SourceFile, task: TaskFile) -> tuple[list[Diagnostic], set[int]]:
+    """Duplicate names and each tool's parameter schema; also the indexes of tools whose schema is unusable."""
+    diags: list[Diagnostic] = []
+    bad: set[int] = set()
     seen: set[str] = set()
     for i, tool in enumerate(task.tools):
         if tool.name in seen:
@@ -91,63 +216,98 @@ def _check_tools(source: SourceFile, task: TaskFile) -> list[Diagnostic]:
             jsonschema.Draft202012Validator.check_schema(tool.parameters)
         except jsonschema.SchemaError as exc:
             where = ("tools", i, "parameters", *exc.absolute_path)
-            diags.append(source.diag(where, "tool-schema", f"not a valid JSON Schema: {exc.message}"))
+            diags.append(source.diag(where, "tool-schema", f"not a valid JSON Schema: {_schema_message(exc)}"))
+            bad.add(i)
+            continue
+        except RecursionError:
+            diags.append(source.diag(("tools", i, "parameters"), "tool-schema", "the schema is nested too deeply"))
+            bad.add(i)
             continue
         if tool.parameters.get("type", "object") != "object":
             diags.append(source.diag(("tools", i, "parameters", "type"), "tool-schema",
                                      "tool parameters must be an object schema", "use `type: object` with `properties:`"))
-    return diags
+            bad.add(i)
+        elif not isinstance(tool.parameters.get("properties", {}), dict):
+            bad.add(i)
+    return diags, bad
 
 
-def _check_environment(source: SourceFile, task: TaskFile, cls: type[Any]) -> list[Diagnostic]:
+def _schema_message(exc: jsonschema.SchemaError) -> str:
+    """The validator's complaint without the offending value (which could be anything, a secret included)."""
+    validator = str(exc.validator)
+    if validator == "type":
+        return f"must be of type {exc.validator_value!r}"
+    if validator == "enum":
+        return "is not one of the allowed values"
+    return f"fails the {validator!r} rule of the JSON Schema meta-schema"
+
+
+def _properties(schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema.get("properties", {})
+    return props if isinstance(props, dict) else {}
+
+
+def _check_methods(source: SourceFile, task: TaskFile, methods: dict[str, Signature | None], uncertain: set[str],
+                   bad_tools: set[int]) -> list[Diagnostic]:
+    """Declared tools against the environment's public methods (``"*"`` in ``uncertain``: the list may be incomplete)."""
     diags: list[Diagnostic] = []
-    methods = tool_methods(cls)
     declared = {t.name for t in task.tools}
     for i, tool in enumerate(task.tools):
         if tool.name not in methods:
+            if tool.name in uncertain or "*" in uncertain:
+                continue  # defined in a way lint cannot read: the warning about the class says so
             diags.append(source.diag(("tools", i, "name"), "unknown-tool",
                                      f"environment {task.environment} has no method {tool.name!r}",
                                      did_you_mean(tool.name, methods)))
             continue
-        diags += _check_signature(source, ("tools", i, "parameters"), tool.name, tool.parameters, methods[tool.name])
+        signature = methods[tool.name]
+        if signature is not None and i not in bad_tools:
+            diags += _check_signature(source, ("tools", i, "parameters"), tool.name, tool.parameters, signature)
     for name in sorted(set(methods) - declared):
         diags.append(source.diag(("tools",), "undeclared-method",
                                  f"environment {task.environment} has public method {name!r}, which the task does not declare",
                                  "declare it under tools:, or rename it with a leading underscore if it is not a tool"))
-    try:
-        instance = cls(**task.environment_args)
-    except Exception as exc:  # the constructor is the task author's code
-        diags.append(source.diag(("environment_args",), "environment-args",
-                                 f"{task.environment}(**environment_args) raised {type(exc).__name__}: {exc}"))
-        instance = None
-    if task.grader is not None:
-        diags += _check_grader(source, task, instance)
     return diags
 
 
 def _check_signature(source: SourceFile, loc: tuple[str | int, ...], name: str, schema: dict[str, Any],
-                     method: Any) -> list[Diagnostic]:
-    params = list(inspect.signature(method).parameters.values())[1:]  # drop self
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+                     signature: Signature) -> list[Diagnostic]:
+    if signature.var_keyword:
         return []
-    accepted = {p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
-    required = {p.name for p in params if p.default is inspect.Parameter.empty and p.name in accepted}
-    props = set(schema.get("properties", {}))
+    accepted = set(signature.accepted)
+    props = set(_properties(schema))
     diags = [
         source.diag((*loc, "properties", prop), "unknown-parameter", f"method {name}() has no parameter {prop!r}",
                     did_you_mean(prop, accepted))
         for prop in sorted(props - accepted)
     ]
-    missing = sorted(required - props)
+    missing = sorted(signature.required - props)
     if missing:
         diags.append(source.diag(loc, "missing-parameter",
                                  f"method {name}() requires {', '.join(map(repr, missing))}, which the schema does not declare"))
     return diags
 
 
-def _check_grader(source: SourceFile, task: TaskFile, instance: Any) -> list[Diagnostic]:
+def _check_arguments(source: SourceFile, task: TaskFile, init: Signature) -> list[Diagnostic]:
+    """``environment_args`` against the constructor's signature (what constructing it would have raised)."""
+    diags: list[Diagnostic] = []
+    given = set(task.environment_args)
+    if not init.var_keyword:
+        for key in sorted(given - set(init.accepted)):
+            diags.append(source.diag(("environment_args", key), "environment-args",
+                                     f"{task.environment}() has no parameter {key!r}", did_you_mean(key, init.accepted)))
+    missing = sorted(init.required - given)
+    if missing:
+        diags.append(source.diag(("environment_args",), "environment-args",
+                                 f"{task.environment}() requires {', '.join(map(repr, missing))}, "
+                                 "which environment_args does not give"))
+    return diags
+
+
+def _check_actions(source: SourceFile, task: TaskFile, bad_tools: set[int]) -> list[Diagnostic]:
     grader = task.grader
-    assert grader is not None
+    if grader is None:
+        return []
     diags: list[Diagnostic] = []
     names = [t.name for t in task.tools]
     for i, action in enumerate(grader.expected_actions or []):
@@ -157,31 +317,21 @@ def _check_grader(source: SourceFile, task: TaskFile, instance: Any) -> list[Dia
                                      f"expected action names tool {action.name!r}, which the task does not declare",
                                      did_you_mean(action.name, names)))
             continue
-        props = set(tool.parameters.get("properties", {}))
+        if task.tools.index(tool) in bad_tools:
+            continue  # its schema is already an error
+        props = set(_properties(tool.parameters))
         for arg in sorted(set(action.arguments) - props):
             diags.append(source.diag(("grader", "expected_actions", i, "arguments", arg), "unknown-parameter",
                                      f"tool {action.name!r} has no parameter {arg!r}", did_you_mean(arg, props)))
-    if grader.expected_state is not None and instance is not None:
-        keys = set(final_state(instance))
-        for key in sorted(set(grader.expected_state) - keys):
-            diags.append(source.diag(("grader", "expected_state", key), "unknown-state-key",
-                                     f"the environment's state has no key {key!r}", did_you_mean(key, keys)))
-    if grader.function is not None:
-        try:
-            resolve_function(grader.function)
-        except LookupError as exc:
-            diags.append(source.diag(("grader", "function"), "grader-import", str(exc)))
     return diags
 
 
-def resolve_function(target: str) -> Any:
-    """Import ``package.module:function``; :class:`LookupError` names what is missing."""
-    module_name, _, attr = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise LookupError(f"cannot import module {module_name!r}: {exc}") from None
-    function = getattr(module, attr, None)
-    if not callable(function):
-        raise LookupError(f"module {module_name!r} has no function {attr!r}")
-    return function
+def _check_state_keys(source: SourceFile, expected: dict[str, Any], keys: set[str]) -> list[Diagnostic]:
+    return [source.diag(("grader", "expected_state", key), "unknown-state-key",
+                        f"the environment's state has no key {key!r}", did_you_mean(key, keys))
+            for key in sorted(set(expected) - keys)]
+
+
+def resolve_function(target: str, task_dir: Path | None = None) -> Any:
+    """Import ``package.module:function`` (by path from ``task_dir``); :class:`LookupError` names what is missing."""
+    return _resolve_function(target, task_dir)
