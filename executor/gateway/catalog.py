@@ -107,6 +107,8 @@ def read_gateway_catalog(config: GatewayConfig, *, timeout: float | None = None)
     The read runs on a daemon thread that this call waits for at most ``timeout``: a read still
     blocked then is abandoned (it stops at its next chunk, or at its socket timeout).
     """
+    import httpx  # noqa: F401 - imported before the clock starts: a cold import is not the gateway's time
+
     deadline_s = FETCH_TIMEOUT_S if timeout is None else timeout
     outcome: list[CatalogRead] = []
     deadline = time.monotonic() + deadline_s

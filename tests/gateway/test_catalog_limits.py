@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,11 +26,20 @@ GATEWAY_KEY = "sk-canary-gateway-key-51d0a7"
 SECRET = "canary-header-secret-9e3f12"
 LITERAL = "canary-team-token-77ab04"
 CANARIES = (GATEWAY_KEY, SECRET, LITERAL)
-#: Deadline the tests set on the catalog read, and how long a test waits for a command at most.
-DEADLINE_S = 0.5
+#: The catalog deadline the trickle tests set, the one the others keep (a loaded machine is
+#: slow, not hostile), and how long a test waits for a command at most.
+DEADLINE_S = 1.0
+PATIENT_S = 10.0
 WAIT_S = 30.0
 
 Handler = Callable[[BaseHTTPRequestHandler], None]
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client hanging up mid-answer is what these tests provoke; socketserver would print
+        # a traceback to the stderr the command's output is captured from
+        pass
 
 
 class Gateway(ServedOnLoopback):
@@ -55,7 +63,7 @@ class Gateway(ServedOnLoopback):
             def log_message(self, *args: Any) -> None:
                 pass
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        httpd = _QuietServer(("127.0.0.1", 0), _Handler)
         httpd.daemon_threads = True
         self._serve(httpd)
 
@@ -103,7 +111,7 @@ def trickle(server: Callable[[], Gateway], *, in_headers: bool) -> Handler:
 
 @pytest.fixture(autouse=True)
 def _fresh_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(catalog, "FETCH_TIMEOUT_S", DEADLINE_S)
+    monkeypatch.setattr(catalog, "FETCH_TIMEOUT_S", PATIENT_S)
     clear_catalog_cache()
     yield
     clear_catalog_cache()
@@ -153,6 +161,7 @@ def test_a_catalog_is_read_and_check_exits_0(tmp_path: Path, monkeypatch: pytest
 
 @pytest.mark.parametrize("in_headers", [False, True], ids=["body", "headers"])
 def test_a_trickling_catalog_ends_at_the_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_headers: bool) -> None:
+    monkeypatch.setattr(catalog, "FETCH_TIMEOUT_S", DEADLINE_S)
     gw: Gateway
     with Gateway(trickle(lambda: gw, in_headers=in_headers)) as gw:
         result = gateway_check(gw.base, tmp_path, monkeypatch, "--format", "json")
@@ -162,19 +171,22 @@ def test_a_trickling_catalog_ends_at_the_deadline(tmp_path: Path, monkeypatch: p
     assert out["catalog"]["ok"] is False and out["plans"][0]["kind"] == "untranslated"
 
 
-def test_a_client_on_a_trickling_gateway_is_built_within_the_deadline() -> None:
+def test_a_client_on_a_trickling_gateway_is_built_within_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # what `send` and `trial run` do first: build a client, which reads the catalog once
+    from executor.client import Client
+    from executor.plan import Plan
+
+    monkeypatch.setattr(catalog, "FETCH_TIMEOUT_S", DEADLINE_S)
     gw: Gateway
     with Gateway(trickle(lambda: gw, in_headers=False)) as gw:
-        config = resolve_gateway_config(EnvSource(gateway_env(gw.base)))
-        assert config is not None
-        started = time.monotonic()
-        outcome: list[frozenset[str] | None] = []
-        worker = threading.Thread(target=lambda: outcome.append(fetch_gateway_catalog(config)), daemon=True)
+        built: list[Client] = []
+        worker = threading.Thread(target=lambda: built.append(Client(Plan.load(PLAN), env=gateway_env(gw.base))),
+                                  daemon=True)
         worker.start()
         worker.join(WAIT_S)
-        assert not worker.is_alive()
-    assert outcome == [None]
-    assert time.monotonic() - started < WAIT_S
+        assert not worker.is_alive(), f"client still being built after {WAIT_S} s"
+    assert built[0].route is not None and built[0].route.kind == "untranslated"
+    assert fetch_gateway_catalog(resolve_gateway_config(EnvSource(gateway_env(gw.base)))) is None  # type: ignore[arg-type]
 
 
 def test_a_redirect_to_another_origin_gets_no_credential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
