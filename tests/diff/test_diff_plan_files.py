@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from compiler.diff.credential_routing import ROUTING_FIELDS
 from tests.diff.conftest import invoke
 from tests.diff.plans import Body, edit, edit_manifest, plan_paths, write_catalogue
 
@@ -91,10 +92,12 @@ def test_each_checker_reports_its_field_with_the_layer(sides: tuple[Path, Path],
     assert (record["check"], record["field"], record["kind"]) == (check, field, kind)
     assert record["old"] != record["new"]
     assert (record["layer"] or {}).get("layer") == layer
-    assert invoke("diff", str(old), str(new), "--ignore", check).code == 0
+    # a credential-routing field is reported whichever checks run: hiding it takes more than --ignore
+    hidden = 1 if tuple(field.split(".")) in ROUTING_FIELDS else 0
+    assert invoke("diff", str(old), str(new), "--ignore", check).code == hidden
     assert invoke("diff", str(old), str(new), "--checks", check).code == 1
     others = ",".join(sorted((set(EDITS) | set(MANIFEST_EDITS)) - {check}))
-    assert invoke("diff", str(old), str(new), "--checks", others).code == 0
+    assert invoke("diff", str(old), str(new), "--checks", others).code == hidden
 
 
 def test_text_output_shows_old_new_and_layer(sides: tuple[Path, Path]) -> None:
@@ -188,11 +191,13 @@ def test_markdown_folds_every_model_when_many_change(sides: tuple[Path, Path]) -
 
 def test_markdown_table_cells_survive_pipes_and_backticks(sides: tuple[Path, Path]) -> None:
     old, new = sides
-    edit(new / f"{MODEL}.json", _set(("binding", "binding", "endpoint"), "A|B`C"))
+    edit(new / f"{MODEL}.json", _set(("binding", "binding", "endpoint"), "https://h.example/A|B`C"))
     out = invoke("diff", str(old), str(new), "--format", "markdown", "--checks", "binding").stdout
-    row = next(line for line in out.splitlines() if "endpoint" in line)
-    assert '``"A\\|B`C"``' in row
+    row = next(line for line in out.splitlines() if line.startswith("| binding |"))
+    assert '``"https://h.example/A\\|B`C"``' in row
     assert row.count(" | ") == 4  # five cells: the escaped pipe does not split one
+    routing = next(line for line in out.splitlines() if line.startswith(f"| `{MODEL}` | endpoint |"))
+    assert '``"https://h.example/A\\|B`C"``' in routing and routing.count(" | ") == 5  # six cells in the credential-routing table
 
 
 def test_json_output_is_stable(sides: tuple[Path, Path]) -> None:
@@ -202,7 +207,9 @@ def test_json_output_is_stable(sides: tuple[Path, Path]) -> None:
     assert first == invoke("diff", str(old), str(new), "--format", "json").stdout
     doc = json.loads(first)
     assert (doc["format"], doc["version"], doc["differs"]) == ("capplan-diff", 1, True)
-    assert set(doc) == {"format", "version", "old", "new", "checks", "differs", "counts", "notes", "models", "inputs"}
+    assert set(doc) == {"format", "version", "old", "new", "checks", "differs", "counts", "notes", "models", "inputs",
+                        "credential_routing", "credential_routing_changed"}
+    assert (doc["credential_routing"], doc["credential_routing_changed"]) == ([], False)
     model = next(m for m in doc["models"] if m["key"] == MODEL)
     assert set(model) == {"key", "status", "old_path", "new_path", "plan_version", "changes"}
     assert set(model["changes"][0]) == {"check", "field", "kind", "old", "new", "layer"}
