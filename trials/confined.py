@@ -71,8 +71,12 @@ def confined_path(root: Path, *parts: str) -> Path:
     joined = base.joinpath(*parts)
     resolved = joined.resolve()
     if not resolved.is_relative_to(base):
-        raise ConfinedPathError(root.joinpath(*parts), "path-escapes",
-                                "resolves to a place outside the run folder (a link in the way?)", _LINK_HINT)
+        for depth in range(1, len(parts) + 1):  # name the link that leads out, where it sits
+            if os.path.islink(base.joinpath(*parts[:depth])):
+                raise ConfinedPathError(root.joinpath(*parts[:depth]), "run-folder-symlink",
+                                        "is a symbolic link that leads out of the run folder", _LINK_HINT)
+        raise ConfinedPathError(root.joinpath(*parts), "path-escapes", "resolves to a place outside the run folder",
+                                _LINK_HINT)
     return joined
 
 

@@ -455,20 +455,29 @@ class RunFolder:
         except UnsafeName as exc:
             raise ConfinedPathError(self.root / "trials", "unsafe-name", f"{exc}, so it cannot name a folder of the run",
                                     "names that become folders must be short slugs") from None
+        # the line must read back before anything of the trial is written
+        self._readable(json.dumps({**records.run_line, "attempt": 1}, sort_keys=True, ensure_ascii=False), key)
         confined.write_atomic(self.root, (*folder, "trajectory.yaml"), dump_yaml(records.trajectory))
         confined.write_atomic(self.root, (*folder, "metrics.yaml"), dump_yaml(records.metrics))
         lines = self._contents()
         with self._lock:
             data = {**records.run_line, "attempt": lines.attempts(str(key)) + 1}
             text = json.dumps(data, sort_keys=True, ensure_ascii=False)
-            try:
-                line = RunLine.model_validate_json(text, strict=True)  # what is written must read back
-            except ValidationError as exc:
-                raise ConfinedPathError(self.runs, "run-line-invalid", "; ".join(
-                    _describe(e) for e in exc.errors(include_input=False))) from None
+            line = self._readable(text, key)
             confined.append(self.root, (RUNS_FILE,), (text + "\n").encode("utf-8"))
             lineno = (lines.entries[-1].lineno + 1) if lines.entries else 1
             lines.add(_Entry(lineno, line, line.model_dump(mode="json"), _canonical(line)))
+
+    def _readable(self, text: str, key: TrialKey) -> RunLine:
+        """``text`` as the run line of trial ``key``, validated exactly as it will be read back."""
+        try:
+            line = RunLine.model_validate_json(text, strict=True)
+        except ValidationError as exc:
+            raise ConfinedPathError(self.runs, "run-line-invalid", "; ".join(
+                _describe(e) for e in exc.errors(include_input=False))) from None
+        if line.key != str(key):
+            raise ConfinedPathError(self.runs, "run-line-invalid", "the trial's line is for another trial than its files")
+        return line
 
     def mark_interrupted(self, keys: Iterable[TrialKey]) -> None:
         """Record the trials that did not finish; a re-run of the same command runs them."""
@@ -540,8 +549,9 @@ def _describe(err: Any) -> str:
     kind = err["type"]
     if kind == "missing":
         return f"required key {loc!r} is missing"
-    if kind == "extra_forbidden":
-        return f"unknown key {loc!r}"
+    if kind == "extra_forbidden":  # the key itself is not quoted: it may be anything, a secret included
+        parent = loc.rpartition(".")[0]
+        return f"{parent + ': ' if parent else ''}has a key that is not one of this record's fields"
     message = str(err["msg"]).removeprefix("Value error, ")
     return f"{loc}: {message}" if loc else message
 
