@@ -11,13 +11,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, StrictInt
+
+from executor.safe_names import check_name
 
 _NAME = r"^[A-Za-z0-9_-]{1,64}$"
 #: Finite bounds on the task's numbers: far above any real task, low enough that nothing downstream
 #: (turn loops, prompt truncation) meets a number it cannot handle.
 MAX_TASK_TURNS = 10_000
 MAX_TOOL_OUTPUT_CHARS = 10_000_000
+
+
+def _path_segment(value: str) -> str:
+    """A task id and pack become folder names in the run folder: the one rule for those, where they are read."""
+    return check_name(value, "the name")  # UnsafeName is a ValueError: pydantic reports it at the field
+
+
+#: a name that becomes a path segment: the schema's pattern, then the one rule (no leading ``_`` or ``-``)
+_SegmentName = Annotated[str, Field(pattern=_NAME), AfterValidator(_path_segment)]
 
 
 class _Model(BaseModel):
@@ -88,8 +99,8 @@ class Grader(_Model):
 class TaskFile(_Model):
     """One agent task."""
 
-    id: str = Field(pattern=_NAME, description="Task id; unique within a run.")
-    pack: str | None = Field(None, pattern=_NAME, description="Task pack name for the summary (default: the folder name).")
+    id: _SegmentName = Field(description="Task id; unique within a run.")
+    pack: _SegmentName | None = Field(None, description="Task pack name for the summary (default: the folder name).")
     system_prompt: str = Field(description="The agent's system prompt.")
     environment: str = Field(
         pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",

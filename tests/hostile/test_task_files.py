@@ -356,3 +356,16 @@ def test_a_module_that_does_not_parse_or_lacks_the_class_is_an_error(tmp_path: P
     env.write_text("x = 1\n" * (600 * 1024))  # over the 1 MiB the static check reads
     result = run("lint", str(task))
     assert result.exit_code == 1 and "warning[not-checked-statically]" in result.output
+
+
+@pytest.mark.parametrize("name", ["-rf", "_hidden", "a/b", ".."])
+def test_a_task_id_or_pack_that_is_no_safe_path_segment_is_refused(tmp_path: Path, name: str) -> None:
+    task = counter_pack(tmp_path / "pack", extra=f"pack: {json.dumps(name)}\n")
+    task.write_text(task.read_text().replace("id: count", f"id: {json.dumps(name)}"))
+    out = tmp_path / "run"
+    for args in (["lint", str(task)], ["trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(out)]):
+        result = run(*args)
+        assert result.exit_code == 2, result.output
+        assert f"{task}:1:1: error[wrong-type]: id:" in result.output
+        assert "error[wrong-type]: pack:" in result.output
+        assert not out.exists()
