@@ -14,6 +14,7 @@ changing the process environment (so it is safe beside concurrent calls).
 from __future__ import annotations
 
 import functools
+import os
 import re
 import types
 from collections.abc import Iterator, Mapping
@@ -59,6 +60,8 @@ def litellm_model(model: str, custom_llm_provider: str | None) -> str:
 @functools.lru_cache(maxsize=512)
 def litellm_key_variables(model: str) -> tuple[str, ...]:
     """The credential variables litellm may read for ``model`` (imports litellm; cached per model)."""
+    # without this litellm first tries to download its model cost map on import
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
     check = litellm.validate_environment
