@@ -16,8 +16,9 @@ Every refusal is a :class:`ConfinedPathError`, which renders as a located diagno
 from __future__ import annotations
 
 import errno
-import re
+import functools
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator, Sequence
@@ -61,7 +62,7 @@ def confined_path(root: Path, *parts: str) -> Path:
     Raises :class:`ConfinedPathError` (code ``unsafe-name`` or ``path-escapes``); the message
     says what is wrong with a part, never quotes it.
     """
-    base = root.resolve()
+    base = _resolved(os.path.abspath(root))
     for i, part in enumerate(parts):
         try:
             check_name(part, f"path segment {i + 1}")
@@ -78,6 +79,12 @@ def confined_path(root: Path, *parts: str) -> Path:
         raise ConfinedPathError(root.joinpath(*parts), "path-escapes", "resolves to a place outside the run folder",
                                 _LINK_HINT)
     return joined
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(root: str) -> Path:
+    """The real path of the (absolute) root: a run asks for it on every write; the root is the user's own path."""
+    return Path(root).resolve()
 
 
 @contextmanager
@@ -107,25 +114,27 @@ def _classify(dir_fd: int, name: str, shown: Path) -> ConfinedPathError | None:
 
 def _open_dir(dir_fd: int, name: str, shown: Path, *, create: bool) -> int:
     """A descriptor of the real folder ``name`` under ``dir_fd``; links and files are refused."""
-    if create:
+    for first_try in (True, False):
         try:
+            return os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=dir_fd)
+        except FileNotFoundError:
+            if not create or not first_try:
+                raise _Missing from None
+        except OSError as exc:
+            link = _classify(dir_fd, name, shown)
+            if link is not None:
+                raise link from None
+            if exc.errno == errno.ENOTDIR:
+                raise ConfinedPathError(shown, "run-folder-not-a-folder", "should be a folder but is a file",
+                                        "move the file away (or choose a new --out)") from None
+            raise ConfinedPathError(shown, "out-unwritable", f"cannot open the folder: {exc.strerror or exc}") from None
+        try:  # mkdir never follows a link planted under the name: it fails, and the open above refuses it
             os.mkdir(name, 0o777, dir_fd=dir_fd)
         except FileExistsError:
             pass
         except OSError as exc:
             raise ConfinedPathError(shown, "out-unwritable", f"cannot create the folder: {exc.strerror or exc}") from None
-    try:
-        return os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=dir_fd)
-    except FileNotFoundError:
-        raise _Missing from None
-    except OSError as exc:
-        link = _classify(dir_fd, name, shown)
-        if link is not None:
-            raise link from None
-        if exc.errno == errno.ENOTDIR:
-            raise ConfinedPathError(shown, "run-folder-not-a-folder", "should be a folder but is a file",
-                                    "move the file away (or choose a new --out)") from None
-        raise ConfinedPathError(shown, "out-unwritable", f"cannot open the folder: {exc.strerror or exc}") from None
+    raise _Missing
 
 
 class _Missing(Exception):

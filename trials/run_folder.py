@@ -237,6 +237,8 @@ class RunFolder:
             problem = _not_a_file(root / name)
             if problem is not None:
                 diags.append(problem)
+        if not diags:
+            diags += self._check_probe()
         lines = self._read_lines(diags)
         if report and lines is not None and not os.path.lexists(self.runs):
             diags.append(Diagnostic(str(self.runs), 1, 1, "not-a-run-folder",
@@ -260,7 +262,7 @@ class RunFolder:
             diags.append(problem)
             return None
         if not os.path.lexists(self.manifest):
-            shown = ", ".join(e + ("/" if (self.root / e).is_dir() else "") for e in entries[:5])
+            shown = ", ".join(_shown_name(e) + ("/" if (self.root / e).is_dir() else "") for e in entries[:5])
             shown += f" and {len(entries) - 5} more" if len(entries) > 5 else ""
             if report:
                 diags.append(Diagnostic(str(self.manifest), 1, 1, "not-a-run-folder",
@@ -306,6 +308,24 @@ class RunFolder:
         except ValidationError as exc:
             raise RunFolderError([Diagnostic(where, 1, 1, "run-manifest-invalid", _describe(err), hint=hint)
                                   for err in exc.errors(include_input=False)]) from None
+
+    def _check_probe(self) -> list[Diagnostic]:
+        """``probe.json`` (a probe-mode run adds to it on resume) read back against its model."""
+        from trials.probe_census import CENSUS_FILE, ProbeCensus  # it writes through this module
+
+        try:
+            raw = confined.read_bytes(self.root, (CENSUS_FILE,), limit=MAX_MANIFEST_BYTES)
+        except ConfinedPathError as exc:
+            return [exc.diagnostic()]
+        if raw is None:
+            return []
+        try:
+            ProbeCensus.model_validate_json(raw, strict=True)
+        except ValidationError as exc:
+            return [Diagnostic(str(self.root / CENSUS_FILE), 1, 1, "probe-census-invalid", _describe(err),
+                               hint="probe.json is written by capplan only; move it away to start a new census")
+                    for err in exc.errors(include_input=False)[:20]]
+        return []
 
     def _read_lines(self, diags: list[Diagnostic]) -> _Lines | None:
         """``runs.jsonl`` read back and validated; problems go to ``diags`` (then None)."""
@@ -466,7 +486,7 @@ class RunFolder:
             line = self._readable(text, key)
             confined.append(self.root, (RUNS_FILE,), (text + "\n").encode("utf-8"))
             lineno = (lines.entries[-1].lineno + 1) if lines.entries else 1
-            lines.add(_Entry(lineno, line, line.model_dump(mode="json"), _canonical(line)))
+            lines.add(_entry(lineno, line))
 
     def _readable(self, text: str, key: TrialKey) -> RunLine:
         """``text`` as the run line of trial ``key``, validated exactly as it will be read back."""
@@ -520,12 +540,19 @@ def _parse_line(chunk: bytes, lineno: int, where: str, found: list[Diagnostic]) 
             hint="remove the blank line")
         return None
     try:
-        data = loads_strict(text)
-    except (StrictJSONError, InputLimitError) as exc:
-        bad("run-line-json", str(exc), exc.col)
-        return None
-    except ValueError as exc:
-        bad("run-line-json", f"not valid JSON: {_short(exc)}")
+        # the C parser first (a run has as many lines as trials); a line it refuses, or that
+        # repeats a key or holds NaN, is parsed again strictly for the exact problem and place
+        data = json.loads(text, object_pairs_hook=_pairs_once, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        try:
+            loads_strict(text)
+        except (StrictJSONError, InputLimitError) as exc:
+            bad("run-line-json", str(exc), exc.col)
+            return None
+        except ValueError as exc:
+            bad("run-line-json", f"not valid JSON: {_short(exc)}")
+            return None
+        bad("run-line-json", "not valid JSON")
         return None
     if not isinstance(data, dict):
         bad("run-line-not-object", f"must be a JSON object, not {_json_kind(data)}")
@@ -536,11 +563,23 @@ def _parse_line(chunk: bytes, lineno: int, where: str, found: list[Diagnostic]) 
         for err in exc.errors(include_input=False):
             bad("run-line-invalid", _describe(err))
         return None
-    return _Entry(lineno, line, line.model_dump(mode="json"), _canonical(line))
+    return _entry(lineno, line)
 
 
-def _canonical(line: RunLine) -> str:
-    return json.dumps(line.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+def _entry(lineno: int, line: RunLine) -> _Entry:
+    data = line.model_dump(mode="json")
+    return _Entry(lineno, line, data, json.dumps(data, sort_keys=True, ensure_ascii=False))
+
+
+def _pairs_once(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(items)
+    if len(out) != len(items):
+        raise ValueError("duplicate key")
+    return out
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _describe(err: Any) -> str:
@@ -554,6 +593,11 @@ def _describe(err: Any) -> str:
         return f"{parent + ': ' if parent else ''}has a key that is not one of this record's fields"
     message = str(err["msg"]).removeprefix("Value error, ")
     return f"{loc}: {message}" if loc else message
+
+
+def _shown_name(name: str) -> str:
+    """A file name found in a folder, as it may be printed (it may hold escapes or be long)."""
+    return name if len(name) <= 60 and name.isprintable() else f"<a name of {len(name)} characters>"
 
 
 def _short_key(part: object) -> str:

@@ -250,6 +250,12 @@ def test_a_file_of_the_run_made_a_folder(copy: Path, name: str) -> None:
     refused_everywhere(copy, f"{copy / name}:1:1: error[run-folder-not-a-file]")
 
 
+@pytest.mark.parametrize("content", [b"garbage", json.dumps({"series": CANARY}).encode(), b"[]"])
+def test_a_bad_probe_census_is_located(copy: Path, content: bytes) -> None:
+    (copy / "probe.json").write_bytes(content)
+    refused_everywhere(copy, f"{copy / 'probe.json'}:1:1: error[probe-census-invalid]")
+
+
 def test_a_fifo_planted_as_runs_jsonl_is_refused_without_blocking(copy: Path) -> None:
     (copy / "runs.jsonl").unlink()
     os.mkfifo(copy / "runs.jsonl")
@@ -307,11 +313,13 @@ def test_out_with_foreign_files_is_refused_and_left_untouched(tmp_path: Path) ->
     (out / ".draft.tmp").write_text("draft\n")
     (out / "trials" / ".draft.tmp").write_text("draft\n")
     (out / "trials" / ".trajectory.yaml.abcdef12.tmp").write_text("looks like ours, is not\n")
+    (out / "\x1b[31mred").write_text("a name with an escape\n")
     before = snapshot(out)
     result = trial_run(out)
     assert result.exit_code == 2, result.output
     assert "--out:1:1: error[out-not-run]" in result.output
     assert "choose a new --out" in result.output
+    assert "\x1b" not in result.output
     assert snapshot(out) == before
 
 

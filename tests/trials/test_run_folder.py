@@ -25,7 +25,7 @@ def test_run_trial_returns_records_and_writes_nothing(tmp_path: Path) -> None:
     json.dumps([records.trajectory, records.metrics, records.run_line])  # JSON-safe throughout
 
 
-def test_write_then_resume_skips_finished_and_cuts_a_torn_line(tmp_path: Path) -> None:
+def test_write_then_resume_skips_finished_and_sets_a_torn_line_aside(tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack")
     plan = mock_plan()
     specs = [spec_for(task, plan, index=i) for i in range(3)]
@@ -35,9 +35,13 @@ def test_write_then_resume_skips_finished_and_cuts_a_torn_line(tmp_path: Path) -
         folder.write(run_trial(spec, RunContext()))
     with open(folder.runs, "ab") as fh:  # a kill in the middle of the third append
         fh.write(b'{"key": "mock-agent/count/2", "plan_fi')
-    finished = RunFolder(tmp_path / "run").open(specs)
+    complete = folder.runs.read_bytes()[: folder.runs.read_bytes().rfind(b"\n") + 1]
+    notes: list[str] = []
+    finished = RunFolder(tmp_path / "run", notify=notes.append).open(specs)
     assert sorted(finished) == ["mock-agent/count/0", "mock-agent/count/1"]
-    assert folder.runs.read_bytes().endswith(b"}\n")  # the torn tail is gone before anything is appended
+    assert folder.runs.read_bytes() == complete  # the torn tail is gone before anything is appended
+    assert (tmp_path / "run" / "runs.jsonl.torn-1").read_bytes() == b'{"key": "mock-agent/count/2", "plan_fi'
+    assert len(notes) == 1 and "runs.jsonl:3:1: warning[run-line-torn]" in notes[0]
     for name in ("trajectory.yaml", "metrics.yaml"):
         assert (tmp_path / "run" / "trials/mock-agent/count/0" / name).is_file()
     assert not list((tmp_path / "run").rglob("*.tmp"))
