@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import marshal
 import re
+import threading
+from collections import OrderedDict
 from typing import Any
 from urllib.parse import unquote
 
@@ -50,19 +52,74 @@ _IN_PLACE_MAPS = frozenset({"dependentSchemas", "dependencies"})
 _MARKERS = (b"Ref", b"$ref", b"$id")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _INDEX = re.compile(r"0|[1-9][0-9]{0,8}")
-#: longest ref quoted back in a message
+_BAD_ESCAPE = re.compile(r"~(?![01])")
+#: longest ref quoted back in a message, and most schemas a cycle's message lists
 _SHOWN_CHARS = 80
+_SHOWN_STEPS = 8
 
 Problem = tuple[SchemaPath, str]
 
 
 def ref_problems(params: Any) -> list[Problem]:
     """Every reference problem in a tool's ``parameters`` schema, in document order."""
-    if not isinstance(params, dict) or not _may_hold_refs(params):
+    if not isinstance(params, dict):
         return []
+    key = _content_key(params)
+    if key is not None and (not any(marker in key for marker in _MARKERS) or _CLEAN.known(key)):
+        return []
+    problems = _walk(params)
+    if not problems and key is not None:
+        _CLEAN.add(key)
+    return problems
+
+
+class _Known:
+    """Content keys of schemas already found clean; a bounded LRU, thread-safe.
+
+    A trial validates its tool list again on every turn, and a walk costs far more than a lookup.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._seen: OrderedDict[bytes, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def known(self, key: bytes) -> bool:
+        with self._lock:
+            if key in self._seen:
+                self._seen.move_to_end(key)
+                return True
+            return False
+
+    def add(self, key: bytes) -> None:
+        if len(key) > _MAX_KEY_BYTES:  # the memo holds whole keys, so only ordinary schemas
+            return
+        with self._lock:
+            self._seen[key] = None
+            while len(self._seen) > self._size:
+                self._seen.popitem(last=False)
+
+
+#: largest schema (marshal bytes) whose clean verdict is remembered, and how many are
+_MAX_KEY_BYTES = 64 * 1024
+_CLEAN = _Known(256)
+
+
+def _content_key(params: dict[str, Any]) -> bytes | None:
+    """The schema's marshal bytes: made in C, equal only for equal data of equal types; ``None``
+    for data marshal refuses (a subclass of a built-in type), which is then always walked."""
+    try:
+        return marshal.dumps(params)
+    except ValueError:
+        return None
+
+
+def _walk(params: dict[str, Any]) -> list[Problem]:
     problems: list[Problem] = []
     nodes: dict[SchemaPath, dict[str, Any]] = {}
     refs: dict[SchemaPath, list[tuple[str, SchemaPath]]] = {}
+    # a definition is usually referenced from many places: each ref string is resolved once
+    resolved: dict[str, tuple[SchemaPath | None, str | None]] = {}
     for path, node in walk_schemas(params):
         nodes[path] = node
         if path and "$id" in node:
@@ -71,21 +128,19 @@ def ref_problems(params: Any) -> list[Problem]:
         for keyword in REF_KEYWORDS:
             if keyword not in node:
                 continue
-            target, problem = resolve_local_pointer(params, node[keyword])
+            ref = node[keyword]
+            if isinstance(ref, str):
+                if ref not in resolved:
+                    resolved[ref] = resolve_local_pointer(params, ref)
+                target, problem = resolved[ref]
+            else:
+                target, problem = resolve_local_pointer(params, ref)
             if problem is not None:
                 problems.append(((*path, keyword), f"{keyword} {problem}"))
             elif target is not None:
                 refs.setdefault(path, []).append((keyword, target))
     problems += _in_place_cycles(nodes, refs)
     return problems
-
-
-def _may_hold_refs(params: dict[str, Any]) -> bool:
-    try:
-        data = marshal.dumps(params)
-    except ValueError:  # a subclass of a built-in type: walk it
-        return True
-    return any(marker in data for marker in _MARKERS)
 
 
 def resolve_local_pointer(root: dict[str, Any], ref: Any) -> tuple[SchemaPath | None, str | None]:
@@ -102,27 +157,38 @@ def resolve_local_pointer(root: dict[str, Any], ref: Any) -> tuple[SchemaPath | 
         kind = f"a URL ({scheme.group().lower()})" if scheme else "a relative reference"
         return None, (f"is {kind} outside the tool's schema, which capplan never fetches: copy the "
                       "definition into the parameters' $defs and point at '#/$defs/<name>'")
-    shown = _shown(ref)
-    fragment = unquote(ref[1:])
+    # a URI fragment may percent-encode the pointer (RFC 6901, section 6)
+    fragment = unquote(ref[1:]) if "%" in ref else ref[1:]
     if not fragment:
         return (), None
     if not fragment.startswith("/"):
-        return None, (f"{shown} names an anchor; only JSON-pointer refs into the tool's parameters "
+        return None, (f"{_shown(ref)} names an anchor; only JSON-pointer refs into the tool's parameters "
                       "('#/$defs/<name>') are followed")
-    segments: list[str] = []
-    for raw in fragment[1:].split("/"):
-        if re.search(r"~(?![01])", raw):
-            return None, f"{shown} is not a JSON pointer ('~' is escaped as '~0', '/' as '~1')"
-        segments.append(raw.replace("~1", "/").replace("~0", "~"))
-    return _walk_pointer(root, segments, shown)
+    segments = fragment[1:].split("/")
+    if "~" in fragment:
+        if _BAD_ESCAPE.search(fragment):
+            return None, f"{_shown(ref)} is not a JSON pointer ('~' is escaped as '~0', '/' as '~1')"
+        segments = [raw.replace("~1", "/").replace("~0", "~") for raw in segments]
+    return _walk_pointer(root, segments, ref)
 
 
 def _shown(ref: str) -> str:
     return repr(ref if len(ref) <= _SHOWN_CHARS else ref[:_SHOWN_CHARS] + "…")
 
 
-def _walk_pointer(root: dict[str, Any], segments: list[str], shown: str) -> tuple[SchemaPath | None, str | None]:
+class _Shown:
+    """A ref as messages quote it, made only when a message is."""
+
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+
+    def __format__(self, spec: str) -> str:
+        return _shown(self.ref)
+
+
+def _walk_pointer(root: dict[str, Any], segments: list[str], ref: str) -> tuple[SchemaPath | None, str | None]:
     node: Any = root
+    shown = _Shown(ref)
     path: list[str | int] = []
     i = 0
     while i < len(segments):
@@ -235,8 +301,11 @@ def _cycle_problem(
     source, keyword = closing
     if keyword is not None:
         steps.append((source, keyword))
-    passed = [first, *(path for path, _, _ in cycle), first]
-    chain = " -> ".join("#" + json_pointer(path)[:_SHOWN_CHARS] for path in passed)
+    passed = ["#" + json_pointer(path)[:_SHOWN_CHARS] for path in (first, *(path for path, _, _ in cycle), first)]
+    if len(passed) > _SHOWN_STEPS:
+        # a cycle through thousands of definitions: its ends say where to look
+        passed = [*passed[:_SHOWN_STEPS // 2], "…", *passed[-(_SHOWN_STEPS // 2):]]
+    chain = " -> ".join(passed)
     # located at the ref that closes the cycle, or the last ref on it when an allOf closes it
     at_source, at_keyword = steps[-1]
     return ((*at_source, at_keyword), f"{at_keyword} cycle {chain} evaluates the same value forever: no step "

@@ -197,3 +197,38 @@ def test_local_refs_and_recursion_through_items_still_build(tmp_path: Path, serv
     assert result.exit_code == 0, result.output
     sent = json.loads(result.stdout)
     assert "Nope" not in result.stdout and sent["model"]
+
+
+def test_a_long_ref_cycle_is_found_without_recursion(tmp_path: Path, server: LoopbackServer) -> None:
+    # refs chain through flat $defs, so the nesting limit does not bound them: the search is iterative
+    steps = 2000  # past the interpreter's recursion limit
+    defs = {f"c{i}": {"$ref": f"#/$defs/c{(i + 1) % steps}"} for i in range(steps)}
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(ref_to("#/$defs/c0", **defs)), encoding="utf-8")
+    result = run("preview", "gpt-4o", path, server)
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "error[REQUEST]: tools.0.function.parameters.$defs.c1999.$ref: " in line and "$ref cycle #/$defs/c0 -> #/$defs/c1 -> #/$defs/c2 -> #/$defs/c3 -> … -> #/$defs/c1997 -> #/$defs/c1998 -> #/$defs/c1999 -> #/$defs/c0 " in line
+
+
+def test_every_ref_problem_of_a_file_is_reported_in_one_pass(tmp_path: Path, server: LoopbackServer) -> None:
+    params = {"type": "object", "properties": {"a": {"$ref": "http://evil.example/a"}, "b": {"$ref": "#/$defs/Nope"}}}
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"messages": HI, "tools": [tool(params), tool(params, "other")]}, indent=2), encoding="utf-8")
+    result = run("preview", "mock-echo", path, server)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 4 and all(": error[REQUEST]: tools." in line for line in lines), lines
+    assert sum("tool 'other'" in line for line in lines) == 2
+
+
+def test_a_caller_building_requests_in_python_is_held_to_the_same_rule() -> None:
+    # a trial hands the client plain dicts every turn: the rule is the request model's, not the file reader's
+    from pydantic import ValidationError
+
+    from executor.messages import ChatRequest
+
+    with pytest.raises(ValidationError, match=r"tool 'lookup': /properties/q/\$ref: \$ref is a URL \(file:\)"):
+        ChatRequest.model_validate(ref_to("file:///etc/passwd"))
+    clean = ref_to("#/$defs/Node", Node={"type": "string"})
+    assert ChatRequest.model_validate(clean) == ChatRequest.model_validate(clean)  # a remembered verdict, same answer
