@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
+    # finite: a resealed plan can spell infinity as 1e999, which JSON parses without complaint
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True,
+                              allow_inf_nan=False)
 
 
 class SlugRewrite(_Frozen):
@@ -29,12 +31,17 @@ _KEY_PREFIXES = ("sk-", "sk_", "sk-ant-", "sk-or-", "xai-", "gsk_", "AIza", "ghp
 CREDENTIAL_VALUE_MESSAGE = "looks like a credential value, not the name of an environment variable"
 
 
+def looks_like_key(value: str) -> bool:
+    """Whether ``value`` has the shape of a provider key or token: a known prefix, or long lower case and digits."""
+    lowered_digits = sum(c.isdigit() for c in value) >= 4 and any(c.islower() for c in value)
+    return value.startswith(_KEY_PREFIXES) or (len(value) >= 32 and lowered_digits)
+
+
 def env_var_name(value: str | None) -> str | None:
     """An ``*_env`` field names an environment variable; a pasted key is refused without echoing it."""
     if value is None:
         return None
-    lowered_digits = sum(c.isdigit() for c in value) >= 4 and any(c.islower() for c in value)
-    if value.startswith(_KEY_PREFIXES) or (len(value) >= 32 and lowered_digits):
+    if looks_like_key(value):
         raise ValueError(CREDENTIAL_VALUE_MESSAGE)
     if not _ENV_NAME.match(value):
         raise ValueError("not an environment variable name (letters, digits and '_', not starting with a digit)")

@@ -10,13 +10,14 @@ the fingerprint itself, so any edit to a plan file is detected on load.
 
 import hashlib
 import json
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from executor.binding import CREDENTIAL_VALUE_MESSAGE as CREDENTIAL_VALUE_MESSAGE
 from executor.binding import ProviderBinding as ProviderBinding
@@ -26,7 +27,34 @@ from executor.binding import env_var_name as env_var_name
 from executor.canonical import canonical_bytes, sha256_hex
 from executor.plan_integrity import canonical_and_sealed, with_fingerprint
 from executor.reasoning import ReasoningConfig
+from executor.safe_names import name_problem
 from executor.value_rules import ValueRule
+from executor.value_types import (
+    MAX_TOKENS,
+    CharCount,
+    HeaderValue,
+    Price,
+    RetryCount,
+    Seconds,
+    Seed,
+    Temperature,
+    TokenCount,
+    TopP,
+    TurnCount,
+    UpstreamName,
+    http_url_problem,
+    non_finite_path,
+    regex_problem,
+)
+
+
+class FieldProblem(ValueError):
+    """A validator's finding about a field inside the one it validates (``sub`` is its path there)."""
+
+    def __init__(self, sub: tuple[str | int, ...], problem: str) -> None:
+        self.sub, self.problem = sub, problem
+        super().__init__(f"{'.'.join(map(str, sub))} {problem}")
+
 
 #: Bumped whenever the plan's shape or meaning changes; the executor refuses other versions.
 #: 2: input digests and models_fingerprint moved to the run's manifest.json; files named by
@@ -37,7 +65,9 @@ PLAN_VERSION = 2
 class ModelIdentity(_Frozen):
     """Who the plan is for and what goes on the wire."""
 
-    key: str = Field(description="The model's key in the run config or catalogue; the plan's file stem.")
+    key: str = Field(description="The model's key in the run config or catalogue; the plan's file stem. It names the "
+                     "model's folder in a trial run, so it is a safe name: letters, digits and . _ - + = @ , starting "
+                     "with a letter or digit, no '..', at most 128 characters.")
     provider: str = Field(description="ModelConfig.provider as configured (e.g. openrouter, anthropic, nova).")
     name: str = Field(description="ModelConfig.name as configured (e.g. anthropic/claude-opus-4.7).")
     model_id: str = Field(
@@ -46,12 +76,30 @@ class ModelIdentity(_Frozen):
     )
     wire_model: str = Field(description="The model string handed to litellm after the binding's slug rewrite.")
 
+    @field_validator("key")
+    @classmethod
+    def _safe_key(cls, value: str) -> str:
+        # the key becomes a folder under a trial run's --out: `../x`, `/x` or a NUL must never get there
+        problem = name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
 
 class PolicyRef(_Frozen):
     """A policy by registry name, with the constructor parameters the layers gave it."""
 
     name: str = Field(description="Registry name within the slot.")
     params: dict[str, Any] = Field(default_factory=dict, description="Constructor keyword arguments.")
+
+    @field_validator("params")
+    @classmethod
+    def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # the policy's own parameter model types them when it is built; NaN and infinity never make sense
+        where = non_finite_path(value)
+        if where is not None:
+            raise FieldProblem(where, "is not a finite number")
+        return value
 
 
 class BindingRef(_Frozen):
@@ -60,6 +108,21 @@ class BindingRef(_Frozen):
     key: str | None = Field(description="Binding key (providers.yaml or an overlay's bindings:), or null for the "
                             "inert default binding.")
     binding: ProviderBinding
+
+    @field_validator("binding")
+    @classmethod
+    def _usable_transport(cls, value: ProviderBinding) -> ProviderBinding:
+        # checked here, not on ProviderBinding: input files name bindings too, and the compiler
+        # reports their endpoints and patterns with its own located diagnostics (same rules)
+        if value.endpoint is not None:
+            problem = http_url_problem(value.endpoint)
+            if problem is not None:
+                raise FieldProblem(("endpoint",), problem)
+        for index, pattern in enumerate(value.rate_limit_patterns):
+            problem = regex_problem(pattern)
+            if problem is not None:
+                raise FieldProblem(("rate_limit_patterns", index), problem)
+        return value
 
 
 #: What tolokaforge 0.29.0 sends as OpenRouter attribution; kept as the default so usage reports
@@ -73,12 +136,10 @@ DataCollection = Literal["allow", "deny"]
 class OpenRouterRouting(_Frozen):
     """Everything capplan tells OpenRouter about a call, after the field-by-field merge."""
 
-    provider_order: tuple[str, ...] = Field((), description="Upstream pin; empty means no pin lands.")
+    provider_order: tuple[UpstreamName, ...] = Field((), description="Upstream pin; empty means no pin lands.")
     allow_fallbacks: bool = Field(True, description="Whether OpenRouter may fall back to other upstreams.")
-    referer: str = Field(
-        DEFAULT_OPENROUTER_REFERER, min_length=1, description="HTTP-Referer attribution header (the app's URL)."
-    )
-    title: str = Field(DEFAULT_OPENROUTER_TITLE, min_length=1, description="X-Title attribution header (the app's name).")
+    referer: HeaderValue = Field(DEFAULT_OPENROUTER_REFERER, description="HTTP-Referer attribution header (the app's URL).")
+    title: HeaderValue = Field(DEFAULT_OPENROUTER_TITLE, description="X-Title attribution header (the app's name).")
     data_collection: DataCollection = Field(
         "deny",
         description="deny: only upstreams that do not collect or train on prompts (sent as "
@@ -93,15 +154,17 @@ DEFAULT_API_CALL_TIMEOUT_S = 120.0
 class LoopKnobs(_Frozen):
     """Model-level knobs for the trial loop."""
 
-    empty_retry_count: int = Field(0, ge=0, description="Resamples of a provider-side empty completion.")
-    output_length_retry_count: int = Field(0, ge=0, description="Resamples of a content-carrying max-tokens truncation.")
-    parser_error_retry_count: int = Field(0, ge=0, description="Resamples of unparseable tool-call arguments.")
-    max_context_tokens: int | None = Field(None, gt=0, description="Context window used by the summarize seam.")
-    context_watermark: int | None = Field(None, gt=0, description="Free tokens that trigger summarize before a turn.")
-    tool_output_max_chars: int | None = Field(None, gt=0, description="Per-model cap on tool output in the prompt.")
-    default_max_turns: int | None = Field(None, gt=0, description="Turn budget when the task declares none.")
-    api_call_timeout_s: float = Field(
-        DEFAULT_API_CALL_TIMEOUT_S, gt=0, description="Seconds litellm waits on one attempt (its `timeout`); sent on every attempt."
+    # bounded like the compiler's inputs (executor.value_types): a resealed plan asking for 10**12
+    # turns or a one-year timeout is refused at load, not discovered mid-run
+    empty_retry_count: RetryCount = Field(0, description="Resamples of a provider-side empty completion.")
+    output_length_retry_count: RetryCount = Field(0, description="Resamples of a content-carrying max-tokens truncation.")
+    parser_error_retry_count: RetryCount = Field(0, description="Resamples of unparseable tool-call arguments.")
+    max_context_tokens: TokenCount | None = Field(None, description="Context window used by the summarize seam.")
+    context_watermark: TokenCount | None = Field(None, description="Free tokens that trigger summarize before a turn.")
+    tool_output_max_chars: CharCount | None = Field(None, description="Per-model cap on tool output in the prompt.")
+    default_max_turns: TurnCount | None = Field(None, description="Turn budget when the task declares none.")
+    api_call_timeout_s: Seconds = Field(
+        DEFAULT_API_CALL_TIMEOUT_S, description="Seconds litellm waits on one attempt (its `timeout`); sent on every attempt."
     )
 
 
@@ -118,23 +181,32 @@ class PricingEntry(_Frozen):
     """USD per million tokens for the model's pricing key."""
 
     key: str = Field(description="pricing.json key (the model id with one leading 'openrouter/' stripped).")
-    input: float
-    output: float
-    cache_read: float | None = None
-    cache_write: float | None = None
+    # a variable-price router (negative in pricing.json) gets no entry at all, so every price here is >= 0
+    input: Price
+    output: Price
+    cache_read: Price | None = None
+    cache_write: Price | None = None
 
 
 class RequestDefaults(_Frozen):
     """Per-run settings from the run config, applied when a call does not pass its own."""
 
-    temperature: float | None = Field(None, description="Default sampling temperature.")
-    seed: int | None = Field(None, description="Default seed.")
-    top_p: float | None = Field(None, description="Default nucleus sampling mass.")
-    max_tokens: int | None = Field(None, gt=0, description="Default output token cap.")
+    temperature: Temperature | None = Field(None, description="Default sampling temperature.")
+    seed: Seed | None = Field(None, description="Default seed (a signed 64-bit integer).")
+    top_p: TopP | None = Field(None, description="Default nucleus sampling mass.")
+    max_tokens: TokenCount | None = Field(None, description="Default output token cap.")
     parallel_tool_calls: bool | None = Field(
         None, description="Default parallel_tool_calls, sent only beside tools; null leaves the provider's default."
     )
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig, description="Default reasoning config.")
+
+    @field_validator("reasoning")
+    @classmethod
+    def _bounded_budget(cls, value: ReasoningConfig) -> ReasoningConfig:
+        # ReasoningConfig is shared with requests and run configs; a plan bounds it like every token count
+        if value.budget_tokens is not None and value.budget_tokens > MAX_TOKENS:
+            raise ValueError(f"budget_tokens must be at most {MAX_TOKENS}")
+        return value
 
 
 class Provenance(_Frozen):
@@ -169,6 +241,16 @@ class Plan(_Frozen):
     request_defaults: RequestDefaults
     provenance: dict[str, Provenance] = Field(description="Dotted field path -> the layer that set it.")
     fingerprint: str = Field(description="sha256 of the canonical plan body without this field.")
+
+    @field_validator("param_value_rules")
+    @classmethod
+    def _finite_overrides(cls, value: dict[str, dict[str, ValueRule]]) -> dict[str, dict[str, ValueRule]]:
+        # ValueRule is the compiler's input model too; only a plan can spell `with: 1e999`
+        for param, rules in value.items():
+            for key, rule in rules.items():
+                if isinstance(rule.with_, float) and not math.isfinite(rule.with_):
+                    raise FieldProblem((param, key, "with"), "is not a finite number")
+        return value
 
     #: the canonical file bytes, kept when sealing made them anyway
     _canonical: bytes | None = PrivateAttr(default=None)
@@ -232,7 +314,13 @@ class PlanTamperedError(PlanLoadError):
 def verify_fingerprint(path: Path, data: dict[str, Any]) -> None:
     """Check a plan document's ``fingerprint`` against the sha256 of the rest of it."""
     body = {k: v for k, v in data.items() if k != "fingerprint"}
-    claimed, actual = data.get("fingerprint"), sha256_hex(canonical_bytes(body))
+    try:
+        actual = sha256_hex(canonical_bytes(body))
+    except (ValueError, TypeError, RecursionError):
+        # NaN, an out-of-range float or a structure canonical JSON cannot write: capplan never sealed it
+        raise PlanLoadError(f"{path}:1:1: error[PLAN]: not a plan file (its body holds a value canonical JSON "
+                            f"cannot write, such as a non-finite number); {RECOMPILE_HINT}") from None
+    claimed = data.get("fingerprint")
     if claimed != actual:
         raise PlanTamperedError(
             f"{path}: fingerprint mismatch (file says {str(claimed)[:12]}…, body hashes to {actual[:12]}…): "
@@ -295,14 +383,20 @@ def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
 
 def _verified_plan(p: Path, raw: bytes) -> Plan:
     """The plan in ``raw``, refusing a tampered, non-canonical or foreign-version one."""
+    from executor.input_limits import InputLimitError
     from executor.strict_json import StrictJSONError, loads_strict
 
     try:
-        data = loads_strict(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PlanLoadError(f"{p}: not a plan file (not UTF-8: {exc.reason})") from None
-    except StrictJSONError as exc:
+    try:
+        data = loads_strict(text)
+    except (StrictJSONError, InputLimitError) as exc:  # nesting past MAX_NESTING is an InputLimitError
         raise PlanLoadError(f"{p}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
+    except (ValueError, RecursionError):
+        # a limit of Python's own decoder the strict reader does not word (its message may quote the input)
+        raise PlanLoadError(f"{p}:1:1: error[PLAN]: not a plan file (JSON this reader cannot hold)") from None
     if not isinstance(data, dict) or "plan_version" not in data or "fingerprint" not in data:
         raise PlanLoadError(f"{p}: not a plan file (no plan_version / fingerprint)")
     version = data["plan_version"]
@@ -321,9 +415,99 @@ def _verified_plan(p: Path, raw: bytes) -> Plan:
     try:
         plan = Plan.model_validate_json(raw, strict=True)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise PlanLoadError(f"{p}: plan body does not match plan_version {PLAN_VERSION}: {problems}") from None
+        # a sealed body can still be hostile (a resealed plan): every value is refused where it stands
+        raise PlanLoadError(_refusal(p, text, data, exc)) from None
     return plan
+
+
+#: problems listed one per line before the rest are counted
+_MAX_PROBLEMS_SHOWN = 20
+
+
+def _refusal(p: Path, text: str, data: dict[str, Any], exc: ValidationError) -> str:
+    """One located line per problem the plan model found, never quoting a value."""
+    errors = exc.errors(include_url=False, include_input=False, include_context=True)
+    lines = []
+    for err in errors[:_MAX_PROBLEMS_SHOWN]:
+        loc, problem = tuple(err["loc"]), str(err["msg"])
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, FieldProblem):
+            loc, problem = (*loc, *cause.sub), cause.problem
+        else:
+            problem = problem.removeprefix("Value error, ")
+        path = _data_path(data, loc)
+        line, col = _position(text, path)
+        lines.append(f"{p}:{line}:{col}: error[PLAN]: {_shown(path)}: {problem}")
+    if len(errors) > _MAX_PROBLEMS_SHOWN:
+        lines.append(f"{p}:1:1: error[PLAN]: and {len(errors) - _MAX_PROBLEMS_SHOWN} more problem(s)")
+    lines[-1] += (f"; plan body does not match plan_version {PLAN_VERSION}: {RECOMPILE_HINT} "
+                  "instead of editing it")
+    return "\n".join(lines)
+
+
+def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[str | int, ...]:
+    """pydantic's ``loc`` as keys and indexes into ``data``, without its validator and union labels."""
+    path: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif isinstance(part, str) and ("[" in part or part in _TYPE_LABELS):
+            continue  # `function-after[...]`, `float`: how pydantic got there, not where
+        else:
+            node = None  # a key the body lacks (a missing field): named, nothing below it to find
+        path.append(part)
+    return tuple(path)
+
+
+#: the union-member labels pydantic puts in ``loc`` (``with: bool | str | float | None``)
+_TYPE_LABELS = frozenset({"bool", "str", "float", "int", "none", "list", "dict", "tuple"})
+
+
+def _shown(path: tuple[str | int, ...]) -> str:
+    """``path`` as ``a.b[2].c``; a key that is long, unprintable or looks like a credential is not echoed."""
+    from executor.binding import looks_like_key
+
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        safe = len(part) <= 64 and part.isprintable() and not looks_like_key(part)
+        out += ("." if out else "") + (part if safe else "<key>")
+    return out or "(top level)"
+
+
+def _position(text: str, path: tuple[str | int, ...]) -> tuple[int, int]:
+    """Line and column (1-based) of the value at ``path`` in canonical plan ``text``; the deepest part found.
+
+    Canonical JSON puts each key and each list item on its own line, indented two spaces per level.
+    """
+    lines = text.split("\n")
+    at, col = 0, 1
+    for depth, part in enumerate(path, start=1):
+        indent = 2 * depth
+        head = " " * indent + json.dumps(part, ensure_ascii=False) + ":" if isinstance(part, str) else ""
+        items = -1
+        for index in range(at + 1, len(lines)):
+            line = lines[index]
+            width = len(line) - len(line.lstrip(" "))
+            if width < indent:
+                return at + 1, col  # the container closed before the part: the deepest found
+            if width != indent:
+                continue
+            if isinstance(part, str) and line.startswith(head):
+                break
+            if isinstance(part, int) and line[indent:indent + 1] not in ("}", "]"):
+                items += 1
+                if items == part:
+                    break
+        else:
+            return at + 1, col
+        at, col = index, indent + 1
+    return at + 1, col
 
 
 #: the last (plan, registry) pair found consistent: reloading one plan file asks the same question

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from executor.plan import PLAN_VERSION, Plan
@@ -28,6 +29,11 @@ PROVIDER_BINDINGS: dict[str, dict[str, Any]] = {
     },
     "mock": {"unroutable": True},
 }
+
+
+def _key_of(name: str) -> str:
+    # as the compiler names an ad-hoc model: a key is one safe path segment (executor.safe_names)
+    return re.sub(r"[^A-Za-z0-9._-]+", "__", name)
 
 
 def make_plan(
@@ -62,7 +68,7 @@ def make_plan(
         slots["params_policy"] = {"name": "generation_params", "params": params}
     body = {
         "plan_version": PLAN_VERSION,
-        "model": {"key": key or name, "provider": provider, "name": name, "model_id": model_id, "wire_model": wire},
+        "model": {"key": key or _key_of(name), "provider": provider, "name": name, "model_id": model_id, "wire_model": wire},
         "effective_preset": "test",
         "policies": slots,
         "param_value_rules": rules or {},

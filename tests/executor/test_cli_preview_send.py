@@ -118,7 +118,7 @@ def test_send_on_the_mock_prints_the_parsed_result(tmp_path: Path) -> None:
     assert as_json["effective_system_prompt"] == "be brief"
 
 
-def test_a_plan_body_the_model_refuses_is_one_located_line(tmp_path: Path) -> None:
+def test_a_plan_body_the_model_refuses_is_one_located_line_per_problem(tmp_path: Path) -> None:
     from executor.canonical import canonical_bytes, sha256_hex
 
     plan, request = _write(tmp_path, make_plan())
@@ -126,14 +126,22 @@ def test_a_plan_body_the_model_refuses_is_one_located_line(tmp_path: Path) -> No
     body.pop("fingerprint")
     body["loop"]["empty_retry_count"] = -1  # correctly sealed, but not a valid plan body
     body["loop"]["max_context_tokens"] = "many"
-    Path(plan).write_bytes(canonical_bytes({**body, "fingerprint": sha256_hex(canonical_bytes(body))}))
+    text = canonical_bytes({**body, "fingerprint": sha256_hex(canonical_bytes(body))}).decode()
+    Path(plan).write_text(text, encoding="utf-8")
+    lines = text.splitlines()
+    retry_line = next(i for i, line in enumerate(lines, 1) if '"empty_retry_count"' in line)
+    window_line = next(i for i, line in enumerate(lines, 1) if '"max_context_tokens"' in line)
     for command in ("preview", "send"):
         result = _run(command, "--plan", plan, request)
         assert result.exit_code == 2
-        (line,) = result.stderr.strip().splitlines()  # pydantic's multi-line report, folded into one
-        assert line.startswith(f"{plan}: error[PLAN]: plan body does not match plan_version")
-        assert "loop.empty_retry_count" in line and "loop.max_context_tokens" in line
-        assert "errors.pydantic.dev" not in line
+        # pydantic's multi-line report becomes one located line per problem, in the model's field order
+        retries, window = result.stderr.strip().splitlines()
+        assert retries.startswith(f"{plan}:{retry_line}:5: error[PLAN]: loop.empty_retry_count: Input should be "
+                                  "greater than or equal to 0")
+        assert window.startswith(f"{plan}:{window_line}:5: error[PLAN]: loop.max_context_tokens: ")
+        assert window.endswith("plan body does not match plan_version 2: recompile it with `capplan compile` "
+                               "(see `capplan compile --help`) instead of editing it")
+        assert "errors.pydantic.dev" not in result.stderr and "many" not in result.stderr
 
 
 def test_preview_says_which_history_reasoning_was_left_out_on_stderr(tmp_path: Path) -> None:
