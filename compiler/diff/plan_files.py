@@ -12,7 +12,6 @@ checker and the blast radius read both versions the same way.
 
 from __future__ import annotations
 
-import json
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,7 +22,9 @@ from pydantic import ValidationError
 
 from compiler.diff.errors import DiffInputError, PlanShapeError, TamperedPlanError
 from compiler.manifest import MANIFEST_FILE, Manifest
+from executor.input_limits import MAX_PLAN_BYTES, InputLimitError, read_limited
 from executor.plan import PLAN_VERSION, Plan, PlanLoadError, PlanTamperedError, load_plan, verify_fingerprint
+from executor.strict_json import StrictJSONError, loads_strict
 
 #: run-level facts a plan_version 1 body carries and a later plan's manifest holds
 RUN_FIELDS = ("inputs", "models_fingerprint")
@@ -93,6 +94,8 @@ def load_doc(path: Path, manifest: Manifest | None = None) -> PlanDoc:
             f"{exc.actual[:12]}…, so it was edited after compilation; it is not diffed. Recompile it with "
             "`capplan compile` instead of editing it"
         ) from None
+    except PlanLoadError as exc:  # a body no capplan could have sealed
+        raise DiffInputError(str(exc)) from None
     fingerprint = data.pop("fingerprint")
     if manifest is not None and version >= 2 and fingerprint in manifest.plans.values():
         data.update(_run_fields(manifest))
@@ -106,23 +109,33 @@ def load_doc(path: Path, manifest: Manifest | None = None) -> PlanDoc:
 
 
 def _read_json(path: Path) -> Any:
+    # the plan reader's limits (size, special files, nesting, number length): a plan in a pull
+    # request is diffed by CI, so a FIFO, a 100 000-deep list or a 5 000-digit number is an error here too
     try:
-        raw = path.read_bytes()
+        raw = read_limited(path, MAX_PLAN_BYTES)
     except FileNotFoundError:
         raise DiffInputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise DiffInputError(f"{path}: is a folder (compare two files or two folders)") from None
     except OSError as exc:
         raise DiffInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except InputLimitError as exc:
+        raise DiffInputError(f"{path}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
     if b"\0" in raw[:8192]:
         raise DiffInputError(f"{path}: binary file, not a plan (plans are UTF-8 JSON)")
     try:
-        return json.loads(raw.decode("utf-8"))
+        return loads_strict(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise DiffInputError(f"{path}: not a plan file (not UTF-8 text)") from None
-    except json.JSONDecodeError as exc:
-        raise DiffInputError(f"{path}: not a plan file (invalid JSON at line {exc.lineno}, column {exc.colno}: "
-                             f"{exc.msg})") from None
+    except StrictJSONError as exc:
+        if exc.code == "json-syntax":
+            raise DiffInputError(f"{path}: not a plan file (invalid JSON at line {exc.line}, column {exc.col}: "
+                                 f"{str(exc).removeprefix('not valid JSON: ')})") from None
+        raise DiffInputError(f"{path}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
+    except InputLimitError as exc:
+        raise DiffInputError(f"{path}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
+    except (ValueError, RecursionError):
+        raise DiffInputError(f"{path}:1:1: error[PLAN]: not a plan file (JSON this reader cannot hold)") from None
 
 
 def _shape_problem(body: dict[str, Any]) -> str | None:
