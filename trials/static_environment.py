@@ -67,7 +67,7 @@ class Member:
     static: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class StaticClass:
     """What the source says about the environment class."""
 
@@ -92,6 +92,7 @@ class _ClassInfo:
 
 @dataclass
 class _Module:
+    key: tuple[str, int, int]  # resolved path, mtime, size: what the caches are keyed on
     path: Path
     bindings: dict[str, tuple[str, ast.AST | None]]  # top-level name -> (kind, node)
     star_import: bool
@@ -113,10 +114,19 @@ def environment_class(target: str, folder: Path) -> StaticClass:
     """``module:Class`` read from ``folder``; :class:`NotStatic` or :class:`StaticLookupError` when it cannot be."""
     module_name, _, class_name = target.partition(":")
     module = _module(module_name, folder)
+    key = (*module.key, class_name)
+    with _CACHE_LOCK:
+        hit = _CLASSES.get(key)
+    if hit is not None:  # the tasks of one pack share their environment: read it once
+        return hit
     node = _resolve_class(module, module_name, class_name)
-    infos: dict[int, _ClassInfo] = {}
-    info = _class_info(node, module, infos, depth=0)
-    return _summarise(info)
+    try:
+        found = _summarise(_class_info(node, module, {}, depth=0))
+    except RecursionError:  # every walk here is bounded; this is the net under them
+        raise NotStatic(f"class {class_name!r} is nested too deeply to read statically") from None
+    with _CACHE_LOCK:
+        _CLASSES[key] = found
+    return found
 
 
 def grader_function(target: str, folder: Path) -> None:
@@ -138,6 +148,7 @@ def grader_function(target: str, folder: Path) -> None:
 # --- reading a module ---------------------------------------------------------------------------
 
 _CACHE: dict[tuple[str, int, int], _Module] = {}
+_CLASSES: dict[tuple[str, int, int, str], StaticClass] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -170,7 +181,7 @@ def _module(module_name: str, folder: Path) -> _Module:
         raise NotStatic(f"module {module_name!r} ({path.name}) is nested too deeply to read statically") from None
     bindings: dict[str, tuple[str, ast.AST | None]] = {}
     star = _bind_statements(tree.body, bindings, conditional=False)
-    module = _Module(path, bindings, star)
+    module = _Module(key, path, bindings, star)
     with _CACHE_LOCK:
         _CACHE[key] = module
     return module
@@ -250,17 +261,27 @@ def _binding_text(kind: str) -> str:
             "class": "a class", "function": "a function"}[kind]
 
 
+_MAX_DOTTED_PARTS = 32
+
+
 def _dotted(expr: ast.expr) -> str | None:
-    """``a.b.c`` for a Name / Attribute chain (also a subscripted one, ``Generic[T]``), else None."""
-    if isinstance(expr, ast.Subscript):
-        return _dotted(expr.value)
-    if isinstance(expr, ast.Call):
-        return _dotted(expr.func)
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        inner = _dotted(expr.value)
-        return f"{inner}.{expr.attr}" if inner is not None else None
+    """``a.b.c`` for a Name / Attribute chain (also a subscripted or called one, ``Generic[T]``), else None.
+
+    Iterative and bounded: a module may hold a chain thousands of attributes long.
+    """
+    parts: list[str] = []
+    node: ast.expr = expr
+    while len(parts) <= _MAX_DOTTED_PARTS:
+        if isinstance(node, (ast.Subscript, ast.Call)):
+            node = node.value if isinstance(node, ast.Subscript) else node.func
+        elif isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Name):
+            parts.append(node.id)
+            return ".".join(reversed(parts))
+        else:
+            return None
     return None
 
 

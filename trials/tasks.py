@@ -117,7 +117,12 @@ def _imported_checks(source: SourceFile, task: TaskFile, bad_tools: set[int]) ->
                                  "the module is imported from its file in the task file's folder "
                                  "(pkg/mod.py or pkg/mod/__init__.py), else as an installed module"))
         return diags, None
-    methods = {name: signature_of(member, cls, name) for name, member in tool_methods(cls).items()}
+    try:
+        methods = {name: signature_of(member, cls, name) for name, member in tool_methods(cls).items()}
+    except BaseException as exc:  # listing members runs the class's descriptors: the task author's code
+        diags.append(source.diag(("environment",), "environment-import",
+                                 f"listing the methods of {task.environment} raised {type(exc).__name__}: {exc}"))
+        return diags, None
     diags += _check_methods(source, task, methods, set(), bad_tools)
     instance: Any = None
     try:
@@ -130,7 +135,7 @@ def _imported_checks(source: SourceFile, task: TaskFile, bad_tools: set[int]) ->
     if grader is not None and grader.expected_state is not None and instance is not None:
         try:
             keys: set[str] | None = set(final_state(instance))
-        except Exception as exc:  # the state is the task author's objects
+        except BaseException as exc:  # the state is the task author's objects
             diags.append(source.diag(("environment_args",), "environment-args",
                                      f"reading the state of {task.environment} raised {type(exc).__name__}: {exc}"))
             keys = None
