@@ -27,7 +27,8 @@ def trial_cmd() -> None:
 @click.option("--user-plan", type=click.Path(path_type=Path, dir_okay=False),
               help="Plan of the user simulator's model (needed by tasks with an llm user).")
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Run folder; re-running the same command resumes it.")
+              help="Run folder: a new or empty folder, or an earlier run's (re-running the same command resumes "
+                   "it); a folder holding anything else is refused.")
 @click.option("--trials", "n_trials", type=click.IntRange(min=1), default=1, show_default=True,
               help="Trials per plan × task.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
