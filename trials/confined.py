@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from compiler.diagnostics import Diagnostic
-from executor.safe_names import UnsafeName, check_name
+from executor.safe_names import UnsafeName, name_problem
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -49,11 +49,26 @@ class ConfinedPathError(Exception):
 _LINK_HINT = "capplan does not follow links inside a run folder; remove the link (or choose a new --out)"
 
 
+@functools.lru_cache(maxsize=4096)
+def _problem(name: str) -> str | None:
+    return name_problem(name)
+
+
+def check_segment(name: object, what: str) -> str:
+    """:func:`executor.safe_names.check_name`, remembered per name: a run joins the same few names
+    (its model keys and task ids) once per trial, and reads them back once per line."""
+    problem = _problem(name) if isinstance(name, str) else name_problem(name)
+    if problem is not None:
+        raise UnsafeName(f"{what} {problem}")
+    assert isinstance(name, str)
+    return name
+
+
 def trial_parts(plan_key: object, task_id: object, index: object) -> tuple[str, str, str, str]:
     """The parts of a trial's folder, ``trials/<plan_key>/<task_id>/<index>``, each checked."""
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
         raise UnsafeName("trial index must be a whole number of 0 or more")
-    return ("trials", check_name(plan_key, "model key"), check_name(task_id, "task id"), str(index))
+    return ("trials", check_segment(plan_key, "model key"), check_segment(task_id, "task id"), str(index))
 
 
 def confined_path(root: Path, *parts: str) -> Path:
@@ -65,7 +80,7 @@ def confined_path(root: Path, *parts: str) -> Path:
     base = _resolved(os.path.abspath(root))
     for i, part in enumerate(parts):
         try:
-            check_name(part, f"path segment {i + 1}")
+            check_segment(part, f"path segment {i + 1}")
         except UnsafeName as exc:
             raise ConfinedPathError(root, "unsafe-name", f"cannot build a path inside this folder: {exc}",
                                     "names that become folders must be short slugs (see `capplan lint`)") from None

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from executor.safe_names import check_name
+from trials.confined import check_segment
 from trials.outcome import TerminationReason, TrialStatus
 
 FORMAT_VERSION = 1
@@ -191,7 +191,7 @@ _DIGEST = re.compile(r"(?:[a-z0-9]+:)?[0-9a-f]{16,128}")
 
 
 def _safe(value: str, what: str) -> str:
-    return check_name(value, what)  # UnsafeName is a ValueError: pydantic reports it at the field
+    return check_segment(value, what)  # UnsafeName is a ValueError: pydantic reports it at the field
 
 
 def _digest(value: str, what: str) -> str:

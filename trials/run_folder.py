@@ -49,10 +49,10 @@ from pydantic import ValidationError
 
 from compiler.diagnostics import Diagnostic, InputError
 from executor.input_limits import InputLimitError
-from executor.safe_names import UnsafeName, check_name
+from executor.safe_names import UnsafeName
 from executor.strict_json import StrictJSONError, loads_strict
 from trials import confined
-from trials.confined import ConfinedPathError, trial_parts
+from trials.confined import ConfinedPathError, check_segment, trial_parts
 from trials.records import RunLine, RunManifest
 from trials.spec import TrialKey, TrialRecords, TrialSpec
 
@@ -105,8 +105,14 @@ class _Entry:
 
     lineno: int
     line: RunLine
-    data: dict[str, Any]
-    canonical: str
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.line.model_dump(mode="json")
+
+    @property
+    def canonical(self) -> str:
+        return json.dumps(self.data, sort_keys=True, ensure_ascii=False)
 
 
 @dataclass
@@ -117,7 +123,9 @@ class _Lines:
     good_bytes: int = 0
     torn: bytes | None = None
     torn_lineno: int = 0
+    complete: int = 0  # complete lines in the file, repeats included
     by_identity: dict[tuple[str, int | str], _Entry] = field(default_factory=dict)
+    _attempts: dict[str, int] = field(default_factory=dict)
 
     def add(self, entry: _Entry) -> _Entry | None:
         """Keep ``entry``; the earlier record it repeats when it is a repeat (then it is not kept)."""
@@ -127,6 +135,8 @@ class _Lines:
             return seen
         self.by_identity[identity] = entry
         self.entries.append(entry)
+        key = entry.line.key
+        self._attempts[key] = max(self._attempts.get(key, 0) + 1, entry.line.attempt or 0)
         return None
 
     def latest(self) -> dict[str, _Entry]:
@@ -139,8 +149,8 @@ class _Lines:
         return best
 
     def attempts(self, key: str) -> int:
-        numbered = [e.line.attempt or 0 for e in self.entries if e.line.key == key]
-        return max([len(numbered), *numbered]) if numbered else 0
+        """How many attempts of trial ``key`` the file records (its highest attempt number, at least)."""
+        return self._attempts.get(key, 0)
 
 
 def _identity(entry: _Entry) -> tuple[str, int | str]:
@@ -205,7 +215,7 @@ class RunFolder:
             for what, value, where in (("model key", spec.plan_key, "--plan"), ("task id", spec.task_id, spec.task_path),
                                        ("task pack", spec.task_pack, spec.task_path)):
                 try:
-                    check_name(value, what)
+                    check_segment(value, what)
                 except UnsafeName as exc:
                     found.add(Diagnostic(where, 1, 1, "unsafe-name", f"{exc}, so it cannot name a folder of the run",
                                          hint="names that become folders must be short slugs"))
@@ -349,13 +359,14 @@ class RunFolder:
                 break
             chunk = raw[offset:end + 1]
             offset = end + 1
+            lines.complete = lineno
             entry = _parse_line(chunk, lineno, where, found)
             if entry is None:
                 continue
             seen = lines.add(entry)
             if seen is None:
                 continue
-            if seen.canonical != entry.canonical:
+            if seen.line != entry.line:
                 found.append(Diagnostic(where, lineno, 1, "run-line-conflict",
                                         f"trial {entry.line.key} attempt {entry.line.attempt} is also line "
                                         f"{seen.lineno}, with other values; which one was paid for is unknown",
@@ -485,8 +496,8 @@ class RunFolder:
             text = json.dumps(data, sort_keys=True, ensure_ascii=False)
             line = self._readable(text, key)
             confined.append(self.root, (RUNS_FILE,), (text + "\n").encode("utf-8"))
-            lineno = (lines.entries[-1].lineno + 1) if lines.entries else 1
-            lines.add(_entry(lineno, line))
+            lines.complete += 1
+            lines.add(_Entry(lines.complete, line))
 
     def _readable(self, text: str, key: TrialKey) -> RunLine:
         """``text`` as the run line of trial ``key``, validated exactly as it will be read back."""
@@ -563,12 +574,7 @@ def _parse_line(chunk: bytes, lineno: int, where: str, found: list[Diagnostic]) 
         for err in exc.errors(include_input=False):
             bad("run-line-invalid", _describe(err))
         return None
-    return _entry(lineno, line)
-
-
-def _entry(lineno: int, line: RunLine) -> _Entry:
-    data = line.model_dump(mode="json")
-    return _Entry(lineno, line, data, json.dumps(data, sort_keys=True, ensure_ascii=False))
+    return _Entry(lineno, line)
 
 
 def _pairs_once(items: list[tuple[str, Any]]) -> dict[str, Any]:
