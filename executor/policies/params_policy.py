@@ -38,6 +38,7 @@ from pydantic import Field
 
 from executor.policy_params import PolicyParams
 from executor.reasoning import ReasoningConfig
+from executor.value_types import MAX_TOKENS
 
 LOGGER_NAME = "capplan.params"
 
@@ -133,7 +134,7 @@ class GenerationParams(ParamsPolicy):
             False, description="Drop temperature / top_p / top_k whenever thinking is sent."
         )
         reasoning_budget_default: int | None = Field(
-            None, gt=0, description="budget_tokens when a budget reasoning config gives none."
+            None, gt=0, le=MAX_TOKENS, description="budget_tokens when a budget reasoning config gives none."
         )
 
     KNOWN_KEYS: ClassVar[frozenset[str]] = frozenset(Params.model_fields)
