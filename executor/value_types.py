@@ -114,7 +114,11 @@ def non_finite_path(value: Any) -> tuple[str | int, ...] | None:
     """
     if isinstance(value, float):
         return None if math.isfinite(value) else ()
-    items: Any = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    items: Any = ()
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
     for key, item in items:
         found = non_finite_path(item)
         if found is not None:

@@ -123,7 +123,8 @@ CASES: dict[str, tuple[Callable[[Body], None], str, str]] = {
     "budget": (_set("request_defaults.reasoning.budget_tokens", 10**12), "request_defaults.reasoning",
                f"budget_tokens must be at most {MAX_TOKENS}"),
     "seed": (_set("request_defaults.seed", 2**64), "request_defaults.seed", "less than or equal"),
-    "temperature": (_set("request_defaults.temperature", 7.5), "request_defaults.temperature", "less than or equal to 2"),
+    "temperature": (_set("request_defaults.temperature", 7.5), "request_defaults.temperature",
+                    "less than or equal to 2"),
     "top-p": (_set("request_defaults.top_p", 0.0), "request_defaults.top_p", "greater than 0"),
     "price-negative": (_with_pricing(input=-1.0), "pricing.input", "greater than or equal to 0"),
     "price-cache": (_with_pricing(cache_read=-0.5), "pricing.cache_read", "greater than or equal to 0"),
@@ -243,6 +244,27 @@ def test_a_resealed_plan_text_is_refused_at_load_by_every_command(work: Path, ca
     plan = work / "mock-echo.json"
     plan.write_bytes(reseal_text(edited))
     assert_refused(work, plan, "", says)
+
+
+def test_a_policy_parameter_out_of_bounds_is_refused_before_anything_runs(work: Path) -> None:
+    # a policy's parameters are typed by the policy's own model, which the registry supplies: every
+    # command that builds the policies refuses them (diff never builds them, and shows the change)
+    data = golden()
+    data["policies"]["params_policy"]["params"]["reasoning_budget_default"] = 10**12
+    plan = work / "mock-echo.json"
+    plan.write_bytes(reseal(data))
+    before = tree(work, TASK.parent)
+    runs = commands(plan, work / "request.json")
+    for name in ("preview", "send", "trial run", "trial run --user-plan"):
+        result = invoke(*runs[name])
+        assert result.exit_code == 2, (name, result.output)
+        assert "error[PLAN]" in result.output and "reasoning_budget_default: Input should be less than or equal to " \
+            f"{MAX_TOKENS}" in result.output, (name, result.output)
+        assert "Traceback" not in result.output
+        assert tree(work, TASK.parent) == before, f"{name} wrote something"
+    result = invoke(*runs["diff"])
+    shown = "policies.params_policy.params.reasoning_budget_default: (absent) → 1000000000000"
+    assert result.exit_code == 1 and shown in result.output, result.output
 
 
 def test_the_untouched_plan_resealed_runs_and_writes_only_inside_out(work: Path) -> None:
