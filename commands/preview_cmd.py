@@ -12,7 +12,7 @@ from commands.common import request_options
 
 from executor.canonical import canonical_bytes
 from executor.errors import user_error
-from executor.redaction import redact_text
+from executor.redaction import redact_text, standard_streams_redacted
 
 
 @click.command("preview")
@@ -37,6 +37,11 @@ def preview_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: st
 
     Exit codes: 0 ok, 2 input error (plan, request, settings the plan refuses).
     """
+    with standard_streams_redacted():
+        _preview(plan_path, api_base, fmt, request_file)
+
+
+def _preview(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
     from executor.client import Client
     from executor.messages import load_request
 

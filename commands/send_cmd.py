@@ -13,7 +13,7 @@ from commands.common import request_options
 from commands.preview_cmd import fail_on_user_error
 from executor.canonical import canonical_bytes
 from executor.errors import ResponseShapeError
-from executor.redaction import redact_text, redact_value
+from executor.redaction import redact_text, redact_value, standard_streams_redacted
 
 
 @click.command("send")
@@ -40,6 +40,12 @@ def send_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) 
     Exit codes: 0 ok, 1 the provider call failed,
     2 input error (plan, request, settings the plan refuses, missing credential).
     """
+    # litellm and the SDKs print on their own; whatever they print passes the redactor too
+    with standard_streams_redacted():
+        _send(plan_path, api_base, fmt, request_file)
+
+
+def _send(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
     from executor.client import Client
     from executor.messages import load_request
 

@@ -26,7 +26,8 @@ import logging
 import re
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, TextIO
 from urllib.parse import quote, unquote, urlsplit
 
@@ -38,8 +39,9 @@ MIN_SECRET_CHARS = 6
 
 # userinfo: everything between "scheme://" and the "@" that precedes the host
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#@\s'\"<>]+@")
-# a key-like query (or fragment) parameter; the value runs to the next separator
-_URL_KEY_PARAM = re.compile(r"(?i)([?&#;](?:api[_-]?key|key|token|access[_-]?token)=)[^&#;\s'\"<>]*")
+# a key-like query (or fragment) parameter; the value runs to the next separator. One already
+# replaced is left alone, so scrubbing text twice (a command's output, then its stream) is a no-op.
+_URL_KEY_PARAM = re.compile(r"(?i)([?&#;](?:api[_-]?key|key|token|access[_-]?token)=)(?!<redacted>)[^&#;\s'\"<>]*")
 # call kwargs' header names whose value is a credential whatever it is
 _SECRET_HEADER = re.compile(r"(?i)authorization|api[-_]?key|token|secret|cookie|password")
 
@@ -269,6 +271,10 @@ class RedactingStream(io.TextIOBase):
                 self._pending = ""
         self._target.flush()
 
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # TextIOBase's is None; callers read it as text
+        return getattr(self._target, "encoding", None) or "utf-8"
+
     def fileno(self) -> int:
         return self._target.fileno()
 
@@ -277,9 +283,31 @@ class RedactingStream(io.TextIOBase):
 
 
 def redact_standard_streams() -> None:
-    """Route this process's ``sys.stdout`` and ``sys.stderr`` through the process redactor (idempotent)."""
+    """Route this process's ``sys.stdout`` and ``sys.stderr`` through the process redactor for good (idempotent).
+
+    For a process capplan does not print from itself: a Ray worker, whose streams become log files.
+    """
     register_secrets(())  # installs the log record scrubber even before any value is known
     if not isinstance(sys.stdout, RedactingStream):
         sys.stdout = RedactingStream(sys.stdout)
     if not isinstance(sys.stderr, RedactingStream):
         sys.stderr = RedactingStream(sys.stderr)
+
+
+@contextmanager
+def standard_streams_redacted() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` through the process redactor while the block runs.
+
+    A command's net for what it does not print itself (litellm and the SDKs print to stdout);
+    what capplan prints is redacted where it is made. The streams are restored (and what was
+    held back of an unfinished line written) however the block ends, ``SystemExit`` included.
+    """
+    saved = sys.stdout, sys.stderr
+    out, err = RedactingStream(saved[0]), RedactingStream(saved[1])
+    sys.stdout, sys.stderr = out, err
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+        for stream in (out, err):
+            stream.flush()

@@ -33,7 +33,7 @@ from commands import main
 from executor.gateway.catalog import clear_catalog_cache
 from executor.plan import Plan
 from executor.provider_keys import litellm_key_variables
-from executor.redaction import REDACTED, RedactingStream, register_secrets
+from executor.redaction import REDACTED, RedactingStream, Redactor, register_secrets, url_credentials
 from tests.cluster.runs import write_pack
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Seen, Upstream, completion_body
@@ -190,6 +190,15 @@ def test_litellm_names_the_key_variables_of_bindings_that_name_none() -> None:
     assert "ANTHROPIC_API_KEY" in litellm_key_variables("anthropic/claude-test")
     assert {"GEMINI_API_KEY", "GOOGLE_API_KEY"} <= set(litellm_key_variables("gemini/gemini-test"))
     assert "XAI_API_KEY" in litellm_key_variables("xai/grok-test")
+
+
+def test_redaction_knows_the_echo_forms_and_is_idempotent() -> None:
+    redactor = Redactor([TEAM_TOKEN, *url_credentials(f"http://u:{URL_PASSWORD}@h/v1")])
+    text = (f"sent {json.dumps({'x-team-token': TEAM_TOKEN})} to http://u:{URL_PASSWORD}@h/v1?api_key=q1 "
+            f"as Basic {URL_BASIC}; quoted {TEAM_TOKEN.replace(':', '%3A')}")
+    once = redactor.text(text)
+    assert_clean("redacted text", once)
+    assert redactor.text(once) == once  # command output is redacted again by its stream: no double marks
 
 
 def test_direct_keys_of_every_kind_never_leave(
