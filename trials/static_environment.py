@@ -406,6 +406,8 @@ def _value_member(value: ast.expr | None, members: dict[str, Member]) -> Member:
     if isinstance(value, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.JoinedStr,
                           ast.ListComp, ast.DictComp, ast.SetComp)):
         return Member("other")
+    if isinstance(value, ast.Call) and _dotted(value.func) in ("field", "dataclasses.field"):
+        return Member("other")  # a dataclass field: data, never a method
     return Member("unknown")
 
 

@@ -169,6 +169,12 @@ def _static_checks(source: SourceFile, task: TaskFile, bad_tools: set[int]) -> l
         if env.open_reason is not None:
             diags.append(_unchecked(source, ("environment",), f"environment {task.environment} may have public "
                                     f"methods lint cannot see ({env.open_reason})"))
+        if env.uncertain:
+            names = sorted(env.uncertain)
+            shown = ", ".join(map(repr, names[:10])) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+            verb = "is a method (a tool)" if len(names) == 1 else "are methods (tools)"
+            diags.append(_unchecked(source, ("environment",), f"environment {task.environment}: whether {shown} "
+                                    f"{verb} depends on a decorator or an assignment lint cannot read"))
         if env.init is not None:
             diags += _check_arguments(source, task, env.init)
     diags += _check_actions(source, task, bad_tools)

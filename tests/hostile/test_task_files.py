@@ -321,6 +321,9 @@ STATIC_CASES = {
                                    "'Counter' in module 'counter_env' is imported from another module"),
     "a dataclass": ("from dataclasses import dataclass, field\n\n@dataclass\nclass Counter:\n    value: int = 0\n"
                     "    def add(self, amount: int) -> int:\n        return amount\n", None),
+    "a decorated tool": ("def tool(f):\n    return f\n\nclass Counter:\n    def __init__(self) -> None:\n"
+                         "        self.value = 0\n    @tool\n    def add(self, amount: int) -> int:\n        return amount\n",
+                         "whether 'add' is a method (a tool) depends on a decorator or an assignment lint cannot read"),
     "a staticmethod tool": ("class Counter:\n    def __init__(self) -> None:\n        self.value = 0\n"
                             "    @staticmethod\n    def add(amount: int) -> int:\n        return amount\n", None),
 }
