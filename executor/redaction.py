@@ -75,7 +75,8 @@ def url_credentials(url: str | None) -> tuple[str, ...]:
     for raw in (user, password):
         if raw:
             values += [raw, unquote(raw)]
-    if user is not None and password is not None:
+    if user:  # http://TOKEN@host travels as Basic base64("TOKEN:")
+        password = password or ""
         for pair in (f"{user}:{password}", f"{unquote(user)}:{unquote(password)}"):
             values += [pair, base64.b64encode(pair.encode("utf-8")).decode("ascii")]
     return tuple(dict.fromkeys(values))
