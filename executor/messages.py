@@ -220,7 +220,8 @@ class ToolFunction(_Model):
     description: str | None = None
     parameters: dict[str, Any] = Field(
         default_factory=lambda: {"type": "object", "properties": {}},
-        description="JSON Schema of the arguments (Pydantic output with $defs / $ref is fine).",
+        description="JSON Schema of the arguments (Pydantic output with $defs / $ref is fine; every $ref is a "
+        "'#/…' pointer into these parameters, never a URL or a file).",
     )
     strict: bool | None = Field(None, strict=True)
 

@@ -49,7 +49,7 @@ _IN_PLACE_SINGLES = frozenset({"not", "if", "then", "else"})
 _IN_PLACE_MAPS = frozenset({"dependentSchemas", "dependencies"})
 
 #: byte strings whose absence from a schema's marshal bytes proves it holds nothing to check
-_MARKERS = (b"Ref", b"$ref", b"$id")
+_MARKERS = (b"Ref", b"$id")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _INDEX = re.compile(r"0|[1-9][0-9]{0,8}")
 _BAD_ESCAPE = re.compile(r"~(?![01])")
@@ -61,7 +61,7 @@ Problem = tuple[SchemaPath, str]
 
 
 def ref_problems(params: Any) -> list[Problem]:
-    """Every reference problem in a tool's ``parameters`` schema, in document order."""
+    """Every reference problem in a tool's ``parameters`` schema: each ref's in walk order, then cycles."""
     if not isinstance(params, dict):
         return []
     key = _content_key(params)
