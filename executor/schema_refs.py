@@ -49,7 +49,8 @@ _IN_PLACE_SINGLES = frozenset({"not", "if", "then", "else"})
 _IN_PLACE_MAPS = frozenset({"dependentSchemas", "dependencies"})
 
 #: byte strings whose absence from a schema's marshal bytes proves it holds nothing to check
-_MARKERS = (b"Ref", b"$id")
+#: (``$ref``, the ``Ref`` of ``$dynamicRef`` / ``$recursiveRef``, and ``$id``)
+_MARKERS = (b"$ref", b"Ref", b"$id")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _INDEX = re.compile(r"0|[1-9][0-9]{0,8}")
 _BAD_ESCAPE = re.compile(r"~(?![01])")
