@@ -98,6 +98,8 @@ CASES: dict[str, tuple[str | dict[str, Any], str, str]] = {
                  "$ref cycle #/$defs/A -> #/$defs/A"),
     "dynamic-ref-https": ({"messages": HI, "tools": [tool({"type": "object", "properties": {"q": {"$dynamicRef": "https://evil.example/m"}}})]},
                           "tools.0.function.parameters.properties.q.$dynamicRef", "$dynamicRef is a URL (https:)"),
+    "recursive-ref-file": ({"messages": HI, "tools": [tool({"type": "object", "properties": {"q": {"$recursiveRef": "file:///etc/shadow"}}})]},
+                           "tools.0.function.parameters.properties.q.$recursiveRef", "$recursiveRef is a URL (file:)"),
     "nested-id": ({"messages": HI, "tools": [tool({"type": "object", "$defs": {"A": {"type": "string"}},
                                                     "properties": {"q": {"$id": "https://evil.example/s.json", "$ref": "#/$defs/A"}}})]},
                   "tools.0.function.parameters.properties.q.$id", "a nested $id"),
