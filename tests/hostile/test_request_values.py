@@ -100,6 +100,10 @@ CASES: dict[str, tuple[str | dict[str, Any], str, str]] = {
                           "tools.0.function.parameters.properties.q.$dynamicRef", "$dynamicRef is a URL (https:)"),
     "recursive-ref-file": ({"messages": HI, "tools": [tool({"type": "object", "properties": {"q": {"$recursiveRef": "file:///etc/shadow"}}})]},
                            "tools.0.function.parameters.properties.q.$recursiveRef", "$recursiveRef is a URL (file:)"),
+    "arguments-5001-digits": ({"messages": [*HI, {"role": "assistant", "tool_calls": [
+        {"id": "c1", "function": {"name": "lookup", "arguments": '{"q": ' + "9" * 5001 + "}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"}], "tools": [tool({"type": "object"})]},
+        "messages.1.tool_calls.0.function.arguments", "arguments are not strict JSON (q: a number of 5001 characters"),
     "nested-id": ({"messages": HI, "tools": [tool({"type": "object", "$defs": {"A": {"type": "string"}},
                                                     "properties": {"q": {"$id": "https://evil.example/s.json", "$ref": "#/$defs/A"}}})]},
                   "tools.0.function.parameters.properties.q.$id", "a nested $id"),
@@ -159,11 +163,10 @@ def test_a_bad_value_is_one_located_line_and_nothing_is_sent(
     assert rest.startswith(f"{field}: ") and message in rest, line
     file, line_no, col = where.rsplit(":", 2)
     assert file == str(path)
-    literal = next((n for n in ("1e400", "9" * 5001, "1" + "0" * 30, str(SEED_MAX + 1)) if ": " + n in text), None)
-    if literal is not None:
-        # a number the decoder refuses is located at the number; one pydantic refuses, at its key
-        at = number_position(text, literal) if "float" in message or "characters" in message else expected_position(text, field)
-        assert (int(line_no), int(col)) == at, line
+    # a number the file's decoder refuses is located at the number; anything else, at its key
+    literal = next((n for n in ("1e400", "9" * 5001) if ": " + n in text), None)
+    if literal is not None and not message.startswith("arguments"):
+        assert (int(line_no), int(col)) == number_position(text, literal), line
     else:
         assert (int(line_no), int(col)) == expected_position(text, field), line
     assert server.requests == []
