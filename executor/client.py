@@ -304,6 +304,22 @@ def _as_request(request: ChatRequest | Mapping[str, Any]) -> ChatRequest:
     return ChatRequest.model_validate(request)
 
 
+def _refuse_redirects(litellm: Any) -> None:
+    """Give the OpenAI-SDK routes an HTTP client that never follows a redirect.
+
+    The SDK's own client follows redirects, and httpx drops only ``Authorization`` when the
+    origin changes: the gateway's ``LLM_PROXY_HEADERS`` values (``${secret:}`` ones included)
+    and ``api-key``-style headers would reach whatever host a 3xx names. Every route whose
+    endpoint a file or the environment can choose (OpenAI, OpenRouter, xAI, Azure's OpenAI
+    surface, custom ``endpoint:`` bindings, gateways) speaks through the SDK, so a redirect
+    there is answered as the error it is. A client the caller installed is left alone.
+    """
+    if litellm.client_session is None:
+        from openai import DefaultHttpxClient
+
+        litellm.client_session = DefaultHttpxClient(follow_redirects=False)
+
+
 def _litellm_completion() -> Completion:
     # Without this litellm first tries to download its model cost map on import.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -312,6 +328,7 @@ def _litellm_completion() -> Completion:
     # a failed call is reported once, by capplan; litellm's own "Give Feedback / Get Help" and
     # "Provider List" banners on stdout would only bury that line
     litellm.suppress_debug_info = True
+    _refuse_redirects(litellm)
 
     def completion(**kwargs: Any) -> Any:
         # the executor's controllers are the only retries: litellm's own would multiply them unseen
