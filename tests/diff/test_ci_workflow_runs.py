@@ -82,7 +82,7 @@ def test_the_workflow_steps_run_verbatim_on_a_pull_request(tmp_path: Path) -> No
         assert done.returncode == 0, f"{step.get('name')}\n{done.stdout}\n{done.stderr}"
         ran.append(step["name"])
     assert ran == ["Fetch the base commit", "Lint (annotates the pull request)", "Golden plans are up to date",
-                   "Plan diff against the base branch"]
+                   "Plan diff against the base branch", "Credential routing unchanged"]
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("## capplan diff: `origin/main (") and "`gpt-4o` | changed | defaults |" in text
     assert "request_defaults.temperature" in text and "`kimi`" not in text  # only the plan that changed
@@ -100,3 +100,27 @@ def test_a_stale_golden_plan_fails_the_job(tmp_path: Path) -> None:
     step = next(s for s in workflow["jobs"]["plans"]["steps"] if s.get("name") == "Golden plans are up to date")
     done = run_step(step, pr, env, tmp_path)
     assert done.returncode == 1 and "gpt-4o" in done.stdout + done.stderr
+
+
+def test_a_changed_binding_fails_the_credential_routing_step(tmp_path: Path) -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    pr = pull_request(tmp_path)
+    run = pr / "configs" / "run.yaml"
+    # the same model through another provider: its key now goes to another binding's endpoint
+    run.write_text(run.read_text(encoding="utf-8").replace("{provider: openai, name: gpt-4o,",
+                                                           "{provider: openrouter, name: openai/gpt-4o,"),
+                   encoding="utf-8")
+    capplan(pr, "compile", "--config", "configs/run.yaml", "--update-golden", "--golden", "golden/plans")
+    git(pr, "commit", "-qam", "gpt-4o through openrouter")
+    env = {**os.environ, **{k: str(v) for k, v in workflow["env"].items()},
+           "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "GITHUB_BASE_REF": "main"}
+    steps = {s.get("name"): s for s in workflow["jobs"]["plans"]["steps"]}
+    fetched = run_step(steps["Fetch the base commit"], pr, env, tmp_path)
+    assert fetched.returncode == 0, fetched.stderr
+    done = run_step(steps["Credential routing unchanged"], pr, env, tmp_path)
+    assert done.returncode == 3, f"{done.stdout}\n{done.stderr}"
+    (tmp_path / "plain").mkdir()
+    plain_pr = pull_request(tmp_path / "plain")
+    assert run_step(steps["Fetch the base commit"], plain_pr, env, tmp_path).returncode == 0
+    plain = run_step(steps["Credential routing unchanged"], plain_pr, env, tmp_path)
+    assert plain.returncode == 0, f"{plain.stdout}\n{plain.stderr}"
