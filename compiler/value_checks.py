@@ -9,15 +9,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from urllib.parse import urlsplit
 
 from compiler.diagnostics import Diagnostic
 from compiler.yaml_source import Loc, SourceFile
 from executor.binding import CREDENTIAL_VALUE_MESSAGE, env_var_name
 from executor.safe_names import name_problem
-
-#: characters a URL field may have; a browser's practical limit
-MAX_URL_CHARS = 2048
+from executor.value_types import http_url_problem
 
 #: a name this long and this varied is a random token, not a variable someone named
 _ENTROPY_MIN_CHARS = 20
@@ -25,28 +22,14 @@ _ENTROPY_BITS_PER_CHAR = 4.0
 
 
 def url_problem(value: object) -> str | None:
-    """What is wrong with ``value`` as an endpoint (an http(s) base URL with a host), or None."""
+    """What is wrong with ``value`` as an endpoint (an http(s) base URL with a host), or None.
+
+    The plan model's rule (:func:`executor.value_types.http_url_problem`), so the compiler never
+    writes an endpoint a plan load would refuse.
+    """
     if not isinstance(value, str):
         return None  # the schema reports the type
-    if len(value) > MAX_URL_CHARS:
-        return f"is {len(value)} characters long; at most {MAX_URL_CHARS} are allowed"
-    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in value):
-        return "must not contain whitespace or control characters"
-    try:
-        parts = urlsplit(value)
-        port = parts.port  # raises for a port out of range or not a number
-        host = parts.hostname
-    except ValueError:
-        return "is not a valid URL"
-    if parts.scheme.lower() not in ("http", "https"):
-        return "must be an http:// or https:// URL" + (f" (the scheme is {parts.scheme!r})" if parts.scheme.isalnum() else "")
-    if not host:
-        return "must name a host, e.g. https://llm.example.com/v1"
-    if parts.username is not None or parts.password is not None:
-        return "must not carry credentials (user:password@); put the key in the binding's key variable"
-    if port == 0:
-        return "has port 0"
-    return None
+    return http_url_problem(value)
 
 
 def looks_like_credential(name: str) -> bool:

@@ -5,7 +5,9 @@
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from executor import value_types
 
 
 class Strict(BaseModel):
@@ -53,22 +55,17 @@ PolicyValue = Annotated[
 # provider's integer; every duration and count that zero would break is above zero. The bounds
 # are generous (well past any real model or run) and listed in the README's Limits section.
 
-#: retries of one kind for one call (empty completion, max-tokens truncation, parser error)
-MAX_RETRY_COUNT = 100
-#: tokens: a context window, a watermark, an output cap, a thinking budget
-MAX_TOKENS = 100_000_000
-#: characters of tool output kept in the prompt
-MAX_TOOL_OUTPUT_CHARS = 100_000_000
-#: turns of one trial
-MAX_TURNS = 10_000
-#: seconds one attempt may take (and any other per-call wait)
-MAX_TIMEOUT_S = 86_400.0
-#: sampling temperature (providers accept 0-2; 1 for some)
-MAX_TEMPERATURE = 2.0
-#: a seed fits a signed 64-bit integer, what every provider's API takes
-SEED_RANGE = (-(2**63), 2**63 - 1)
+# The bounds themselves are the plan model's (executor.value_types), so a plan the compiler writes
+# always loads and an input the plan would refuse is refused here, located, with the same words.
+MAX_RETRY_COUNT = value_types.MAX_RETRIES
+MAX_TOKENS = value_types.MAX_TOKENS
+MAX_TOOL_OUTPUT_CHARS = value_types.MAX_CHARS
+MAX_TURNS = value_types.MAX_TURNS
+MAX_TIMEOUT_S = value_types.MAX_SECONDS
+MAX_TEMPERATURE = value_types.MAX_TEMPERATURE
+SEED_RANGE = (-value_types.MAX_SEED - 1, value_types.MAX_SEED)
 #: USD per million tokens; -1e6 is the variable-price-router sentinel of pricing.json
-MAX_PRICE = 1_000_000.0
+MAX_PRICE = value_types.MAX_PRICE_PER_MTOK
 
 RetryCount = Annotated[int, Field(ge=0, le=MAX_RETRY_COUNT)]
 TokenCount = Annotated[int, Field(gt=0, le=MAX_TOKENS)]
@@ -78,16 +75,5 @@ TimeoutSeconds = Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S)]
 Temperature = Annotated[float, Field(ge=0, le=MAX_TEMPERATURE)]
 Seed = Annotated[int, Field(ge=SEED_RANGE[0], le=SEED_RANGE[1])]
 
-#: characters a header value (OpenRouter attribution) may have
-MAX_HEADER_CHARS = 2048
-
-
-def _header_value(value: str) -> str:
-    # a CR/LF would split the HTTP header (every call then fails far from here); any other control
-    # character is refused by the HTTP client at call time. Never quote the value: it may be a token.
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
-        raise ValueError("a header value must not contain a line break or other control character")
-    return value
-
-
-HeaderValue = Annotated[str, Field(min_length=1, max_length=MAX_HEADER_CHARS), AfterValidator(_header_value)]
+#: a string sent as an HTTP header value (OpenRouter attribution): one line, no control characters
+HeaderValue = value_types.HeaderValue
