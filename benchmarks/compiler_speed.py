@@ -4,8 +4,8 @@
   processes, against `python -c "import pydantic, ruamel.yaml, click"` (targets: lint <= 1.5x,
   compile <= 2.5x), in wall time and in the child's CPU time (user+sys; steadier than wall on a
   loaded machine). The verdict is on the paired CPU ratio: the median over rounds of the two
-  commands' CPU in the same round (see ``paired``). With PYTHONDONTWRITEBYTECODE set, run `python -m compileall -q compiler
-  executor commands trials evals presets` first, or every run compiles capplan from source.
+  commands' CPU in the same round (see ``paired``). With PYTHONDONTWRITEBYTECODE set, run `python -m compileall -q core compiler
+  executor cli trials evals presets` first, or every run compiles capplan from source.
   Beside them, the same baseline plus validating one one-field pydantic model: the baseline's
   `import pydantic` is lazy (no `BaseModel`, no validator machinery, no plugin lookup), so this
   row is the least any command that validates its input with pydantic can cost; a second floor
@@ -115,8 +115,8 @@ def paired(cpu: list[float], base_cpu: list[float]) -> float:
 
 def per_model(run_config: Path | None, data_dir: Path | None, repeat: int) -> tuple[int, float]:
     """(models, median seconds per model) compiling in-process after a warm-up."""
-    from compiler.compile import compile_models
-    from compiler.loading import load_inputs
+    from capplan.compiler.compile import compile_models
+    from capplan.compiler.loading import load_inputs
 
     inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=[])
     n = len(compile_models(inputs).plans)  # warm-up
@@ -134,9 +134,9 @@ def upstream_run_config(folder: Path) -> tuple[Path, Path] | None:
         import tolokaforge_models
     except ImportError:
         return None
-    from compiler.inputs.preset_file import PresetFile
-    from compiler.matching import Candidate, first_match
-    from compiler.yaml_source import read_source
+    from capplan.compiler.inputs.preset_file import PresetFile
+    from capplan.compiler.matching import Candidate, first_match
+    from capplan.core.yaml_source import read_source
 
     data = Path(tolokaforge_models.__file__).parent / "data"
     presets = PresetFile.model_validate(read_source(data / "model_presets.yaml").data)
@@ -171,8 +171,8 @@ def synthetic(folder: Path, n: int) -> tuple[Path, Path, list[tuple[str, str]]]:
 
 def capplan_scaled(overlay: Path, run: Path) -> float:
     """Seconds to load the inputs and compile every model of ``run`` with ``overlay``."""
-    from compiler.compile import compile_models
-    from compiler.loading import load_inputs
+    from capplan.compiler.compile import compile_models
+    from capplan.compiler.loading import load_inputs
 
     start = time.perf_counter()
     compile_models(load_inputs(data_dir=None, run_config=run, overlays=[overlay]))

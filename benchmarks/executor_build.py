@@ -26,11 +26,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from executor.client import Client  # noqa: E402
-from executor.messages import ChatRequest, load_request  # noqa: E402
-from executor.plan import Plan  # noqa: E402
-from executor.policies.response_policy import param_types_from_tools  # noqa: E402
-from executor.tool_memo import ToolMemo, tools_json  # noqa: E402
+from capplan.executor.client import Client  # noqa: E402
+from capplan.executor.messages import ChatRequest, load_request  # noqa: E402
+from capplan.executor.plan import Plan  # noqa: E402
+from capplan.executor.policies.response_policy import param_types_from_tools  # noqa: E402
+from capplan.executor.tool_memo import ToolMemo, tools_json  # noqa: E402
 from tests.executor.loopback import LoopbackServer  # noqa: E402
 
 

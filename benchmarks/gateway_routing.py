@@ -31,14 +31,14 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 import openai  # noqa: E402
 
-from executor.client import Client  # noqa: E402
-from executor.gateway.catalog import clear_catalog_cache  # noqa: E402
-from executor.gateway.config import EnvSource, resolve_gateway_config  # noqa: E402
-from executor.gateway.transport import decide_route  # noqa: E402
-from executor.messages import ChatRequest, load_request  # noqa: E402
-from executor.plan import Plan  # noqa: E402
-from executor.probe import RateLimitProbeConfig  # noqa: E402
-from executor.probe_stats import ProbeStats  # noqa: E402
+from capplan.executor.client import Client  # noqa: E402
+from capplan.executor.gateway.catalog import clear_catalog_cache  # noqa: E402
+from capplan.executor.gateway.config import EnvSource, resolve_gateway_config  # noqa: E402
+from capplan.executor.gateway.transport import decide_route  # noqa: E402
+from capplan.executor.messages import ChatRequest, load_request  # noqa: E402
+from capplan.executor.plan import Plan  # noqa: E402
+from capplan.executor.probe import RateLimitProbeConfig  # noqa: E402
+from capplan.executor.probe_stats import ProbeStats  # noqa: E402
 from tests.gateway.fakes import Upstream  # noqa: E402
 
 
@@ -211,7 +211,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=10_000)
     parser.add_argument("--legs", type=int, default=2)
     args = parser.parse_args()
-    logging.getLogger("executor.retrying").setLevel(logging.ERROR)  # thousands of retry lines otherwise
+    logging.getLogger("capplan.executor.retrying").setLevel(logging.ERROR)  # thousands of retry lines otherwise
     routing_overhead(args.plan, args.conversation, args.repeat)
     return 0 if census(args.calls, args.legs, args.plan) else 1
 

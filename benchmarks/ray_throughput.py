@@ -32,11 +32,11 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("CAPPLAN_TEST_CANARY_KEY", "sk-benchmark-not-a-secret")
 
 from tests.cluster.runs import canary_plan, write_pack  # noqa: E402
-from trials.backends.local import LocalBackend  # noqa: E402
-from trials.backends.ray_backend import RayBackend  # noqa: E402
-from trials.driver import RunRequest, build_specs, drive  # noqa: E402
-from trials.progress import Progress  # noqa: E402
-from trials.run_folder import RunFolder  # noqa: E402
+from capplan.trials.backends.local import LocalBackend  # noqa: E402
+from capplan.trials.backends.ray_backend import RayBackend  # noqa: E402
+from capplan.trials.driver import RunRequest, build_specs, drive  # noqa: E402
+from capplan.trials.progress import Progress  # noqa: E402
+from capplan.trials.run_folder import RunFolder  # noqa: E402
 
 TASKS = 10
 

@@ -42,16 +42,16 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.pop("LLM_PROXY_BASE_URL", None)
 
-from executor.plan import Plan  # noqa: E402
+from capplan.executor.plan import Plan  # noqa: E402
 from tests.executor.plans import make_plan  # noqa: E402
 from tests.trials.agent_server import default_responder  # noqa: E402
 from tests.trials.helpers import spec_for, write_task  # noqa: E402
-from trials.backends.local import LocalBackend  # noqa: E402
-from trials.driver import drive  # noqa: E402
-from trials.loop import ToolCallingLoop  # noqa: E402
-from trials.progress import Progress  # noqa: E402
-from trials.run_folder import RunFolder  # noqa: E402
-from trials.runner import RunContext, run_trial  # noqa: E402
+from capplan.trials.backends.local import LocalBackend  # noqa: E402
+from capplan.trials.driver import drive  # noqa: E402
+from capplan.trials.loop import ToolCallingLoop  # noqa: E402
+from capplan.trials.progress import Progress  # noqa: E402
+from capplan.trials.run_folder import RunFolder  # noqa: E402
+from capplan.trials.runner import RunContext, run_trial  # noqa: E402
 
 LATENCY_S = 0.05
 TURNS = 6  # three scripted user turns, each answered by a tool turn and a text turn

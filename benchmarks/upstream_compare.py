@@ -38,9 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cpu_pinning import CPU_HELP, pin_to_one_cpu  # noqa: E402
-from executor.client import Client  # noqa: E402
-from executor.messages import ChatRequest, ToolSpec, load_request  # noqa: E402
-from executor.plan import Plan  # noqa: E402
+from capplan.executor.client import Client  # noqa: E402
+from capplan.executor.messages import ChatRequest, ToolSpec, load_request  # noqa: E402
+from capplan.executor.plan import Plan  # noqa: E402
 
 #: catalogue key -> the sanitiser question (True where the plan rewrites tool schemas)
 MODELS = {

@@ -8,7 +8,7 @@ by the sha256 of each file's bytes and is only ever a shortcut:
 - a file whose bytes have no entry (edited data, another data set) is parsed as before;
 - an index that is missing, unreadable, corrupt (its first line is the sha256 of the rest) or of
   another format is ignored;
-- it is never written at run time: ``python -m compiler.bundled_index --update`` writes it from
+- it is never written at run time: ``python -m capplan.compiler.bundled_index --update`` writes it from
   the bundled files (a test fails, naming that command, when it is out of date), so installed
   copies of capplan never write into their own folder or the user's.
 
@@ -26,7 +26,7 @@ from typing import Any
 
 FORMAT = 1
 INDEX_NAME = "bundled_index.json"
-UPDATE_COMMAND = "python -m compiler.bundled_index --update"
+UPDATE_COMMAND = "python -m capplan.compiler.bundled_index --update"
 
 Loc = tuple[str | int, ...]
 Parsed = tuple[dict[str, Any], dict[Loc, tuple[int, int]]]
@@ -34,7 +34,7 @@ Parsed = tuple[dict[str, Any], dict[Loc, tuple[int, int]]]
 
 def index_path() -> Path:
     """Where the index ships: beside the bundled files."""
-    from presets import data_dir
+    from capplan.presets import data_dir
 
     return data_dir() / INDEX_NAME
 
@@ -78,7 +78,7 @@ def _plain(value: Any) -> bool:
 
 def build(folder: Path) -> bytes:
     """The index of every ``*.yaml`` in ``folder`` whose libyaml parse JSON can carry exactly."""
-    from compiler.yaml_source import parse_with_libyaml
+    from capplan.core.yaml_source import parse_with_libyaml
 
     files: dict[str, Any] = {}
     for path in sorted(folder.glob("*.yaml")):
@@ -104,9 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     """``--update`` rewrites the index from the bundled files; ``--check`` exits 1 when it is stale."""
     import argparse
 
-    from presets import data_dir
+    from capplan.presets import data_dir
 
-    parser = argparse.ArgumentParser(prog="python -m compiler.bundled_index", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m capplan.compiler.bundled_index", description=main.__doc__)
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--update", action="store_true", help="rewrite presets/bundled_index.json")
     mode.add_argument("--check", action="store_true", help="exit 1 when it does not match the bundled files")

@@ -7,18 +7,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compiler.diagnostics import Diagnostic, InputError, errors_only
-from compiler.inputs.providers_file import binding_key
-from compiler.inputs.run_config import ModelConfig
-from compiler.inputs.preset_file import PresetFile
-from compiler.loading import Inputs, Loaded, load_inputs
-from compiler.manifest import Manifest, build_manifest
-from compiler.matching import Matcher, candidates_of
-from compiler.plan_builder import LitellmDecl, build_plan, input_sources
-from compiler.yaml_source import SourceFile
-from compiler.usage_checks import glob_written_as_model_id, unknown_provider_keys
-from executor.plan import Plan
-from executor.safe_names import MAX_NAME_CHARS, name_problem
+from capplan.core.diagnostics import Diagnostic, InputError, errors_only
+from capplan.compiler.inputs.providers_file import binding_key
+from capplan.compiler.inputs.run_config import ModelConfig
+from capplan.compiler.inputs.preset_file import PresetFile
+from capplan.compiler.loading import Inputs, Loaded, load_inputs
+from capplan.compiler.manifest import Manifest, build_manifest
+from capplan.compiler.matching import Matcher, candidates_of
+from capplan.compiler.plan_builder import LitellmDecl, build_plan, input_sources
+from capplan.core.yaml_source import SourceFile
+from capplan.compiler.usage_checks import glob_written_as_model_id, unknown_provider_keys
+from capplan.executor.plan import Plan
+from capplan.core.safe_names import MAX_NAME_CHARS, name_problem
 
 
 
@@ -29,7 +29,7 @@ class Compiled:
     plans: dict[str, Plan]
     manifest: Manifest
     warnings: list[Diagnostic] = field(default_factory=list)
-    #: the files read, to show provenance key paths as lines (:mod:`compiler.provenance_lines`)
+    #: the files read, to show provenance key paths as lines (:mod:`capplan.compiler.provenance_lines`)
     sources: list[SourceFile] = field(default_factory=list)
 
 
@@ -47,7 +47,7 @@ def engine_version_gate(presets: Loaded[PresetFile]) -> list[Diagnostic]:
     spec_text = presets.model.requires_capplan
     if spec_text is None:
         return []
-    from compiler.version_gate import BadSpecifier, admits, installed_version
+    from capplan.compiler.version_gate import BadSpecifier, admits, installed_version
 
     src = presets.source
     mine = installed_version()

@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from compiler.diagnostics import Diagnostic
-from compiler.yaml_source import Loc, SourceFile
-from executor.binding import ProviderBinding
+from capplan.core.diagnostics import Diagnostic
+from capplan.core.yaml_source import Loc, SourceFile
+from capplan.executor.binding import ProviderBinding
 
 CODE = "key-to-foreign-endpoint"
 KEY_FIELDS = ("api_key_env", "api_keys_env", "key_file_env")

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.provenance_lines import LineIndex, Located
-from executor.plan import Plan, Provenance
+from capplan.compiler.provenance_lines import LineIndex, Located
+from capplan.executor.plan import Plan, Provenance
 
 # Fields shown as one value rather than broken into their leaves.
 _ATOMIC = ("policies.*", "param_value_rules.*.*", "binding.binding.slug_rewrite", "pricing", "litellm_model",

@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from compiler.diff.errors import DiffInputError
+from capplan.compiler.diff.errors import DiffInputError
 
 #: seconds any one git command may take; a hung credential prompt or network fetch must not hang CI
 GIT_TIMEOUT = 60

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compiler.manifest import MANIFEST_FILE, Manifest
-from executor.plan import Plan
+from capplan.compiler.manifest import MANIFEST_FILE, Manifest
+from capplan.executor.plan import Plan
 
 REGEN_COMMAND = "capplan compile --update-golden"
 

@@ -12,14 +12,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from compiler.inputs.common import MergeByKey
-from compiler.inputs.preset_file import PresetBody
-from compiler.inputs.providers_file import binding_key
-from compiler.loading import Inputs
-from compiler.matching import Candidate
-from compiler.yaml_source import Loc, SourceFile
-from executor.plan import Provenance
-from executor.value_rules import value_key
+from capplan.compiler.inputs.common import MergeByKey
+from capplan.compiler.inputs.preset_file import PresetBody
+from capplan.compiler.inputs.providers_file import binding_key
+from capplan.compiler.loading import Inputs
+from capplan.compiler.matching import Candidate
+from capplan.core.yaml_source import Loc, SourceFile
+from capplan.executor.plan import Provenance
+from capplan.executor.value_rules import value_key
 
 
 @dataclass(frozen=True)

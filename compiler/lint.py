@@ -9,24 +9,24 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from compiler.checks import blocks_of, check_bindings, check_blocks
-from compiler.credential_checks import foreign_key_warnings
-from compiler.diagnostics import Diagnostic, InputError, did_you_mean
-from compiler.inputs.overlay_file import OverlayFile
-from compiler.inputs.preset_file import PresetFile
-from compiler.matching import candidates_of
-from compiler.loading import CATALOGUE_FILE, PRESETS_FILE, PROVIDERS_FILE, Loaded, bundled_dir, display_path, load_file
-from compiler.yaml_source import read_bundled, read_source
+from capplan.compiler.checks import blocks_of, check_bindings, check_blocks
+from capplan.compiler.credential_checks import foreign_key_warnings
+from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
+from capplan.compiler.inputs.overlay_file import OverlayFile
+from capplan.compiler.inputs.preset_file import PresetFile
+from capplan.compiler.matching import candidates_of
+from capplan.compiler.loading import CATALOGUE_FILE, PRESETS_FILE, PROVIDERS_FILE, Loaded, bundled_dir, display_path, load_file
+from capplan.core.yaml_source import read_bundled, read_source
 
 if TYPE_CHECKING:  # lint must not pay for the plan model unless it compiles
-    from compiler.loading import Inputs
-    from executor.plan import Plan
+    from capplan.compiler.loading import Inputs
+    from capplan.executor.plan import Plan
 
 KINDS = ("auto", "presets", "overlay", "providers", "pricing", "run-config")
 # imported per kind, so linting an overlay does not pay for the plan model and the others
-_MODELS = {"presets": "compiler.inputs.preset_file:PresetFile", "overlay": "compiler.inputs.overlay_file:OverlayFile",
-           "providers": "compiler.inputs.providers_file:ProvidersFile",
-           "pricing": "compiler.inputs.pricing_file:PricingFile", "run-config": "compiler.inputs.run_config:RunConfig"}
+_MODELS = {"presets": "capplan.compiler.inputs.preset_file:PresetFile", "overlay": "capplan.compiler.inputs.overlay_file:OverlayFile",
+           "providers": "capplan.compiler.inputs.providers_file:ProvidersFile",
+           "pricing": "capplan.compiler.inputs.pricing_file:PricingFile", "run-config": "capplan.compiler.inputs.run_config:RunConfig"}
 
 
 def _model_for(kind: str) -> type[BaseModel]:
@@ -67,7 +67,7 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None,
         return diags
     model = loaded.model
     if isinstance(model, PresetFile):
-        from compiler.compile import engine_version_gate
+        from capplan.compiler.compile import engine_version_gate
 
         presets = Loaded(model, loaded.source)
         return (check_blocks(loaded.source, blocks_of(model.default, model.presets, model.providers))
@@ -90,8 +90,8 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None,
 
 def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -> list[Diagnostic]:
     """What compile checks with the base data alone: shadowing, replacement, provider keys, globs vs keys."""
-    from compiler.inputs.providers_file import ProvidersFile
-    from compiler.usage_checks import glob_written_as_model_id, unknown_provider_keys
+    from capplan.compiler.inputs.providers_file import ProvidersFile
+    from capplan.compiler.usage_checks import glob_written_as_model_id, unknown_provider_keys
 
     base_dir = data_dir or bundled_dir()
     label = None if data_dir else "bundled"
@@ -111,7 +111,7 @@ def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -
 
 def _providers_against_bundled(loaded: Loaded[BaseModel]) -> list[Diagnostic]:
     """A providers file's bindings against the shipped ones: keys sent to endpoints capplan does not ship."""
-    from compiler.inputs.providers_file import ProvidersFile
+    from capplan.compiler.inputs.providers_file import ProvidersFile
 
     model = loaded.model
     if not isinstance(model, ProvidersFile):
@@ -129,7 +129,7 @@ def catalogue_routes() -> set[str]:
     the golden-plan tests. A catalogue that is not a mapping of models with a provider each
     gives no routes, as one failing validation did.
     """
-    from compiler.inputs.providers_file import binding_key
+    from capplan.compiler.inputs.providers_file import binding_key
 
     try:
         models = read_bundled(bundled_dir() / CATALOGUE_FILE, "bundled:" + CATALOGUE_FILE).data.get("models")
@@ -145,9 +145,9 @@ def catalogue_routes() -> set[str]:
 
 def _lint_by_compiling(*, run_config: Path | None, overlays: list[Path], data_dir: Path | None) -> list[Diagnostic]:
     """Compile against the base data to find what needs the whole picture (shadowing, gates, models)."""
-    from compiler.compile import compile_models
-    from compiler.loading import load_inputs
-    from compiler.usage_checks import unused_by_models
+    from capplan.compiler.compile import compile_models
+    from capplan.compiler.loading import load_inputs
+    from capplan.compiler.usage_checks import unused_by_models
 
     try:
         inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=overlays)

@@ -9,20 +9,20 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from compiler.checks import blocks_of, check_bindings, check_blocks
-from compiler.credential_checks import foreign_key_warnings
-from compiler.diagnostics import Diagnostic, InputError, errors_only
-from compiler.inputs.overlay_file import OverlayFile
-from compiler.inputs.preset_file import PresetFile
-from compiler.pydantic_errors import parse
-from compiler.yaml_source import SourceFile, limit_diagnostic, read_bundled, read_source
-from executor.input_limits import MAX_CONFIG_BYTES, InputLimitError, read_limited
-from executor.strict_json import StrictJSONError, loads_strict
+from capplan.compiler.checks import blocks_of, check_bindings, check_blocks
+from capplan.compiler.credential_checks import foreign_key_warnings
+from capplan.core.diagnostics import Diagnostic, InputError, errors_only
+from capplan.compiler.inputs.overlay_file import OverlayFile
+from capplan.compiler.inputs.preset_file import PresetFile
+from capplan.core.pydantic_errors import parse
+from capplan.core.yaml_source import SourceFile, limit_diagnostic, read_bundled, read_source
+from capplan.core.input_limits import MAX_CONFIG_BYTES, InputLimitError, read_limited
+from capplan.core.strict_json import StrictJSONError, loads_strict
 
 if TYPE_CHECKING:  # imported where used, so linting one overlay does not load every format
-    from compiler.inputs.pricing_file import PricingFile
-    from compiler.inputs.providers_file import ProvidersFile
-    from compiler.inputs.run_config import RunConfig
+    from capplan.compiler.inputs.pricing_file import PricingFile
+    from capplan.compiler.inputs.providers_file import ProvidersFile
+    from capplan.compiler.inputs.run_config import RunConfig
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -55,7 +55,7 @@ class Inputs:
 
 def bundled_dir() -> Path:
     """Folder of the bundled data files."""
-    from presets import data_dir
+    from capplan.presets import data_dir
 
     return data_dir()
 
@@ -92,7 +92,7 @@ def load_file(path: Path, cls: type[M], display: str, name: str | None = None, *
 def check_run_config(run: Loaded[RunConfig]) -> list[Diagnostic]:
     """What the run config's schema cannot say: rate_limits name bindings and variables, never a key
     (a pasted key is an error that does not repeat it). Model keys are checked where plans are built."""
-    from compiler.value_checks import check_rate_limit_names
+    from capplan.compiler.value_checks import check_rate_limit_names
 
     limits = run.model.rate_limits
     return check_rate_limit_names(run.source, limits.providers, limits.keys)
@@ -126,12 +126,12 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
     """Load base data (bundled or ``data_dir``), the run config (or catalogue) and overlays.
 
     ``root`` is the project root files are named relative to in plans (default: found from the
-    current directory, see :mod:`compiler.project_root`).
+    current directory, see :mod:`capplan.compiler.project_root`).
     """
-    from compiler.project_root import find_project_root, stable_name
-    from compiler.inputs.pricing_file import PricingFile
-    from compiler.inputs.providers_file import ProvidersFile
-    from compiler.inputs.run_config import RunConfig
+    from capplan.compiler.project_root import find_project_root, stable_name
+    from capplan.compiler.inputs.pricing_file import PricingFile
+    from capplan.compiler.inputs.providers_file import ProvidersFile
+    from capplan.compiler.inputs.run_config import RunConfig
 
     base = data_dir or bundled_dir()
     label = None if data_dir else "bundled"

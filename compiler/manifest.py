@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from executor.canonical import canonical_bytes, sha256_hex
+from capplan.core.canonical import canonical_bytes, sha256_hex
 
 if TYPE_CHECKING:
-    from compiler.loading import Inputs
-    from executor.plan import Plan
+    from capplan.compiler.loading import Inputs
+    from capplan.executor.plan import Plan
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_VERSION = 1
@@ -70,7 +70,7 @@ def models_fingerprint(inputs: Inputs) -> str:
 
 def build_manifest(inputs: Inputs, plans: dict[str, Plan]) -> Manifest:
     """The manifest of one compilation."""
-    from executor.plan import PLAN_VERSION
+    from capplan.executor.plan import PLAN_VERSION
 
     return Manifest(manifest_version=MANIFEST_VERSION, plan_version=PLAN_VERSION, inputs=input_digests(inputs),
                     models_fingerprint=models_fingerprint(inputs),

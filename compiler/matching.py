@@ -3,7 +3,7 @@
 The one rule (also in the README): ``match:`` globs are fnmatch patterns compared
 case-insensitively with the model's ``name``; ``match_provider:`` globs with its ``provider``;
 a ``litellm_models`` key is compared exactly with the model id ``<provider>/<name>`` (or the
-wire model after the binding's rewrite). :mod:`compiler.usage_checks` warns about entries that
+wire model after the binding's rewrite). :mod:`capplan.compiler.usage_checks` warns about entries that
 this rule makes unreachable.
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from compiler.diagnostics import Diagnostic
-from compiler.inputs.overlay_file import OverlayFile
-from compiler.inputs.preset_file import PresetEntry, PresetFile
-from compiler.loading import Loaded
-from compiler.yaml_source import SourceFile
+from capplan.core.diagnostics import Diagnostic
+from capplan.compiler.inputs.overlay_file import OverlayFile
+from capplan.compiler.inputs.preset_file import PresetEntry, PresetFile
+from capplan.compiler.loading import Loaded
+from capplan.core.yaml_source import SourceFile
 
 
 @dataclass(frozen=True)

@@ -5,19 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.diagnostics import Diagnostic
-from compiler.inputs.overlay_file import LitellmModelDecl
-from compiler.inputs.pricing_file import normalize_model_name
-from compiler.inputs.preset_file import KNOB_KEYS, SLOT_KEYS
-from compiler.inputs.providers_file import binding_key
-from compiler.inputs.run_config import ModelConfig
-from compiler.layers import Merged, layers_for, merge
-from compiler.loading import Inputs
-from compiler.matching import Matcher
-from compiler.policy_checks import check_plan_policies
-from compiler.provenance_lines import LineIndex, Located
-from compiler.yaml_source import SourceFile
-from executor.plan import (
+from capplan.core.diagnostics import Diagnostic
+from capplan.compiler.inputs.overlay_file import LitellmModelDecl
+from capplan.compiler.inputs.pricing_file import normalize_model_name
+from capplan.compiler.inputs.preset_file import KNOB_KEYS, SLOT_KEYS
+from capplan.compiler.inputs.providers_file import binding_key
+from capplan.compiler.inputs.run_config import ModelConfig
+from capplan.compiler.layers import Merged, layers_for, merge
+from capplan.compiler.loading import Inputs
+from capplan.compiler.matching import Matcher
+from capplan.compiler.policy_checks import check_plan_policies
+from capplan.compiler.provenance_lines import LineIndex, Located
+from capplan.core.yaml_source import SourceFile
+from capplan.executor.plan import (
     PLAN_VERSION,
     BindingRef,
     LitellmModelEntry,
@@ -30,8 +30,8 @@ from executor.plan import (
     Provenance,
     RequestDefaults,
 )
-from executor.registry import DEFAULT_POLICY
-from executor.value_rules import PARAM_CHOICES, ValueRule, value_key
+from capplan.executor.registry import DEFAULT_POLICY
+from capplan.executor.value_rules import PARAM_CHOICES, ValueRule, value_key
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def _apply_model_block(merged: Merged, cfg: ModelConfig, src: SourceFile, key: s
             layer=f"model:{key}", file=src.stable_name, key=src.key_path(("models", key, "api_call_timeout_s")))
     caps = cfg.capabilities
     if caps is not None and caps.dict_map_prompt_hints:
-        from compiler.inputs.common import PolicyValueModel
+        from capplan.compiler.inputs.common import PolicyValueModel
 
         merged.values["prompt_policy"] = PolicyValueModel(name="dict_map_hints")
         loc = ("models", key, "capabilities", "dict_map_prompt_hints")

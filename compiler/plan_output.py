@@ -22,9 +22,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compiler.diagnostics import Diagnostic, InputError
-from compiler.manifest import MANIFEST_FILE, Manifest
-from executor.plan import Plan
+from capplan.core.diagnostics import Diagnostic, InputError
+from capplan.compiler.manifest import MANIFEST_FILE, Manifest
+from capplan.executor.plan import Plan
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100

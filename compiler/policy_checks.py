@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.diagnostics import Diagnostic, did_you_mean
-from compiler.inputs.preset_file import SLOT_KEYS, ParamsBlock, PresetBody
-from compiler.yaml_source import Loc, SourceFile
-from compiler.provenance_lines import Located
-from executor.policy_params import check_params, params_model
-from executor.registry import RegistryError, policy_class, policy_targets
+from capplan.core.diagnostics import Diagnostic, did_you_mean
+from capplan.compiler.inputs.preset_file import SLOT_KEYS, ParamsBlock, PresetBody
+from capplan.core.yaml_source import Loc, SourceFile
+from capplan.compiler.provenance_lines import Located
+from capplan.executor.policy_params import check_params, params_model
+from capplan.executor.registry import RegistryError, policy_class, policy_targets
 
 _MERGED_SLOT = "params_policy"  # its parameters merge with the `params:` block of every layer
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.inputs.preset_file import SLOT_KEYS
-from executor.policy_params import params_model
-from executor.registry import policy_class, registered_names
+from capplan.compiler.inputs.preset_file import SLOT_KEYS
+from capplan.executor.policy_params import params_model
+from capplan.executor.registry import policy_class, registered_names
 
 #: Schema definitions whose properties are the policy slots.
 SLOT_HOLDERS = ("PresetBody", "PresetEntry")

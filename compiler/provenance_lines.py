@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from compiler.diagnostics import InputError
-from compiler.yaml_source import SourceFile, read_bundled, read_source
+from capplan.core.diagnostics import InputError
+from capplan.core.yaml_source import SourceFile, read_bundled, read_source
 
 if TYPE_CHECKING:  # annotations only: lint must not build the plan model
-    from executor.plan import Provenance
+    from capplan.executor.plan import Provenance
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def disk_index(root: Path) -> LineIndex:
     """
     def load(name: str) -> SourceFile | None:
         if name.startswith("bundled:"):
-            from compiler.loading import bundled_dir
+            from capplan.compiler.loading import bundled_dir
 
             path, display = bundled_dir() / name.removeprefix("bundled:"), name
         elif ":" in name.split("/", 1)[0]:

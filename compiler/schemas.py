@@ -6,24 +6,24 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from executor.canonical import canonical_bytes
+from capplan.core.canonical import canonical_bytes
 
 #: file stem -> "module:Model"
 SCHEMAS: dict[str, str] = {
-    "preset-file": "compiler.inputs.preset_file:PresetFile",
-    "overlay": "compiler.inputs.overlay_file:OverlayFile",
-    "providers": "compiler.inputs.providers_file:ProvidersFile",
-    "pricing": "compiler.inputs.pricing_file:PricingFile",
-    "run-config": "compiler.inputs.run_config:RunConfig",
-    "plan": "executor.plan:Plan",
-    "manifest": "compiler.manifest:Manifest",
-    "request": "executor.messages:ChatRequest",
-    "task": "trials.taskfile:TaskFile",
-    "trajectory": "trials.records:Trajectory",
-    "metrics": "trials.records:Metrics",
-    "run-line": "trials.records:RunLine",
-    "trial-summary": "trials.records:Summary",
-    "probe-census": "trials.probe_census:ProbeCensus",
+    "preset-file": "capplan.compiler.inputs.preset_file:PresetFile",
+    "overlay": "capplan.compiler.inputs.overlay_file:OverlayFile",
+    "providers": "capplan.compiler.inputs.providers_file:ProvidersFile",
+    "pricing": "capplan.compiler.inputs.pricing_file:PricingFile",
+    "run-config": "capplan.compiler.inputs.run_config:RunConfig",
+    "plan": "capplan.executor.plan:Plan",
+    "manifest": "capplan.compiler.manifest:Manifest",
+    "request": "capplan.executor.messages:ChatRequest",
+    "task": "capplan.trials.taskfile:TaskFile",
+    "trajectory": "capplan.trials.records:Trajectory",
+    "metrics": "capplan.trials.records:Metrics",
+    "run-line": "capplan.trials.records:RunLine",
+    "trial-summary": "capplan.trials.records:Summary",
+    "probe-census": "capplan.trials.probe_census:ProbeCensus",
 }
 
 
@@ -38,7 +38,7 @@ def generate(name: str) -> dict[str, Any]:
     model = getattr(importlib.import_module(module), attr)
     schema: dict[str, Any] = model.model_json_schema(by_alias=True)
     if name in ("preset-file", "overlay"):
-        from compiler.policy_schema import enumerate_policies
+        from capplan.compiler.policy_schema import enumerate_policies
 
         schema = enumerate_policies(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

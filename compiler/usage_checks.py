@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from compiler.diagnostics import Diagnostic, did_you_mean
-from compiler.inputs.overlay_file import OverlayFile
-from compiler.matching import glob_match
-from compiler.inputs.providers_file import binding_key
-from compiler.loading import Loaded
+from capplan.core.diagnostics import Diagnostic, did_you_mean
+from capplan.compiler.inputs.overlay_file import OverlayFile
+from capplan.compiler.matching import glob_match
+from capplan.compiler.inputs.providers_file import binding_key
+from capplan.compiler.loading import Loaded
 
 if TYPE_CHECKING:  # annotations only: plain lint never builds a plan nor reads a run config
-    from compiler.inputs.run_config import ModelConfig
-    from executor.plan import Plan
+    from capplan.compiler.inputs.run_config import ModelConfig
+    from capplan.executor.plan import Plan
 
 
 def glob_written_as_model_id(overlay: Loaded[OverlayFile]) -> list[Diagnostic]:

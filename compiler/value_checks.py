@@ -10,11 +10,11 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 
-from compiler.diagnostics import Diagnostic
-from compiler.yaml_source import Loc, SourceFile
-from executor.binding import CREDENTIAL_VALUE_MESSAGE, env_var_name
-from executor.safe_names import name_problem
-from executor.value_types import http_url_problem
+from capplan.core.diagnostics import Diagnostic
+from capplan.core.yaml_source import Loc, SourceFile
+from capplan.executor.binding import CREDENTIAL_VALUE_MESSAGE, env_var_name
+from capplan.core.safe_names import name_problem
+from capplan.core.value_types import http_url_problem
 
 #: a name this long and this varied is a random token, not a variable someone named
 _ENTROPY_MIN_CHARS = 20
@@ -24,7 +24,7 @@ _ENTROPY_BITS_PER_CHAR = 4.0
 def url_problem(value: object) -> str | None:
     """What is wrong with ``value`` as an endpoint (an http(s) base URL with a host), or None.
 
-    The plan model's rule (:func:`executor.value_types.http_url_problem`), so the compiler never
+    The plan model's rule (:func:`capplan.core.value_types.http_url_problem`), so the compiler never
     writes an endpoint a plan load would refuse.
     """
     if not isinstance(value, str):

@@ -17,28 +17,28 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from executor import mock_provider
-from executor.errors import AllApiKeysExhausted, GatewayRejectedError, MissingCredentialError
-from executor.gateway.config import EnvSource, GatewayConfig, GatewayConfigError, resolve_gateway_config
-from executor.gateway.route import RouteDecision
-from executor.gateway.transport import GatewayTransport, decide_route
-from executor.keys import KeyChain, is_per_key_limit, load_keys
-from executor.loop_errors import LoopErrorDecision, classify_loop_error
-from executor.messages import ChatRequest
-from executor.per_plan import per_plan
-from executor.plan import Plan
-from executor.policy_set import PolicySet
-from executor.probe import RateLimitProbeConfig
-from executor.probe_stats import ProbeStats
-from executor.rate_limit import compile_patterns
-from executor.provider_keys import litellm_key_variables, litellm_model
-from executor.redaction import Redactor, redact_url, register_secrets, url_credentials
-from executor.request_builder import BuiltRequest, RequestBuilder
-from executor.response_parser import ResponseParser
-from executor.result import GenerationResult
-from executor.retrying import RetryContext, default_retrying, probe_retrying
-from executor.timeout_retry import DEFAULT_TIMEOUT_RETRIES, call_with_timeout_retry
-from executor.transport import missing_key_message
+from capplan.executor import mock_provider
+from capplan.executor.errors import AllApiKeysExhausted, GatewayRejectedError, MissingCredentialError
+from capplan.executor.gateway.config import EnvSource, GatewayConfig, GatewayConfigError, resolve_gateway_config
+from capplan.executor.gateway.route import RouteDecision
+from capplan.executor.gateway.transport import GatewayTransport, decide_route
+from capplan.executor.keys import KeyChain, is_per_key_limit, load_keys
+from capplan.executor.loop_errors import LoopErrorDecision, classify_loop_error
+from capplan.executor.messages import ChatRequest
+from capplan.executor.per_plan import per_plan
+from capplan.executor.plan import Plan
+from capplan.executor.policy_set import PolicySet
+from capplan.executor.probe import RateLimitProbeConfig
+from capplan.executor.probe_stats import ProbeStats
+from capplan.executor.rate_limit import compile_patterns
+from capplan.executor.provider_keys import litellm_key_variables, litellm_model
+from capplan.core.redaction import Redactor, redact_url, register_secrets, url_credentials
+from capplan.executor.request_builder import BuiltRequest, RequestBuilder
+from capplan.executor.response_parser import ResponseParser
+from capplan.executor.result import GenerationResult
+from capplan.executor.retrying import RetryContext, default_retrying, probe_retrying
+from capplan.executor.timeout_retry import DEFAULT_TIMEOUT_RETRIES, call_with_timeout_retry
+from capplan.executor.transport import missing_key_message
 
 Completion = Callable[..., Any]
 
@@ -123,7 +123,7 @@ class Client:
         """How a trial-loop turn that raised ``exc`` ends, judged with this plan's rate-limit patterns.
 
         The seam a trial loop takes as ``classify_error=client.classify_loop_error``; see
-        :mod:`executor.loop_errors` for the contract.
+        :mod:`capplan.executor.loop_errors` for the contract.
         """
         return classify_loop_error(exc, self._rate_limit_patterns)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from executor.plan import PricingEntry
-from executor.result import CostSource
-from executor.usage import Usage
+from capplan.executor.plan import PricingEntry
+from capplan.executor.result import CostSource
+from capplan.executor.usage import Usage
 
 _PER = 1_000_000
 

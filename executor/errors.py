@@ -76,14 +76,14 @@ def user_error(exc: BaseException) -> tuple[str, str] | None:
 
     The CLI prints these as one line and exits 2; anything else is an internal error.
     """
-    from executor.gateway.config import GatewayConfigError
-    from executor.gateway.route import GatewayRouteAmbiguous
-    from executor.plan import PlanLoadError
-    from executor.policies.params_policy import ReasoningConfigError
-    from executor.policies.reasoning_codec import ReasoningCodecError
-    from executor.policies.schema_sanitizer import ToolSchemaError
-    from executor.registry import RegistryError
-    from executor.value_rules import RejectedValueError
+    from capplan.executor.gateway.config import GatewayConfigError
+    from capplan.executor.gateway.route import GatewayRouteAmbiguous
+    from capplan.executor.plan import PlanLoadError
+    from capplan.executor.policies.params_policy import ReasoningConfigError
+    from capplan.executor.policies.reasoning_codec import ReasoningCodecError
+    from capplan.executor.policies.schema_sanitizer import ToolSchemaError
+    from capplan.executor.registry import RegistryError
+    from capplan.executor.value_rules import RejectedValueError
 
     codes: list[tuple[type[BaseException], str]] = [
         (PlanLoadError, "PLAN"),

@@ -6,7 +6,7 @@ a conversation (a rejected value, a reasoning config it cannot express, a schema
 cannot make valid) stores the refusal instead: ``{"error": {"code", "type", "message"}}``.
 Goldens are written only by this command:
 
-    python -m executor.golden_wire --update
+    python -m capplan.executor.golden_wire --update
 
 ``--check`` (the default) lists missing, stale and unused goldens and exits 1 when there are any.
 """
@@ -19,13 +19,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from executor.canonical import canonical_bytes
-from executor.client import Client
-from executor.errors import user_error
-from executor.messages import ChatRequest, load_request
-from executor.plan import Plan
+from capplan.core.canonical import canonical_bytes
+from capplan.executor.client import Client
+from capplan.executor.errors import user_error
+from capplan.executor.messages import ChatRequest, load_request
+from capplan.executor.plan import Plan
 
-REGENERATE = "python -m executor.golden_wire --update"
+REGENERATE = "python -m capplan.executor.golden_wire --update"
 
 #: Credentials are redacted in goldens, but a binding that pins its key still needs one to build.
 GOLDEN_CREDENTIAL = "golden-credential"
@@ -107,18 +107,27 @@ def update(root: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Check (default) or rewrite the golden wire requests."""
-    parser = argparse.ArgumentParser(prog="python -m executor.golden_wire", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m capplan.executor.golden_wire", description=__doc__.split("\n\n")[0])
     parser.add_argument("--update", action="store_true", help="rewrite goldens and remove unused ones")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="project root (default: current directory)")
     args = parser.parse_args(argv)
     # plans warn once per cause (a dropped temperature, an unsent seed); across every plan x
     # conversation that is noise here, and the goldens themselves show what was sent
-    logging.getLogger("capplan").setLevel(logging.ERROR)
-    if args.update:
-        for line in update(args.root):
+    quiet = logging.getLogger("capplan")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        return _run(args.root, args.update)
+    finally:
+        quiet.setLevel(level)  # every capplan logger is under this one: leave it as it was
+
+
+def _run(root: Path, update_goldens: bool) -> int:
+    if update_goldens:
+        for line in update(root):
             print(line)
         return 0
-    problems = check(args.root)
+    problems = check(root)
     for line in problems:
         print(line)
     if problems:

@@ -16,10 +16,10 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from executor.errors import MissingCredentialError
-from executor.gateway.config import credential_problem
-from executor.plan import ProviderBinding
-from executor.rate_limit import cause_chain
+from capplan.executor.errors import MissingCredentialError
+from capplan.executor.gateway.config import credential_problem
+from capplan.executor.plan import ProviderBinding
+from capplan.executor.rate_limit import cause_chain
 
 log = logging.getLogger(__name__)
 

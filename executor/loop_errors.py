@@ -5,7 +5,7 @@ Contract (stable; the trial runner depends on it):
 ``classify_loop_error(exc, patterns) -> LoopErrorDecision`` is pure: no I/O, no logging, never
 raises, and reads only ``exc`` (its type, its ``status_code``, its ``__cause__`` chain and its
 text) and ``patterns`` (a binding's compiled ``rate_limit_patterns``). Callers normally use the
-bound form :meth:`executor.client.Client.classify_loop_error`, which closes over the plan's
+bound form :meth:`capplan.executor.client.Client.classify_loop_error`, which closes over the plan's
 patterns, so the compiled tuple never crosses a module boundary.
 
 The decision's ``reason`` is one of :class:`LoopErrorReason`, checked in this order:
@@ -13,12 +13,12 @@ The decision's ``reason`` is one of :class:`LoopErrorReason`, checked in this or
 ``context_window_exceeded``
     litellm's ``ContextWindowExceededError`` anywhere in the chain. Counts against the model.
 ``api_timeout``
-    :class:`~executor.errors.ApiTimeoutError` in the chain (the transport-timeout retry is
+    :class:`~capplan.executor.errors.ApiTimeoutError` in the chain (the transport-timeout retry is
     spent). Excludes the trial; ``evidence`` names the chain's types.
 ``rate_limit``
     a 429 proven by **type or status** (``openai.RateLimitError`` or ``status_code == 429``),
     never by text. Excludes the trial; ``evidence`` names the chain's types. A spent key chain
-    (:class:`~executor.errors.AllApiKeysExhausted`) is *not* this: it is a configuration
+    (:class:`~capplan.executor.errors.AllApiKeysExhausted`) is *not* this: it is a configuration
     outcome, reported as ``api_error``.
 ``api_error``
     any other provider or transport failure: an HTTP status in the chain, a litellm / openai /
@@ -43,8 +43,8 @@ import enum
 import sys
 from dataclasses import dataclass
 
-from executor.errors import ApiTimeoutError, CredentialSpentError
-from executor.rate_limit import Patterns, cause_chain, is_typed_rate_limit_exception, matches_rate_limit_text, wire_status
+from capplan.executor.errors import ApiTimeoutError, CredentialSpentError
+from capplan.executor.rate_limit import Patterns, cause_chain, is_typed_rate_limit_exception, matches_rate_limit_text, wire_status
 
 
 class LoopErrorReason(str, enum.Enum):

@@ -16,12 +16,12 @@ import json
 from collections import OrderedDict
 from typing import Any, NamedTuple
 
-from executor.messages import AssistantMessage, Message, ToolMessage, UserMessage
-from executor.policies.content_policy import AnthropicContent, TextOnlyContent
-from executor.policies.message_assembly_policy import MessageAssemblyPolicy
-from executor.policies.reasoning_codec import split_replayable
-from executor.policy_set import PolicySet
-from executor.reasoning import ReasoningLeftOut
+from capplan.executor.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from capplan.executor.policies.content_policy import AnthropicContent, TextOnlyContent
+from capplan.executor.policies.message_assembly_policy import MessageAssemblyPolicy
+from capplan.executor.policies.reasoning_codec import split_replayable
+from capplan.executor.policy_set import PolicySet
+from capplan.executor.reasoning import ReasoningLeftOut
 
 
 class MessageConverter:

@@ -26,9 +26,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from executor.errors import RequestFileError
-from executor.policies.params_policy import MAX_TEMPERATURE
-from executor.reasoning import BlockType, ReasoningBlock, ReasoningConfig, StructuredReasoning
+from capplan.executor.errors import RequestFileError
+from capplan.executor.policies.params_policy import MAX_TEMPERATURE
+from capplan.executor.reasoning import BlockType, ReasoningBlock, ReasoningConfig, StructuredReasoning
 
 
 class _Model(BaseModel):
@@ -74,7 +74,7 @@ class ImageUrl(_Model):
     @field_validator("url")
     @classmethod
     def _fetchable(cls, url: str) -> str:
-        from executor.content_checks import image_url_problem
+        from capplan.executor.content_checks import image_url_problem
 
         return _refused(image_url_problem(url), url)
 
@@ -196,7 +196,7 @@ class ToolImage(_Model):
     @field_validator("data")
     @classmethod
     def _base64(cls, data: str) -> str:
-        from executor.content_checks import base64_problem
+        from capplan.executor.content_checks import base64_problem
 
         return _refused(base64_problem(data), data)
 
@@ -229,8 +229,8 @@ class ToolFunction(_Model):
     def _refs_stay_local(self) -> ToolFunction:
         # one rule for every route: a passthrough route would hand a remote or dangling $ref to
         # the provider and the argument validator as it stands
-        from executor.policies.schema_sanitizer import json_pointer
-        from executor.schema_refs import ref_problems
+        from capplan.executor.policies.schema_sanitizer import json_pointer
+        from capplan.executor.schema_refs import ref_problems
 
         problems = ref_problems(self.parameters)
         if problems:
@@ -351,7 +351,7 @@ _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 
 def load_request(path: str | Path) -> ChatRequest:
     """Read and validate a request file; every problem is reported with its position."""
-    from executor.input_limits import MAX_REQUEST_BYTES, InputLimitError, read_limited
+    from capplan.core.input_limits import MAX_REQUEST_BYTES, InputLimitError, read_limited
 
     p = Path(path)
     try:
@@ -365,8 +365,8 @@ def load_request(path: str | Path) -> ChatRequest:
 
 def parse_request(text: str, *, source: str = "<request>") -> ChatRequest:
     """Validate request JSON text; ``source`` names it in error messages."""
-    from executor.input_limits import InputLimitError
-    from executor.strict_json import StrictJSONError, loads_strict
+    from capplan.core.input_limits import InputLimitError
+    from capplan.core.strict_json import StrictJSONError, loads_strict
 
     try:
         data = loads_strict(text)
@@ -376,7 +376,7 @@ def parse_request(text: str, *, source: str = "<request>") -> ChatRequest:
         request = ChatRequest.model_validate(data)
     except ValidationError as exc:
         raise RequestFileError(_located(exc, text, source)) from None
-    from executor.request_checks import conversation_problems
+    from capplan.executor.request_checks import conversation_problems
 
     problems = conversation_problems(request)
     if problems:

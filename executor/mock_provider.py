@@ -13,7 +13,7 @@ import json
 import math
 from typing import Any
 
-from executor.transport import redact
+from capplan.executor.transport import redact
 
 
 class MockObject(dict[str, Any]):

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from executor.plan import Plan
+from capplan.executor.plan import Plan
 
 T = TypeVar("T")
 

@@ -19,17 +19,17 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from executor.binding import CREDENTIAL_VALUE_MESSAGE as CREDENTIAL_VALUE_MESSAGE
-from executor.binding import ProviderBinding as ProviderBinding
-from executor.binding import SlugRewrite as SlugRewrite
-from executor.binding import _Frozen
-from executor.binding import env_var_name as env_var_name
-from executor.canonical import canonical_bytes, sha256_hex
-from executor.plan_integrity import canonical_and_sealed, with_fingerprint
-from executor.reasoning import ReasoningConfig
-from executor.safe_names import name_problem
-from executor.value_rules import ValueRule
-from executor.value_types import (
+from capplan.executor.binding import CREDENTIAL_VALUE_MESSAGE as CREDENTIAL_VALUE_MESSAGE
+from capplan.executor.binding import ProviderBinding as ProviderBinding
+from capplan.executor.binding import SlugRewrite as SlugRewrite
+from capplan.executor.binding import _Frozen
+from capplan.executor.binding import env_var_name as env_var_name
+from capplan.core.canonical import canonical_bytes, sha256_hex
+from capplan.executor.plan_integrity import canonical_and_sealed, with_fingerprint
+from capplan.executor.reasoning import ReasoningConfig
+from capplan.core.safe_names import name_problem
+from capplan.executor.value_rules import ValueRule
+from capplan.core.value_types import (
     MAX_TOKENS,
     CharCount,
     HeaderValue,
@@ -154,7 +154,7 @@ DEFAULT_API_CALL_TIMEOUT_S = 120.0
 class LoopKnobs(_Frozen):
     """Model-level knobs for the trial loop."""
 
-    # bounded like the compiler's inputs (executor.value_types): a resealed plan asking for 10**12
+    # bounded like the compiler's inputs (capplan.core.value_types): a resealed plan asking for 10**12
     # turns or a one-year timeout is refused at load, not discovered mid-run
     empty_retry_count: RetryCount = Field(0, description="Resamples of a provider-side empty completion.")
     output_length_retry_count: RetryCount = Field(0, description="Resamples of a content-carrying max-tokens truncation.")
@@ -363,7 +363,7 @@ RECOMPILE_HINT = "recompile it with `capplan compile` (see `capplan compile --he
 
 def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
     """Load and verify a plan file: exactly canonical bytes, fingerprint, version, types, policy names."""
-    from executor.input_limits import MAX_PLAN_BYTES, InputLimitError, read_limited
+    from capplan.core.input_limits import MAX_PLAN_BYTES, InputLimitError, read_limited
 
     p = path if isinstance(path, Path) else Path(path)  # Path(a_path) parses it all again
     try:
@@ -383,8 +383,8 @@ def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
 
 def _verified_plan(p: Path, raw: bytes) -> Plan:
     """The plan in ``raw``, refusing a tampered, non-canonical or foreign-version one."""
-    from executor.input_limits import InputLimitError
-    from executor.strict_json import StrictJSONError, loads_strict
+    from capplan.core.input_limits import InputLimitError
+    from capplan.core.strict_json import StrictJSONError, loads_strict
 
     try:
         text = raw.decode("utf-8")
@@ -468,7 +468,7 @@ _TYPE_LABELS = frozenset({"bool", "str", "float", "int", "none", "list", "dict",
 
 def _shown(path: tuple[str | int, ...]) -> str:
     """``path`` as ``a.b[2].c``; a key that is long, unprintable or looks like a credential is not echoed."""
-    from executor.binding import looks_like_key
+    from capplan.executor.binding import looks_like_key
 
     out = ""
     for part in path:
@@ -515,7 +515,7 @@ _NAMES_CHECKED: tuple[Plan, object] | None = None
 
 
 def _check_policy_names(path: Path, plan: Plan) -> None:
-    from executor.registry import SLOTS, policy_targets
+    from capplan.executor.registry import SLOTS, policy_targets
 
     global _NAMES_CHECKED
     targets = policy_targets()

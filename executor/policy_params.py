@@ -31,7 +31,7 @@ def params_model(cls: type[Any]) -> type[PolicyParams]:
     """The ``Params`` model ``cls`` declares (``NoParams`` when it declares none)."""
     model = getattr(cls, "Params", NoParams)
     if not (isinstance(model, type) and issubclass(model, PolicyParams)):
-        raise TypeError(f"{cls.__qualname__}.Params must subclass executor.policy_params.PolicyParams")
+        raise TypeError(f"{cls.__qualname__}.Params must subclass capplan.executor.policy_params.PolicyParams")
     return model
 
 

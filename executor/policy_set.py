@@ -5,19 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from executor.errors import PolicyConstructionError
-from executor.plan import Plan
-from executor.policies.assistant_text_policy import AssistantTextPolicy
-from executor.policies.cache_policy import CachePolicy
-from executor.policies.content_policy import ToolContentPolicy
-from executor.policies.message_assembly_policy import MessageAssemblyPolicy
-from executor.policies.params_policy import ParamsPolicy
-from executor.policies.prompt_policy import SystemPromptPolicy
-from executor.policies.reasoning_codec import ReasoningCodec
-from executor.policies.response_policy import ResponsePolicy
-from executor.policies.schema_sanitizer import ToolSchemaSanitizer
-from executor.policy_params import construct
-from executor.registry import SLOTS, policy_class
+from capplan.executor.errors import PolicyConstructionError
+from capplan.executor.plan import Plan
+from capplan.executor.policies.assistant_text_policy import AssistantTextPolicy
+from capplan.executor.policies.cache_policy import CachePolicy
+from capplan.executor.policies.content_policy import ToolContentPolicy
+from capplan.executor.policies.message_assembly_policy import MessageAssemblyPolicy
+from capplan.executor.policies.params_policy import ParamsPolicy
+from capplan.executor.policies.prompt_policy import SystemPromptPolicy
+from capplan.executor.policies.reasoning_codec import ReasoningCodec
+from capplan.executor.policies.response_policy import ResponsePolicy
+from capplan.executor.policies.schema_sanitizer import ToolSchemaSanitizer
+from capplan.executor.policy_params import construct
+from capplan.executor.registry import SLOTS, policy_class
 
 #: The base class every policy of a slot derives from (the contract the executor calls).
 SLOT_BASES: dict[str, type] = {

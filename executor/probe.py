@@ -3,7 +3,7 @@
 Probe mode absorbs 429s at a fixed poll interval for up to a generous per-call budget, so a
 run measures the throughput a provider actually serves instead of dying on 429s. It is a run
 policy, never a model property: it is armed only by the run config's ``rate_limit_probe``
-block passed to :class:`~executor.client.Client`, never by a plan or an environment variable,
+block passed to :class:`~capplan.executor.client.Client`, never by a plan or an environment variable,
 so a path that must not probe (a judge, a fallback model) cannot be armed by accident.
 """
 

@@ -6,8 +6,8 @@ every question here walks the ``__cause__`` chain rather than looking at the out
 1. **Type or status**: an ``openai.RateLimitError`` (litellm's subclasses it) or any link with
    ``status_code == 429``, where a litellm exception's status is the one off the wire
    (:func:`wire_status`), not the one litellm guessed from the message text.
-2. **Terminal veto**: :class:`~executor.errors.AllApiKeysExhausted` (and a pinned gateway key's
-   quota rejection, :class:`~executor.errors.GatewayRejectedError`) chains the provider's per-key
+2. **Terminal veto**: :class:`~capplan.executor.errors.AllApiKeysExhausted` (and a pinned gateway key's
+   quota rejection, :class:`~capplan.executor.errors.GatewayRejectedError`) chains the provider's per-key
    429 as its cause, yet nothing clears it (the key chain only advances), so it stops the walk
    and is *not* a transient 429.
 3. **Anchored text**, last resort, only when no link carried an HTTP status at all: a wrapper
@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from executor.errors import CredentialSpentError
+from capplan.executor.errors import CredentialSpentError
 
 Patterns = tuple[re.Pattern[str], ...]
 

@@ -13,7 +13,7 @@ import importlib
 from functools import cache
 from typing import Any
 
-from executor.entry_point_scan import POLICY_GROUP, FoundEntryPoint, scan
+from capplan.executor.entry_point_scan import POLICY_GROUP, FoundEntryPoint, scan
 
 ENTRY_POINT_GROUP = POLICY_GROUP
 
@@ -30,7 +30,7 @@ SLOTS: tuple[str, ...] = (
     "assistant_text_policy",
 )
 
-_P = "executor.policies."
+_P = "capplan.executor.policies."
 BUILTIN_POLICIES: dict[str, dict[str, str]] = {
     "schema_sanitizer": {
         "passthrough": _P + "schema_sanitizer:PassthroughSchema",
@@ -183,10 +183,10 @@ _DECLARATIONS: dict[str, str | None] = {}
 
 
 def _declaration_problem(target: str, cls: type[Any]) -> str | None:
-    # every policy declares its parameters (executor.policy_params), so a preset can be checked
+    # every policy declares its parameters (capplan.executor.policy_params), so a preset can be checked
     # against them before any plan exists; checked once per import path
     if target not in _DECLARATIONS:
-        from executor.policy_params import declaration_problem
+        from capplan.executor.policy_params import declaration_problem
 
         _DECLARATIONS[target] = declaration_problem(cls)
     return _DECLARATIONS[target]

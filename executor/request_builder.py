@@ -21,16 +21,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from executor.message_convert import ConversationCache, MessageConverter
-from executor.messages import ChatRequest, NamedToolChoice
-from executor.per_plan import per_plan
-from executor.plan import Plan
-from executor.policies.response_policy import param_types_from_tools
-from executor.policy_set import PolicySet
-from executor.reasoning import ReasoningLeftOut
-from executor.tool_memo import PreparedTools, ToolMemo
-from executor.transport import Transport
-from executor.value_rules import Substitution, apply_value_rules, note_substitution
+from capplan.executor.message_convert import ConversationCache, MessageConverter
+from capplan.executor.messages import ChatRequest, NamedToolChoice
+from capplan.executor.per_plan import per_plan
+from capplan.executor.plan import Plan
+from capplan.executor.policies.response_policy import param_types_from_tools
+from capplan.executor.policy_set import PolicySet
+from capplan.executor.reasoning import ReasoningLeftOut
+from capplan.executor.tool_memo import PreparedTools, ToolMemo
+from capplan.executor.transport import Transport
+from capplan.executor.value_rules import Substitution, apply_value_rules, note_substitution
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from executor.messages import ChatRequest
+    from capplan.executor.messages import ChatRequest
 
 Loc = tuple[str | int, ...]
 
 
 def conversation_problems(request: ChatRequest) -> list[tuple[Loc, str]]:
     """Every pairing, id, tool-name and argument problem, in message order."""
-    from executor.messages import AssistantMessage, ToolMessage
+    from capplan.executor.messages import AssistantMessage, ToolMessage
 
     declared = {t.function.name for t in request.tools}
     out: list[tuple[Loc, str]] = []
@@ -66,8 +66,8 @@ def _unanswered(pending: dict[str, Loc]) -> list[tuple[Loc, str]]:
 def _arguments_problem(arguments: Any) -> str | None:
     if not isinstance(arguments, str):
         return None  # an object: serialised to JSON when built
-    from executor.input_limits import InputLimitError
-    from executor.strict_json import StrictJSONError, loads_strict
+    from capplan.core.input_limits import InputLimitError
+    from capplan.core.strict_json import StrictJSONError, loads_strict
 
     try:
         parsed = loads_strict(arguments)

@@ -12,15 +12,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from executor.cost import response_cost
-from executor.errors import ResponseShapeError
-from executor.plan import Plan
-from executor.policy_set import PolicySet
-from executor.request_builder import BuiltRequest
-from executor.result import GenerationResult, ParserError, SchemaViolation, ToolCall
-from executor.tool_arguments import ArgumentsUndecodable, decode_arguments
-from executor.tool_memo import PreparedTools
-from executor.usage import UsageExtractor, extract_openrouter_generation_id
+from capplan.executor.cost import response_cost
+from capplan.executor.errors import ResponseShapeError
+from capplan.executor.plan import Plan
+from capplan.executor.policy_set import PolicySet
+from capplan.executor.request_builder import BuiltRequest
+from capplan.executor.result import GenerationResult, ParserError, SchemaViolation, ToolCall
+from capplan.executor.tool_arguments import ArgumentsUndecodable, decode_arguments
+from capplan.executor.tool_memo import PreparedTools
+from capplan.executor.usage import UsageExtractor, extract_openrouter_generation_id
 
 
 class ResponseParser:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from executor.messages import ReasoningIn
-from executor.reasoning import ReasoningLeftOut, StructuredReasoning
-from executor.usage import Usage
-from executor.value_rules import Substitution
+from capplan.executor.messages import ReasoningIn
+from capplan.executor.reasoning import ReasoningLeftOut, StructuredReasoning
+from capplan.executor.usage import Usage
+from capplan.executor.value_rules import Substitution
 
 #: Where ``cost_usd`` came from: the provider via litellm, our pricing table, or nowhere.
 CostSource = Literal["litellm", "pricing", "unknown"]

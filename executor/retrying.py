@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import tenacity
 
-from executor.errors import ApiTimeoutError, CredentialSpentError
-from executor.probe import RateLimitProbeConfig, rate_limit_wait
-from executor.probe_stats import ProbeStats
-from executor.rate_limit import Patterns, cause_chain, is_transient_rate_limit, wire_status
+from capplan.executor.errors import ApiTimeoutError, CredentialSpentError
+from capplan.executor.probe import RateLimitProbeConfig, rate_limit_wait
+from capplan.executor.probe_stats import ProbeStats
+from capplan.executor.rate_limit import Patterns, cause_chain, is_transient_rate_limit, wire_status
 
 log = logging.getLogger(__name__)
 

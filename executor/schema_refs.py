@@ -30,7 +30,7 @@ from collections import OrderedDict
 from typing import Any
 from urllib.parse import unquote
 
-from executor.policies.schema_sanitizer import (
+from capplan.executor.policies.schema_sanitizer import (
     SCHEMA_LIST_KEYWORDS,
     SCHEMA_MAP_KEYWORDS,
     SCHEMA_SINGLE_KEYWORDS,

@@ -1,7 +1,7 @@
 """The transport-timeout retry: a call that timed out is sent again a bounded number of times.
 
 It sits inside the outer controller and owns timeouts entirely: when its attempts are spent it
-raises :class:`~executor.errors.ApiTimeoutError`, which the outer controller does not retry, so
+raises :class:`~capplan.executor.errors.ApiTimeoutError`, which the outer controller does not retry, so
 the worst case stays ``(retries + 1) × timeout`` plus short waits rather than five times that.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import tenacity
 
-from executor.errors import ApiTimeoutError
+from capplan.executor.errors import ApiTimeoutError
 
 #: Extra attempts after a timeout, per outer attempt.
 DEFAULT_TIMEOUT_RETRIES = 2

@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import SchemaError, validators
 from pydantic import TypeAdapter
 
-from executor.policies.schema_sanitizer import ToolSchemaError
+from capplan.executor.policies.schema_sanitizer import ToolSchemaError
 
 if TYPE_CHECKING:
-    from executor.messages import ToolSpec
+    from capplan.executor.messages import ToolSpec
 
 
 class InvalidToolSchemaError(ToolSchemaError):

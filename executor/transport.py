@@ -13,9 +13,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from executor import redaction
-from executor.errors import MissingCredentialError, PlanInconsistencyError
-from executor.plan import OpenRouterRouting, Plan, SlugRewrite
+from capplan.core import redaction
+from capplan.executor.errors import MissingCredentialError, PlanInconsistencyError
+from capplan.executor.plan import OpenRouterRouting, Plan, SlugRewrite
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def openrouter_headers(routing: OpenRouterRouting) -> dict[str, str]:
     return headers
 
 
-#: Kept importable here; the one implementation is :mod:`executor.redaction`'s.
+#: Kept importable here; the one implementation is :mod:`capplan.core.redaction`'s.
 REDACTED = redaction.REDACTED
 redact = redaction.redact_kwargs
 

@@ -6,7 +6,7 @@ a warning for malformed ones) and the raw block is kept verbatim in ``provider_r
 the provider reported is lost.
 
 Cost is not a usage field: where a call's cost comes from (provider-reported or priced from the
-plan) is a property of the result, decided once in ``executor.cost``.
+plan) is a property of the result, decided once in ``capplan.executor.cost``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from executor.reasoning import EffortLevel
+from capplan.executor.reasoning import EffortLevel
 
 LOGGER_NAME = "capplan.value_rules"
 

@@ -1,7 +1,7 @@
 """A raised exception becomes a termination reason.
 
 The decision is the executor's ``Client.classify_loop_error`` (typed evidence only for the
-reasons that exclude a trial; see ``executor.loop_errors``), mapped onto the runner's enum.
+reasons that exclude a trial; see ``capplan.executor.loop_errors``), mapped onto the runner's enum.
 One runner-level reason is decided first, as that contract leaves to the runner: a
 connection that never reached the provider is ``INFRA_ERROR``, an abort that says nothing
 about the model. litellm re-raises a refused connection as a 500 ``InternalServerError``, so
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from executor.loop_errors import LoopErrorDecision, LoopErrorReason
-from trials.outcome import TerminationReason
+from capplan.executor.loop_errors import LoopErrorDecision, LoopErrorReason
+from capplan.trials.outcome import TerminationReason
 
 Classify = Callable[[BaseException], TerminationReason]
 

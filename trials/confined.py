@@ -3,7 +3,7 @@
 A run folder's names come from files a pull request can change (a plan's model key, a task
 id), and the folder itself may hold links someone planted (``runs.jsonl`` pointing at a file
 elsewhere, a trial folder pointing at another folder). So every path capplan writes is built
-by :func:`confined_path` (each part checked against :mod:`executor.safe_names`, the result
+by :func:`confined_path` (each part checked against :mod:`capplan.core.safe_names`, the result
 resolved and checked to be inside the root), and then opened one component at a time from a
 descriptor of the root with ``O_NOFOLLOW``: a link anywhere below the root is refused, never
 followed, even if it appears between the check and the write. Atomic writes create their
@@ -25,8 +25,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from compiler.diagnostics import Diagnostic
-from executor.safe_names import UnsafeName, name_problem
+from capplan.core.diagnostics import Diagnostic
+from capplan.core.safe_names import UnsafeName, name_problem
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -55,7 +55,7 @@ def _problem(name: str) -> str | None:
 
 
 def check_segment(name: object, what: str) -> str:
-    """:func:`executor.safe_names.check_name`, remembered per name: a run joins the same few names
+    """:func:`capplan.core.safe_names.check_name`, remembered per name: a run joins the same few names
     (its model keys and task ids) once per trial, and reads them back once per line."""
     problem = _problem(name) if isinstance(name, str) else name_problem(name)
     if problem is not None:

@@ -17,19 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler.diagnostics import Diagnostic, InputError
-from executor.plan import Plan
-from executor.probe import RateLimitProbeConfig
-from trials.backends import Backend
-from trials.outcome import TrialStatus
-from executor.probe_stats import ProbeStats
-from trials.probe_census import load_census, write_census
-from trials.progress import Progress
-from trials.run_folder import RunFolder
-from trials.spec import TrialKey, TrialRecords, TrialSpec
-from trials.summary import render_json, render_markdown, summarize
-from trials.run_folder import atomic_write
-from trials.tasks import LoadedTask, load_task
+from capplan.core.diagnostics import Diagnostic, InputError
+from capplan.executor.plan import Plan
+from capplan.executor.probe import RateLimitProbeConfig
+from capplan.trials.backends import Backend
+from capplan.trials.outcome import TrialStatus
+from capplan.executor.probe_stats import ProbeStats
+from capplan.trials.probe_census import load_census, write_census
+from capplan.trials.progress import Progress
+from capplan.trials.run_folder import RunFolder
+from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
+from capplan.trials.summary import render_json, render_markdown, summarize
+from capplan.trials.run_folder import atomic_write
+from capplan.trials.tasks import LoadedTask, load_task
 
 
 class UsageProblem(Exception):
@@ -126,7 +126,7 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
     """Run what is not finished yet, writing each trial as it finishes.
 
     With an enabled ``rate_limit_probe`` the trials' probe censuses are summed into the run
-    folder's ``probe.json`` (see :mod:`trials.probe_census`) when the drive ends, however it ends.
+    folder's ``probe.json`` (see :mod:`capplan.trials.probe_census`) when the drive ends, however it ends.
 
     ``retry_aborted`` also runs again the trials whose latest line is ``aborted`` (a rate
     limit, timeout or infrastructure failure, which says nothing about the model); the new

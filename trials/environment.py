@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from trials.static_environment import find_module_file
+from capplan.trials.static_environment import find_module_file
 
 _IMPORT_LOCK = threading.RLock()
 #: Prefix of the names task modules are imported under (never the name the task file gives).

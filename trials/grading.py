@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from trials.records import Grade, GraderResult, ToolCallRecord
-from trials.taskfile import ExpectedAction, Grader, TaskFile
-from trials.tasks import resolve_function
+from capplan.trials.records import Grade, GraderResult, ToolCallRecord
+from capplan.trials.taskfile import ExpectedAction, Grader, TaskFile
+from capplan.trials.tasks import resolve_function
 
 
 def grade(task: TaskFile, tool_calls: list[ToolCallRecord], final_state: dict[str, Any] | None,

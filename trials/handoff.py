@@ -19,8 +19,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from executor.plan import LoopKnobs
-from executor.result import GenerationResult
+from capplan.executor.plan import LoopKnobs
+from capplan.executor.result import GenerationResult
 
 SUMMARIZER_SYSTEM = (
     "You hand a conversation over to a colleague who will continue it without seeing it. Write a recap "

@@ -21,19 +21,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from executor.messages import ReasoningIn
-from executor.plan import LoopKnobs
-from executor.result import GenerationResult, ParserError, ToolCall
-from trials import handoff
-from trials.classify import Classify
-from trials.outcome import TerminationReason
-from trials.terminal import Terminal
-from trials.recording import MetricsSink, Recorder, scrub
-from trials.records import ParserErrorRecord, SummarizeEvent
-from trials.retry_classes import OUTPUT_LENGTH_FEEDBACK, RetryClass, TurnBudgets, parser_error_feedback, trigger
-from trials.tool_call_ids import ToolCallIds
-from trials.tools import ToolRunner
-from trials.users import UserAdapter
+from capplan.executor.messages import ReasoningIn
+from capplan.executor.plan import LoopKnobs
+from capplan.executor.result import GenerationResult, ParserError, ToolCall
+from capplan.trials import handoff
+from capplan.trials.classify import Classify
+from capplan.trials.outcome import TerminationReason
+from capplan.trials.terminal import Terminal
+from capplan.trials.recording import MetricsSink, Recorder, scrub
+from capplan.trials.records import ParserErrorRecord, SummarizeEvent
+from capplan.trials.retry_classes import OUTPUT_LENGTH_FEEDBACK, RetryClass, TurnBudgets, parser_error_feedback, trigger
+from capplan.trials.tool_call_ids import ToolCallIds
+from capplan.trials.tools import ToolRunner
+from capplan.trials.users import UserAdapter
 
 #: The API-error retry: one replay, one second apart (the spec's loop defaults; not plan knobs).
 API_ERROR_RETRIES = 1

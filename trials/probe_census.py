@@ -2,7 +2,7 @@
 
 Each trial records into a census of its own and returns it with its records, so a trial that
 ran in another process or on another machine is summed by the driver exactly like a local
-one. Windows start on the Unix epoch (see :mod:`executor.probe_stats`), so trials' rows add
+one. Windows start on the Unix epoch (see :mod:`capplan.executor.probe_stats`), so trials' rows add
 up window by window. A resumed run adds the new trials' calls to the census already on disk:
 it counts every call the run made, interrupted attempts included.
 """
@@ -14,9 +14,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from executor.probe import RateLimitProbeConfig
-from executor.probe_stats import ProbeStats
-from trials.run_folder import atomic_write
+from capplan.executor.probe import RateLimitProbeConfig
+from capplan.executor.probe_stats import ProbeStats
+from capplan.trials.run_folder import atomic_write
 
 CENSUS_FILE = "probe.json"
 

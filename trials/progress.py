@@ -12,8 +12,8 @@ import time
 from collections import Counter
 from typing import TextIO
 
-from trials.outcome import TrialStatus
-from trials.spec import TrialRecords
+from capplan.trials.outcome import TrialStatus
+from capplan.trials.spec import TrialRecords
 
 
 class Progress:

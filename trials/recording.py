@@ -2,13 +2,13 @@
 
 The recorder keeps the recorded view of the conversation (the full history, summarise and
 terminal markers included) and the side records the trajectory carries. The sink keeps one
-:class:`~trials.records.CallRecord` per provider call the trial paid for, resampled and
+:class:`~capplan.trials.records.CallRecord` per provider call the trial paid for, resampled and
 discarded generations included, and the last agent prompt size the watermark check reads.
 
 No credential value is written. The rule is by value: every error and tool text that reaches a
 record passes :func:`scrub`, and every finished trial's records pass :func:`redact_records` on
 their way out of the process that ran them (the local backend, a Ray worker), both against the
-one redactor (:mod:`executor.redaction`), which knows every credential any client in the process
+one redactor (:mod:`capplan.core.redaction`), which knows every credential any client in the process
 holds. :func:`scrub` also replaces credential-looking shapes (``sk-…``, ``Bearer …``), a second
 net for a value no client registered.
 """
@@ -21,10 +21,10 @@ import re
 from dataclasses import asdict
 from typing import Any, Literal
 
-from executor.redaction import Redactor, process_redactor
-from executor.result import GenerationResult
-from executor.usage import Usage
-from trials.records import (
+from capplan.core.redaction import Redactor, process_redactor
+from capplan.executor.result import GenerationResult
+from capplan.executor.usage import Usage
+from capplan.trials.records import (
     CallRecord,
     ParserErrorRecord,
     RetryRecord,
@@ -32,7 +32,7 @@ from trials.records import (
     ToolCallRecord,
     UsageRecord,
 )
-from trials.spec import TrialRecords
+from capplan.trials.spec import TrialRecords
 
 _KEYISH = re.compile(r"\b(sk-[A-Za-z0-9_-]{6,}|Bearer\s+[A-Za-z0-9._-]{6,})")
 

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from trials.confined import check_segment
-from trials.outcome import TerminationReason, TrialStatus
+from capplan.trials.confined import check_segment
+from capplan.trials.outcome import TerminationReason, TrialStatus
 
 FORMAT_VERSION = 1
 

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from executor.plan import LoopKnobs
-from executor.result import GenerationResult, ParserError
+from capplan.executor.plan import LoopKnobs
+from capplan.executor.result import GenerationResult, ParserError
 
 
 class RetryClass(str, Enum):

@@ -27,7 +27,7 @@ A line repeated as it is (same trial, same attempt) is one record: counted once 
 summary, the spend and ``--max-cost``. ``run.json`` is validated the same way, and a folder
 holding anything but a capplan run (no valid ``run.json``) is refused, never written beside.
 
-Confinement: every file is written through :mod:`trials.confined`: names checked, the path
+Confinement: every file is written through :mod:`capplan.trials.confined`: names checked, the path
 resolved inside the folder, no link below the folder followed (``O_NOFOLLOW`` on every
 component, temp files created and renamed inside the same real folder).
 """
@@ -47,14 +47,14 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from compiler.diagnostics import Diagnostic, InputError
-from executor.input_limits import InputLimitError
-from executor.safe_names import UnsafeName
-from executor.strict_json import StrictJSONError, loads_strict
-from trials import confined
-from trials.confined import ConfinedPathError, check_segment, trial_parts
-from trials.records import RunLine, RunManifest
-from trials.spec import TrialKey, TrialRecords, TrialSpec
+from capplan.core.diagnostics import Diagnostic, InputError
+from capplan.core.input_limits import InputLimitError
+from capplan.core.safe_names import UnsafeName
+from capplan.core.strict_json import StrictJSONError, loads_strict
+from capplan.trials import confined
+from capplan.trials.confined import ConfinedPathError, check_segment, trial_parts
+from capplan.trials.records import RunLine, RunManifest
+from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
 
 try:
     _Dumper: type[yaml.SafeDumper] = yaml.CSafeDumper
@@ -65,7 +65,7 @@ RUNS_FILE = "runs.jsonl"
 MANIFEST_FILE = "run.json"
 TORN_PREFIX = f"{RUNS_FILE}.torn-"
 TRIAL_FILES = ("trajectory.yaml", "metrics.yaml")
-#: files capplan writes at the top of a run folder (probe.json: see trials.probe_census)
+#: files capplan writes at the top of a run folder (probe.json: see capplan.trials.probe_census)
 TOP_FILES = (MANIFEST_FILE, RUNS_FILE, "summary.md", "summary.json", "probe.json")
 #: a run.json lists plans and tasks; far below this even for thousands of task files
 MAX_MANIFEST_BYTES = 16 << 20
@@ -321,7 +321,7 @@ class RunFolder:
 
     def _check_probe(self) -> list[Diagnostic]:
         """``probe.json`` (a probe-mode run adds to it on resume) read back against its model."""
-        from trials.probe_census import CENSUS_FILE, ProbeCensus  # it writes through this module
+        from capplan.trials.probe_census import CENSUS_FILE, ProbeCensus  # it writes through this module
 
         try:
             raw = confined.read_bytes(self.root, (CENSUS_FILE,), limit=MAX_MANIFEST_BYTES)

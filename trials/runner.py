@@ -1,6 +1,6 @@
 """``run_trial(spec) -> TrialRecords``: one whole trial, from a pure spec to plain records.
 
-This is the function every backend calls (see ``trials.spec`` for the contract). It never
+This is the function every backend calls (see ``capplan.trials.spec`` for the contract). It never
 writes the run folder and never raises for anything a trial can do: provider failures,
 environment bugs, refused user replies and harness defects all come back as records with a
 typed termination reason.
@@ -21,26 +21,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from executor.client import Client, Completion
-from executor.plan import Plan, verify_fingerprint
-from executor.probe import RateLimitProbeConfig
-from executor.probe_stats import ProbeStats
-from executor.result import GenerationResult
-from executor.usersim import SIMULATOR_SCHEMA_VERSION, GuardEvent
-from trials.grading import grade
-from trials.environment import final_state
-from trials.loop import LoopConfig, LoopEnd, ToolCallingLoop
-from trials.terminal import Terminal
-from trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
-from trials.recording import MetricsSink, Recorder, scrub, secret_values
-from trials.records import Grade, Metrics, RunLine, Termination, Trajectory, TrialIdentity
-from trials.spec import TrialRecords, TrialSpec
-from trials.tasks import LoadedTask, load_task_text
-from trials.taskfile import LlmUser as LlmUserConfig
-from trials.tools import ToolRunner
-from trials.turn_budget import resolve_max_turns
-from trials.users import LlmUser, ScriptedUser, UserAdapter
-from trials.classify import classifier
+from capplan.executor.client import Client, Completion
+from capplan.executor.plan import Plan, verify_fingerprint
+from capplan.executor.probe import RateLimitProbeConfig
+from capplan.executor.probe_stats import ProbeStats
+from capplan.executor.result import GenerationResult
+from capplan.executor.usersim import SIMULATOR_SCHEMA_VERSION, GuardEvent
+from capplan.trials.grading import grade
+from capplan.trials.environment import final_state
+from capplan.trials.loop import LoopConfig, LoopEnd, ToolCallingLoop
+from capplan.trials.terminal import Terminal
+from capplan.trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
+from capplan.trials.recording import MetricsSink, Recorder, scrub, secret_values
+from capplan.trials.records import Grade, Metrics, RunLine, Termination, Trajectory, TrialIdentity
+from capplan.trials.spec import TrialRecords, TrialSpec
+from capplan.trials.tasks import LoadedTask, load_task_text
+from capplan.trials.taskfile import LlmUser as LlmUserConfig
+from capplan.trials.tools import ToolRunner
+from capplan.trials.turn_budget import resolve_max_turns
+from capplan.trials.users import LlmUser, ScriptedUser, UserAdapter
+from capplan.trials.classify import classifier
 
 
 def plan_from_text(text: str, fingerprint: str) -> Plan:

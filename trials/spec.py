@@ -7,14 +7,14 @@ Contract (any backend — local threads, Ray, anything else — relies on exactl
   fingerprint, the task file's content (not only its path), the trial index, the optional
   user plan, and the run-level caps. A worker needs nothing else from the driver; credentials
   come from the worker's own environment and are never part of a spec.
-- ``trials.runner.run_trial(spec) -> TrialRecords`` runs one whole trial and returns every
+- ``capplan.trials.runner.run_trial(spec) -> TrialRecords`` runs one whole trial and returns every
   byte the run folder needs. It never touches the run folder, so a trial that runs on another
   machine is written by the driver exactly like a local one.
 - :class:`TrialRecords` is plain JSON-safe dicts (trajectory, metrics, the ``runs.jsonl``
   line) plus the key, status and cost the driver needs for progress and the budget stop.
   Records whose status is ``interrupted`` are not written as finished; the trial reruns on
   resume.
-- Only the driver writes (``trials.run_folder.RunFolder``): atomic per-trial files first,
+- Only the driver writes (``capplan.trials.run_folder.RunFolder``): atomic per-trial files first,
   then the ``runs.jsonl`` line as the commit marker.
 """
 
@@ -24,7 +24,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from trials.outcome import TerminationReason, TrialStatus
+from capplan.trials.outcome import TerminationReason, TrialStatus
 
 
 @dataclass(frozen=True)

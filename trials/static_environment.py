@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from executor.input_limits import InputLimitError, read_limited
+from capplan.core.input_limits import InputLimitError, read_limited
 
 #: Largest environment or grader module the static check reads; a task module is hand-written code.
 MAX_SOURCE_BYTES = 1024 * 1024

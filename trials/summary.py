@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from trials.records import Summary, SummaryRow
+from capplan.trials.records import Summary, SummaryRow
 
 
 def summarize(lines: Iterable[dict[str, Any]]) -> Summary:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, StrictInt
 
-from executor.safe_names import check_name
+from capplan.core.safe_names import check_name
 
 _NAME = r"^[A-Za-z0-9_-]{1,64}$"
 #: Finite bounds on the task's numbers: far above any real task, low enough that nothing downstream

@@ -6,7 +6,7 @@ methods must be the same set, each tool's parameters must be ones its method acc
 grader may only name tools, arguments, state keys and functions that exist.
 
 Two ways to check, the same findings: ``capplan lint`` reads the environment's and grader's
-source (:mod:`trials.static_environment`: nothing a file names is imported, run or constructed);
+source (:mod:`capplan.trials.static_environment`: nothing a file names is imported, run or constructed);
 ``capplan trial run``, which runs the task's code anyway, and ``capplan lint
 --import-environments`` import the modules by path and construct the environment.
 """
@@ -22,15 +22,15 @@ from typing import Any
 
 import jsonschema
 
-from compiler.diagnostics import Diagnostic, InputError, did_you_mean
-from compiler.pydantic_errors import parse
-from compiler.yaml_source import SourceFile, read_source, source_from_bytes
-from trials import static_environment
-from trials.environment import EnvironmentLoadError, final_state, load_class, tool_methods
-from trials.environment import resolve_function as _resolve_function
-from trials.static_environment import NotStatic, Signature, StaticLookupError
-from trials.task_kind import looks_like_task  # noqa: F401  (its home before task_kind; kept importable here)
-from trials.taskfile import TaskFile
+from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
+from capplan.core.pydantic_errors import parse
+from capplan.core.yaml_source import SourceFile, read_source, source_from_bytes
+from capplan.trials import static_environment
+from capplan.trials.environment import EnvironmentLoadError, final_state, load_class, tool_methods
+from capplan.trials.environment import resolve_function as _resolve_function
+from capplan.trials.static_environment import NotStatic, Signature, StaticLookupError
+from capplan.trials.task_kind import looks_like_task  # noqa: F401  (its home before task_kind; kept importable here)
+from capplan.trials.taskfile import TaskFile
 
 #: What the warnings about an unchecked part say, so a user finds the flag that checks it.
 IMPORT_FLAG_HINT = ("capplan lint --import-environments checks it by running the task's code (imports its "
@@ -59,7 +59,7 @@ def load_task(path: Path) -> LoadedTask:
     """Read, validate and check a task file, importing its code; raises :class:`InputError` with every problem.
 
     For ``capplan trial run`` only: the environment and grader modules are imported (by path,
-    see :func:`trials.environment.import_task_module`) and the environment is constructed.
+    see :func:`capplan.trials.environment.import_task_module`) and the environment is constructed.
     """
     source = read_source(path)
     return _checked(source, path, path.read_text(encoding="utf-8"))

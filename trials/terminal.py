@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trials.outcome import TerminationReason
+from capplan.trials.outcome import TerminationReason
 
 
 class Terminal(Exception):

@@ -12,11 +12,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from executor.result import SchemaViolation, ToolCall
-from executor.tool_memo import PreparedTools
-from trials.recording import Recorder, scrub
-from trials.records import ToolCallRecord
-from trials.truncation import effective_cap, keep_head_and_tail
+from capplan.executor.result import SchemaViolation, ToolCall
+from capplan.executor.tool_memo import PreparedTools
+from capplan.trials.recording import Recorder, scrub
+from capplan.trials.records import ToolCallRecord
+from capplan.trials.truncation import effective_cap, keep_head_and_tail
 
 
 class ToolRunner:

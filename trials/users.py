@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from executor.result import GenerationResult
-from executor.usersim import STOP_SIGNAL, GuardEvent, UnanswerableTranscript, UserReplyRefused, UserSimulator
-from trials.terminal import Terminal
-from trials.outcome import TerminationReason
+from capplan.executor.result import GenerationResult
+from capplan.executor.usersim import STOP_SIGNAL, GuardEvent, UnanswerableTranscript, UserReplyRefused, UserSimulator
+from capplan.trials.terminal import Terminal
+from capplan.trials.outcome import TerminationReason
 
 
 @dataclass(frozen=True)

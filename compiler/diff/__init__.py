@@ -6,9 +6,9 @@ by the checker that owns the field (``policies``, ``params``, ``loop`` …), old
 layer that set the value.
 """
 
-from compiler.diff.checkers import CHECKERS, select_checkers
-from compiler.diff.engine import diff_plan_sets
-from compiler.diff.errors import DiffInputError
-from compiler.diff.model import Change, DiffReport, ModelDiff
+from capplan.compiler.diff.checkers import CHECKERS, select_checkers
+from capplan.compiler.diff.engine import diff_plan_sets
+from capplan.compiler.diff.errors import DiffInputError
+from capplan.compiler.diff.model import Change, DiffReport, ModelDiff
 
 __all__ = ["CHECKERS", "Change", "DiffInputError", "DiffReport", "ModelDiff", "diff_plan_sets", "select_checkers"]

@@ -18,12 +18,12 @@ from pathlib import Path
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from compiler.compile import Compiled, compile_paths
-from compiler.diagnostics import InputError
-from compiler.diff.errors import DiffInputError, SideCompileError
-from compiler.diff.base_args import CompileOptions, SideArgs, resolve_arguments
-from compiler.diff.plan_files import PlanDoc, doc_of
-from compiler.git_revision import GitRepo
+from capplan.compiler.compile import Compiled, compile_paths
+from capplan.core.diagnostics import InputError
+from capplan.compiler.diff.errors import DiffInputError, SideCompileError
+from capplan.compiler.diff.base_args import CompileOptions, SideArgs, resolve_arguments
+from capplan.compiler.diff.plan_files import PlanDoc, doc_of
+from capplan.compiler.git_revision import GitRepo
 
 WORKING_TREE = "working tree"
 

@@ -12,8 +12,8 @@ import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compiler.git_revision import GitRepo
-from compiler.loading import CATALOGUE_FILE, PRESETS_FILE, PRICING_FILE, PROVIDERS_FILE
+from capplan.compiler.git_revision import GitRepo
+from capplan.compiler.loading import CATALOGUE_FILE, PRESETS_FILE, PRICING_FILE, PROVIDERS_FILE
 
 DATA_FILES = (PRESETS_FILE, PROVIDERS_FILE, PRICING_FILE)
 

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from compiler.diff.model import Change, DiffReport
-from compiler.diff.plan_files import PlanDoc
-from compiler.diff.walk import lookup
+from capplan.compiler.diff.model import Change, DiffReport
+from capplan.compiler.diff.plan_files import PlanDoc
+from capplan.compiler.diff.walk import lookup
 
 InputStatus = Literal["modified", "added", "removed"]
 

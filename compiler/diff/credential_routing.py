@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from compiler.diff.model import ABSENT, Change, RoutingChange
-from compiler.diff.walk import Path, leaf_changes, source_of
+from capplan.compiler.diff.model import ABSENT, Change, RoutingChange
+from capplan.compiler.diff.walk import Path, leaf_changes, source_of
 
 CHECK = "credential-routing"
 

@@ -5,7 +5,7 @@ All of them end the command with exit code 2 and a message; none is a traceback.
 
 from __future__ import annotations
 
-from compiler.diagnostics import Diagnostic
+from capplan.core.diagnostics import Diagnostic
 
 
 class DiffInputError(Exception):

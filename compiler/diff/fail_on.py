@@ -7,7 +7,7 @@ routine: with ``--fail-on credential-routing`` it exits 3 instead, after printin
 
 from __future__ import annotations
 
-from compiler.diff.model import DiffReport
+from capplan.compiler.diff.model import DiffReport
 
 #: ``--fail-on`` choices
 FAIL_ON = ("credential-routing",)

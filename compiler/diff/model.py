@@ -6,8 +6,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from compiler.provenance_lines import Located
-from executor.plan import Provenance
+from capplan.compiler.provenance_lines import Located
+from capplan.executor.plan import Provenance
 
 
 class _Absent:
@@ -54,7 +54,7 @@ class Change:
 
 @dataclass(frozen=True)
 class RoutingChange:
-    """One credential-routing field of one model, old → new (:mod:`compiler.diff.credential_routing`)."""
+    """One credential-routing field of one model, old → new (:mod:`capplan.compiler.diff.credential_routing`)."""
 
     model: str
     #: what the field decides: binding, endpoint, key variable, transport pin, gateway, gateway header

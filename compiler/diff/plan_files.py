@@ -1,6 +1,6 @@
 """Read plan files for diffing: verified, version-aware, matched by model key.
 
-The registry check of :func:`executor.plan.load_plan` is skipped on purpose: a diff must
+The registry check of :func:`capplan.executor.plan.load_plan` is skipped on purpose: a diff must
 work for plans naming policies this installation does not have. The fingerprint check is
 not skipped: a plan edited by hand is reported as tampered and never diffed.
 
@@ -20,11 +20,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from compiler.diff.errors import DiffInputError, PlanShapeError, TamperedPlanError
-from compiler.manifest import MANIFEST_FILE, Manifest
-from executor.input_limits import MAX_PLAN_BYTES, InputLimitError, read_limited
-from executor.plan import PLAN_VERSION, Plan, PlanLoadError, PlanTamperedError, load_plan, verify_fingerprint
-from executor.strict_json import StrictJSONError, loads_strict
+from capplan.compiler.diff.errors import DiffInputError, PlanShapeError, TamperedPlanError
+from capplan.compiler.manifest import MANIFEST_FILE, Manifest
+from capplan.core.input_limits import MAX_PLAN_BYTES, InputLimitError, read_limited
+from capplan.executor.plan import PLAN_VERSION, Plan, PlanLoadError, PlanTamperedError, load_plan, verify_fingerprint
+from capplan.core.strict_json import StrictJSONError, loads_strict
 
 #: run-level facts a plan_version 1 body carries and a later plan's manifest holds
 RUN_FIELDS = ("inputs", "models_fingerprint")

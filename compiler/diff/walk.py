@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from compiler.diff.model import ABSENT
-from executor.plan import Provenance
+from capplan.compiler.diff.model import ABSENT
+from capplan.executor.plan import Provenance
 
 Path = tuple[str, ...]
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from executor import value_types
+from capplan.core import value_types
 
 
 class Strict(BaseModel):
@@ -55,7 +55,7 @@ PolicyValue = Annotated[
 # provider's integer; every duration and count that zero would break is above zero. The bounds
 # are generous (well past any real model or run) and listed in the README's Limits section.
 
-# The bounds themselves are the plan model's (executor.value_types), so a plan the compiler writes
+# The bounds themselves are the plan model's (capplan.core.value_types), so a plan the compiler writes
 # always loads and an input the plan would refuse is refused here, located, with the same words.
 MAX_RETRY_COUNT = value_types.MAX_RETRIES
 MAX_TOKENS = value_types.MAX_TOKENS

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from compiler.inputs.common import Strict
-from compiler.inputs.preset_file import PresetBody, PresetEntry
-from executor.binding import ProviderBinding
+from capplan.compiler.inputs.common import Strict
+from capplan.compiler.inputs.preset_file import PresetBody, PresetEntry
+from capplan.executor.binding import ProviderBinding
 
 
 class LitellmModelDecl(Strict):

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
-from compiler.inputs.common import (
+from capplan.compiler.inputs.common import (
     CharCount,
     HeaderValue,
     MergeByKey,
@@ -19,8 +19,8 @@ from compiler.inputs.common import (
     TokenCount,
     TurnCount,
 )
-from executor.registry import SLOTS
-from executor.value_rules import ValueRule
+from capplan.executor.registry import SLOTS
+from capplan.executor.value_rules import ValueRule
 
 #: preset-block keys that name a policy: exactly the executor's slots
 SLOT_KEYS: tuple[str, ...] = SLOTS

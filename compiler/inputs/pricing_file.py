@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from compiler.inputs.common import MAX_PRICE, Strict
+from capplan.compiler.inputs.common import MAX_PRICE, Strict
 
 
 class PriceModel(Strict):

@@ -5,7 +5,7 @@
 
 from pydantic import ConfigDict, RootModel
 
-from executor.binding import ProviderBinding
+from capplan.executor.binding import ProviderBinding
 
 
 class ProvidersFile(RootModel[dict[str, ProviderBinding]]):

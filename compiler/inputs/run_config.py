@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from compiler.inputs.common import (
+from capplan.compiler.inputs.common import (
     MAX_TOKENS,
     HeaderValue,
     Seed,
@@ -16,10 +16,10 @@ from compiler.inputs.common import (
     TimeoutSeconds,
     TokenCount,
 )
-from compiler.inputs.preset_file import UpstreamName
-from executor.probe import RateLimitProbeConfig
-from executor.rate_limits import RateLimits
-from executor.reasoning import ReasoningConfig
+from capplan.compiler.inputs.preset_file import UpstreamName
+from capplan.executor.probe import RateLimitProbeConfig
+from capplan.executor.rate_limits import RateLimits
+from capplan.executor.reasoning import ReasoningConfig
 
 
 def _no_upstreams() -> list[str]:

@@ -4,7 +4,7 @@
     python evals/reasoning_replay/harness.py run --route nous --models x-ai/grok-4.7 --out DIR
     python evals/reasoning_replay/harness.py report --out DIR
 
-Works as a script (run from anywhere) and as ``evals.reasoning_replay.harness``;
+Works as a script (run from anywhere) and as ``capplan.evals.reasoning_replay.harness``;
 ``capplan replay …`` calls the same :func:`main`. ``--help`` explains the method.
 """
 
@@ -22,7 +22,7 @@ if __package__ in (None, ""):
     if _root not in sys.path:
         sys.path.insert(0, _root)
 
-from evals.reasoning_replay.cli import main  # noqa: E402
+from capplan.evals.reasoning_replay.cli import main  # noqa: E402
 
 __all__ = ["main"]
 

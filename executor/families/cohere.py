@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from executor.families.gemini import GeminiRecursiveSchema
-from executor.policies.assistant_text_policy import AssistantTextPolicy
+from capplan.executor.families.gemini import GeminiRecursiveSchema
+from capplan.executor.policies.assistant_text_policy import AssistantTextPolicy
 
 __all__ = ["CohereMarkerAssistantText", "CohereRecursiveSchema"]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from executor.policies.reasoning_codec import OPENROUTER_TEXT_TYPE, OpenAIReasoningCodec
-from executor.reasoning import ReasoningBlock, StructuredReasoning
+from capplan.executor.policies.reasoning_codec import OPENROUTER_TEXT_TYPE, OpenAIReasoningCodec
+from capplan.executor.reasoning import ReasoningBlock, StructuredReasoning
 
 __all__ = ["OpenAISummaryReplayReasoningCodec"]
 

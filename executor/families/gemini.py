@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from executor.policies.dict_maps import DICT_MAP_VALUE, unwrap_value_wrappers
-from executor.policies.response_policy import ArrayDictMapResponse, apply_at_dict_maps
-from executor.policies.schema_sanitizer import SchemaPath
-from executor.policies.strict_schema import StrictSchema, inline_tool_refs
+from capplan.executor.policies.dict_maps import DICT_MAP_VALUE, unwrap_value_wrappers
+from capplan.executor.policies.response_policy import ArrayDictMapResponse, apply_at_dict_maps
+from capplan.executor.policies.schema_sanitizer import SchemaPath
+from capplan.executor.policies.strict_schema import StrictSchema, inline_tool_refs
 
 __all__ = ["GeminiRecursiveSchema", "GeminiSchema", "ScalarArrayDictMapResponse"]
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from executor.policies.dict_maps import (
+from capplan.executor.policies.dict_maps import (
     DictMapParam,
     dict_map_hints_text,
     find_additional_properties,
     resolve_local_ref,
     tool_defs,
 )
-from executor.policies.prompt_policy import DictMapHints
+from capplan.executor.policies.prompt_policy import DictMapHints
 
 __all__ = ["RefResolvingDictMapHints"]
 

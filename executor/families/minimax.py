@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from executor.policies.response_policy import ResponsePolicy, coerce_json_strings
+from capplan.executor.policies.response_policy import ResponsePolicy, coerce_json_strings
 
 __all__ = [
     "ARRAY_SITES",

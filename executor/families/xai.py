@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from executor.families.gemini import GeminiRecursiveSchema
+from capplan.executor.families.gemini import GeminiRecursiveSchema
 
 __all__ = ["XaiGrokRecursiveSchema"]
 

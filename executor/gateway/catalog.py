@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from executor.gateway.config import GatewayConfig
+from capplan.executor.gateway.config import GatewayConfig
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from executor.errors import ExecutorError
-from executor.gateway.secret_refs import SecretReferenceError, expand_secret_refs
-from executor.input_limits import MAX_CONFIG_BYTES, MAX_NESTING, InputLimitError, check_flow_nesting, read_limited
+from capplan.executor.errors import ExecutorError
+from capplan.executor.gateway.secret_refs import SecretReferenceError, expand_secret_refs
+from capplan.core.input_limits import MAX_CONFIG_BYTES, MAX_NESTING, InputLimitError, check_flow_nesting, read_limited
 
 BASE_URL = "LLM_PROXY_BASE_URL"
 API_KEY = "LLM_PROXY_API_KEY"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from executor.errors import ExecutorError
+from capplan.executor.errors import ExecutorError
 
 RouteKind = Literal["exact", "wildcard", "untranslated", "direct"]
 

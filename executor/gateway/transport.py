@@ -18,10 +18,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from executor.gateway.catalog import fetch_gateway_catalog
-from executor.gateway.config import PROVIDERS, GatewayConfig, GatewayConfigError, uuid4_text
-from executor.gateway.route import RouteDecision, resolve_route
-from executor.plan import Plan
+from capplan.executor.gateway.catalog import fetch_gateway_catalog
+from capplan.executor.gateway.config import PROVIDERS, GatewayConfig, GatewayConfigError, uuid4_text
+from capplan.executor.gateway.route import RouteDecision, resolve_route
+from capplan.executor.plan import Plan
 
 log = logging.getLogger(__name__)
 

@@ -1,1 +1,1 @@
-"""Built-in policies, one module per slot; ``executor.registry`` lists them by name."""
+"""Built-in policies, one module per slot; ``capplan.executor.registry`` lists them by name."""

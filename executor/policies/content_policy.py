@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
-from executor.errors import UnsupportedContentError
+from capplan.executor.errors import UnsupportedContentError
 
 ContentFormat = Literal["openai", "anthropic"]
 

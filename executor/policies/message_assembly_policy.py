@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from executor.policy_params import PolicyParams
+from capplan.executor.policy_params import PolicyParams
 
 
 class MessageAssemblyPolicy(ABC):

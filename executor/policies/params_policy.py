@@ -36,9 +36,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from executor.policy_params import PolicyParams
-from executor.reasoning import ReasoningConfig
-from executor.value_types import MAX_TOKENS
+from capplan.executor.policy_params import PolicyParams
+from capplan.executor.reasoning import ReasoningConfig
+from capplan.core.value_types import MAX_TOKENS
 
 LOGGER_NAME = "capplan.params"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from executor.policies.dict_maps import detect_dict_maps, dict_map_hints_text
+from capplan.executor.policies.dict_maps import detect_dict_maps, dict_map_hints_text
 
 
 class SystemPromptPolicy(ABC):

@@ -33,7 +33,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal
 
-from executor.reasoning import BlockType, ReasoningBlock, StructuredReasoning
+from capplan.executor.reasoning import BlockType, ReasoningBlock, StructuredReasoning
 
 #: OpenRouter ``reasoning_details`` entry types (https://openrouter.ai/docs, reasoning tokens).
 OPENROUTER_TEXT_TYPE = "reasoning.text"

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from executor.policies.dict_maps import (
+from capplan.executor.policies.dict_maps import (
     DICT_MAP,
     DICT_MAP_LABELS,
     DICT_MAP_VALUE,
@@ -23,8 +23,8 @@ from executor.policies.dict_maps import (
     tool_defs,
     typed_dict_map_value,
 )
-from executor.policies.schema_sanitizer import ToolShapeError, tool_parameters
-from executor.policies.strict_schema import is_decimal_idiom
+from capplan.executor.policies.schema_sanitizer import ToolShapeError, tool_parameters
+from capplan.executor.policies.strict_schema import is_decimal_idiom
 
 #: Declared types whose native value is a container, and so may arrive JSON-encoded in a string.
 CONTAINER_TYPES: frozenset[str] = frozenset({"array", "object"}) | DICT_MAP_LABELS

@@ -26,15 +26,15 @@ import marshal
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from executor.input_limits import MAX_NESTING, MAX_REF_DEPTH, MAX_SCHEMA_NODES
-from executor.policies.dict_maps import (
+from capplan.core.input_limits import MAX_NESTING, MAX_REF_DEPTH, MAX_SCHEMA_NODES
+from capplan.executor.policies.dict_maps import (
     dict_map_to_entries,
     has_object_fields,
     local_ref_name,
     tool_defs,
     typed_dict_map_value,
 )
-from executor.policies.schema_sanitizer import (
+from capplan.executor.policies.schema_sanitizer import (
     SCHEMA_LIST_KEYWORDS,
     SCHEMA_MAP_KEYWORDS,
     SCHEMA_SINGLE_KEYWORDS,

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from executor.plan import Plan
+from capplan.executor.plan import Plan
 from tests.cluster.conftest import CANARY_ENV
 from tests.executor.plans import make_plan
 

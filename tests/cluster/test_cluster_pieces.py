@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from commands import main
-from commands.trial_limits import load_rate_limits, load_run_config
-from compiler.diagnostics import InputError
+from capplan.cli import main
+from capplan.cli.trial_limits import load_rate_limits, load_run_config
+from capplan.core.diagnostics import InputError
 from tests.cluster.runs import canary_plan, write_pack
 from tests.executor.plans import make_plan
-from trials.cluster import session
-from trials.cluster.credentials import CredentialsMissingError, credential_names, require, secret_names
-from trials.cluster.limited_completion import LimitedCompletion, is_rate_limited, limit_lanes, retry_after_s
-from trials.cluster.session import ClusterUsageError, EnvironmentSource, check_address, runtime_env, stage_working_dir
+from capplan.trials.cluster import session
+from capplan.trials.cluster.credentials import CredentialsMissingError, credential_names, require, secret_names
+from capplan.trials.cluster.limited_completion import LimitedCompletion, is_rate_limited, limit_lanes, retry_after_s
+from capplan.trials.cluster.session import ClusterUsageError, EnvironmentSource, check_address, runtime_env, stage_working_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -159,8 +159,8 @@ def test_ray_options_on_the_local_backend_are_usage_errors(tmp_path: Path) -> No
 
 
 def test_the_local_backend_never_imports_ray() -> None:
-    code = ("import sys, commands.trial_cmd, trials.driver, trials.backends; "
-            "from trials.backends import load_backend; load_backend('local'); "
+    code = ("import sys, capplan.cli.trial_cmd, capplan.trials.driver, capplan.trials.backends; "
+            "from capplan.trials.backends import load_backend; load_backend('local'); "
             "assert 'ray' not in sys.modules, 'ray was imported'")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from executor.rate_limits import CallLimit, RateLimits
-from trials.cluster.limiter import Limiter
+from capplan.executor.rate_limits import CallLimit, RateLimits
+from capplan.trials.cluster.limiter import Limiter
 
 
 class VirtualClock:

@@ -22,11 +22,11 @@ import yaml
 from tests.cluster.conftest import RayCluster
 from tests.cluster.fake_provider import FakeProvider
 from tests.cluster.runs import canary_plan, folder_contents, write_pack
-from trials.backends.local import LocalBackend
-from trials.backends.ray_backend import RayBackend
-from trials.driver import RunRequest, build_specs, drive
-from trials.progress import Progress
-from trials.run_folder import RunFolder
+from capplan.trials.backends.local import LocalBackend
+from capplan.trials.backends.ray_backend import RayBackend
+from capplan.trials.driver import RunRequest, build_specs, drive
+from capplan.trials.progress import Progress
+from capplan.trials.run_folder import RunFolder
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -95,7 +95,7 @@ def test_killed_driver_then_rerun_resumes_over_an_existing_cluster(ray_cluster: 
         config = tmp_path / "run.yaml"  # one call at a time through the key, whichever worker makes it
         config.write_text("models:\n  agent: {provider: openai, name: agent-model}\n"
                           "rate_limits:\n  keys:\n    CAPPLAN_TEST_CANARY_KEY: {max_concurrent: 1}\n")
-        command = [sys.executable, "-m", "commands", "trial", "run", *map(str, request.tasks),
+        command = [sys.executable, "-m", "capplan.cli", "trial", "run", *map(str, request.tasks),
                    "--plan", str(request.plans[0]), "--out", str(request.out), "--trials", "5",
                    "--concurrency", "2", "--api-base", fake.base, "--config", str(config),
                    "--backend", "ray", "--address", ray_cluster.gcs_address, "--workers", "1"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from presets import data_dir
+from capplan.presets import data_dir
 
 REPO = Path(__file__).resolve().parents[2]
 

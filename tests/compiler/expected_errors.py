@@ -12,7 +12,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from commands import main
+from capplan.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 BAD = Path("tests/compiler/bad_inputs")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.compile import compile_paths
+from capplan.compiler.compile import compile_paths
 from tests.compiler.test_cli import invoke
 
 RUN_A = "models:\n" + "".join(f"  a{i}: {{provider: openai, name: gpt-4o}}\n" for i in range(40))
@@ -100,7 +100,7 @@ def test_sigkill_mid_compile_leaves_the_old_set_or_the_new_set(tmp_path: Path) -
     (tmp_path / "a.yaml").write_text(RUN_A)
     (tmp_path / "b.yaml").write_text(RUN_B)
     out = tmp_path / "plans"
-    cmd = [sys.executable, "-m", "commands", "compile", "--out", str(out), "--config"]
+    cmd = [sys.executable, "-m", "capplan.cli", "compile", "--out", str(out), "--config"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
     def compile_set(config: str) -> dict[str, bytes]:
@@ -135,7 +135,7 @@ def test_sigkill_mid_compile_leaves_the_old_set_or_the_new_set(tmp_path: Path) -
 
 
 def test_every_file_is_synced_before_the_swap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import compiler.plan_output as plan_output
+    import capplan.compiler.plan_output as plan_output
 
     synced: list[str] = []
     real = plan_output._fsync_file
@@ -153,7 +153,7 @@ def test_every_file_is_synced_before_the_swap(tmp_path: Path, monkeypatch: pytes
 
 
 def test_a_failed_sync_changes_nothing_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import compiler.plan_output as plan_output
+    import capplan.compiler.plan_output as plan_output
 
     out = tmp_path / "plans"
     assert invoke("compile", "--model", "o3", "--out", str(out))[0] == 0

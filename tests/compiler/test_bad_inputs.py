@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.diagnostics import InputError
-from compiler.loading import load_inputs
+from capplan.core.diagnostics import InputError
+from capplan.compiler.loading import load_inputs
 from tests.compiler.expected_errors import REGEN, cases, expected_path, lint_output, render
 
 
@@ -51,7 +51,7 @@ def test_missing_file_is_an_input_error_not_a_traceback(tmp_path: Path) -> None:
 def test_missing_file_on_the_command_line_exits_2(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from commands import main
+    from capplan.cli import main
 
     result = CliRunner().invoke(main, ["compile", "--config", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.loading import bundled_dir
-from compiler.yaml_source import read_bundled, read_source
+from capplan.compiler.loading import bundled_dir
+from capplan.core.yaml_source import read_bundled, read_source
 
 BUNDLED_YAML = sorted(p.name for p in bundled_dir().glob("*.yaml"))
 
@@ -21,7 +21,7 @@ def test_both_readers_give_the_same_data(name: str) -> None:
 
 
 def test_an_unreadable_file_gets_the_careful_readers_located_error(tmp_path: Path) -> None:
-    from compiler.diagnostics import InputError
+    from capplan.core.diagnostics import InputError
 
     bad = tmp_path / "model_presets.yaml"
     bad.write_text("presets: [\n")

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from compiler import bundled_index
-from compiler.bundled_index import UPDATE_COMMAND, build, index_path, lookup
-from compiler.compile import compile_paths
-from compiler.loading import bundled_dir
-from compiler.yaml_source import parse_with_libyaml, read_bundled, read_source
+from capplan.compiler import bundled_index
+from capplan.compiler.bundled_index import UPDATE_COMMAND, build, index_path, lookup
+from capplan.compiler.compile import compile_paths
+from capplan.compiler.loading import bundled_dir
+from capplan.core.yaml_source import parse_with_libyaml, read_bundled, read_source
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED_YAML = sorted(p.name for p in bundled_dir().glob("*.yaml"))
@@ -53,7 +53,7 @@ def _copy_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes 
 
 
 def _compiled_bytes(out: Path) -> dict[str, bytes]:
-    from compiler.plan_output import write_plan_set
+    from capplan.compiler.plan_output import write_plan_set
 
     result = compile_paths()
     write_plan_set(result.plans, result.manifest, out)
@@ -85,7 +85,7 @@ def test_a_damaged_or_missing_index_changes_nothing_but_speed(tmp_path: Path, mo
     for name in BUNDLED_YAML:
         assert lookup(hashlib.sha256((bundled_dir() / name).read_bytes()).hexdigest()) is None
     parsed: list[bytes] = []
-    monkeypatch.setattr("compiler.yaml_source.parse_with_libyaml",
+    monkeypatch.setattr("capplan.core.yaml_source.parse_with_libyaml",
                         lambda raw: parsed.append(raw) or parse_with_libyaml(raw))
     assert _compiled_bytes(tmp_path / "plans") == expected
     assert parsed, "the bundled files were parsed instead"
@@ -118,16 +118,16 @@ def test_values_json_cannot_carry_exactly_are_left_out(tmp_path: Path) -> None:
 
 
 def test_check_command_names_the_update_command(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "compiler.bundled_index", "--check"], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "capplan.compiler.bundled_index", "--check"], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
 
 
 def test_lint_reads_the_catalogues_routes_as_the_run_config_model_gives_them() -> None:
-    from compiler.inputs.providers_file import binding_key
-    from compiler.inputs.run_config import RunConfig
-    from compiler.lint import catalogue_routes
-    from compiler.loading import CATALOGUE_FILE, load_file
+    from capplan.compiler.inputs.providers_file import binding_key
+    from capplan.compiler.inputs.run_config import RunConfig
+    from capplan.compiler.lint import catalogue_routes
+    from capplan.compiler.loading import CATALOGUE_FILE, load_file
 
     loaded, problems = load_file(bundled_dir() / CATALOGUE_FILE, RunConfig, "bundled:" + CATALOGUE_FILE, bundled=True)
     assert loaded is not None and problems == []

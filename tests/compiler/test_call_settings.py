@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from compiler.compile import Compiled, compile_paths
-from compiler.provenance_lines import LineIndex
-from compiler.diagnostics import InputError
-from compiler.explain import explain
-from executor.client import Client
-from executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE
-from executor.value_rules import RejectedValueError
+from capplan.compiler.compile import Compiled, compile_paths
+from capplan.compiler.provenance_lines import LineIndex
+from capplan.core.diagnostics import InputError
+from capplan.compiler.explain import explain
+from capplan.executor.client import Client
+from capplan.executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE
+from capplan.executor.value_rules import RejectedValueError
 
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
 CALL = {"messages": [{"role": "user", "content": "hi"}], "tools": [TOOL]}
@@ -135,8 +135,8 @@ providers:
 
 
 def test_a_request_file_may_not_set_parallel_tool_calls_without_tools() -> None:
-    from executor.errors import RequestFileError
-    from executor.messages import parse_request
+    from capplan.executor.errors import RequestFileError
+    from capplan.executor.messages import parse_request
 
     with pytest.raises(RequestFileError, match="parallel_tool_calls is set but the request has no tools"):
         parse_request('{"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": true}')
@@ -146,7 +146,7 @@ def test_diff_shows_the_new_fields_with_the_layer_behind_them(tmp_path: Path,
                                                              write: Callable[[str, str], Path]) -> None:
     from click.testing import CliRunner
 
-    from commands import main as cli
+    from capplan.cli import main as cli
 
     run = write("run.yaml", "models:\n  m: {provider: openrouter, name: x/y}\n")
     overlay = write("ops.yaml", """

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from commands import main
-from compiler.plan_output import write_plan_set
-from compiler.compile import compile_paths
+from capplan.cli import main
+from capplan.compiler.plan_output import write_plan_set
+from capplan.compiler.compile import compile_paths
 
 CLEAN_OVERLAY = """
 presets:
@@ -113,7 +113,7 @@ def test_schemas_on_disk_match_the_models() -> None:
 def test_lint_and_compile_do_not_import_litellm(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
     overlay = write("ok.yaml", CLEAN_OVERLAY)
     script = (
-        "import sys\nfrom commands import main\n"
+        "import sys\nfrom capplan.cli import main\n"
         "for args in (['lint', sys.argv[1]], ['compile', '--out', sys.argv[2]]):\n"
         "    try:\n        main(args)\n    except SystemExit:\n        pass\n"
         "assert 'litellm' not in sys.modules, 'litellm was imported'\nprint('ok')\n"
@@ -127,9 +127,9 @@ def test_lint_imports_neither_the_plan_model_nor_runtime_libraries(
         tmp_path: Path, write: Callable[[str, str], Path]) -> None:
     # linting one overlay needs the input models and the base data, nothing the executor runs on
     overlay = write("ok.yaml", CLEAN_OVERLAY)
-    heavy = ("executor.plan", "tenacity", "jsonschema", "jinja2", "litellm", "executor.client")
+    heavy = ("capplan.executor.plan", "tenacity", "jsonschema", "jinja2", "litellm", "capplan.executor.client")
     script = (
-        "import sys\nfrom commands import main\n"
+        "import sys\nfrom capplan.cli import main\n"
         "try:\n    main(['lint', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
         f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
     )

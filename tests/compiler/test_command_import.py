@@ -9,7 +9,7 @@ import textwrap
 
 import click
 
-from commands import COMMANDS, main
+from capplan.cli import COMMANDS, main
 
 
 def test_the_collector_runs_again_for_the_command_itself() -> None:
@@ -17,12 +17,12 @@ def test_the_collector_runs_again_for_the_command_itself() -> None:
     script = textwrap.dedent("""
         import gc, sys
         import click
-        from commands import main
+        from capplan.cli import main
         ctx = click.Context(main)
         assert gc.isenabled()
         before = gc.get_freeze_count()
         command = main.get_command(ctx, "lint")
-        assert "commands.lint_cmd" in sys.modules and command.name == "lint"
+        assert "capplan.cli.lint_cmd" in sys.modules and command.name == "lint"
         assert gc.isenabled(), "the collector stays off after the import"
         assert gc.get_freeze_count() > before, "the import-time objects were not exempted"
         gc.disable()

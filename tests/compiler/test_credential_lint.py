@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from commands import main
-from compiler.credential_checks import own_key_variable
+from capplan.cli import main
+from capplan.compiler.credential_checks import own_key_variable
 
 
 def lint(*args: str) -> Result:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from compiler.compile import compile_paths
-from compiler.golden import REGEN_COMMAND, compare, default_golden_dir, plan_files
-from compiler.loading import bundled_dir
-from compiler.yaml_source import read_source
-from executor.plan import load_plan
+from capplan.compiler.compile import compile_paths
+from capplan.compiler.golden import REGEN_COMMAND, compare, default_golden_dir, plan_files
+from capplan.compiler.loading import bundled_dir
+from capplan.core.yaml_source import read_source
+from capplan.executor.plan import load_plan
 
 
 def test_golden_plans_are_current() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.compile import compile_paths
-from compiler.diagnostics import InputError
+from capplan.compiler.compile import compile_paths
+from capplan.core.diagnostics import InputError
 
 RUN = """
 models:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from compiler.compile import compile_paths
+from capplan.compiler.compile import compile_paths
 from tests.compiler.test_cli import invoke
 
 RUN = """models:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from compiler.inputs.preset_file import PresetEntry
-from compiler.matching import Candidate, Matcher, first_match, glob_covers, shadowed_globs
+from capplan.compiler.inputs.preset_file import PresetEntry
+from capplan.compiler.matching import Candidate, Matcher, first_match, glob_covers, shadowed_globs
 
 PIECES = ["openai/", "gpt-", "5", "claude", "-opus", "x", "*", "*", "?", "[ab]", "Gemini", "/", "4.7"]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.compile import compile_paths
-from compiler.diagnostics import InputError
-from presets import data_dir
+from capplan.compiler.compile import compile_paths
+from capplan.core.diagnostics import InputError
+from capplan.presets import data_dir
 from tests.compiler.test_cli import invoke
 
 RUN = """models:

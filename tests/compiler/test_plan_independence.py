@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from compiler.compile import compile_paths
-from compiler.explain import explain
-from compiler.provenance_lines import LineIndex
-from compiler.manifest import MANIFEST_FILE
-from presets import data_dir
+from capplan.compiler.compile import compile_paths
+from capplan.compiler.explain import explain
+from capplan.compiler.provenance_lines import LineIndex
+from capplan.compiler.manifest import MANIFEST_FILE
+from capplan.presets import data_dir
 from tests.compiler.conftest import REPO
 
 CAPPLAN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "capplan"

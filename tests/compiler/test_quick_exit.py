@@ -39,7 +39,7 @@ def test_exit_handlers_still_run(tmp_path: Path) -> None:
         import atexit, sys
         atexit.register(lambda: print("handler ran", flush=True))
         sys.argv = ["capplan", "schema", "--help"]
-        from commands import run
+        from capplan.cli import run
         run()
     """, tmp_path)
     assert done.returncode == 0, done.stderr
@@ -52,7 +52,7 @@ def test_a_running_thread_gets_the_ordinary_exit(tmp_path: Path) -> None:
         import sys, threading, time
         threading.Thread(target=lambda: (time.sleep(0.3), print("thread done", flush=True))).start()
         sys.argv = ["capplan", "lint", "--help"]
-        from commands import run
+        from capplan.cli import run
         run()
     """, tmp_path)
     assert done.returncode == 0, done.stderr
@@ -63,23 +63,23 @@ def test_other_commands_and_failures_keep_their_status(tmp_path: Path) -> None:
     done = run_script("""
         import sys
         sys.argv = ["capplan", "compile", "--no-such-option"]
-        from commands import run
+        from capplan.cli import run
         run()
     """, tmp_path)
     assert done.returncode == 2 and "Error: No such option '--no-such-option'." in done.stderr
     done = run_script("""
         import sys
         sys.argv = ["capplan", "guard", "--help"]
-        from commands import run
+        from capplan.cli import run
         run()
     """, tmp_path)
     assert done.returncode == 0 and "Usage: capplan guard" in done.stdout
 
 
 def test_python_dash_m_is_the_console_script(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "commands", "lint", "--help"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "capplan.cli", "lint", "--help"], capture_output=True, text=True,
                           timeout=120, cwd=tmp_path, env={**os.environ})
-    assert done.returncode == 0 and "Usage: python -m commands lint" in done.stdout
+    assert done.returncode == 0 and "Usage: python -m capplan.cli lint" in done.stdout
 
 
 def test_schema_files_are_whole(tmp_path: Path) -> None:

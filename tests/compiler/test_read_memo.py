@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler import yaml_source
-from compiler.diagnostics import InputError
-from compiler.yaml_source import read_source
+from capplan.core import yaml_source
+from capplan.core.diagnostics import InputError
+from capplan.core.yaml_source import read_source
 
 
 def test_a_second_read_is_an_independent_copy_of_the_same_parse(tmp_path: Path,

@@ -7,7 +7,7 @@ from fnmatch import fnmatchcase
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.matching import glob_match, star_match
+from capplan.compiler.matching import glob_match, star_match
 
 TEXT = st.text(alphabet="ab/-.\n", max_size=12)
 STAR_GLOB = st.text(alphabet="ab/-.\n*", max_size=10)

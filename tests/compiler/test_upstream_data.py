@@ -7,11 +7,11 @@ from pathlib import Path
 
 import yaml
 
-from compiler.checks import blocks_of
-from compiler.compile import compile_paths
-from compiler.inputs.preset_file import SLOT_KEYS, PresetFile
-from compiler.matching import Candidate, first_match
-from executor.registry import policy_targets
+from capplan.compiler.checks import blocks_of
+from capplan.compiler.compile import compile_paths
+from capplan.compiler.inputs.preset_file import SLOT_KEYS, PresetFile
+from capplan.compiler.matching import Candidate, first_match
+from capplan.executor.registry import policy_targets
 
 
 def _models_reaching_every_preset(presets: PresetFile) -> dict[str, tuple[str, str]]:

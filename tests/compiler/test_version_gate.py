@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from compiler.version_gate import BadSpecifier, _admits_plain, admits, installed_version
+from capplan.compiler.version_gate import BadSpecifier, _admits_plain, admits, installed_version
 
 RELEASES = ["0", "0.1", "0.1.0", "0.1.1", "0.2", "1", "1.0", "1.0.0", "1.0.1", "1.10", "2.0.0.0", "10.0"]
 OPERATORS = [">=", "<=", "==", "!=", "<", ">"]
@@ -63,7 +63,7 @@ def test_installed_version_is_the_distributions() -> None:
 def test_a_malformed_requires_capplan_is_a_located_error(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from commands import main
+    from capplan.cli import main
 
     presets = tmp_path / "model_presets.yaml"
     presets.write_text('requires_capplan: "=>0.1"\npresets: {}\n', encoding="utf-8")
@@ -76,7 +76,7 @@ def _bundled_copy(tmp_path: Path, requires_line: str) -> Path:
     """A --data folder: the bundled data with the presets' `requires_capplan` line replaced."""
     import shutil
 
-    from presets import data_dir
+    from capplan.presets import data_dir
 
     data = tmp_path / "data"
     shutil.copytree(data_dir(), data, ignore=shutil.ignore_patterns("__pycache__", "*.py", "bundled_index.json"))
@@ -104,7 +104,7 @@ def test_a_bad_requires_capplan_is_located_exit_2_and_writes_nothing(
         tmp_path: Path, requires_line: str, expected: str) -> None:
     from click.testing import CliRunner
 
-    from commands import main
+    from capplan.cli import main
 
     data = _bundled_copy(tmp_path, requires_line)
     presets = data / "model_presets.yaml"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from commands import main
+from capplan.cli import main
 from tests.diff.scenario import build_repo, git_env
 
 

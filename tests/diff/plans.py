@@ -9,9 +9,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from compiler.compile import compile_paths
-from compiler.manifest import MANIFEST_FILE
-from executor.canonical import canonical_bytes, sha256_hex
+from capplan.compiler.compile import compile_paths
+from capplan.compiler.manifest import MANIFEST_FILE
+from capplan.core.canonical import canonical_bytes, sha256_hex
 
 Body = dict[str, Any]
 

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from presets import data_dir
+from capplan.presets import data_dir
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -13,7 +13,7 @@ import click
 import pytest
 from ruamel.yaml import YAML
 
-from commands import main
+from capplan.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 CAPPLAN = Path(sys.executable).parent / "capplan"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.diff.credential_routing import ROUTING_FIELDS
-from compiler.diff.fail_on import EXIT_CREDENTIAL_ROUTING
+from capplan.compiler.diff.credential_routing import ROUTING_FIELDS
+from capplan.compiler.diff.fail_on import EXIT_CREDENTIAL_ROUTING
 from tests.diff.conftest import invoke
 from tests.diff.plans import Body, edit, write_catalogue
 
@@ -147,8 +147,8 @@ def test_a_new_model_on_a_new_route_is_flagged_and_on_a_known_route_is_not(sides
 
 def test_url_userinfo_never_shows_in_any_format() -> None:
     """An old plan may predate the rule that endpoints carry no userinfo; its password is not printed."""
-    from compiler.diff.model import Change, DiffReport, ModelDiff, RoutingChange
-    from compiler.diff.render import FORMATS, render_report
+    from capplan.compiler.diff.model import Change, DiffReport, ModelDiff, RoutingChange
+    from capplan.compiler.diff.render import FORMATS, render_report
 
     change = Change("binding", "binding.binding.endpoint", "http://u:PASS-CANARY@h.example/v1", EVIL)
     routing = RoutingChange(MODEL, "endpoint", Change("credential-routing", change.field, change.old, change.new))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from executor.plan import PLAN_VERSION
+from capplan.executor.plan import PLAN_VERSION
 
 from tests.diff.conftest import Outcome, invoke
 from tests.diff.plans import catalogue_bytes, write_catalogue

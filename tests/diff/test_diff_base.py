@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from compiler.diff.base import compile_against_base
-from compiler.diff.base_args import CompileOptions
-from compiler.diff.checkers import select_checkers
-from compiler.diff.engine import diff_plan_sets
-from compiler.diff.errors import DiffInputError
-from presets import data_dir
+from capplan.compiler.diff.base import compile_against_base
+from capplan.compiler.diff.base_args import CompileOptions
+from capplan.compiler.diff.checkers import select_checkers
+from capplan.compiler.diff.engine import diff_plan_sets
+from capplan.compiler.diff.errors import DiffInputError
+from capplan.presets import data_dir
 from tests.diff.conftest import invoke
 from tests.diff.scenario import BASE_ARGS, git, git_env, write
 
@@ -319,7 +319,7 @@ def test_run_from_a_subfolder_of_the_repository(scenario: Scenario, monkeypatch:
 
 
 def test_diff_never_imports_litellm() -> None:
-    code = ("import sys, commands.diff_cmd, compiler.diff.base, compiler.git_revision; "
+    code = ("import sys, capplan.cli.diff_cmd, capplan.compiler.diff.base, capplan.compiler.git_revision; "
             "sys.exit('litellm' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from compiler.diff.checkers import CHECKERS, UNCHECKED_FIELDS
-from compiler.diff.model import ABSENT
-from compiler.diff.plan_files import RUN_FIELDS
-from compiler.diff.walk import leaf_changes, lookup
-from executor.plan import Plan
+from capplan.compiler.diff.checkers import CHECKERS, UNCHECKED_FIELDS
+from capplan.compiler.diff.model import ABSENT
+from capplan.compiler.diff.plan_files import RUN_FIELDS
+from capplan.compiler.diff.walk import leaf_changes, lookup
+from capplan.executor.plan import Plan
 from tests.diff.plans import body_of
 
 REQUIRED = {"policies", "params", "value_rules", "allowed_params", "binding", "routing", "loop", "pricing",
@@ -59,19 +59,19 @@ def test_lists_and_one_sided_mappings_compare_whole() -> None:
 
 def test_layer_lookup_walks_up_then_down() -> None:
     provenance = {
-        "loop.context_watermark": {"layer": "preset:p", "file": "f.yaml", "key": "presets.p.context_watermark"},
+        "loop.context_watermark": {"layer": "preset:p", "file": "f.yaml", "key": "capplan.presets.p.context_watermark"},
         "openrouter.provider_order": {"layer": "preset:p", "file": "f.yaml",
-                                      "key": "presets.p.openrouter_defaults.provider_order"},
+                                      "key": "capplan.presets.p.openrouter_defaults.provider_order"},
         "openrouter.allow_fallbacks": {"layer": "preset:p", "file": "f.yaml",
-                                       "key": "presets.p.openrouter_defaults.allow_fallbacks"},
+                                       "key": "capplan.presets.p.openrouter_defaults.allow_fallbacks"},
         "binding": {"layer": "binding", "file": "providers.yaml", "key": "openai"},
-        "x.a": {"layer": "one", "file": "f.yaml", "key": "presets.one.a"},
-        "x.b": {"layer": "two", "file": "f.yaml", "key": "presets.two.b"},
+        "x.a": {"layer": "one", "file": "f.yaml", "key": "capplan.presets.one.a"},
+        "x.b": {"layer": "two", "file": "f.yaml", "key": "capplan.presets.two.b"},
     }
     found = lookup("binding.binding.endpoint", provenance)
     assert found is not None and found.layer == "binding"
     whole = lookup("openrouter", provenance)
-    assert whole is not None and (whole.layer, whole.key) == ("preset:p", "presets.p.openrouter_defaults")
+    assert whole is not None and (whole.layer, whole.key) == ("preset:p", "capplan.presets.p.openrouter_defaults")
     assert lookup("x", provenance) is None  # two layers set parts of it: none is named
     assert lookup("loop.empty_retry_count", provenance) is None
 

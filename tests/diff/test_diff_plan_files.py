@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from compiler.diff.credential_routing import ROUTING_FIELDS
+from capplan.compiler.diff.credential_routing import ROUTING_FIELDS
 from tests.diff.conftest import invoke
 from tests.diff.plans import Body, edit, edit_manifest, plan_paths, write_catalogue
 

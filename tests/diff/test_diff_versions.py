@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from executor.plan import PLAN_VERSION
+from capplan.executor.plan import PLAN_VERSION
 from tests.diff.conftest import invoke
 from tests.diff.plans import catalogue_bytes, sealed, write_catalogue
 
@@ -56,7 +56,7 @@ def test_a_version_change_alone_is_a_difference(tmp_path: Path) -> None:
 
 
 def test_version_1_plans_are_refused_by_the_executor_with_the_recompile_hint() -> None:
-    from executor.plan import PlanLoadError, load_plan
+    from capplan.executor.plan import PlanLoadError, load_plan
 
     for path in V1.values():
         assert json.loads(path.read_text(encoding="utf-8"))["plan_version"] == 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from executor.plan import PLAN_VERSION, Plan
-from executor.registry import DEFAULT_POLICY
+from capplan.executor.plan import PLAN_VERSION, Plan
+from capplan.executor.registry import DEFAULT_POLICY
 
 PROVIDER_BINDINGS: dict[str, dict[str, Any]] = {
     "openai": {},
@@ -32,7 +32,7 @@ PROVIDER_BINDINGS: dict[str, dict[str, Any]] = {
 
 
 def _key_of(name: str) -> str:
-    # as the compiler names an ad-hoc model: a key is one safe path segment (executor.safe_names)
+    # as the compiler names an ad-hoc model: a key is one safe path segment (capplan.core.safe_names)
     return re.sub(r"[^A-Za-z0-9._-]+", "__", name)
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from executor.client import Client
-from executor.messages import ChatRequest
+from capplan.executor.client import Client
+from capplan.executor.messages import ChatRequest
 from tests.executor.plans import make_plan
 
 LOOKUP = {
@@ -159,7 +159,7 @@ def test_each_settings_combination_builds_what_a_fresh_client_builds() -> None:
 
 
 def test_a_build_is_a_complete_built_request() -> None:
-    from executor.request_builder import BuiltRequest
+    from capplan.executor.request_builder import BuiltRequest
 
     built = Client(PLANS["anthropic-thinking"], env={}).build(ChatRequest.model_validate(REQUEST))
     assert set(vars(built)) == {field.name for field in dataclasses.fields(BuiltRequest)}
@@ -167,10 +167,10 @@ def test_a_build_is_a_complete_built_request() -> None:
 
 
 def test_the_converter_skips_only_policy_calls_whose_answer_it_knows() -> None:
-    from executor.message_convert import MessageConverter
-    from executor.policies.content_policy import OpenAIContent
-    from executor.policies.message_assembly_policy import FillEmptyAssistantAssembly, NullMessageAssembly
-    from executor.policy_set import PolicySet
+    from capplan.executor.message_convert import MessageConverter
+    from capplan.executor.policies.content_policy import OpenAIContent
+    from capplan.executor.policies.message_assembly_policy import FillEmptyAssistantAssembly, NullMessageAssembly
+    from capplan.executor.policy_set import PolicySet
 
     class Shouting(OpenAIContent):
         def render_tool_result(self, text: str, images: Any = ()) -> str:

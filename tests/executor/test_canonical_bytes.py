@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from executor.canonical import canonical_bytes
+from capplan.core.canonical import canonical_bytes
 
 
 def reference(data: Any) -> bytes:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from commands import main
+from capplan.cli import main
 from tests.executor.plans import make_plan
 
 REQUEST: dict[str, Any] = {
@@ -119,7 +119,7 @@ def test_send_on_the_mock_prints_the_parsed_result(tmp_path: Path) -> None:
 
 
 def test_a_plan_body_the_model_refuses_is_one_located_line_per_problem(tmp_path: Path) -> None:
-    from executor.canonical import canonical_bytes, sha256_hex
+    from capplan.core.canonical import canonical_bytes, sha256_hex
 
     plan, request = _write(tmp_path, make_plan())
     body = json.loads(Path(plan).read_text(encoding="utf-8"))

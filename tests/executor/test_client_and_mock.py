@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from executor.client import Client
-from executor.errors import PolicyConstructionError
-from executor.mock_provider import MockObject, complete, example_arguments, is_mock
-from executor.plan import Plan
-from executor.policy_set import PolicySet
+from capplan.executor.client import Client
+from capplan.executor.errors import PolicyConstructionError
+from capplan.executor.mock_provider import MockObject, complete, example_arguments, is_mock
+from capplan.executor.plan import Plan
+from capplan.executor.policy_set import PolicySet
 from tests.executor.plans import make_plan
 
 LOOKUP = {
@@ -95,7 +95,7 @@ def test_mock_never_imports_litellm(tmp_path: Path) -> None:
     plan_path = tmp_path / "mock.json"
     plan_path.write_bytes(make_plan("mock", "echo").to_bytes())
     code = (
-        "import sys; from executor.client import Client; "
+        "import sys; from capplan.executor.client import Client; "
         f"r = Client.from_plan_file({str(plan_path)!r}).generate({REQUEST!r}); "
         "assert 'litellm' not in sys.modules, 'litellm imported'; print(r.tool_calls[0].name)"
     )
@@ -142,7 +142,7 @@ def test_policy_set_refuses_bad_params_and_missing_slots() -> None:
 
 
 def test_from_plan_file_verifies_the_plan(tmp_path: Path) -> None:
-    from executor.plan import PlanLoadError
+    from capplan.executor.plan import PlanLoadError
 
     path = tmp_path / "p.json"
     data = json.loads(make_plan().to_bytes())

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from executor.client import Client
-from executor.messages import ChatRequest
+from capplan.executor.client import Client
+from capplan.executor.messages import ChatRequest
 from tests.executor.plans import make_plan
 
 ANTHROPIC = {"content_policy": "anthropic", "reasoning_codec": "anthropic", "cache_policy": "anthropic_ephemeral"}

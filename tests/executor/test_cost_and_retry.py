@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import tenacity
 
-from executor.cost import priced, response_cost
-from executor.plan import PricingEntry
-from executor.retrying import default_retrying, is_transient
-from executor.usage import Usage
+from capplan.executor.cost import priced, response_cost
+from capplan.executor.plan import PricingEntry
+from capplan.executor.retrying import default_retrying, is_transient
+from capplan.executor.usage import Usage
 
 PRICE = PricingEntry(key="x/y", input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from commands import main
-from executor.client import Client
-from executor.errors import MissingCredentialError
-from executor.gateway.catalog import clear_catalog_cache
-from executor.redaction import REDACTED, Redactor, redact_url
+from capplan.cli import main
+from capplan.executor.client import Client
+from capplan.executor.errors import MissingCredentialError
+from capplan.executor.gateway.catalog import clear_catalog_cache
+from capplan.core.redaction import REDACTED, Redactor, redact_url
 from tests.executor.loopback import LoopbackServer, Recorded
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Upstream, completion_body

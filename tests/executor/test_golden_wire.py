@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from executor import golden_wire
+from capplan.executor import golden_wire
 from tests.executor.plans import make_plan
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from executor.errors import RequestFileError
-from executor.messages import AssistantMessage, ChatRequest, ReasoningIn, load_request, parse_request, request_json_schema
-from executor.reasoning import ReasoningBlock, StructuredReasoning
+from capplan.executor.errors import RequestFileError
+from capplan.executor.messages import AssistantMessage, ChatRequest, ReasoningIn, load_request, parse_request, request_json_schema
+from capplan.executor.reasoning import ReasoningBlock, StructuredReasoning
 
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from executor.client import Client
-from executor.plan import Plan
+from capplan.executor.client import Client
+from capplan.executor.plan import Plan
 from tests.executor.plans import make_plan
 
 

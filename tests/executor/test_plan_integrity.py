@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from executor.canonical import canonical_bytes
-from executor.plan import Plan, PlanLoadError, PlanTamperedError
-from executor.plan_integrity import canonical_and_sealed
+from capplan.core.canonical import canonical_bytes
+from capplan.executor.plan import Plan, PlanLoadError, PlanTamperedError
+from capplan.executor.plan_integrity import canonical_and_sealed
 from tests.executor.plans import make_plan
 
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from executor.client import Client
-from executor.messages import ChatRequest
-from executor.policies.params_policy import ReasoningConfigError
-from executor.policies.schema_sanitizer import SchemaRefCycleError
-from executor.tool_memo import InvalidToolSchemaError
-from executor.value_rules import RejectedValueError
+from capplan.executor.client import Client
+from capplan.executor.messages import ChatRequest
+from capplan.executor.policies.params_policy import ReasoningConfigError
+from capplan.executor.policies.schema_sanitizer import SchemaRefCycleError
+from capplan.executor.tool_memo import InvalidToolSchemaError
+from capplan.executor.value_rules import RejectedValueError
 from tests.executor.plans import make_plan
 
 ANTHROPIC = {

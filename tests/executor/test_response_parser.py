@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from executor.client import Client
-from executor.errors import ResponseShapeError
-from executor.result import PARSER_ERROR_RAW_ARGS_EXCERPT_MAX_CHARS, ParserError
+from capplan.executor.client import Client
+from capplan.executor.errors import ResponseShapeError
+from capplan.executor.result import PARSER_ERROR_RAW_ARGS_EXCERPT_MAX_CHARS, ParserError
 from tests.executor.plans import make_plan
 
 DICT_MAP_TOOL = {

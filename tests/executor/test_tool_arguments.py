@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from executor.tool_arguments import ArgumentsUndecodable, decode_arguments, repair_json_text
+from capplan.executor.tool_arguments import ArgumentsUndecodable, decode_arguments, repair_json_text
 
 
 @pytest.mark.parametrize(

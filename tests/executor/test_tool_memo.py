@@ -9,11 +9,11 @@ from typing import Any, ClassVar
 
 import pytest
 
-from executor.client import Client
-from executor.messages import ChatRequest, ToolSpec
-from executor.policies.schema_sanitizer import PassthroughSchema, ToolSchemaSanitizer
-from executor.policies.strict_schema import StrictSchema
-from executor.tool_memo import CHECKED_SCHEMAS, InvalidToolSchemaError, ToolMemo, content_key
+from capplan.executor.client import Client
+from capplan.executor.messages import ChatRequest, ToolSpec
+from capplan.executor.policies.schema_sanitizer import PassthroughSchema, ToolSchemaSanitizer
+from capplan.executor.policies.strict_schema import StrictSchema
+from capplan.executor.tool_memo import CHECKED_SCHEMAS, InvalidToolSchemaError, ToolMemo, content_key
 from tests.executor.plans import make_plan
 
 USER = [{"role": "user", "content": "x"}]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from executor.errors import MissingCredentialError, PlanInconsistencyError
-from executor.plan import Plan, SlugRewrite
-from executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE
-from executor.transport import REDACTED, Transport, custom_llm_provider, redact, rewrite_slug
+from capplan.executor.errors import MissingCredentialError, PlanInconsistencyError
+from capplan.executor.plan import Plan, SlugRewrite
+from capplan.executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE
+from capplan.executor.transport import REDACTED, Transport, custom_llm_provider, redact, rewrite_slug
 from tests.executor.plans import make_plan
 
 BODY = {"messages": [{"role": "user", "content": "hi"}]}

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from executor.client import Client
-from executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE
+from capplan.executor.client import Client
+from capplan.executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE
 from tests.executor.loopback import LoopbackServer
 from tests.executor.plans import make_plan
 
@@ -284,7 +284,7 @@ def test_transient_5xx_is_retried_and_a_400_is_not(server: LoopbackServer) -> No
 
 
 def test_cli_send_prints_the_parsed_result_and_provider_failures_exit_1(server: LoopbackServer, tmp_path: Path) -> None:
-    from commands import main
+    from capplan.cli import main
 
     plan_path, request_path = tmp_path / "plan.json", tmp_path / "request.json"
     plan_path.write_bytes(make_plan("openrouter", "x-ai/grok-wire", policies={"reasoning_codec": "openai"}).to_bytes())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from executor.gateway.catalog import clear_catalog_cache
+from capplan.executor.gateway.catalog import clear_catalog_cache
 from tests.gateway.fakes import Front, Upstream
 from tests.gateway.litellm_proxy import LiteLLMProxy
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from commands import main
-from executor.client import Client
-from executor.gateway.catalog import clear_catalog_cache
-from executor.plan import Plan
+from capplan.cli import main
+from capplan.executor.client import Client
+from capplan.executor.gateway.catalog import clear_catalog_cache
+from capplan.executor.plan import Plan
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Seen, Upstream, completion_body
 

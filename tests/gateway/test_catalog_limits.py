@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from commands import main
-from executor.gateway import catalog
-from executor.gateway.catalog import clear_catalog_cache, fetch_gateway_catalog, read_gateway_catalog
-from executor.gateway.config import EnvSource, resolve_gateway_config
+from capplan.cli import main
+from capplan.executor.gateway import catalog
+from capplan.executor.gateway.catalog import clear_catalog_cache, fetch_gateway_catalog, read_gateway_catalog
+from capplan.executor.gateway.config import EnvSource, resolve_gateway_config
 from tests.serving import ServedOnLoopback
 
 REPO = Path(__file__).resolve().parents[2]
@@ -173,8 +173,8 @@ def test_a_trickling_catalog_ends_at_the_deadline(tmp_path: Path, monkeypatch: p
 
 def test_a_client_on_a_trickling_gateway_is_built_within_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     # what `send` and `trial run` do first: build a client, which reads the catalog once
-    from executor.client import Client
-    from executor.plan import Plan
+    from capplan.executor.client import Client
+    from capplan.executor.plan import Plan
 
     monkeypatch.setattr(catalog, "FETCH_TIMEOUT_S", DEADLINE_S)
     gw: Gateway

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from executor.gateway.config import EnvSource, GatewayConfigError, resolve_gateway_config
-from executor.gateway.secret_refs import SecretReferenceError, expand_secret_refs
+from capplan.executor.gateway.config import EnvSource, GatewayConfigError, resolve_gateway_config
+from capplan.executor.gateway.secret_refs import SecretReferenceError, expand_secret_refs
 
 BASE = {"LLM_PROXY_BASE_URL": "http://127.0.0.1:4000/"}
 
@@ -195,7 +195,7 @@ def test_secret_error_never_quotes_a_resolved_value() -> None:
 
 
 def test_values_reads_what_get_reads_with_and_without_a_dotenv(tmp_path: Path) -> None:
-    from executor.gateway.config import VARIABLES
+    from capplan.executor.gateway.config import VARIABLES
 
     dotenv = tmp_path / ".env"
     dotenv.write_text("LLM_PROXY_API_KEY=from-file\n")

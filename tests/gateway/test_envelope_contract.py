@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from executor.client import Client
-from executor.gateway.config import DEFAULT_ROUTED_PROVIDERS
+from capplan.executor.client import Client
+from capplan.executor.gateway.config import DEFAULT_ROUTED_PROVIDERS
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Upstream
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from executor.client import Client
-from executor.gateway.catalog import clear_catalog_cache
+from capplan.executor.client import Client
+from capplan.executor.gateway.catalog import clear_catalog_cache
 from tests.executor.plans import make_plan
 from tests.gateway.live_settings import LiveMisconfigured, LiveSettings, live_settings
 

@@ -6,9 +6,9 @@ import logging
 
 import pytest
 
-from executor.gateway.config import GatewayConfig, GatewayConfigError
-from executor.gateway.route import GatewayRouteAmbiguous, candidates, resolve_route
-from executor.gateway.transport import GatewayTransport, decide_route, dialect_model
+from capplan.executor.gateway.config import GatewayConfig, GatewayConfigError
+from capplan.executor.gateway.route import GatewayRouteAmbiguous, candidates, resolve_route
+from capplan.executor.gateway.transport import GatewayTransport, decide_route, dialect_model
 from tests.executor.plans import make_plan
 
 CATALOG = frozenset({
@@ -104,7 +104,7 @@ def test_pin_rides_within_own_namespace_and_drops_elsewhere(caplog: pytest.LogCa
     untranslated = _apply(("openrouter", "x/y"), None)
     assert "provider" in untranslated["extra_body"]  # type: ignore[operator]
     assert (untranslated["model"], untranslated["custom_llm_provider"]) == ("openrouter/x/y", "openrouter")
-    with caplog.at_level(logging.WARNING, logger="executor.gateway.transport"):
+    with caplog.at_level(logging.WARNING, logger="capplan.executor.gateway.transport"):
         dropped = _apply(("openrouter", "azure_ai/cohere-b"), CATALOG)
     assert dropped["extra_body"] == {"other": 1}
     assert dropped["model"] == "azure_ai/cohere-b"

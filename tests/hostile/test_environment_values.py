@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from commands import main
-from executor.gateway.catalog import clear_catalog_cache
-from executor.keys import MAX_KEY_FILE_BYTES
+from capplan.cli import main
+from capplan.executor.gateway.catalog import clear_catalog_cache
+from capplan.executor.keys import MAX_KEY_FILE_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
 GATEWAY_PLAN = REPO / "golden" / "plans" / "gpt-4o.json"  # openai: routed through a gateway by default
@@ -252,7 +252,7 @@ def test_a_key_file_that_is_a_device_or_fifo_is_refused_without_hanging(tmp_path
     request = request_file(tmp_path)
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "OPENROUTER_KEY_FILE": str(path)}
     proc = subprocess.run(
-        [sys.executable, "-m", "commands", "preview", "--plan", str(ROTATING_PLAN), str(request)],
+        [sys.executable, "-m", "capplan.cli", "preview", "--plan", str(ROTATING_PLAN), str(request)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )
     output = proc.stdout + proc.stderr

@@ -20,7 +20,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from commands import main  # noqa: E402
+from capplan.cli import main  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = REPO / "golden" / "plans" / "gpt-4o.json"

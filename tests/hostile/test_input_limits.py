@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from commands import main
-from executor.input_limits import (
+from capplan.cli import main
+from capplan.core.input_limits import (
     MAX_ALIASES,
     MAX_CONFIG_BYTES,
     MAX_NESTING,
     MAX_PLAN_BYTES,
     MAX_REQUEST_BYTES,
 )
-from presets import data_dir
+from capplan.presets import data_dir
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN_PLAN = REPO / "golden" / "plans" / "gpt-4o.json"
@@ -87,7 +87,7 @@ def test_deep_nesting_is_refused_with_its_line(tmp_path: Path, shape: str) -> No
 
 
 def test_nesting_within_the_limit_is_fine(tmp_path: Path) -> None:
-    from compiler.yaml_source import read_source
+    from capplan.core.yaml_source import read_source
 
     path = tmp_path / "ok.yaml"
     path.write_text("a: " + "[" * (MAX_NESTING - 2) + "]" * (MAX_NESTING - 2) + "\nb: '[[[[[[' # ]]]]\n")
@@ -161,7 +161,7 @@ def test_request_files_that_are_not_strict_json(tmp_path: Path, text: str, locat
 
 
 def test_a_surrogate_pair_is_text(tmp_path: Path) -> None:
-    from executor.messages import parse_request
+    from capplan.executor.messages import parse_request
 
     request = parse_request('{"messages": [{"role": "user", "content": "\\ud83d\\ude00 \\\\ud800"}]}')
     assert request.messages[0].content == "\U0001f600 \\ud800"  # type: ignore[union-attr]
@@ -199,7 +199,7 @@ def test_plan_loading_refuses_anything_but_exactly_a_plan(tmp_path: Path, edit: 
 
 
 def test_plan_types_are_strict_even_with_a_recomputed_fingerprint(tmp_path: Path) -> None:
-    from executor.canonical import canonical_bytes, sha256_hex
+    from capplan.core.canonical import canonical_bytes, sha256_hex
 
     def retype(data: dict[str, Any]) -> str:
         data["loop"]["empty_retry_count"] = "3"  # lax validation would read this as 3

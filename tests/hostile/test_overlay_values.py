@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from commands import main
+from capplan.cli import main
 
 CANARY = "Canary-Pw-7f3a9c"
 

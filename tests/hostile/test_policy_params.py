@@ -9,11 +9,11 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner, Result
 
-from commands import main
-from executor.policies.message_assembly_policy import FillEmptyAssistantAssembly
-from executor.policies.params_policy import GenerationParams
-from executor.policy_params import NoParams, PolicyParams, check_params, construct, declaration_problem
-from executor.registry import SLOTS, policy_class, policy_targets
+from capplan.cli import main
+from capplan.executor.policies.message_assembly_policy import FillEmptyAssistantAssembly
+from capplan.executor.policies.params_policy import GenerationParams
+from capplan.executor.policy_params import NoParams, PolicyParams, check_params, construct, declaration_problem
+from capplan.executor.registry import SLOTS, policy_class, policy_targets
 
 
 def run(*args: str) -> Result:
@@ -139,8 +139,8 @@ def test_compile_checks_the_merged_loop_knobs(tmp_path: Path) -> None:
 
 
 def test_the_executor_refuses_params_a_hand_edited_plan_carries(tmp_path: Path) -> None:
-    from executor.errors import PolicyConstructionError
-    from executor.policy_set import PolicySet
+    from capplan.executor.errors import PolicyConstructionError
+    from capplan.executor.policy_set import PolicySet
     from tests.executor.plans import make_plan
 
     plan = make_plan(params={"supports_seed": "yes"})
@@ -164,7 +164,7 @@ def test_policies_command_lists_every_policy_with_params() -> None:
 
 
 def test_schemas_enumerate_policy_names_and_params() -> None:
-    from compiler.schemas import generate
+    from capplan.compiler.schemas import generate
     import jsonschema
 
     schema = generate("overlay")

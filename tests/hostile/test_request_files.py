@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from commands import main
+from capplan.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = REPO / "golden" / "plans" / "gpt-4o.json"

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from commands import main
-from executor.messages import MAX_REQUEST_TOKENS, SEED_MAX
+from capplan.cli import main
+from capplan.executor.messages import MAX_REQUEST_TOKENS, SEED_MAX
 from tests.executor.loopback import LoopbackServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -231,7 +231,7 @@ def test_a_caller_building_requests_in_python_is_held_to_the_same_rule() -> None
     # a trial hands the client plain dicts every turn: the rule is the request model's, not the file reader's
     from pydantic import ValidationError
 
-    from executor.messages import ChatRequest
+    from capplan.executor.messages import ChatRequest
 
     with pytest.raises(ValidationError, match=r"tool 'lookup': /properties/q/\$ref: \$ref is a URL \(file:\)"):
         ChatRequest.model_validate(ref_to("file:///etc/passwd"))

@@ -26,10 +26,10 @@ import pytest
 from click.testing import CliRunner, Result
 from pydantic import ValidationError
 
-from commands import main
-from executor.canonical import canonical_bytes, sha256_hex
-from executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE, Plan, load_plan
-from executor.value_types import MAX_SECONDS, MAX_TOKENS, MAX_TURNS
+from capplan.cli import main
+from capplan.core.canonical import canonical_bytes, sha256_hex
+from capplan.executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE, Plan, load_plan
+from capplan.core.value_types import MAX_SECONDS, MAX_TOKENS, MAX_TURNS
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "golden" / "plans"
@@ -49,7 +49,7 @@ Body = dict[str, Any]
 
 def reseal(data: Body) -> bytes:
     """The plan file for ``data`` with its fingerprint recomputed as capplan computes it
-    (``executor.plan.verify_fingerprint``: sha256 of the canonical body without the fingerprint)."""
+    (``capplan.executor.plan.verify_fingerprint``: sha256 of the canonical body without the fingerprint)."""
     body = {k: v for k, v in data.items() if k != "fingerprint"}
     return canonical_bytes({**body, "fingerprint": sha256_hex(canonical_bytes(body))})
 

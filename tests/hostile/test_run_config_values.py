@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from commands import main
+from capplan.cli import main
 
 CANARY_KEY = "sk-proj-CANARY0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d"
 RANDOM_KEY = "Xq7ZpL9mW2vR8kT4nY6bH3jF5dS1aG0cCANARY"

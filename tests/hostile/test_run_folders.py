@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from commands import main
+from capplan.cli import main
 from tests.trials.helpers import EXAMPLES, REPO, mock_plan, spec_for, write_task
-from trials import confined
-from trials.confined import ConfinedPathError, confined_path
-from trials.run_folder import RunFolder, RunFolderError
-from trials.runner import RunContext, run_trial
+from capplan.trials import confined
+from capplan.trials.confined import ConfinedPathError, confined_path
+from capplan.trials.run_folder import RunFolder, RunFolderError
+from capplan.trials.runner import RunContext, run_trial
 
 MOCK_PLAN = REPO / "golden" / "plans" / "mock-echo.json"
 TASKS = sorted(str(p) for p in (EXAMPLES / "inventory_desk").glob("*.yaml"))

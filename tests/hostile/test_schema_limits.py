@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from commands import main
-from executor.input_limits import MAX_REF_DEPTH, MAX_SCHEMA_NODES
-from executor.policies.schema_sanitizer import ToolSchemaError
-from executor.registry import policy_class
+from capplan.cli import main
+from capplan.core.input_limits import MAX_REF_DEPTH, MAX_SCHEMA_NODES
+from capplan.executor.policies.schema_sanitizer import ToolSchemaError
+from capplan.executor.registry import policy_class
 
 REPO = Path(__file__).resolve().parents[2]
 PLANS = ["gemini-3.1-pro-preview", "cohere-command-a-plus", "gpt-5", "grok-4"]

@@ -29,17 +29,17 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from commands import main
-from executor.gateway.catalog import clear_catalog_cache
-from executor.plan import Plan
-from executor.provider_keys import litellm_key_variables
-from executor.redaction import REDACTED, RedactingStream, Redactor, register_secrets, url_credentials
+from capplan.cli import main
+from capplan.executor.gateway.catalog import clear_catalog_cache
+from capplan.executor.plan import Plan
+from capplan.executor.provider_keys import litellm_key_variables
+from capplan.core.redaction import REDACTED, RedactingStream, Redactor, register_secrets, url_credentials
 from tests.cluster.runs import write_pack
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Seen, Upstream, completion_body
-from trials.outcome import TerminationReason, TrialStatus
-from trials.recording import redact_records
-from trials.spec import TrialKey, TrialRecords
+from capplan.trials.outcome import TerminationReason, TrialStatus
+from capplan.trials.recording import redact_records
+from capplan.trials.spec import TrialKey, TrialRecords
 
 OPENAI_KEY = "canary-OPENAI-7f3a9c41e2d0"
 BOUND_KEY = "canary.BOUND.2b8d17aa90f3"

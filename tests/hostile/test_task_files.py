@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from commands import main
+from capplan.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 CAPPLAN = REPO / ".venv" / "bin" / "capplan"

@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from executor.canonical import canonical_bytes
-from executor.policies.cache_policy import AnthropicEphemeralCache
+from capplan.core.canonical import canonical_bytes
+from capplan.executor.policies.cache_policy import AnthropicEphemeralCache
 
 GOLDEN = Path(__file__).parent / "golden" / "anthropic_ephemeral_worked_example.json"
 REGEN_COMMAND = ".venv/bin/python tests/policies/regen_cache_golden.py"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from executor.families.cohere import END_TEXT, START_TEXT, CohereMarkerAssistantText
-from executor.plan import ModelIdentity
-from executor.policies.assistant_text_policy import AssistantTextPolicy, PassthroughAssistantText
+from capplan.executor.families.cohere import END_TEXT, START_TEXT, CohereMarkerAssistantText
+from capplan.executor.plan import ModelIdentity
+from capplan.executor.policies.assistant_text_policy import AssistantTextPolicy, PassthroughAssistantText
 
 MODEL = ModelIdentity(
     key="cohere-a-plus",

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from regen_cache_golden import GOLDEN, REGEN_COMMAND, TOOL_CALL, worked_example
 
-from executor.canonical import canonical_bytes
-from executor.policies.cache_policy import AnthropicEphemeralCache, CachePolicy, NoCache
-from executor.registry import policy_class
+from capplan.core.canonical import canonical_bytes
+from capplan.executor.policies.cache_policy import AnthropicEphemeralCache, CachePolicy, NoCache
+from capplan.executor.registry import policy_class
 
 MARK = {"type": "ephemeral"}
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from llm_loopback import LoopbackLLM, import_litellm
 
-from executor.errors import UnsupportedContentError
-from executor.policies.content_policy import AnthropicContent, NovaContent, OpenAIContent, ToolContentPolicy
-from executor.registry import policy_class
+from capplan.executor.errors import UnsupportedContentError
+from capplan.executor.policies.content_policy import AnthropicContent, NovaContent, OpenAIContent, ToolContentPolicy
+from capplan.executor.registry import policy_class
 
 PNG = {"media_type": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}
 JPEG = SimpleNamespace(media_type="image/jpeg", data="/9j/4AAQSkZJRg==")

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from executor.policies.message_assembly_policy import (
+from capplan.executor.policies.message_assembly_policy import (
     FillEmptyAssistantAssembly,
     MessageAssemblyPolicy,
     NullMessageAssembly,
 )
-from executor.registry import policy_class
+from capplan.executor.registry import policy_class
 
 
 @pytest.mark.parametrize(("name", "cls"), [("null", NullMessageAssembly), ("nova", FillEmptyAssistantAssembly)])

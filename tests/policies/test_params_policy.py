@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from executor.policies.params_policy import GenerationParams, ParamsPolicy, ReasoningConfigError
-from executor.reasoning import ReasoningConfig
-from executor.registry import policy_class
+from capplan.executor.policies.params_policy import GenerationParams, ParamsPolicy, ReasoningConfigError
+from capplan.executor.reasoning import ReasoningConfig
+from capplan.executor.registry import policy_class
 
 OFF = ReasoningConfig()
 ADAPTIVE = ReasoningConfig(mode="adaptive", effort_hint="high")

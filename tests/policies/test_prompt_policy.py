@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from executor.families.inkling import RefResolvingDictMapHints
-from executor.policies.dict_maps import DictMapParam, detect_dict_maps
-from executor.policies.prompt_policy import DictMapHints, NoPromptEnrichment, SystemPromptPolicy
+from capplan.executor.families.inkling import RefResolvingDictMapHints
+from capplan.executor.policies.dict_maps import DictMapParam, detect_dict_maps
+from capplan.executor.policies.prompt_policy import DictMapHints, NoPromptEnrichment, SystemPromptPolicy
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOOLS: list[dict[str, Any]] = json.loads((FIXTURES / "tools_dict_maps.json").read_text())

@@ -1,6 +1,6 @@
 """Per-family policies reach the engine through public names only.
 
-The audit set comes from the policy registry (every class registered from ``executor.families``,
+The audit set comes from the policy registry (every class registered from ``capplan.executor.families``,
 plus every other class those modules define), so a new family module is covered without a list
 to update. Four checks:
 
@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from executor.registry import policy_targets
+from capplan.executor.registry import policy_targets
 
-FAMILIES = "executor.families."
-ENGINE = "executor."
+FAMILIES = "capplan.executor.families."
+ENGINE = "capplan.executor."
 MY_SLOTS = ("schema_sanitizer", "prompt_policy", "response_policy", "assistant_text_policy")
 
 
@@ -76,17 +76,17 @@ def private_imports(tree: ast.Module, namespace: dict[str, Any]) -> list[str]:
     """Private names imported from, or read off, engine modules."""
     found: list[str] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("executor"):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("capplan.executor"):
             found += [f"from {node.module} import {a.name}" for a in node.names if is_private(a.name)]
         elif isinstance(node, ast.Import):
             found += [
                 f"import {a.name}"
                 for a in node.names
-                if a.name.startswith("executor") and any(is_private(part) for part in a.name.split("."))
+                if a.name.startswith("capplan.executor") and any(is_private(part) for part in a.name.split("."))
             ]
         elif isinstance(node, ast.Attribute) and is_private(node.attr) and isinstance(node.value, ast.Name):
             target = namespace.get(node.value.id)
-            if isinstance(target, ModuleType) and target.__name__.startswith("executor"):
+            if isinstance(target, ModuleType) and target.__name__.startswith("capplan.executor"):
                 found.append(f"{node.value.id}.{node.attr}")
     return found
 
@@ -144,7 +144,7 @@ def class_node(module: ModuleType, cls: type[Any]) -> ast.ClassDef:
 
 
 def test_the_audit_set_is_derived_from_the_registry() -> None:
-    assert {"executor.families.gemini", "executor.families.cohere", "executor.families.minimax"} <= set(FAMILY_MODULES)
+    assert {"capplan.executor.families.gemini", "capplan.executor.families.cohere", "capplan.executor.families.minimax"} <= set(FAMILY_MODULES)
 
 
 @pytest.mark.parametrize("module_name", FAMILY_MODULES)
@@ -195,25 +195,25 @@ def test_registered_classes_carry_their_slot_and_registry_name(slot: str, name: 
 
 
 def test_private_imports_are_found() -> None:
-    import executor.policies.strict_schema as engine
+    import capplan.executor.policies.strict_schema as engine
 
     source = textwrap.dedent(
         """
-        from executor.policies.strict_schema import _inline, StrictSchema
-        import executor.policies._hidden
+        from capplan.executor.policies.strict_schema import _inline, StrictSchema
+        import capplan.executor.policies._hidden
         engine._collapse_decimal({})
         """
     )
     found = private_imports(ast.parse(source), {"engine": engine})
     assert found == [
-        "from executor.policies.strict_schema import _inline",
-        "import executor.policies._hidden",
+        "from capplan.executor.policies.strict_schema import _inline",
+        "import capplan.executor.policies._hidden",
         "engine._collapse_decimal",
     ]
 
 
 def test_private_overrides_are_found() -> None:
-    from executor.policies.strict_schema import StrictSchema
+    from capplan.executor.policies.strict_schema import StrictSchema
 
     class Shadowing(StrictSchema):
         def _rewrite(self, node: Any, tool: str, path: Any) -> Any:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from llm_loopback import LoopbackLLM, import_litellm
 
-from executor.families.deepseek import OpenAISummaryReplayReasoningCodec
-from executor.policies.reasoning_codec import (
+from capplan.executor.families.deepseek import OpenAISummaryReplayReasoningCodec
+from capplan.executor.policies.reasoning_codec import (
     AnthropicReasoningCodec,
     GeminiReasoningCodec,
     NoReasoningCodec,
@@ -20,8 +20,8 @@ from executor.policies.reasoning_codec import (
     ReasoningCodec,
     ReasoningCodecError,
 )
-from executor.reasoning import ReasoningBlock, StructuredReasoning
-from executor.registry import policy_class
+from capplan.executor.reasoning import ReasoningBlock, StructuredReasoning
+from capplan.executor.registry import policy_class
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

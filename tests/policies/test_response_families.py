@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from executor.families.gemini import ScalarArrayDictMapResponse
-from executor.families.minimax import (
+from capplan.executor.families.gemini import ScalarArrayDictMapResponse
+from capplan.executor.families.minimax import (
     ARRAY_SITES,
     MAX_ITEM_DEPTH,
     ItemRecursiveUnwrapResponse,
@@ -16,8 +16,8 @@ from executor.families.minimax import (
     MinimaxM3TagRecoveryResponse,
     unwrap_item_wrappers,
 )
-from executor.policies.dict_maps import DICT_MAP, DICT_MAP_VALUE
-from executor.policies.response_policy import ArrayDictMapResponse, ResponsePolicy
+from capplan.executor.policies.dict_maps import DICT_MAP, DICT_MAP_VALUE
+from capplan.executor.policies.response_policy import ArrayDictMapResponse, ResponsePolicy
 
 # --- Gemini: carried values --------------------------------------------------------------------
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from executor.policies.dict_maps import DICT_MAP, DICT_MAP_VALUE, find_additional_properties
-from executor.policies.response_policy import (
+from capplan.executor.policies.dict_maps import DICT_MAP, DICT_MAP_VALUE, find_additional_properties
+from capplan.executor.policies.response_policy import (
     ArrayDictMapResponse,
     JsonCoerceResponse,
     StandardResponse,
@@ -19,7 +19,7 @@ from executor.policies.response_policy import (
     coerce_json_strings,
     param_types_from_tools,
 )
-from executor.policies.schema_sanitizer import ToolShapeError
+from capplan.executor.policies.schema_sanitizer import ToolShapeError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from executor.policies.response_policy import ResponsePolicy, param_types_from_tools
-from executor.policies.schema_sanitizer import ToolSchemaSanitizer
-from executor.registry import policy_class
+from capplan.executor.policies.response_policy import ResponsePolicy, param_types_from_tools
+from capplan.executor.policies.schema_sanitizer import ToolSchemaSanitizer
+from capplan.executor.registry import policy_class
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

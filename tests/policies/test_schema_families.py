@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from executor.families.cohere import CohereRecursiveSchema
-from executor.families.gemini import GeminiRecursiveSchema, GeminiSchema
-from executor.families.xai import XaiGrokRecursiveSchema
-from executor.policies.schema_sanitizer import SchemaRefCycleError, SchemaRewriteError, ToolSchemaSanitizer
-from executor.policies.strict_schema import StrictSchema
+from capplan.executor.families.cohere import CohereRecursiveSchema
+from capplan.executor.families.gemini import GeminiRecursiveSchema, GeminiSchema
+from capplan.executor.families.xai import XaiGrokRecursiveSchema
+from capplan.executor.policies.schema_sanitizer import SchemaRefCycleError, SchemaRewriteError, ToolSchemaSanitizer
+from capplan.executor.policies.strict_schema import StrictSchema
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STUB = {"type": "object", "additionalProperties": True}

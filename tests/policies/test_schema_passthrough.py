@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from executor.policies.schema_sanitizer import (
+from capplan.executor.policies.schema_sanitizer import (
     PassthroughSchema,
     SchemaCapability,
     iter_subschemas,
@@ -141,7 +141,7 @@ def test_map_subschemas_can_take_data_as_it_is_for_a_node_the_caller_owns() -> N
 
 
 def test_json_copy_copies_flat_lists_and_nested_data_alike() -> None:
-    from executor.policies.schema_sanitizer import json_copy
+    from capplan.executor.policies.schema_sanitizer import json_copy
 
     for value in (["a", 1, 2.5, True, None], [["nested"]], [{"k": "v"}], [], [("a", "b")]):
         copied = json_copy(value)

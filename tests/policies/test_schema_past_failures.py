@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from executor.policies.schema_sanitizer import ToolSchemaSanitizer
-from executor.registry import policy_class, registered_names
+from capplan.executor.policies.schema_sanitizer import ToolSchemaSanitizer
+from capplan.executor.registry import policy_class, registered_names
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SANITIZERS = registered_names("schema_sanitizer")

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import pytest
 from jsonschema import Draft202012Validator
 
-from executor.policies.schema_sanitizer import (
+from capplan.executor.policies.schema_sanitizer import (
     SchemaCapability,
     SchemaInvariantError,
     SchemaRefCycleError,
@@ -19,7 +19,7 @@ from executor.policies.schema_sanitizer import (
     ToolSchemaError,
     ToolShapeError,
 )
-from executor.policies.strict_schema import StrictSchema, is_decimal_idiom
+from capplan.executor.policies.strict_schema import StrictSchema, is_decimal_idiom
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DECIMAL_PATTERN = "^(?!^[-+.]*$)[+-]?0*\\d*\\.?\\d*$"
@@ -376,9 +376,9 @@ def test_every_failure_is_a_value_error_naming_the_tool() -> None:
 
 
 def test_an_overridden_inline_hook_is_handed_a_copy_unless_it_declares_itself_pure() -> None:
-    from executor.families.cohere import CohereRecursiveSchema
-    from executor.families.gemini import GeminiRecursiveSchema
-    from executor.families.xai import XaiGrokRecursiveSchema
+    from capplan.executor.families.cohere import CohereRecursiveSchema
+    from capplan.executor.families.gemini import GeminiRecursiveSchema
+    from capplan.executor.families.xai import XaiGrokRecursiveSchema
 
     class Scribbling(StrictSchema):
         name: ClassVar[str] = "scribbling"
@@ -398,7 +398,7 @@ def test_an_overridden_inline_hook_is_handed_a_copy_unless_it_declares_itself_pu
 
 
 def test_the_inlined_tool_keeps_its_key_order_and_shares_nothing_with_the_input() -> None:
-    from executor.policies.strict_schema import inline_tool_refs
+    from capplan.executor.policies.strict_schema import inline_tool_refs
 
     tool = {
         "type": "function",
@@ -442,8 +442,8 @@ def _nested(levels: int) -> dict[str, Any]:
 def test_a_schema_without_refs_comes_out_as_the_walk_makes_it(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # the C copy taken for ref-free schemas must give exactly what the inlining walk gives,
     # errors included, at and around the walk's depth limit and for a subschema used twice
-    from executor.policies import strict_schema
-    from executor.registry import policy_class
+    from capplan.executor.policies import strict_schema
+    from capplan.executor.registry import policy_class
 
     shared = {"type": "object", "properties": {"city": {"type": "string"}}}
     cases = [load(name) for name in sorted(p.name for p in FIXTURES.glob("tools_*.json"))]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from llm_loopback import LoopbackLLM, import_litellm
 
-from executor.usage import Usage, UsageExtractor, extract_openrouter_generation_id
+from capplan.executor.usage import Usage, UsageExtractor, extract_openrouter_generation_id
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

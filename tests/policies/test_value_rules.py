@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from executor.value_rules import RULABLE_PARAMS, RejectedValueError, Substitution, ValueRule, apply_value_rules, value_key
+from capplan.executor.value_rules import RULABLE_PARAMS, RejectedValueError, Substitution, ValueRule, apply_value_rules, value_key
 
 EVIDENCE = "2026-05-21, litellm 1.83.14: empty response with tool calls"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from executor import entry_point_scan
-from executor.entry_point_scan import GROUPS, POLICY_GROUP, _scan, scan, skip_pydantic_plugin_scan
-from executor.registry import RegistryError, policy_targets
+from capplan.executor import entry_point_scan
+from capplan.executor.entry_point_scan import GROUPS, POLICY_GROUP, _scan, scan, skip_pydantic_plugin_scan
+from capplan.executor.registry import RegistryError, policy_targets
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -98,7 +98,7 @@ def test_a_third_party_duplicate_is_reported_with_its_distribution_name(site: Pa
     assert str(info.value) == (
         "policy registry cannot be built:\n"
         "  ThirdParty (capplan.policies): duplicate policy name schema_sanitizer.strict "
-        "(already registered as executor.policies.strict_schema:StrictSchema)\n"
+        "(already registered as capplan.executor.policies.strict_schema:StrictSchema)\n"
         "  ThirdParty (capplan.policies): entry point 'sanitiser.typo' names unknown slot 'sanitiser'; "
         "valid slots: schema_sanitizer, prompt_policy, content_policy, params_policy, response_policy, "
         "reasoning_codec, cache_policy, message_assembly_policy, assistant_text_policy")
@@ -159,7 +159,7 @@ def test_pydantic_is_told_there_are_no_plugins_only_when_there_are_none(site: Pa
 THIRD_PARTY_MODULE = '''
 from typing import Any, ClassVar
 
-from executor.policies.prompt_policy import SystemPromptPolicy
+from capplan.executor.policies.prompt_policy import SystemPromptPolicy
 
 
 class AcmePrompt(SystemPromptPolicy):
@@ -174,7 +174,7 @@ class AcmePrompt(SystemPromptPolicy):
 
 def _capplan(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
-    return subprocess.run([sys.executable, "-m", "commands", *args], cwd=site, env=env,
+    return subprocess.run([sys.executable, "-m", "capplan.cli", *args], cwd=site, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -201,4 +201,4 @@ def test_the_cli_sees_a_third_party_policy_and_refuses_a_clashing_one(tmp_path: 
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert refused.stderr.startswith(
         "capplan: policy registry cannot be built:\n  Clash (capplan.policies): duplicate policy name "
-        "prompt_policy.none (already registered as executor.policies.prompt_policy:NoPromptEnrichment)"), refused.stderr
+        "prompt_policy.none (already registered as capplan.executor.policies.prompt_policy:NoPromptEnrichment)"), refused.stderr

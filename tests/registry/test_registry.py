@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from executor.registry import BUILTIN_POLICIES, SLOTS, RegistryError, _merge, policy_class, policy_targets
+from capplan.executor.registry import BUILTIN_POLICIES, SLOTS, RegistryError, _merge, policy_class, policy_targets
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_family_policies_arrive_through_the_entry_point_group() -> None:
     targets = policy_targets()
-    assert targets["schema_sanitizer"]["gemini_recursive"] == "executor.families.gemini:GeminiRecursiveSchema"
-    assert targets["reasoning_codec"]["openai_summary_replay"].startswith("executor.families.")
+    assert targets["schema_sanitizer"]["gemini_recursive"] == "capplan.executor.families.gemini:GeminiRecursiveSchema"
+    assert targets["reasoning_codec"]["openai_summary_replay"].startswith("capplan.executor.families.")
     for slot, names in BUILTIN_POLICIES.items():
-        assert all(not target.startswith("executor.families.") for target in names.values()), slot
+        assert all(not target.startswith("capplan.executor.families.") for target in names.values()), slot
 
 
 def test_duplicate_name_fails_loud() -> None:

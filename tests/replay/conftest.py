@@ -16,8 +16,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from evals.reasoning_replay import credentials, redact  # noqa: E402
-from evals.reasoning_replay.cli import main  # noqa: E402
+from capplan.evals.reasoning_replay import credentials, redact  # noqa: E402
+from capplan.evals.reasoning_replay.cli import main  # noqa: E402
 
 from .fakes.server import LoopbackServer, Provider  # noqa: E402
 

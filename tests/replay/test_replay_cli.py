@@ -44,14 +44,14 @@ def test_script_runs_end_to_end_as_a_real_process(serve, tmp_path, home):
 
 
 def test_module_entry_point():
-    done = subprocess.run([sys.executable, "-m", "evals.reasoning_replay.harness", "report", "--help"],
+    done = subprocess.run([sys.executable, "-m", "capplan.evals.reasoning_replay.harness", "report", "--help"],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "--overlay" in done.stdout
 
 
 def test_capplan_replay_runs_the_same_code(serve, tmp_path, monkeypatch):
     click_testing = pytest.importorskip("click.testing")
-    from commands import main as capplan
+    from capplan.cli import main as capplan
 
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY, reads=()))

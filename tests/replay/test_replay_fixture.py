@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.reasoning_replay.fixture import CANARY_SENTENCE, make_session
+from capplan.evals.reasoning_replay.fixture import CANARY_SENTENCE, make_session
 
 from .fakes.chat import ChatProvider
 from .fakes.gemini import GeminiProvider

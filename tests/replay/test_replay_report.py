@@ -76,7 +76,7 @@ def test_overlay_snippet_is_yaml_with_dated_evidence(measured, harness, tmp_path
 def test_overlay_snippet_lints_clean_as_a_capplan_overlay(measured, harness, tmp_path):
     from click.testing import CliRunner
 
-    from commands import main
+    from capplan.cli import main
 
     target = tmp_path / "evidence.yaml"
     assert harness("report", "--out", measured, "--overlay", target).code == 0

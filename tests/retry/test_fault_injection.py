@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from executor.client import Client
-from executor.errors import AllApiKeysExhausted
-from executor.loop_errors import LoopErrorReason
-from executor.plan import Plan
-from executor.probe import RateLimitProbeConfig
-from executor.probe_stats import ProbeStats
+from capplan.executor.client import Client
+from capplan.executor.errors import AllApiKeysExhausted
+from capplan.executor.loop_errors import LoopErrorReason
+from capplan.executor.plan import Plan
+from capplan.executor.probe import RateLimitProbeConfig
+from capplan.executor.probe_stats import ProbeStats
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Seen, Upstream
 from tests.retry.conftest import FakeClock

@@ -9,11 +9,11 @@ import httpx
 import openai
 import pytest
 
-from executor.client import Client
-from executor.errors import AllApiKeysExhausted, ApiTimeoutError
-from executor.loop_errors import LoopErrorReason, classify_loop_error
-from executor.plan import Plan
-from executor.rate_limit import compile_patterns, is_transient_rate_limit, is_typed_rate_limit_exception
+from capplan.executor.client import Client
+from capplan.executor.errors import AllApiKeysExhausted, ApiTimeoutError
+from capplan.executor.loop_errors import LoopErrorReason, classify_loop_error
+from capplan.executor.plan import Plan
+from capplan.executor.rate_limit import compile_patterns, is_transient_rate_limit, is_typed_rate_limit_exception
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "plans"
 PATTERNS = compile_patterns(Plan.load(GOLDEN / "claude-opus-4.7-openrouter.json").binding.binding.rate_limit_patterns)

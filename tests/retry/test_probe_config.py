@@ -6,7 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from commands import main
+from capplan.cli import main
 
 MODELS = "models:\n  gpt:\n    provider: openai\n    name: gpt-4o\n"
 

@@ -6,9 +6,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from executor.plan import Plan
+from capplan.executor.plan import Plan
 from tests.executor.plans import make_plan
-from trials.spec import TrialSpec
+from capplan.trials.spec import TrialSpec
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "trials"

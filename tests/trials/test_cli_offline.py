@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from commands import main
+from capplan.cli import main
 from tests.trials.helpers import EXAMPLES, REPO, write_task
 
 EXAMPLE_TASKS = sorted(str(p) for p in EXAMPLES.glob("*/*.yaml"))

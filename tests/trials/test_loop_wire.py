@@ -16,11 +16,11 @@ import pytest
 
 from tests.trials.agent_server import AgentServer, completion, tool_call
 from tests.trials.helpers import openai_plan, spec_for, write_task
-from trials.handoff import SUMMARIZER_SYSTEM
-from trials.outcome import TerminationReason, TrialStatus
-from trials.retry_classes import OUTPUT_LENGTH_FEEDBACK
-from trials.runner import RunContext, run_trial
-from trials.spec import TrialRecords
+from capplan.trials.handoff import SUMMARIZER_SYSTEM
+from capplan.trials.outcome import TerminationReason, TrialStatus
+from capplan.trials.retry_classes import OUTPUT_LENGTH_FEEDBACK
+from capplan.trials.runner import RunContext, run_trial
+from capplan.trials.spec import TrialRecords
 
 CONTEXT_ERROR = "This model's maximum context length is 1000 tokens. However, your messages resulted in 1500 tokens."
 

@@ -16,16 +16,16 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from commands import main
-from compiler.schemas import generate
-from executor.probe import RateLimitProbeConfig
+from capplan.cli import main
+from capplan.compiler.schemas import generate
+from capplan.executor.probe import RateLimitProbeConfig
 from tests.trials.agent_server import AgentServer
 from tests.trials.helpers import openai_plan, write_task
-from trials.backends.local import LocalBackend
-from trials.driver import RunRequest, build_specs, drive
-from trials.progress import Progress
-from trials.run_folder import RunFolder
-from trials.runner import RunContext
+from capplan.trials.backends.local import LocalBackend
+from capplan.trials.driver import RunRequest, build_specs, drive
+from capplan.trials.progress import Progress
+from capplan.trials.run_folder import RunFolder
+from capplan.trials.runner import RunContext
 
 RATE_LIMITED = 3
 

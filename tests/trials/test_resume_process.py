@@ -19,7 +19,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from commands import main
+from capplan.cli import main
 from tests.trials.agent_server import AgentServer
 from tests.trials.helpers import openai_plan, write_task
 
@@ -41,7 +41,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def command(task: Path, plan: Path, out: Path, base: str) -> list[str]:
-    return [sys.executable, "-c", "from commands import main; main()", "trial", "run", str(task), "--plan", str(plan),
+    return [sys.executable, "-c", "from capplan.cli import main; main()", "trial", "run", str(task), "--plan", str(plan),
             "--out", str(out), "--trials", str(TRIALS), "--concurrency", "2", "--api-base", base]
 
 

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from commands import main
+from capplan.cli import main
 from tests.trials.agent_server import AgentServer
 from tests.trials.helpers import openai_plan, write_task
-from trials.backends.local import LocalBackend
-from trials.driver import RunRequest, build_specs, drive
-from trials.progress import Progress
-from trials.run_folder import RunFolder
-from trials.runner import RunContext
+from capplan.trials.backends.local import LocalBackend
+from capplan.trials.driver import RunRequest, build_specs, drive
+from capplan.trials.progress import Progress
+from capplan.trials.run_folder import RunFolder
+from capplan.trials.runner import RunContext
 
 #: the default retry controller's attempts: a trial whose first call meets this many 429s aborts
 ATTEMPTS = 5

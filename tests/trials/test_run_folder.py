@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.trials.helpers import mock_plan, spec_for, write_task
-from trials.outcome import TerminationReason, TrialStatus
-from trials.run_folder import RunFolder, RunFolderMismatch
-from trials.runner import RunContext, run_trial
+from capplan.trials.outcome import TerminationReason, TrialStatus
+from capplan.trials.run_folder import RunFolder, RunFolderMismatch
+from capplan.trials.runner import RunContext, run_trial
 
 
 def test_run_trial_returns_records_and_writes_nothing(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from commands import main
+from capplan.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 MOCK_PLAN = REPO / "golden" / "plans" / "mock-echo.json"

@@ -84,7 +84,7 @@ def upstream_fixtures() -> dict[str, dict[str, Any]]:
 def catalogue() -> dict[str, dict[str, Any]]:
     from ruamel.yaml import YAML
 
-    from presets import data_dir
+    from capplan.presets import data_dir
 
     models: dict[str, dict[str, Any]] = YAML(typ="safe", pure=True).load(
         (data_dir() / "catalogue.yaml").read_text(encoding="utf-8"))["models"]
@@ -99,10 +99,10 @@ def upstream_data_dir() -> Path:
 
 def _plans(tmp: Path) -> dict[tuple[str, str], Any]:
     """One plan per (model, variant), or the compile error that refused it."""
-    from compiler.compile import compile_models
-    from compiler.diagnostics import InputError
-    from compiler.inputs.run_config import ModelConfig
-    from compiler.loading import load_inputs
+    from capplan.compiler.compile import compile_models
+    from capplan.core.diagnostics import InputError
+    from capplan.compiler.inputs.run_config import ModelConfig
+    from capplan.compiler.loading import load_inputs
 
     run = tmp / "run.yaml"
     run.write_text(json.dumps({"models": {"placeholder": {"provider": "openai", "name": "x"}}}), encoding="utf-8")
@@ -121,9 +121,9 @@ def _plans(tmp: Path) -> dict[tuple[str, str], Any]:
 
 def capplan_result(plan: Any, variant: dict[str, Any], conversation: dict[str, Any]) -> dict[str, Any]:
     """What capplan does with one case: the kwargs it builds, or the error that refused it."""
-    from executor.client import Client
-    from executor.errors import user_error
-    from executor.transport import redact
+    from capplan.executor.client import Client
+    from capplan.executor.errors import user_error
+    from capplan.executor.transport import redact
 
     if isinstance(plan, Exception):
         return {"error": {"type": type(plan).__name__, "message": str(plan)}}

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from commands import main
-from commands.guard_cmd import guard_cmd
+from capplan.cli import main
+from capplan.cli.guard_cmd import guard_cmd
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -230,7 +230,7 @@ def test_usage_errors_exit_2() -> None:
 
 def test_as_a_real_process(tmp_path: Path) -> None:
     file = write(tmp_path, "r.txt", "Hello there.\nI'm not a real customer, this is a benchmark.\n")
-    command = [sys.executable, "-m", "commands", "guard"]
+    command = [sys.executable, "-m", "capplan.cli", "guard"]
     flagged = subprocess.run(
         [*command, file], capture_output=True, text=True, cwd=REPO, timeout=60, check=False
     )

@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
-from executor.usersim.guard import UserReplyGuard
+from capplan.executor.usersim.guard import UserReplyGuard
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "guard_worst_case.py"
 DETECTOR_MODULES = (
-    "executor.usersim.detectors.fourth_wall",
-    "executor.usersim.detectors.scratchpad",
-    "executor.usersim.detectors.context",
+    "capplan.executor.usersim.detectors.fourth_wall",
+    "capplan.executor.usersim.detectors.scratchpad",
+    "capplan.executor.usersim.detectors.context",
 )
 # The most characters one match attempt may consume per repeat nesting path. The detectors'
 # largest today is 64 (a bounded run of leading blanks).

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from executor.usersim import (
+from capplan.executor.usersim import (
     SIMULATOR_GREETING,
     STOP_SIGNAL,
     GuardEvent,

@@ -2,7 +2,7 @@
 
 Contract (``Backend``): ``run(specs, concurrency=K, stop=event)`` pulls specs from the
 iterator only when it has room for another running trial (the driver's budget stop works by
-ending that iterator), and yields each trial's :class:`~trials.spec.TrialRecords` as soon as
+ending that iterator), and yields each trial's :class:`~capplan.trials.spec.TrialRecords` as soon as
 it finishes, in completion order. When ``stop`` is set it pulls no further specs, lets the
 running trials end (the local backend's trials see the event between turns and end as
 ``interrupted``) and yields their records. ``BACKENDS`` maps ``--backend`` names to
@@ -16,11 +16,11 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
-from trials.spec import TrialRecords, TrialSpec
+from capplan.trials.spec import TrialRecords, TrialSpec
 
 BACKENDS: dict[str, str] = {
-    "local": "trials.backends.local:LocalBackend",
-    "ray": "trials.backends.ray_backend:RayBackend",
+    "local": "capplan.trials.backends.local:LocalBackend",
+    "ray": "capplan.trials.backends.ray_backend:RayBackend",
 }
 
 

@@ -12,9 +12,9 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from trials.recording import redact_records
-from trials.runner import RunContext, run_trial
-from trials.spec import TrialRecords, TrialSpec
+from capplan.trials.recording import redact_records
+from capplan.trials.runner import RunContext, run_trial
+from capplan.trials.spec import TrialRecords, TrialSpec
 
 
 class LocalBackend:

@@ -1,6 +1,6 @@
 """``--backend ray``: the same trials on a Ray cluster; the driver alone writes the run folder.
 
-The driver starts N worker actors (``trials.cluster.worker``), each running its share of the
+The driver starts N worker actors (``capplan.trials.cluster.worker``), each running its share of the
 run's ``--concurrency`` in threads, and one limiter actor the workers' provider calls pass
 through. It pulls specs only when a worker has a free slot, so the driver's budget stop
 (``--max-cost``) holds across the cluster exactly as on the local backend. Plans go into the
@@ -28,16 +28,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from executor.plan import Plan
-from executor.rate_limits import RateLimits
-from executor.redaction import redact_text
-from trials.cluster.credentials import credential_names, secret_names
-from trials.cluster.limiter_actor import start_limiter
-from trials.cluster.session import ClusterUsageError, EnvironmentSource, Session
-from trials.cluster.worker import TrialResult, TrialWorker, WorkerIdentity
-from trials.recording import redact_records
-from trials.spec import TrialRecords, TrialSpec
-from trials.taskfile import TaskFile
+from capplan.executor.plan import Plan
+from capplan.executor.rate_limits import RateLimits
+from capplan.core.redaction import redact_text
+from capplan.trials.cluster.credentials import credential_names, secret_names
+from capplan.trials.cluster.limiter_actor import start_limiter
+from capplan.trials.cluster.session import ClusterUsageError, EnvironmentSource, Session
+from capplan.trials.cluster.worker import TrialResult, TrialWorker, WorkerIdentity
+from capplan.trials.recording import redact_records
+from capplan.trials.spec import TrialRecords, TrialSpec
+from capplan.trials.taskfile import TaskFile
 
 #: How long the driver waits for any result before looking at the stop event again.
 _POLL_S = 0.2

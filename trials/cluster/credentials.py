@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-from executor.mock_provider import is_mock
-from executor.plan import Plan
-from trials.driver import UsageProblem
+from capplan.executor.mock_provider import is_mock
+from capplan.executor.plan import Plan
+from capplan.trials.driver import UsageProblem
 
 
 class CredentialsMissingError(UsageProblem):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from executor.plan import Plan
+from capplan.executor.plan import Plan
 
 
 class CallGate(Protocol):

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from executor.rate_limits import CallLimit, RateLimits
+from capplan.executor.rate_limits import CallLimit, RateLimits
 
 #: How far 429s may stretch a lane's interval, and how much of it each success gives back.
 MAX_SLOWDOWN = 16.0

@@ -19,8 +19,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from trials.cluster.credentials import CredentialsMissingError, missing, missing_message
-from trials.driver import UsageProblem
+from capplan.trials.cluster.credentials import CredentialsMissingError, missing, missing_message
+from capplan.trials.driver import UsageProblem
 
 #: A started local cluster's object store: trial records are kilobytes, plans a few more.
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024

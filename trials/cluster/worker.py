@@ -21,15 +21,15 @@ import threading
 import time
 from dataclasses import dataclass
 
-from executor.client import Completion
-from executor.plan import Plan
-from executor.redaction import redact_standard_streams
-from trials.cluster.credentials import require
-from trials.cluster.limited_completion import LimitedCompletion
-from trials.cluster.limiter_actor import RayCallGate
-from trials.recording import redact_records
-from trials.runner import RunContext, run_trial
-from trials.spec import TrialRecords, TrialSpec
+from capplan.executor.client import Completion
+from capplan.executor.plan import Plan
+from capplan.core.redaction import redact_standard_streams
+from capplan.trials.cluster.credentials import require
+from capplan.trials.cluster.limited_completion import LimitedCompletion
+from capplan.trials.cluster.limiter_actor import RayCallGate
+from capplan.trials.recording import redact_records
+from capplan.trials.runner import RunContext, run_trial
+from capplan.trials.spec import TrialRecords, TrialSpec
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class TrialWorker:
 
     def ready(self) -> WorkerIdentity:
         """Who this incarnation is; litellm is imported now so the first trial does not pay for it."""
-        from executor.client import _litellm_completion
+        from capplan.executor.client import _litellm_completion
 
         _litellm_completion()
         return self.identity
@@ -88,6 +88,6 @@ class TrialWorker:
 
 
 def _limited(plan: Plan, gate: RayCallGate) -> Completion:
-    from executor.client import _litellm_completion
+    from capplan.executor.client import _litellm_completion
 
     return LimitedCompletion(_litellm_completion(), gate, plan)

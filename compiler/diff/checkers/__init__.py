@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from compiler.diagnostics import did_you_mean
-from compiler.diff.checkers import (
+from capplan.core.diagnostics import did_you_mean
+from capplan.compiler.diff.checkers import (
     allowed_params,
     binding,
     defaults,
@@ -23,8 +23,8 @@ from compiler.diff.checkers import (
     routing,
     value_rules,
 )
-from compiler.diff.checkers.base import Checker
-from compiler.diff.errors import DiffInputError
+from capplan.compiler.diff.checkers.base import Checker
+from capplan.compiler.diff.errors import DiffInputError
 
 #: name -> checker, in report order
 CHECKERS: dict[str, Checker] = {

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.diff.model import ABSENT, Change
-from compiler.diff.walk import Path, leaf_changes, source_of
-from executor.plan import Provenance
+from capplan.compiler.diff.model import ABSENT, Change
+from capplan.compiler.diff.walk import Path, leaf_changes, source_of
+from capplan.executor.plan import Provenance
 
 
 @dataclass(frozen=True)

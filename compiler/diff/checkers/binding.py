@@ -1,6 +1,6 @@
 """``binding``: the provider binding (endpoint, credential env names, slug rewrite, rate-limit patterns)."""
 
-from compiler.diff.checkers.base import Checker
+from capplan.compiler.diff.checkers.base import Checker
 
 CHECKER = Checker(
     name="binding",

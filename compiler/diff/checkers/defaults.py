@@ -1,6 +1,6 @@
 """``defaults``: the run config's per-model request defaults (temperature, seed, reasoning …)."""
 
-from compiler.diff.checkers.base import Checker
+from capplan.compiler.diff.checkers.base import Checker
 
 CHECKER = Checker(
     name="defaults",

@@ -6,9 +6,9 @@ A change here alone means the plan behaves exactly as before; ``--ignore inputs`
 from collections.abc import Mapping
 from typing import Any
 
-from compiler.diff.checkers.base import Checker
-from compiler.diff.walk import Path
-from executor.plan import Provenance
+from capplan.compiler.diff.checkers.base import Checker
+from capplan.compiler.diff.walk import Path
+from capplan.executor.plan import Provenance
 
 
 class InputsChecker(Checker):

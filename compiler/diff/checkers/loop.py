@@ -1,6 +1,6 @@
 """``loop``: the trial-loop knobs (resample counts, context window, watermark, turn budget)."""
 
-from compiler.diff.checkers.base import Checker
+from capplan.compiler.diff.checkers.base import Checker
 
 CHECKER = Checker(
     name="loop",

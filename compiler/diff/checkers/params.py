@@ -1,6 +1,6 @@
 """``params``: the generation flags handed to the params_policy (supports_seed, reasoning routing …)."""
 
-from compiler.diff.checkers.base import Checker
+from capplan.compiler.diff.checkers.base import Checker
 
 CHECKER = Checker(
     name="params",

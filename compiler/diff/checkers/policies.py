@@ -1,6 +1,6 @@
 """``policies``: which policy each slot uses, and the constructor params of every slot but params_policy."""
 
-from compiler.diff.checkers.base import Checker
+from capplan.compiler.diff.checkers.base import Checker
 
 CHECKER = Checker(
     name="policies",

@@ -3,9 +3,9 @@
 from collections.abc import Mapping
 from typing import Any
 
-from compiler.diff.checkers.base import Checker
-from compiler.diff.walk import Path, enclosing, provenance_entry, source_of
-from executor.plan import Provenance
+from capplan.compiler.diff.checkers.base import Checker
+from capplan.compiler.diff.walk import Path, enclosing, provenance_entry, source_of
+from capplan.executor.plan import Provenance
 
 
 class PresetChecker(Checker):

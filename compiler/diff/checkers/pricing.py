@@ -1,6 +1,6 @@
 """``pricing``: the price entry (USD per million tokens) and the key it was found under."""
 
-from compiler.diff.checkers.base import Checker
+from capplan.compiler.diff.checkers.base import Checker
 
 CHECKER = Checker(
     name="pricing",

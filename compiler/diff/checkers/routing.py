@@ -1,6 +1,6 @@
 """``routing``: the effective OpenRouter upstream pin and fallback switch."""
 
-from compiler.diff.checkers.base import Checker
+from capplan.compiler.diff.checkers.base import Checker
 
 CHECKER = Checker(
     name="routing",

@@ -1,6 +1,6 @@
 """``value_rules``: per parameter, per value, what happens to it (drop, rewrite, reject)."""
 
-from compiler.diff.checkers.base import Checker
+from capplan.compiler.diff.checkers.base import Checker
 
 CHECKER = Checker(
     name="value_rules",

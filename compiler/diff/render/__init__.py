@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from compiler.diff.blast import BlastRadius
-from compiler.diff.model import DiffReport
-from compiler.diff.render import github, json_out, markdown, text
+from capplan.compiler.diff.blast import BlastRadius
+from capplan.compiler.diff.model import DiffReport
+from capplan.compiler.diff.render import github, json_out, markdown, text
 
 FORMATS = ("text", "markdown", "json", "github")
 

@@ -9,11 +9,11 @@ format's totals, as plain log output.
 
 from __future__ import annotations
 
-from compiler.diff.blast import BlastRadius
-from compiler.diff.model import Change, DiffReport
-from compiler.diff.render.text import render_blast as _text_blast
-from compiler.diff.render.text import totals
-from compiler.diff.render.values import show
+from capplan.compiler.diff.blast import BlastRadius
+from capplan.compiler.diff.model import Change, DiffReport
+from capplan.compiler.diff.render.text import render_blast as _text_blast
+from capplan.compiler.diff.render.text import totals
+from capplan.compiler.diff.render.values import show
 
 ROUTING_CODE = "credential-routing-changed"
 CHANGE_CODE = "plan-changed"

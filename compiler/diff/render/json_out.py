@@ -58,9 +58,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from compiler.diff.blast import BlastRadius
-from compiler.diff.model import ABSENT, Change, DiffReport, ModelDiff
-from executor.redaction import redact_url
+from capplan.compiler.diff.blast import BlastRadius
+from capplan.compiler.diff.model import ABSENT, Change, DiffReport, ModelDiff
+from capplan.core.redaction import redact_url
 
 VERSION = 1
 

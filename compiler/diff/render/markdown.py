@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from compiler.diff.blast import BlastRadius
-from compiler.diff.model import Change, DiffReport, ModelDiff
-from compiler.diff.render.values import show, where
+from capplan.compiler.diff.blast import BlastRadius
+from capplan.compiler.diff.model import Change, DiffReport, ModelDiff
+from capplan.compiler.diff.render.values import show, where
 
 #: a model's table is folded when it has more rows than this, or when many models changed
 COLLAPSE_ROWS = 6

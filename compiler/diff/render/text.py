@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from compiler.diff.blast import BlastRadius
-from compiler.diff.model import DiffReport, ModelDiff
-from compiler.diff.render.values import show, where
+from capplan.compiler.diff.blast import BlastRadius
+from capplan.compiler.diff.model import DiffReport, ModelDiff
+from capplan.compiler.diff.render.values import show, where
 
 
 def render_report(report: DiffReport) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from compiler.diff.model import ABSENT, Change
-from compiler.provenance_lines import Located
-from executor.redaction import redact_url
+from capplan.compiler.diff.model import ABSENT, Change
+from capplan.compiler.provenance_lines import Located
+from capplan.core.redaction import redact_url
 
 
 def show(value: Any) -> str:

@@ -8,11 +8,11 @@ from typing import Any
 
 import click
 
-from commands.common import request_options
+from capplan.cli.common import request_options
 
-from executor.canonical import canonical_bytes
-from executor.errors import user_error
-from executor.redaction import redact_text, standard_streams_redacted
+from capplan.core.canonical import canonical_bytes
+from capplan.executor.errors import user_error
+from capplan.core.redaction import redact_text, standard_streams_redacted
 
 
 @click.command("preview")
@@ -42,8 +42,8 @@ def preview_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: st
 
 
 def _preview(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
-    from executor.client import Client
-    from executor.messages import load_request
+    from capplan.executor.client import Client
+    from capplan.executor.messages import load_request
 
     try:
         client = Client.from_plan_file(plan_path, api_base=api_base)

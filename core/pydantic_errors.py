@@ -9,9 +9,9 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from compiler.diagnostics import Diagnostic, InputError, did_you_mean
-from compiler.yaml_source import SourceFile
-from executor.binding import CREDENTIAL_VALUE_MESSAGE
+from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
+from capplan.core.yaml_source import SourceFile
+from capplan.executor.binding import CREDENTIAL_VALUE_MESSAGE
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -35,7 +35,7 @@ def parse(source: SourceFile, cls: type[M]) -> M:
 
 def _unquoted(diag: Diagnostic, err: Any) -> Diagnostic:
     """``diag`` without a key that may be a pasted credential (``rate_limits.keys.<sk-…>.x``) in its path."""
-    from compiler.value_checks import looks_like_credential
+    from capplan.compiler.value_checks import looks_like_credential
 
     loc = tuple(err["loc"])
     if len(loc) > 2 and loc[:2] == ("rate_limits", "keys") and isinstance(loc[2], str) and looks_like_credential(loc[2]):

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, report_input_errors
-from compiler.diagnostics import render_all
-from compiler.diagnostics import Diagnostic, InputError
-from compiler.lint import KINDS, lint_file
-from compiler.yaml_source import read_source
+from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, report_input_errors
+from capplan.core.diagnostics import render_all
+from capplan.core.diagnostics import Diagnostic, InputError
+from capplan.compiler.lint import KINDS, lint_file
+from capplan.core.yaml_source import read_source
 
 
 @click.command("lint")
@@ -80,7 +80,7 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_conf
 def _is_task(path: Path, kind: str) -> bool:
     if kind != "auto":
         return kind == "task"
-    from trials.task_kind import looks_like_task
+    from capplan.trials.task_kind import looks_like_task
 
     try:
         return looks_like_task(read_source(path).data)
@@ -89,6 +89,6 @@ def _is_task(path: Path, kind: str) -> bool:
 
 
 def _lint_task(path: Path, import_environments: bool) -> list[Diagnostic]:
-    from trials.tasks import lint_task
+    from capplan.trials.tasks import lint_task
 
     return lint_task(path, import_environments=import_environments)

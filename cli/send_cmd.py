@@ -8,12 +8,12 @@ from typing import Any
 
 import click
 
-from commands.common import request_options
+from capplan.cli.common import request_options
 
-from commands.preview_cmd import fail_on_user_error
-from executor.canonical import canonical_bytes
-from executor.errors import ResponseShapeError
-from executor.redaction import redact_text, redact_value, standard_streams_redacted
+from capplan.cli.preview_cmd import fail_on_user_error
+from capplan.core.canonical import canonical_bytes
+from capplan.executor.errors import ResponseShapeError
+from capplan.core.redaction import redact_text, redact_value, standard_streams_redacted
 
 
 @click.command("send")
@@ -46,8 +46,8 @@ def send_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) 
 
 
 def _send(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
-    from executor.client import Client
-    from executor.messages import load_request
+    from capplan.executor.client import Client
+    from capplan.executor.messages import load_request
 
     try:
         client = Client.from_plan_file(plan_path, api_base=api_base)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from commands.common import EXIT_FINDINGS, input_options, print_diagnostics, report_input_errors
-from compiler.compile import compile_paths
-from compiler.golden import REGEN_COMMAND, compare, default_golden_dir
-from compiler.plan_output import write_plan_set
+from capplan.cli.common import EXIT_FINDINGS, input_options, print_diagnostics, report_input_errors
+from capplan.compiler.compile import compile_paths
+from capplan.compiler.golden import REGEN_COMMAND, compare, default_golden_dir
+from capplan.compiler.plan_output import write_plan_set
 
 
 @click.command("compile")

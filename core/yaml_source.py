@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler.diagnostics import Diagnostic, InputError, Severity
-from executor.input_limits import (
+from capplan.core.diagnostics import Diagnostic, InputError, Severity
+from capplan.core.input_limits import (
     MAX_ALIAS_EXPANSION,
     MAX_ALIASES,
     MAX_CONFIG_BYTES,
@@ -35,7 +35,7 @@ class SourceFile:
     sha256: str
     data: Any
     positions: dict[Loc, tuple[int, int]] = field(default_factory=dict)
-    #: how plans and the manifest name this file (see compiler.project_root); diagnostics use ``display``
+    #: how plans and the manifest name this file (see capplan.compiler.project_root); diagnostics use ``display``
     name: str | None = None
     _by_key: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
@@ -149,7 +149,7 @@ def read_bundled(path: Path, display: str) -> SourceFile:
     """A YAML file that ships with capplan: its parse shipped beside it, else libyaml's.
 
     Only for bundled data: it is capplan's own, a test holds that both readers (and the shipped
-    parse, :mod:`compiler.bundled_index`) give the same data and the same positions for every
+    parse, :mod:`capplan.compiler.bundled_index`) give the same data and the same positions for every
     bundled file, and it needs none of the alias and duplicate-key guards that untrusted input does.
     """
     try:
@@ -157,7 +157,7 @@ def read_bundled(path: Path, display: str) -> SourceFile:
     except (OSError, InputLimitError):
         return read_source(path, display)  # raises the located error
     digest = hashlib.sha256(raw).hexdigest()
-    from compiler.bundled_index import lookup
+    from capplan.compiler.bundled_index import lookup
 
     known = lookup(digest)
     if known is None:

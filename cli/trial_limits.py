@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from compiler.diagnostics import Diagnostic, InputError, did_you_mean
-from compiler.loading import PROVIDERS_FILE, bundled_dir, display_path, load_file
-from executor.plan import Plan
-from executor.rate_limits import RateLimits
+from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
+from capplan.compiler.loading import PROVIDERS_FILE, bundled_dir, display_path, load_file
+from capplan.executor.plan import Plan
+from capplan.executor.rate_limits import RateLimits
 
 if TYPE_CHECKING:
-    from compiler.inputs.run_config import RunConfig
-    from compiler.loading import Loaded
+    from capplan.compiler.inputs.run_config import RunConfig
+    from capplan.compiler.loading import Loaded
 
 #: What a key variable's name looks like; anything else may be the key itself, pasted by mistake.
 _VARIABLE_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
@@ -27,7 +27,7 @@ _VARIABLE_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
 
 def load_run_config(path: Path) -> Loaded[RunConfig]:
     """The run config, validated with located errors exactly as ``capplan compile`` does."""
-    from compiler.inputs.run_config import RunConfig  # noqa: F811 (the runtime import; the other is for types)
+    from capplan.compiler.inputs.run_config import RunConfig  # noqa: F811 (the runtime import; the other is for types)
 
     loaded, diags = load_file(path, RunConfig, display_path(path, None))
     if loaded is None or any(d.severity == "error" for d in diags):
@@ -37,7 +37,7 @@ def load_run_config(path: Path) -> Loaded[RunConfig]:
 
 def load_rate_limits(loaded: Loaded[RunConfig], plans: Sequence[Plan]) -> RateLimits:
     """The run config's limits; every problem in the file is raised together."""
-    from compiler.inputs.providers_file import ProvidersFile
+    from capplan.compiler.inputs.providers_file import ProvidersFile
 
     bundled, _ = load_file(bundled_dir() / PROVIDERS_FILE, ProvidersFile, display_path(Path(PROVIDERS_FILE), "bundled"))
     bindings = bundled.model.root if bundled is not None else {}

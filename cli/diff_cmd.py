@@ -8,18 +8,18 @@ from pathlib import Path
 
 import click
 
-from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, input_options, print_diagnostics
-from compiler.diagnostics import InputError
-from compiler.diff.blast import blast_radius
-from compiler.diff.checkers import CHECKERS, parse_names, select_checkers
-from compiler.diff.engine import diff_plan_sets, with_lines
-from compiler.project_root import find_project_root
-from compiler.provenance_lines import disk_index
-from compiler.diff.errors import DiffInputError, SideCompileError
-from compiler.diff.fail_on import EXIT_CREDENTIAL_ROUTING, FAIL_ON, failing
-from compiler.diff.model import DiffReport
-from compiler.diff.plan_files import PlanDoc, load_side
-from compiler.diff.render import FORMATS, render_blast, render_report
+from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, input_options, print_diagnostics
+from capplan.core.diagnostics import InputError
+from capplan.compiler.diff.blast import blast_radius
+from capplan.compiler.diff.checkers import CHECKERS, parse_names, select_checkers
+from capplan.compiler.diff.engine import diff_plan_sets, with_lines
+from capplan.compiler.project_root import find_project_root
+from capplan.compiler.provenance_lines import disk_index
+from capplan.compiler.diff.errors import DiffInputError, SideCompileError
+from capplan.compiler.diff.fail_on import EXIT_CREDENTIAL_ROUTING, FAIL_ON, failing
+from capplan.compiler.diff.model import DiffReport
+from capplan.compiler.diff.plan_files import PlanDoc, load_side
+from capplan.compiler.diff.render import FORMATS, render_blast, render_report
 
 _EPILOG = "\b\nChecks:\n" + "\n".join(f"  {c.name:<15} {c.description}" for c in CHECKERS.values()) + """
 
@@ -137,9 +137,9 @@ def _from_files(old: Path, new: Path) -> tuple[dict[str, PlanDoc], dict[str, Pla
 def _from_revision(rev: str, run_config: Path | None, overlays: tuple[Path, ...], data_dir: Path | None
                    ) -> tuple[dict[str, PlanDoc], dict[str, PlanDoc], str, str, list[str]]:
     # imported here: comparing plan files needs none of the compiler
-    from compiler.diff.base import compile_against_base
-    from compiler.diff.base_args import CompileOptions
-    from compiler.loading import bundled_dir
+    from capplan.compiler.diff.base import compile_against_base
+    from capplan.compiler.diff.base_args import CompileOptions
+    from capplan.compiler.loading import bundled_dir
 
     sides = compile_against_base(rev, CompileOptions(data_dir, run_config, overlays), cwd=Path.cwd(),
                                  bundled=bundled_dir())

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option
+from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option
 
 _EPILOG = """\b
 Exit codes: 0 the gateway answered with its catalog and every plan routes through it, 1 the
@@ -42,13 +42,13 @@ def check_cmd(plans: tuple[Path, ...], fmt: str) -> None:
       capplan gateway check --plan plans/
       capplan gateway check --plan plans/gpt-5.json --plan plans/kimi-k3.json --format json
     """
-    from executor.errors import user_error
-    from executor.gateway.catalog import read_gateway_catalog
-    from executor.gateway.config import BASE_URL, resolve_gateway_config
-    from executor.gateway.route import GatewayRouteAmbiguous
-    from executor.gateway.transport import decide_route
-    from executor.mock_provider import is_mock
-    from executor.plan import Plan
+    from capplan.executor.errors import user_error
+    from capplan.executor.gateway.catalog import read_gateway_catalog
+    from capplan.executor.gateway.config import BASE_URL, resolve_gateway_config
+    from capplan.executor.gateway.route import GatewayRouteAmbiguous
+    from capplan.executor.gateway.transport import decide_route
+    from capplan.executor.mock_provider import is_mock
+    from capplan.executor.plan import Plan
 
     try:
         config = resolve_gateway_config()
@@ -110,7 +110,7 @@ def _plan_files(paths: tuple[Path, ...]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            from compiler.manifest import MANIFEST_FILE
+            from capplan.compiler.manifest import MANIFEST_FILE
 
             found = sorted(p for p in path.glob("*.json") if p.name != MANIFEST_FILE)
             if not found:
@@ -126,7 +126,7 @@ def _plan_files(paths: tuple[Path, ...]) -> list[Path]:
 
 
 def _fail(exc: BaseException, where: str) -> None:
-    from executor.errors import user_error
+    from capplan.executor.errors import user_error
 
     found = user_error(exc)
     if found is None:

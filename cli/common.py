@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 
 import click
 
-from compiler.diagnostics import Diagnostic, InputError
-from executor.registry import RegistryError
+from capplan.core.diagnostics import Diagnostic, InputError
+from capplan.executor.registry import RegistryError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

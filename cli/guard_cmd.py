@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 import click
 
-from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, print_diagnostics
-from compiler.diagnostics import Diagnostic, InputError
-from executor.usersim.detectors.base import ReplyDetector
-from executor.usersim.guard import DEFAULT_REPLY_DETECTORS, ReplyDefect, UserReplyGuard
+from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, print_diagnostics
+from capplan.core.diagnostics import Diagnostic, InputError
+from capplan.executor.usersim.detectors.base import ReplyDetector
+from capplan.executor.usersim.guard import DEFAULT_REPLY_DETECTORS, ReplyDefect, UserReplyGuard
 
 InputFormat = Literal["lines", "jsonl"]
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from commands.common import input_options, report_input_errors
-from compiler.compile import compile_paths
-from compiler.explain import explain
-from compiler.provenance_lines import LineIndex
+from capplan.cli.common import input_options, report_input_errors
+from capplan.compiler.compile import compile_paths
+from capplan.compiler.explain import explain
+from capplan.compiler.provenance_lines import LineIndex
 
 
 @click.command("explain")

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from commands.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, report_input_errors
+from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, report_input_errors
 
 #: Ctrl-C: the shell convention for "ended by SIGINT"
 EXIT_INTERRUPTED = 130
@@ -105,15 +105,15 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     2 input error (an unset API-key variable included, checked before any trial starts),
     130 interrupted (re-run to resume).
     """
-    from executor.errors import user_error
-    from trials.backends import BACKENDS, load_backend
-    from trials.driver import RunRequest, UsageProblem, build_specs, drive
-    from trials.confined import ConfinedPathError
-    from trials.progress import Progress
-    from trials.run_folder import RunFolder
+    from capplan.executor.errors import user_error
+    from capplan.trials.backends import BACKENDS, load_backend
+    from capplan.trials.driver import RunRequest, UsageProblem, build_specs, drive
+    from capplan.trials.confined import ConfinedPathError
+    from capplan.trials.progress import Progress
+    from capplan.trials.run_folder import RunFolder
 
     if backend not in BACKENDS:
-        from compiler.diagnostics import did_you_mean
+        from capplan.core.diagnostics import did_you_mean
 
         hint = did_you_mean(backend, BACKENDS)
         click.echo(f"capplan: unknown --backend {backend!r}" + (f"; {hint}" if hint else ""), err=True)
@@ -171,7 +171,7 @@ def _note(text: str) -> None:
 
 def _require_credentials(request: Any) -> None:
     """Refuse the run, before any trial starts, when a plan's API-key variable is unset."""
-    from executor.client import Client
+    from capplan.executor.client import Client
 
     for plan in request.plans:
         Client.from_plan_file(plan, api_base=request.api_base).require_credentials()
@@ -183,8 +183,8 @@ def _run_config(path: Path | None, backend: str) -> Any:
     """``--config``'s run config (``Loaded[RunConfig]``), or None; its rate_limits need --backend ray."""
     if path is None:
         return None
-    from commands.trial_limits import load_run_config
-    from trials.driver import UsageProblem
+    from capplan.cli.trial_limits import load_run_config
+    from capplan.trials.driver import UsageProblem
 
     loaded = load_run_config(path)
     limits = loaded.model.rate_limits
@@ -197,16 +197,16 @@ def _run_config(path: Path | None, backend: str) -> Any:
 def _backend_options(backend: str, address: str | None, workers: int | None, config: Any,
                      specs: list[Any]) -> dict[str, Any]:
     """The Ray backend's options; on any other backend they are a usage error, never ignored."""
-    from trials.driver import UsageProblem
+    from capplan.trials.driver import UsageProblem
 
     given = [name for name, value in (("--address", address), ("--workers", workers)) if value is not None]
     if backend != "ray":
         if given:
             raise UsageProblem(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to --backend ray")
         return {}
-    from commands.trial_limits import load_rate_limits
-    from executor.plan import Plan
-    from trials.cluster.session import check_address
+    from capplan.cli.trial_limits import load_rate_limits
+    from capplan.executor.plan import Plan
+    from capplan.trials.cluster.session import check_address
 
     check_address(address)
 
@@ -229,10 +229,10 @@ def report_cmd(run_dir: Path) -> None:
     \b
       capplan trial report runs/demo
     """
-    from trials import confined
-    from trials.confined import ConfinedPathError
-    from trials.driver import write_summary
-    from trials.run_folder import RunFolder, RunFolderError
+    from capplan.trials import confined
+    from capplan.trials.confined import ConfinedPathError
+    from capplan.trials.driver import write_summary
+    from capplan.trials.run_folder import RunFolder, RunFolderError
 
     folder = RunFolder(run_dir, notify=_note)
     folder.check(report=True)

@@ -19,18 +19,18 @@ import click
 
 # command name -> "module:attribute" of its click command
 COMMANDS: dict[str, str] = {
-    "compile": "commands.compile_cmd:compile_cmd",
-    "lint": "commands.lint_cmd:lint_cmd",
-    "explain": "commands.explain_cmd:explain_cmd",
-    "schema": "commands.schema_cmd:schema_cmd",
-    "policies": "commands.policies_cmd:policies_cmd",
-    "diff": "commands.diff_cmd:diff_cmd",
-    "preview": "commands.preview_cmd:preview_cmd",
-    "send": "commands.send_cmd:send_cmd",
-    "guard": "commands.guard_cmd:guard_cmd",
-    "replay": "commands.replay_cmd:replay_cmd",
-    "gateway": "commands.gateway_cmd:gateway_cmd",
-    "trial": "commands.trial_cmd:trial_cmd",
+    "compile": "capplan.cli.compile_cmd:compile_cmd",
+    "lint": "capplan.cli.lint_cmd:lint_cmd",
+    "explain": "capplan.cli.explain_cmd:explain_cmd",
+    "schema": "capplan.cli.schema_cmd:schema_cmd",
+    "policies": "capplan.cli.policies_cmd:policies_cmd",
+    "diff": "capplan.cli.diff_cmd:diff_cmd",
+    "preview": "capplan.cli.preview_cmd:preview_cmd",
+    "send": "capplan.cli.send_cmd:send_cmd",
+    "guard": "capplan.cli.guard_cmd:guard_cmd",
+    "replay": "capplan.cli.replay_cmd:replay_cmd",
+    "gateway": "capplan.cli.gateway_cmd:gateway_cmd",
+    "trial": "capplan.cli.trial_cmd:trial_cmd",
 }
 
 #: commands that hold nothing open once they return (they read files, write through atomic
@@ -71,7 +71,7 @@ class LazyGroup(click.Group):
         with _collector_paused_for_imports():
             # before any pydantic model is built (some are, as command modules import), so that
             # pydantic need not scan every installed distribution for plugins when none declares one
-            from executor.entry_point_scan import skip_pydantic_plugin_scan
+            from capplan.executor.entry_point_scan import skip_pydantic_plugin_scan
 
             skip_pydantic_plugin_scan()
             command = getattr(importlib.import_module(module_name), attr)
@@ -135,7 +135,7 @@ def run() -> None:
     of it. After a command of :data:`QUICK_EXIT`, while no other thread runs, the exit handlers
     run (``atexit``), the standard streams are flushed and the process ends with the same status
     through ``os._exit``. Any other command, or a thread still alive, gets the ordinary exit.
-    ``python -m commands`` runs this too.
+    ``python -m capplan.cli`` runs this too.
     """
     try:
         main()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from commands.common import EXIT_FINDINGS
-from compiler.schemas import SCHEMAS, rendered, schema_dir
+from capplan.cli.common import EXIT_FINDINGS
+from capplan.compiler.schemas import SCHEMAS, rendered, schema_dir
 
 
 @click.command("schema")

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from executor.input_limits import MAX_NESTING, MAX_NUMBER_CHARS, InputLimitError, check_flow_nesting
+from capplan.core.input_limits import MAX_NESTING, MAX_NUMBER_CHARS, InputLimitError, check_flow_nesting
 
 
 class StrictJSONError(ValueError):

@@ -7,13 +7,13 @@ from typing import Any
 
 import click
 
-from commands.common import format_option, report_input_errors
+from capplan.cli.common import format_option, report_input_errors
 
 
 def catalogue() -> dict[str, Any]:
     """``{"slots": {slot: [{name, class, default, doc, params: [...]}, …]}}`` from the registry."""
-    from executor.policy_params import describe
-    from executor.registry import DEFAULT_POLICY, SLOTS, policy_class, policy_targets
+    from capplan.executor.policy_params import describe
+    from capplan.executor.registry import DEFAULT_POLICY, SLOTS, policy_class, policy_targets
 
     slots: dict[str, list[dict[str, Any]]] = {}
     for slot in SLOTS:

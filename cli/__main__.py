@@ -1,0 +1,5 @@
+"""``python -m capplan.cli`` is ``capplan``."""
+
+from capplan.cli import run
+
+run()

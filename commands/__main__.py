@@ -1,5 +1,0 @@
-"""``python -m commands`` is ``capplan``."""
-
-from commands import run
-
-run()
