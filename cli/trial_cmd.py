@@ -21,7 +21,7 @@ def trial_cmd() -> None:
 
 
 @trial_cmd.command("run")
-@click.argument("tasks", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("tasks", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--plan", "plans", multiple=True, required=True, type=click.Path(path_type=Path, dir_okay=False),
               help="Compiled plan of an agent model; repeat to compare models.")
 @click.option("--user-plan", type=click.Path(path_type=Path, dir_okay=False),
@@ -63,6 +63,11 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
             retry_aborted: bool) -> None:
     """Run every TASK file against every --plan, --trials times each, into --out.
 
+    A TASK that is a folder stands for every *.yaml task file in it and in the folders below
+    it (hidden folders left out), in order of their path within the folder; a YAML file there
+    that is clearly not a task file (no environment and user keys, e.g. a run config) is
+    skipped with a note, and a folder with no task file is an error.
+
     This runs the tasks' code: each task's environment and grader modules are imported (from
     their files in the task's folder, else as installed modules) and the environment is
     constructed, once per trial; run only task files you trust. (capplan lint checks task files
@@ -79,7 +84,7 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
 
     \b
       capplan compile --model mock-echo --out plans/
-      capplan trial run examples/trials/inventory_desk/tasks/*.yaml --plan plans/mock-echo.json \\
+      capplan trial run examples/trials/inventory_desk --plan plans/mock-echo.json \\
           --user-plan plans/mock-echo.json --out runs/demo --trials 2
       capplan trial report runs/demo
       capplan trial run ... --out runs/demo --retry-aborted   # same command, aborted trials again
@@ -112,6 +117,9 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     from capplan.trials.progress import Progress
     from capplan.trials.run_folder import RunFolder
 
+    from capplan.cli.task_paths import expand_task_paths
+
+    tasks = expand_task_paths(tasks, _note)
     if backend not in BACKENDS:
         from capplan.core.diagnostics import did_you_mean
 
