@@ -25,7 +25,8 @@ from capplan.compiler.plan_output import write_plan_set
 @click.option("--check", is_flag=True, help="Write nothing; compare with the golden plans and exit 1 on any difference.")
 @click.option("--update-golden", is_flag=True, help="Rewrite the golden plans (and delete unused ones).")
 @click.option("--golden", "golden_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Golden folder for --check / --update-golden (default: golden/plans of this checkout).")
+              help="Golden folder for --check / --update-golden (default: golden/plans in the project root, "
+                   "the nearest folder with .git from the current directory, else the current directory).")
 @report_input_errors
 def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: Path | None, model: str | None,
                 out_dir: Path, keep_others: bool, check: bool, update_golden: bool, golden_dir: Path | None) -> None:

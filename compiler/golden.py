@@ -10,14 +10,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capplan.compiler.manifest import MANIFEST_FILE, Manifest
+from capplan.compiler.project_root import find_project_root, is_installed_path
+from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.executor.plan import Plan
 
 REGEN_COMMAND = "capplan compile --update-golden"
 
 
-def default_golden_dir() -> Path:
-    """``golden/plans`` of the checkout capplan runs from."""
-    return Path(__file__).resolve().parents[1] / "golden" / "plans"
+def default_golden_dir(start: Path | None = None) -> Path:
+    """``golden/plans`` of the project the command runs in, never of the installed package.
+
+    The project root is found from the current directory (see
+    :func:`capplan.compiler.project_root.find_project_root`), so an installed capplan checks and
+    updates the golden plans of the repository it is run in; a root inside an installed package
+    folder (``site-packages``) is refused: ``--update-golden`` must never write there.
+    """
+    root = find_project_root(start)
+    if is_installed_path(root):
+        raise InputError([Diagnostic(str(root), 1, 1, "golden-in-installed-package",
+                                     "the project root for golden plans is inside an installed package folder",
+                                     hint="run capplan compile from your project (the folder with .git), "
+                                          "or pass --golden FOLDER")])
+    return root / "golden" / "plans"
 
 
 def plan_files(folder: Path) -> list[Path]:

@@ -26,6 +26,11 @@ def find_project_root(start: Path | None = None) -> Path:
 _INSTALLED = {"site-packages", "dist-packages"}
 
 
+def is_installed_path(path: Path) -> bool:
+    """Whether ``path`` lies inside an installed package folder (``site-packages``, ``dist-packages``)."""
+    return bool(_INSTALLED & set(path.resolve().parts))
+
+
 def stable_name(path: Path, root: Path, label: str = "external") -> str:
     """``path`` relative to ``root``, or ``<label>:<name>`` when it is not under it (or is installed)."""
     full = path.resolve()
