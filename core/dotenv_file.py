@@ -28,6 +28,7 @@ def read_dotenv(path: Path) -> dict[str, str]:
     """
     if not path.exists() or path.is_dir():
         return {}
+    # imported here for start-up cost only (no cycle): most runs have no .env file to parse
     from dotenv import dotenv_values
 
     values = dotenv_values(stream=io.StringIO(read_dotenv_text(path)), interpolate=False)

@@ -12,7 +12,6 @@ into the wrong variable must not reach a CI log through the message that refuses
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import random
@@ -22,9 +21,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from capplan.core.dotenv_file import DotenvError, read_dotenv
+from capplan.core.input_limits import MAX_NESTING, InputLimitError, check_flow_nesting
 from capplan.executor.errors import ExecutorError
 from capplan.executor.gateway.secret_refs import SecretReferenceError, expand_secret_refs
-from capplan.core.input_limits import MAX_CONFIG_BYTES, MAX_NESTING, InputLimitError, check_flow_nesting, read_limited
 
 BASE_URL = "LLM_PROXY_BASE_URL"
 API_KEY = "LLM_PROXY_API_KEY"
@@ -146,35 +146,15 @@ class EnvSource:
     def _file(self) -> dict[str, str]:
         if self._dotenv is None:
             self._dotenv = {}
-            path = self._dotenv_path
-            # a folder named .env is a virtualenv, not settings; a FIFO or device is refused below
-            if path is not None and path.exists() and not path.is_dir():
-                from dotenv import dotenv_values
-
-                # interpolate=False: a "$" in a credential is text, never an expansion
-                values = dotenv_values(stream=io.StringIO(_read_dotenv(path)), interpolate=False)
-                self._dotenv = {k: v for k, v in values.items() if v is not None}
+            if self._dotenv_path is not None:
+                try:
+                    self._dotenv = read_dotenv(self._dotenv_path)
+                except DotenvError as exc:
+                    # the message starts with the place too, so a caller that ignores ``location`` still says where
+                    where = exc.location or str(self._dotenv_path)
+                    raise GatewayConfigError(f"{where}: {exc.message} (capplan reads LLM_PROXY_* variables from it)",
+                                             location=where) from None
         return self._dotenv
-
-
-def _read_dotenv(path: Path) -> str:
-    """The text of a ``.env`` file: a bounded regular file of UTF-8 text, or a located error."""
-    try:
-        data = read_limited(path, MAX_CONFIG_BYTES)
-    except InputLimitError as exc:
-        raise GatewayConfigError(f"{path}: {exc}", location=str(path)) from None
-    except OSError as exc:
-        raise GatewayConfigError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})", location=str(path)) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        where = f"{path}:{line}:{col}"
-        raise GatewayConfigError(
-            f"{where}: the file is not UTF-8 text; save it as UTF-8 (capplan reads LLM_PROXY_* variables from it)",
-            location=where,
-        ) from None
 
 
 def resolve_gateway_config(source: EnvSource | None = None) -> GatewayConfig | None:
