@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from capplan.executor.usersim.guard import UserReplyGuard
+from capplan.trials.usersim.guard import UserReplyGuard
 
 TARGET_MS = 5.0
 SIZES = {"10 KB": 10 * 1024, "100 KB": 100 * 1024}

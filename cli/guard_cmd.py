@@ -14,8 +14,8 @@ import click
 
 from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, print_diagnostics
 from capplan.core.diagnostics import Diagnostic, InputError
-from capplan.executor.usersim.detectors.base import ReplyDetector
-from capplan.executor.usersim.guard import DEFAULT_REPLY_DETECTORS, ReplyDefect, UserReplyGuard
+from capplan.trials.usersim.detectors.base import ReplyDetector
+from capplan.trials.usersim.guard import DEFAULT_REPLY_DETECTORS, ReplyDefect, UserReplyGuard
 
 InputFormat = Literal["lines", "jsonl"]
 

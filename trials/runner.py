@@ -26,7 +26,7 @@ from capplan.executor.plan import Plan, verify_fingerprint
 from capplan.executor.probe import RateLimitProbeConfig
 from capplan.executor.probe_stats import ProbeStats
 from capplan.executor.result import GenerationResult
-from capplan.executor.usersim import SIMULATOR_SCHEMA_VERSION, GuardEvent
+from capplan.trials.usersim import SIMULATOR_SCHEMA_VERSION, GuardEvent
 from capplan.trials.grading import grade
 from capplan.trials.environment import final_state
 from capplan.trials.loop import LoopConfig, LoopEnd, ToolCallingLoop

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from capplan.executor.usersim.detectors import (
+from capplan.trials.usersim.detectors import (
     EXCERPT_LIMIT,
     FOURTH_WALL_REASONS,
     FourthWallDetector,

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from capplan.executor.usersim.detectors import EXCERPT_LIMIT, Finding, ScratchpadDetector
-from capplan.executor.usersim.guard import (
+from capplan.trials.usersim.detectors import EXCERPT_LIMIT, Finding, ScratchpadDetector
+from capplan.trials.usersim.guard import (
     DEFAULT_REPLY_DETECTORS,
     LOGGER_NAME,
     USER_REPLY_MAX_ATTEMPTS,

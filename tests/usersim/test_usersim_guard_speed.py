@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
-from capplan.executor.usersim.guard import UserReplyGuard
+from capplan.trials.usersim.guard import UserReplyGuard
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "guard_worst_case.py"
 DETECTOR_MODULES = (
-    "capplan.executor.usersim.detectors.fourth_wall",
-    "capplan.executor.usersim.detectors.scratchpad",
-    "capplan.executor.usersim.detectors.context",
+    "capplan.trials.usersim.detectors.fourth_wall",
+    "capplan.trials.usersim.detectors.scratchpad",
+    "capplan.trials.usersim.detectors.context",
 )
 # The most characters one match attempt may consume per repeat nesting path. The detectors'
 # largest today is 64 (a bounded run of leading blanks).

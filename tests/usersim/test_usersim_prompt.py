@@ -11,15 +11,15 @@ from typing import Any
 import jinja2
 import pytest
 
-from capplan.executor.usersim import prompt as prompt_module
-from capplan.executor.usersim.prompt import (
+from capplan.trials.usersim import prompt as prompt_module
+from capplan.trials.usersim.prompt import (
     RULE_COUNT,
     SIMULATOR_SCHEMA_VERSION,
     STOP_SIGNAL,
     TOOL_RULE_COUNT,
     render_system_prompt,
 )
-from capplan.executor.usersim.request import SIMULATOR_GREETING, build_request, opening_request
+from capplan.trials.usersim.request import SIMULATOR_GREETING, build_request, opening_request
 
 BACKSTORY = "You are Dana Reyes. Your order 7781 arrived broken and you want a refund."
 TOOL = {"type": "function", "function": {"name": "toggle_airplane_mode", "parameters": {}}}
@@ -90,7 +90,7 @@ def test_a_one_word_edit_to_the_body_changes_the_stamped_digest(
 ) -> None:
     # The check above can only fail if an edit moves the digest; prove that it does.
     original = prompt_module._template()
-    source = resources.files("capplan.executor.usersim").joinpath("prompt.j2").read_text("utf-8")
+    source = resources.files("capplan.trials.usersim").joinpath("prompt.j2").read_text("utf-8")
     edited = jinja2.Environment(
         autoescape=False,
         undefined=jinja2.StrictUndefined,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from capplan.executor.usersim.request import (
+from capplan.trials.usersim.request import (
     SIMULATOR_GREETING,
     UnanswerableTranscript,
     build_request,

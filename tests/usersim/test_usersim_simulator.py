@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from capplan.executor.usersim import (
+from capplan.trials.usersim import (
     SIMULATOR_GREETING,
     STOP_SIGNAL,
     GuardEvent,

@@ -5,8 +5,8 @@ The simulator speaks from the customer's seat of a trial. Its model call is inje
 and a scripted callable drives it in a test.
 """
 
-from capplan.executor.usersim.contract import GenerateFn, GenerationLike, Message
-from capplan.executor.usersim.guard import (
+from capplan.trials.usersim.contract import GenerateFn, GenerationLike, Message
+from capplan.trials.usersim.guard import (
     DEFAULT_REPLY_DETECTORS,
     LOGGER_NAME,
     USER_REPLY_MAX_ATTEMPTS,
@@ -17,15 +17,15 @@ from capplan.executor.usersim.guard import (
     UserReplyRefused,
     reason_codes,
 )
-from capplan.executor.usersim.prompt import SIMULATOR_SCHEMA_VERSION, STOP_SIGNAL, render_system_prompt
-from capplan.executor.usersim.request import (
+from capplan.trials.usersim.prompt import SIMULATOR_SCHEMA_VERSION, STOP_SIGNAL, render_system_prompt
+from capplan.trials.usersim.request import (
     SIMULATOR_GREETING,
     UnanswerableTranscript,
     build_request,
     flip_transcript,
     opening_request,
 )
-from capplan.executor.usersim.simulator import UserReply, UserSimulator
+from capplan.trials.usersim.simulator import UserReply, UserSimulator
 
 __all__ = [
     "DEFAULT_REPLY_DETECTORS",

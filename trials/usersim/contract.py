@@ -1,4 +1,4 @@
-"""The two shapes the user simulator exchanges with the rest of the executor.
+"""The two shapes the user simulator exchanges with its callers (the trial runner, ``capplan guard``).
 
 The simulator never talks to litellm itself: it is handed a ``generate`` callable, so the
 same code runs against the executor's client in a trial and against a scripted callable in

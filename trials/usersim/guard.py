@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from capplan.executor.usersim.contract import GenerationLike
-from capplan.executor.usersim.detectors.base import Finding, ReplyDetector, bounded_excerpt
-from capplan.executor.usersim.detectors.fourth_wall import FourthWallDetector
-from capplan.executor.usersim.detectors.scratchpad import ScratchpadDetector
+from capplan.trials.usersim.contract import GenerationLike
+from capplan.trials.usersim.detectors.base import Finding, ReplyDetector, bounded_excerpt
+from capplan.trials.usersim.detectors.fourth_wall import FourthWallDetector
+from capplan.trials.usersim.detectors.scratchpad import ScratchpadDetector
 
 LOGGER_NAME = "capplan.user_reply_guard"
 """The guard logs under its own name, so its lines can be routed and kept on their own."""

@@ -36,7 +36,7 @@ _TEMPLATE_NAME = "prompt.j2"
 @cache
 def _template() -> jinja2.Template:
     source = (
-        resources.files("capplan.executor.usersim").joinpath(_TEMPLATE_NAME).read_text(encoding="utf-8")
+        resources.files("capplan.trials.usersim").joinpath(_TEMPLATE_NAME).read_text(encoding="utf-8")
     )
     env = jinja2.Environment(
         # The body is plain text for a model, never HTML: escaping would alter the backstory.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from capplan.executor.usersim.contract import Message
+from capplan.trials.usersim.contract import Message
 
 SIMULATOR_GREETING = "Hi! How can I help you today?"
 """The agent-side line that opens every simulator request starting on the simulator's turn.

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from capplan.executor.usersim.contract import GenerateFn, GenerationLike, Message
-from capplan.executor.usersim.guard import GuardEvent, ReplyDefect, UserReplyGuard
-from capplan.executor.usersim.prompt import STOP_SIGNAL, render_system_prompt
-from capplan.executor.usersim.request import SIMULATOR_GREETING, build_request, opening_request
+from capplan.trials.usersim.contract import GenerateFn, GenerationLike, Message
+from capplan.trials.usersim.guard import GuardEvent, ReplyDefect, UserReplyGuard
+from capplan.trials.usersim.prompt import STOP_SIGNAL, render_system_prompt
+from capplan.trials.usersim.request import SIMULATOR_GREETING, build_request, opening_request
 
 _DEFAULT_GUARD = UserReplyGuard()
 
@@ -84,8 +84,8 @@ class UserSimulator:
         """The next user turn answering the agent's last dialogue turn in ``transcript``.
 
         ``message_index`` defaults to ``len(transcript)``, the position the reply is appended
-        at. Raises :class:`~capplan.executor.usersim.request.UnanswerableTranscript` when there is
-        nothing to answer, and :class:`~capplan.executor.usersim.guard.UserReplyRefused` when every
+        at. Raises :class:`~capplan.trials.usersim.request.UnanswerableTranscript` when there is
+        nothing to answer, and :class:`~capplan.trials.usersim.guard.UserReplyRefused` when every
         generation is flagged.
         """
         request = build_request(transcript, greeting=self.greeting)

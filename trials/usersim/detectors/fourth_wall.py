@@ -73,9 +73,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from capplan.executor.usersim.detectors import context
-from capplan.executor.usersim.detectors.base import Finding, bounded_excerpt
-from capplan.executor.usersim.detectors.fourth_wall_phrases import (
+from capplan.trials.usersim.detectors import context
+from capplan.trials.usersim.detectors.base import Finding, bounded_excerpt
+from capplan.trials.usersim.detectors.fourth_wall_phrases import (
     APOS,
     ASIDE,
     CONVERSATION_NOUN,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from capplan.executor.usersim.detectors.base import Finding, bounded_excerpt
+from capplan.trials.usersim.detectors.base import Finding, bounded_excerpt
 
 # Every boundary str.splitlines() honours, so a tag after a form feed or U+2028 is still at
 # a line start.
