@@ -29,6 +29,27 @@ _MODELS = {"presets": "capplan.compiler.inputs.preset_file:PresetFile", "overlay
            "pricing": "capplan.compiler.inputs.pricing_file:PricingFile", "run-config": "capplan.compiler.inputs.run_config:RunConfig"}
 
 
+def bundled_index_note(path: Path) -> str | None:
+    """Why ``path`` is skipped when it is a parse index of bundled YAML (``bundled_index.json``), else None.
+
+    The index is capplan's own shortcut, not an input (see :mod:`capplan.compiler.bundled_index`):
+    it reads as JSON with a checksum line in front, so linting it as a pricing file would fail on
+    every ``capplan lint presets/*.json``. It is compared with the YAML files beside it instead, and
+    a stale or damaged one is reported in the note only: compile ignores an index that does not
+    match, so it never makes the inputs wrong.
+    """
+    from capplan.compiler.bundled_index import INDEX_NAME, UPDATE_COMMAND, build
+
+    if path.name != INDEX_NAME or not path.is_file():
+        return None
+    try:
+        state = "matches the YAML files beside it" if path.read_bytes() == build(path.parent) else (
+            f"does not match the YAML files beside it, so compile parses them instead ({UPDATE_COMMAND} rewrites it)")
+    except (OSError, ValueError):
+        state = "could not be compared with the YAML files beside it"
+    return f"skipped {path}: capplan's parse index of the bundled YAML, not an input file; it {state}"
+
+
 def _model_for(kind: str) -> type[BaseModel]:
     module, _, attr = _MODELS[kind].partition(":")
     cls: type[BaseModel] = getattr(importlib.import_module(module), attr)
