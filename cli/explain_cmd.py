@@ -8,7 +8,7 @@ import click
 
 from capplan.cli.common import input_options, report_input_errors
 from capplan.compiler.compile import compile_paths
-from capplan.compiler.explain import explain
+from capplan.compiler.explain import explain, unknown_field_hint
 from capplan.compiler.provenance_lines import LineIndex
 
 
@@ -35,6 +35,7 @@ def explain_cmd(model: str, field: str | None, run_config: Path | None, overlays
                    f"preset {plan.effective_preset}, fingerprint {plan.fingerprint[:12]}")
         rows = explain(plan, field, LineIndex(result.sources))
         if not rows:
-            raise click.BadParameter(f"the plan has no field {field!r}", param_hint="FIELD")
+            raise click.BadParameter(f"the plan has no field {field!r}; {unknown_field_hint(plan, field or '')}",
+                                     param_hint="FIELD")
         for row in rows:
             click.echo(row.render())

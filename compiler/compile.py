@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capplan.core.diagnostics import Diagnostic, InputError, errors_only
+from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean, errors_only
 from capplan.compiler.inputs.providers_file import binding_key
 from capplan.compiler.inputs.run_config import ModelConfig
 from capplan.compiler.inputs.preset_file import PresetFile
@@ -125,9 +125,12 @@ def select_models(inputs: Inputs, model: str | None) -> dict[str, ModelConfig] |
             return {key: cfg}
     provider, sep, name = model.partition("/")
     if not sep or not name:
-        raise InputError([Diagnostic("--model", 1, 1, "bad-model",
-                                     f"{model!r} is neither a model key of {inputs.run.source.display} nor PROVIDER/NAME",
-                                     hint="e.g. --model openrouter/anthropic/claude-opus-4.7, or a key: "
-                                          + ", ".join(sorted(models)[:8]) + (", …" if len(models) > 8 else ""))])
+        # located at the models the key was looked up in: the argument itself is not a file
+        close = did_you_mean(model, models, list_max=0)
+        raise InputError([inputs.run.source.diag(
+            ("models",), "bad-model",
+            f"no model key {model[:MAX_NAME_CHARS]!r} here, and it is not PROVIDER/NAME either",
+            hint=(f"{close} " if close else "") + "e.g. openrouter/anthropic/claude-opus-4.7, or a key: "
+                 + ", ".join(sorted(models)[:8]) + (", …" if len(models) > 8 else ""))])
     key = re.sub(r"[^A-Za-z0-9._-]+", "__", model)
     return {key: ModelConfig(provider=provider, name=name)}

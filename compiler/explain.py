@@ -47,6 +47,25 @@ def explain(plan: Plan, field_prefix: str | None = None, lines: LineIndex | None
     return out
 
 
+def field_paths(plan: Plan) -> list[str]:
+    """Every FIELD ``explain`` accepts for ``plan``: each shown field and each subtree above one."""
+    paths: set[str] = set()
+    for path, _ in _leaves(plan.body(), ""):
+        parts = path.split(".")
+        paths.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return sorted(paths)
+
+
+def unknown_field_hint(plan: Plan, field: str) -> str:
+    """What to say when ``field`` names nothing in ``plan``: the closest field, else the top-level ones."""
+    from capplan.core.diagnostics import did_you_mean
+
+    paths = field_paths(plan)
+    close = did_you_mean(field, paths, list_max=0)
+    top = sorted(p for p in paths if "." not in p)
+    return close or "fields: " + ", ".join(top)
+
+
 def _atomic(path: str) -> bool:
     if path == "policies.params_policy":  # its flags come from different layers: show each
         return False
