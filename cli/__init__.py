@@ -69,11 +69,6 @@ class LazyGroup(click.Group):
             command: click.Command = getattr(sys.modules[module_name], attr)
             return command
         with _collector_paused_for_imports():
-            # before any pydantic model is built (some are, as command modules import), so that
-            # pydantic need not scan every installed distribution for plugins when none declares one
-            from capplan.executor.entry_point_scan import skip_pydantic_plugin_scan
-
-            skip_pydantic_plugin_scan()
             command = getattr(importlib.import_module(module_name), attr)
         return command
 

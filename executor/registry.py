@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from capplan.executor.entry_point_scan import POLICY_GROUP, FoundEntryPoint, scan
+from capplan.core.errors import UserError
 
-ENTRY_POINT_GROUP = POLICY_GROUP
+#: the entry-point group third-party policies register in
+ENTRY_POINT_GROUP = "capplan.policies"
 
 #: The nine slots, in the order a plan lists them.
 SLOTS: tuple[str, ...] = (
@@ -88,8 +90,17 @@ DEFAULT_POLICY: dict[str, str] = {
 }
 
 
-class RegistryError(RuntimeError):
-    """The registry cannot be assembled: duplicate name, unknown slot, bad entry point."""
+class RegistryError(UserError, RuntimeError):
+    """The registry cannot be assembled: duplicate name, unknown slot, bad entry point.
+
+    A broken policy installation, not a mistake in one input file: it is shown as the sentence
+    it is (``capplan: policy registry cannot be built: …``), with no place.
+    """
+
+    code = "REGISTRY"
+
+    def render(self) -> str:
+        return f"capplan: {self.message}"
 
 
 def _merge(
@@ -121,26 +132,19 @@ def _merge(
 class _Origin:
     """Where an entry point comes from, worded only when a problem is reported.
 
-    A distribution's name is read from its METADATA file, parsed as an e-mail message; doing
-    that for every entry point on every start-up was most of ``capplan lint``'s registry cost.
+    The distribution's name is read from its METADATA file (parsed as an e-mail message), so it
+    is read only for the message, not for every entry point on every start-up.
     """
 
-    def __init__(self, ep: Any) -> None:
-        self._ep = ep  # a FoundEntryPoint, or an importlib.metadata.EntryPoint
+    def __init__(self, ep: EntryPoint) -> None:
+        self._ep = ep
 
     def __str__(self) -> str:
-        if isinstance(self._ep, FoundEntryPoint):
-            return f"{self._ep.dist_name()} ({ENTRY_POINT_GROUP})"
         dist = self._ep.dist
         return f"{dist.name if dist else '?'} ({ENTRY_POINT_GROUP})"
 
 
-def _entry_points() -> list[Any]:
-    found = scan()
-    if found is not None:
-        return list(found[ENTRY_POINT_GROUP])
-    from importlib.metadata import entry_points
-
+def _entry_points() -> list[EntryPoint]:
     return list(entry_points(group=ENTRY_POINT_GROUP))
 
 

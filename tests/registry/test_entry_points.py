@@ -1,4 +1,4 @@
-"""The direct entry-point reader agrees with importlib.metadata, and third-party policies still arrive."""
+"""Third-party policies arrive through importlib.metadata entry points, and clashes fail loud naming the distribution."""
 
 from __future__ import annotations
 
@@ -8,23 +8,13 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
-from importlib.machinery import PathFinder
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
-from capplan.executor import entry_point_scan
-from capplan.executor.entry_point_scan import GROUPS, POLICY_GROUP, _scan, scan, skip_pydantic_plugin_scan
 from capplan.executor.registry import RegistryError, policy_targets
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _standard_find_distributions(*args: object, **kwargs: object) -> object:
-    from importlib.metadata import MetadataPathFinder
-
-    return MetadataPathFinder.find_distributions(*args, **kwargs)  # type: ignore[arg-type]
 
 
 def _dist(site: Path, folder: str, name: str, entry_points_txt: str | None) -> Path:
@@ -42,36 +32,12 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = tmp_path / "site"
     folder.mkdir()
     monkeypatch.syspath_prepend(str(folder))
-    # importlib_metadata (the backport, which litellm imports) swaps the standard finder for its
-    # own; a CLI start-up has the standard one, restored here (the reader steps aside otherwise,
-    # tested below)
-    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path
-                                           if getattr(f, "find_distributions", None) is None or f is PathFinder])
-    if getattr(PathFinder, "find_distributions", None) is None:
-        monkeypatch.setattr(PathFinder, "find_distributions", staticmethod(_standard_find_distributions),
-                            raising=False)
     policy_targets.cache_clear()
     yield folder
     policy_targets.cache_clear()
 
 
-def _as_tuples(eps: object) -> list[tuple[str, str, str, str]]:
-    out = []
-    for ep in eps:  # type: ignore[attr-defined]
-        folder = str(ep.dist_folder) if hasattr(ep, "dist_folder") else str(ep.dist._path)
-        out.append((ep.name, ep.value, ep.group, folder))
-    return out
-
-
-def test_every_group_of_this_environment_reads_as_importlib_metadata_reads_it() -> None:
-    groups = tuple(sorted(entry_points().groups))
-    found = _scan(groups)
-    assert found is not None
-    for group in groups:
-        assert _as_tuples(found[group]) == _as_tuples(entry_points(group=group)), group
-
-
-def test_first_distribution_of_a_name_wins_and_file_syntax_matches(site: Path, tmp_path: Path,
+def test_first_distribution_of_a_name_wins_and_file_syntax_is_read(site: Path, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     _dist(site, "acme_policies-2.0.dist-info", "acme-policies",
           "# a comment\n\n[capplan.policies]\n  response_policy.acme =  acme.mod:Acme  \n"
@@ -82,10 +48,6 @@ def test_first_distribution_of_a_name_wins_and_file_syntax_matches(site: Path, t
           "[capplan.policies]\nresponse_policy.shadowed = acme.old:Old\n")
     monkeypatch.syspath_prepend(str(site))  # keep `site` first
     monkeypatch.setattr(sys, "path", [*sys.path, str(later)])
-    found = _scan((POLICY_GROUP, "console_scripts"))
-    assert found is not None
-    assert _as_tuples(found[POLICY_GROUP]) == _as_tuples(entry_points(group=POLICY_GROUP))
-    assert _as_tuples(found["console_scripts"]) == _as_tuples(entry_points(group="console_scripts"))
     assert policy_targets()["response_policy"]["acme"] == "acme.mod:Acme"
     assert "shadowed" not in policy_targets()["response_policy"]
 
@@ -105,7 +67,6 @@ def test_a_third_party_duplicate_is_reported_with_its_distribution_name(site: Pa
 
 
 def test_a_distribution_installed_after_a_scan_is_seen(site: Path) -> None:
-    assert scan() is not None
     before = policy_targets()
     assert "late" not in before["prompt_policy"]
     _dist(site, "late-1.0.dist-info", "late", "[capplan.policies]\nprompt_policy.late = late:Late\n")
@@ -113,47 +74,14 @@ def test_a_distribution_installed_after_a_scan_is_seen(site: Path) -> None:
     assert policy_targets()["prompt_policy"]["late"] == "late:Late"
 
 
-@pytest.mark.parametrize("case", ["zip on sys.path", "malformed line", "not utf-8", "another finder"])
-def test_where_the_reader_cannot_follow_importlib_metadata_answers(site: Path, tmp_path: Path, case: str,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    if case == "zip on sys.path":
-        archive = tmp_path / "dists.zip"
-        with zipfile.ZipFile(archive, "w") as zf:
-            zf.writestr("zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n")
-            zf.writestr("zipped-1.0.dist-info/entry_points.txt", "[capplan.policies]\nprompt_policy.zipped = z:Z\n")
-        monkeypatch.syspath_prepend(str(archive))
-    elif case == "malformed line":
-        _dist(site, "broken-1.0.dist-info", "broken", "[other.group]\nno equals sign here\n")
-    elif case == "another finder":
-        class Finder:
-            @staticmethod
-            def find_distributions(*args: object, **kwargs: object) -> list[object]:
-                return []
-
-        monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Finder()])
-    else:
-        info = _dist(site, "latin-1.0.dist-info", "latin", None)
-        (info / "entry_points.txt").write_bytes(b"[capplan.policies]\nprompt_policy.caf\xe9 = l:L\n")
-    assert scan() is None
-    if case == "zip on sys.path":  # the registry asks importlib.metadata, which reads the zip
-        assert policy_targets()["prompt_policy"]["zipped"] == "z:Z"
-
-
-def test_pydantic_is_told_there_are_no_plugins_only_when_there_are_none(site: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from pydantic.plugin import _loader
-
-    monkeypatch.setattr(_loader, "_plugins", None)
-    skip_pydantic_plugin_scan()
-    assert _loader._plugins == {}
-    assert list(_loader.get_plugins()) == []
-
-    _dist(site, "pyd_plugin-1.0.dist-info", "pyd-plugin", "[pydantic]\nmine = pyd_plugin:plugin\n")
-    monkeypatch.setattr(_loader, "_plugins", None)
-    entry_point_scan._MEMO.clear()
-    skip_pydantic_plugin_scan()
-    assert _loader._plugins is None  # pydantic looks for itself
-    assert "pydantic" in GROUPS
+def test_a_zipped_distribution_on_sys_path_is_read(site: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    archive = tmp_path / "dists.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n")
+        zf.writestr("zipped-1.0.dist-info/entry_points.txt", "[capplan.policies]\nprompt_policy.zipped = z:Z\n")
+    monkeypatch.syspath_prepend(str(archive))
+    assert policy_targets()["prompt_policy"]["zipped"] == "z:Z"
 
 
 THIRD_PARTY_MODULE = '''
