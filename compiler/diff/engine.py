@@ -6,14 +6,11 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from capplan.compiler.diff.checkers import Checker
-from capplan.compiler.diff.checkers.inputs import CHECKER as _INPUTS_CHECKER
+from capplan.compiler.diff.checkers import INPUTS, Checker
 from capplan.compiler.diff.credential_routing import located, routing_changes
 from capplan.compiler.diff.model import Change, DiffReport, ModelDiff
 from capplan.compiler.diff.plan_files import PlanDoc, check_comparable
 from capplan.compiler.provenance_lines import LineIndex
-
-INPUTS = _INPUTS_CHECKER.name
 
 
 def diff_plan_sets(old: Mapping[str, PlanDoc], new: Mapping[str, PlanDoc], checkers: Sequence[Checker], *,
