@@ -36,6 +36,7 @@ from capplan.core.redaction import Redactor, redact_url, register_secrets, url_c
 from capplan.executor.request_builder import BuiltRequest, RequestBuilder
 from capplan.executor.response_parser import ResponseParser
 from capplan.executor.result import GenerationResult
+from capplan.executor.run_extra import require_litellm
 from capplan.executor.retrying import RetryContext, default_retrying, probe_retrying
 from capplan.executor.timeout_retry import DEFAULT_TIMEOUT_RETRIES, call_with_timeout_retry
 from capplan.executor.transport import missing_key_message
@@ -175,9 +176,12 @@ class Client:
     def require_credentials(self) -> None:
         """Raise :class:`MissingCredentialError` (naming the variable) when a call would go out without a key.
 
-        A mock plan needs none; a pinned gateway key stands in for the provider's; rotation keys
-        stand in for the binding's single key.
+        A call through litellm when it is not installed raises :class:`RunExtraMissing` (install
+        ``capplan[run]``). A mock plan needs none; a pinned gateway key stands in for the
+        provider's; rotation keys stand in for the binding's single key.
         """
+        if not self.mock and self._completion is None:
+            require_litellm()  # a real call goes through litellm: the run extra, refused before anything is sent
         variable = self.plan.binding.binding.api_key_env
         if self.mock or not variable or self._gateway_key_pinned or self.keys is not None:
             return

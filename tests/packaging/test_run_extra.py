@@ -1,0 +1,63 @@
+"""Without litellm (the core install), a real provider call is refused with one line naming the run extra.
+
+The wheel test (test_wheel_install.py) checks the same in a real venv without litellm; these run
+in the suite's own environment, where litellm is hidden from the import system.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from capplan.cli import main
+from capplan.executor import run_extra
+
+REPO = Path(__file__).resolve().parents[2]
+PLANS = REPO / "golden" / "plans"
+REQUEST = REPO / "golden" / "conversations" / "dict_map_tools.json"
+LINE = "needs the run extra: pip install 'capplan[run]'"
+
+
+@pytest.fixture
+def no_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> Any:
+        return None if name == "litellm" else real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(run_extra, "_found", False)
+    for name in [m for m in sys.modules if m == "litellm" or m.startswith("litellm.")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+def test_send_on_a_real_plan_names_the_extra(no_litellm: None) -> None:
+    result = CliRunner().invoke(main, ["send", "--plan", str(PLANS / "gpt-4o.json"), str(REQUEST)])
+    assert result.exit_code == 2, result.output
+    assert f"capplan send {LINE}" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_trial_on_a_real_plan_is_refused_before_it_starts(no_litellm: None, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["trial", "run", str(REPO / "examples" / "trials" / "inventory_desk"),
+                                       "--plan", str(PLANS / "gpt-4o.json"), "--user-plan", str(PLANS / "gpt-4o.json"),
+                                       "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert f"capplan trial run {LINE}" in result.output
+    assert not (out / "runs.jsonl").exists()
+
+
+def test_mock_plans_need_no_litellm(no_litellm: None, tmp_path: Path) -> None:
+    mock = str(PLANS / "mock-echo.json")
+    sent = CliRunner().invoke(main, ["send", "--plan", mock, str(REQUEST)])
+    assert sent.exit_code == 0, sent.output
+    ran = CliRunner().invoke(main, ["trial", "run", str(REPO / "examples" / "trials" / "inventory_desk"),
+                                    "--plan", mock, "--user-plan", mock, "--out", str(tmp_path / "run")])
+    assert ran.exit_code == 0, ran.output
+    assert "litellm" not in sys.modules
