@@ -114,12 +114,21 @@ def test_eval_team_overlay_sets_what_it_says(checkout: Path) -> None:
     assert '"action": "override"' in done.stdout and '"with": "low"' in done.stdout
 
 
+#: where a user reads how to run the example trial packs, in reading order
+TRIAL_DOCS = ("README.md", "docs/trials.md")
+
+
 def readme_blocks_running(path_fragment: str) -> list[str]:
-    """The README's ```sh blocks that run something under ``path_fragment`` (the trial packs
-    carry no commands of their own: the README is where a user reads how to run them)."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"^```sh\n(.*?)^```", text, flags=re.M | re.S)
-    return [b for b in blocks if path_fragment in b]
+    """The ```sh blocks of the README and the trials page that run something under
+    ``path_fragment`` (the trial packs carry no commands of their own: those pages are where a
+    user reads how to run them)."""
+    blocks: list[str] = []
+    for page in TRIAL_DOCS:
+        text = (REPO / page).read_text(encoding="utf-8")
+        found = [b for b in re.findall(r"^```sh\n(.*?)^```", text, flags=re.M | re.S) if path_fragment in b]
+        assert found, f"{page} no longer shows how to run the example trial packs"
+        blocks += found
+    return blocks
 
 
 def test_the_readme_trial_commands_run_verbatim_on_the_example_packs(tmp_path: Path) -> None:
@@ -129,7 +138,7 @@ def test_the_readme_trial_commands_run_verbatim_on_the_example_packs(tmp_path: P
     (root / ".git").mkdir(parents=True)
     shutil.copytree(REPO / "examples", root / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     env = {**os.environ, "PATH": f"{CAPPLAN.parent}{os.pathsep}{os.environ['PATH']}"}
-    for block in blocks:  # in README order: the first compiles and runs, the next resumes the same run
+    for block in blocks:  # in reading order: the first compiles and runs, the next ones resume the same run
         done = subprocess.run(["bash", "-e", "-c", block], cwd=root, env=env, capture_output=True, text=True,
                               timeout=600, check=False)
         assert done.returncode == 0, f"{block}\n{done.stdout}\n{done.stderr}"
