@@ -163,6 +163,7 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
     try:
         with _first_interrupt_sets(stop):
             for records in backend.run(feed(), concurrency=concurrency, stop=stop):
+                progress.ended()  # before the write: the backend refills this slot as soon as we take the next record
                 done_keys.add(str(records.key))
                 if census is not None and records.probe is not None:
                     census.merge(ProbeStats.from_json(records.probe))
