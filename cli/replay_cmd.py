@@ -19,6 +19,6 @@ import click
 @click.pass_context
 def replay_cmd(ctx: click.Context) -> None:
     """Reasoning-replay consumption eval: models | run | report (see `capplan replay --help`)."""
-    from capplan.evals.reasoning_replay.cli import main
+    from capplan.evals.reasoning_replay.commands.cli import main
 
     ctx.exit(main(list(ctx.args), prog="capplan replay"))

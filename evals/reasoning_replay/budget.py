@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .errors import BudgetExhausted
-from .jsonl import JsonlFile
+from capplan.evals.reasoning_replay.errors import BudgetExhausted
+from capplan.evals.reasoning_replay.store.jsonl import JsonlFile
 
 
 class Budget:

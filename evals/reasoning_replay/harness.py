@@ -22,7 +22,7 @@ if __package__ in (None, ""):
     if _root not in sys.path:
         sys.path.insert(0, _root)
 
-from capplan.evals.reasoning_replay.cli import main  # noqa: E402
+from capplan.evals.reasoning_replay.commands.cli import main  # noqa: E402
 
 __all__ = ["main"]
 

@@ -13,7 +13,7 @@ import urllib.parse
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import UsageError
+from capplan.evals.reasoning_replay.errors import UsageError
 
 KINDS = ("chat", "responses", "gemini")
 

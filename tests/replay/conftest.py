@@ -16,8 +16,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from capplan.evals.reasoning_replay import credentials, redact  # noqa: E402
-from capplan.evals.reasoning_replay.cli import main  # noqa: E402
+from capplan.evals.reasoning_replay import redact  # noqa: E402
+from capplan.evals.reasoning_replay.commands.cli import main  # noqa: E402
+from capplan.evals.reasoning_replay.provider import credentials  # noqa: E402
 
 from .fakes.server import LoopbackServer, Provider  # noqa: E402
 

@@ -158,7 +158,7 @@ def test_report_hints_name_the_command_the_user_typed(tmp_path, capsys):
     from click.testing import CliRunner
 
     from capplan.cli import main
-    from capplan.evals.reasoning_replay.cli import main as harness_main
+    from capplan.evals.reasoning_replay.commands.cli import main as harness_main
 
     (tmp_path / "empty").mkdir()
     for folder in ("empty", "missing"):
@@ -192,7 +192,7 @@ def test_unreadable_response_shape_is_recorded_as_an_error(serve, harness, tmp_p
 
 
 def test_a_defect_in_one_cell_is_contained_and_logged(serve, harness, tmp_path, monkeypatch):
-    from capplan.evals.reasoning_replay import scheduler
+    from capplan.evals.reasoning_replay.run import scheduler
 
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY))

@@ -113,7 +113,7 @@ def test_access_token_is_the_fallback_key(home, serve, harness):
 
 
 def test_a_401_rereads_auth_json_once_after_waiting_for_an_unchanged_key(home, serve, harness, tmp_path, monkeypatch):
-    from capplan.evals.reasoning_replay import credentials
+    from capplan.evals.reasoning_replay.provider import credentials
 
     from .fakes.chat import ChatProvider
 

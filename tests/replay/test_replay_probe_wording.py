@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from capplan.evals.reasoning_replay.signals import measure
+from capplan.evals.reasoning_replay.analysis.signals import measure
 
 from .fakes.chat import REFUSAL, ChatProvider
 from .helpers import FAKE_KEY, cell, prices_file, read_jsonl, row

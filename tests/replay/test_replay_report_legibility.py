@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from capplan.evals.reasoning_replay import heatmap
+from capplan.evals.reasoning_replay.analysis import heatmap
 
 from .fakes.chat import ChatProvider
 from .helpers import FAKE_KEY, custom_run, prices_file, read_jsonl, row

@@ -1,0 +1,1 @@
+"""From recorded calls to verdicts and the report: signals, verdicts, summary, matrix, heatmap, overlay."""

@@ -1,0 +1,55 @@
+"""The verdict of one (route, model, lane) row, exactly as the method defines them.
+
+  consumes-all-turns       a cross-turn carrier is consumed (text, or opaque verbatim)
+  in-loop-only             an in-loop carrier is consumed, no cross-turn carrier is
+  accepted-ignored         carriers got 200 but no delta reaches the consumed threshold
+  rejected                 no carrier got a comparable 200, and carriers got 4xx
+  baseline-failed          no comparable measurement exists (the baseline never gave one)
+  direct-lane-not-reached  a --want-direct id only ever reached the OpenRouter lane
+
+``not-measured`` is not a verdict: the row's cells were planned but no request was sent
+(budget reached or run interrupted before them); rerunning resumes them.
+"""
+
+from __future__ import annotations
+
+from capplan.evals.reasoning_replay.analysis.signals import Signal
+
+VERDICTS = ("consumes-all-turns", "in-loop-only", "accepted-ignored", "rejected",
+            "baseline-failed", "direct-lane-not-reached")
+NOT_MEASURED = "not-measured"
+
+
+def is_carrier(signal: Signal) -> bool:
+    """Signals that decide a verdict: every text carrier, and opaque verbatim replays."""
+    return signal.step == "text" or signal.variant.startswith("verbatim")
+
+
+def verdict(signals: list[Signal]) -> str:
+    """Apply the rules in order; the first that holds is the verdict."""
+    carriers = [s for s in signals if is_carrier(s)]
+    consumed = {s.position for s in carriers if s.klass == "consumed"}
+    if "cross_turn" in consumed:
+        return "consumes-all-turns"
+    if "in_loop" in consumed:
+        return "in-loop-only"
+    if any(s.delta is not None for s in carriers):
+        return "accepted-ignored"
+    if any(s.klass == "rejected" for s in carriers):
+        return "rejected"
+    return "baseline-failed"
+
+
+def notes(signals: list[Signal], trace_tokens: float) -> list[str]:
+    """Facts a reader should see next to the verdict (partial deltas, mixed answers)."""
+    out = []
+    for s in signals:
+        if s.note:
+            out.append(f"{s.step}:{s.position}:{s.variant} {s.note}")
+        if s.klass == "partial":
+            out.append(f"{s.step}:{s.position}:{s.variant} partial delta {s.delta:+d} "
+                       f"(below 0.5·T = {0.5 * trace_tokens:.0f})")
+        elif s.klass in ("no-usage", "no-baseline", "error"):
+            detail = f": {s.error[:120]}" if s.error else ""
+            out.append(f"{s.step}:{s.position}:{s.variant} {s.klass}{detail}")
+    return out

@@ -1,0 +1,1 @@
+"""The ``models``, ``run`` and ``report`` commands, and the parser that dispatches to them."""

@@ -1,0 +1,53 @@
+"""Step 2 on the Responses API: replay the turn-1 ``reasoning`` items (with their
+``encrypted_content``) or leave them out; optionally ask for ``reasoning.context: all_turns``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capplan.evals.reasoning_replay.fixture import USER_TASK
+from capplan.evals.reasoning_replay.opaque.capture import Capture, Payload
+from capplan.evals.reasoning_replay.routes import Route
+from capplan.evals.reasoning_replay.wire.carriers import responses_tail
+
+ALL_TURNS = {"reasoning": {"context": "all_turns"}}
+
+
+class ResponsesFlavour:
+    """Opaque carriers of Responses routes."""
+
+    def turn1_payload(self) -> Payload:
+        return [{"role": "user", "content": USER_TASK}]
+
+    def capture(self, body: dict[str, Any], route: Route) -> Capture:
+        output = [o for o in body.get("output") or [] if isinstance(o, dict)]
+        reasoning = [o for o in output if o.get("type") == "reasoning"]
+        call = next((o for o in output if o.get("type") == "function_call"), None)
+        texts = [str(s.get("text", "")) for o in reasoning for s in o.get("summary") or []
+                 if isinstance(s, dict)]
+        summary = {
+            "has_tool_call": call is not None,
+            "carriers": ["reasoning_item"] * len(reasoning),
+            "detail_formats": sorted({"encrypted" if o.get("encrypted_content") else "plain"
+                                      for o in reasoning}),
+            "signed": sum(1 for o in reasoning if o.get("encrypted_content")),
+            "reasoning_chars": sum(len(t) for t in texts), "reasoning_sample": " ".join(texts)[:160],
+        }
+        if call is None or not reasoning:
+            return Capture(False, summary)
+        fc = {"type": "function_call", "call_id": call.get("call_id"), "name": call.get("name"),
+              "arguments": call.get("arguments")}
+        # With store=false an item id points at nothing the server kept; replay the content only.
+        replay = [{k: v for k, v in o.items() if k not in ("id", "status")} for o in reasoning]
+        return Capture(True, summary, call_id=str(call.get("call_id") or ""),
+                       turns={"stripped": [fc], "verbatim": [*replay, fc]})
+
+    def turn2(self, capture: Capture, position: str, probe: str, route: Route
+              ) -> list[tuple[str, Payload, dict[str, Any] | None]]:
+        head = [{"role": "user", "content": USER_TASK}]
+        tail = responses_tail(position, probe, capture.call_id)
+        cells: list[tuple[str, Payload, dict[str, Any] | None]] = [
+            (variant, [*head, *items, *tail], None) for variant, items in capture.turns.items()]
+        if route.all_turns_context:
+            cells += [(f"{variant}+all_turns", payload, ALL_TURNS) for variant, payload, _ in list(cells)]
+        return cells

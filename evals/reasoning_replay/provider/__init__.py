@@ -1,0 +1,1 @@
+"""Reaching a provider: routes' keys, HTTP, the catalogue, prices, pacing and lanes."""

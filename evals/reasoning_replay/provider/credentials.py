@@ -1,0 +1,133 @@
+"""Where keys come from. Read at call time, registered for redaction, never stored.
+
+- ``nous``: ``~/.hermes/auth.json`` → ``providers.nous.agent_key``, falling back to
+  ``access_token``. A live install rotates that key, so on a 401 the file is read once more
+  (after a short wait when it has not changed yet).
+- every other route: the process environment first, then ``~/.hermes/.env``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Protocol
+
+from capplan.evals.reasoning_replay import redact
+from capplan.evals.reasoning_replay.errors import MissingCredential
+from capplan.evals.reasoning_replay.routes import NOUS_AUTH, Route
+
+# Seconds to wait for a rotated Portal key before the single re-read after a 401.
+REFRESH_WAIT_SECONDS = 15.0
+
+
+def hermes_dir() -> Path:
+    """``~/.hermes``, resolved on every use so a changed HOME is honoured."""
+    return Path.home() / ".hermes"
+
+
+class KeySource(Protocol):
+    """Something that yields the current key for a route."""
+
+    label: str
+
+    def read(self) -> str:
+        """The key now; raises MissingCredential naming where it looked."""
+
+    def refresh(self, rejected: str) -> str | None:
+        """A replacement after a 401, or None when this source cannot offer one."""
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """``KEY=value`` lines of a dotenv file (``export`` and quotes tolerated); {} if absent."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    env: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, value = line.split("=", 1)
+        name = name.removeprefix("export ").strip()
+        env[name] = value.strip().strip('"').strip("'")
+    return env
+
+
+class EnvKey:
+    """A key held in an environment variable or, failing that, in ``~/.hermes/.env``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.label = name
+
+    def read(self) -> str:
+        value = os.environ.get(self.name) or read_dotenv(hermes_dir() / ".env").get(self.name, "")
+        if not value:
+            raise MissingCredential(f"{self.name} is not set in the environment or in "
+                                    f"{hermes_dir() / '.env'}; export it or add it to that file")
+        redact.register(value)
+        return value
+
+    def refresh(self, rejected: str) -> str | None:
+        return None
+
+
+class NousAuthKey:
+    """The Portal agent key from ``~/.hermes/auth.json``."""
+
+    label = "~/.hermes/auth.json (providers.nous)"
+
+    def read(self) -> str:
+        path = hermes_dir() / "auth.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
+        except FileNotFoundError:
+            raise MissingCredential(f"{path} does not exist; log in to the Nous Portal first") from None
+        except (OSError, ValueError) as exc:
+            raise MissingCredential(f"{path} is not readable JSON ({type(exc).__name__})") from None
+        nous = ((data.get("providers") or {}).get("nous") or {}) if isinstance(data, dict) else {}
+        value = str(nous.get("agent_key") or nous.get("access_token") or "") if isinstance(nous, dict) else ""
+        if not value:
+            raise MissingCredential(f"{path} has no providers.nous.agent_key or access_token")
+        redact.register(value)
+        return value
+
+    def refresh(self, rejected: str) -> str | None:
+        value = self.read()
+        if value == rejected:
+            time.sleep(REFRESH_WAIT_SECONDS)  # the installer may be mid-rotation
+            value = self.read()
+        return value
+
+
+class NoKey:
+    """A keyless local server (llama.cpp, vLLM without auth)."""
+
+    label = "no key"
+
+    def read(self) -> str:
+        return ""
+
+    def refresh(self, rejected: str) -> str | None:
+        return None
+
+
+def auth_headers(route: Route, key: str) -> dict[str, str]:
+    """The header that carries ``key`` on ``route`` (never the URL: URLs end up in messages)."""
+    if not key:
+        return {}
+    if route.kind == "gemini":
+        return {"x-goog-api-key": key}
+    return {"Authorization": f"Bearer {key}"}
+
+
+def key_source(route: Route) -> KeySource:
+    """The credential source a route names."""
+    if route.key == NOUS_AUTH:
+        return NousAuthKey()
+    if route.key:
+        return EnvKey(route.key)
+    return NoKey()

@@ -1,0 +1,1 @@
+"""One run's cells: the shared context, the settings probe, the text step, sampling, the scheduler."""

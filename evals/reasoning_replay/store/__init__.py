@@ -1,0 +1,1 @@
+"""The output folder and its append-only JSONL logs."""
