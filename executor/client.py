@@ -25,7 +25,7 @@ from capplan.executor.gateway.transport import GatewayTransport, decide_route
 from capplan.executor.keys import KeyChain, is_per_key_limit, load_keys
 from capplan.executor.loop_errors import LoopErrorDecision, classify_loop_error
 from capplan.executor.messages import ChatRequest
-from capplan.executor.per_plan import per_plan
+from capplan.executor.plan_cache import per_plan
 from capplan.executor.plan import Plan
 from capplan.executor.policy_set import PolicySet
 from capplan.executor.probe import RateLimitProbeConfig

@@ -8,11 +8,8 @@ the fingerprint itself, so any edit to a plan file is detected on load.
 # no `from __future__ import annotations`: pydantic then reads these annotations as objects
 # instead of evaluating strings, a measurable share of every command's start-up
 
-import hashlib
 import json
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -25,6 +22,7 @@ from capplan.executor.binding import SlugRewrite as SlugRewrite
 from capplan.executor.binding import _Frozen
 from capplan.executor.binding import env_var_name as env_var_name
 from capplan.core.canonical import canonical_bytes, sha256_hex
+from capplan.executor.plan_cache import remember_verified, verified_plan
 from capplan.executor.plan_integrity import canonical_and_sealed, with_fingerprint
 from capplan.executor.reasoning import ReasoningConfig
 from capplan.core.safe_names import name_problem
@@ -329,35 +327,6 @@ def verify_fingerprint(path: Path, data: dict[str, Any]) -> None:
         )
 
 
-class _VerifiedPlans:
-    """Plans already verified, by the sha256 of their file bytes; bounded, thread-safe.
-
-    Loading the same bytes again (a new client per trial, a worker per task) needs only their
-    digest: the verdict on identical bytes cannot differ. The registry check runs on every load.
-    """
-
-    def __init__(self, size: int = 256) -> None:
-        self._size = size
-        self._plans: OrderedDict[bytes, Plan] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, raw: bytes) -> Plan | None:
-        key = hashlib.sha256(raw).digest()
-        with self._lock:
-            plan = self._plans.get(key)
-            if plan is not None:
-                self._plans.move_to_end(key)
-            return plan
-
-    def put(self, raw: bytes, plan: Plan) -> None:
-        with self._lock:
-            self._plans[hashlib.sha256(raw).digest()] = plan
-            while len(self._plans) > self._size:
-                self._plans.popitem(last=False)
-
-
-_VERIFIED = _VerifiedPlans()
-
 RECOMPILE_HINT = "recompile it with `capplan compile` (see `capplan compile --help`)"
 
 
@@ -372,10 +341,10 @@ def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
         raise PlanLoadError(f"{p}: cannot read plan: {exc.strerror or exc}") from None
     except InputLimitError as exc:
         raise PlanLoadError(f"{p}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
-    plan = _VERIFIED.get(raw)
+    plan = verified_plan(raw)
     if plan is None:
         plan = _verified_plan(p, raw)
-        _VERIFIED.put(raw, plan)
+        remember_verified(raw, plan)
     if check_registry:
         _check_policy_names(p, plan)
     return plan

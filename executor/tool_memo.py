@@ -26,7 +26,7 @@ import marshal
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from jsonschema import SchemaError, validators
 from pydantic import TypeAdapter
@@ -35,6 +35,9 @@ from capplan.executor.policies.schema_sanitizer import ToolSchemaError
 
 if TYPE_CHECKING:
     from capplan.executor.messages import ToolSpec
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 class InvalidToolSchemaError(ToolSchemaError):
@@ -390,3 +393,56 @@ class ToolMemo:
         at_hand: Sequence[bytes | None] = keys if verbatim and keys is not None else [None] * len(schemas)
         CHECKED_SCHEMAS.check_many(schemas, at_hand, refused)
         return PreparedTools(digest, tools, sanitized, dict(zip(names, schemas)), self._param_types)
+
+
+class BoundedMemo(Generic[K, V]):
+    """A bounded, thread-safe memo for a request builder: values already made, by a hashable key.
+
+    Reads take no lock (a dict lookup is atomic, and a build's hot path is one lookup); writes
+    take it, and the oldest entry goes first once ``size`` are held. A key that cannot be hashed
+    (a hand-made request holding a list) is never remembered: ``get`` answers None and ``put``
+    keeps nothing, so the caller simply makes the value again.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._entries: dict[K, V] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        """The value remembered for ``key``, or None."""
+        try:
+            return self._entries.get(key)
+        except TypeError:  # unhashable
+            return None
+
+    def put(self, key: K, value: V) -> None:
+        """Remember ``value`` for ``key`` (nothing when the key cannot be hashed)."""
+        entries = self._entries
+        with self._lock:
+            try:
+                if key not in entries and len(entries) >= self._size:
+                    del entries[next(iter(entries))]  # dicts keep insertion order
+                entries[key] = value
+            except TypeError:
+                pass
+
+
+class PerToolObjects(BoundedMemo[tuple[tuple[int, ...], Hashable], tuple[tuple[object, ...], V]]):
+    """A bounded memo of what is made from one request's tool objects and a hashable tag.
+
+    Validated ``ToolSpec`` objects are immutable by contract and a trial hands the same ones to
+    every turn, so they are recognised by identity: the key is the tuple of their ids (with the
+    tag, e.g. the system prompt), and each entry holds the objects themselves so that no id is
+    reused by another object while the entry lives.
+    """
+
+    def get_made(self, tools: Sequence[object], tag: Hashable) -> V | None:
+        """What was made from exactly these objects (in this order) and ``tag``, or None."""
+        hit = self._entries.get((tuple(map(id, tools)), tag))
+        return None if hit is None else hit[1]
+
+    def put_made(self, tools: Sequence[object], tag: Hashable, value: V) -> None:
+        """Remember ``value`` for these objects and ``tag``."""
+        held = tuple(tools)
+        self.put((tuple(map(id, held)), tag), (held, value))

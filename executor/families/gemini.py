@@ -55,7 +55,6 @@ class GeminiRecursiveSchema(GeminiSchema):
 
     #: What a recursive ``$ref`` becomes at its point of re-entry.
     CYCLE_STUB: ClassVar[Mapping[str, Any]] = MappingProxyType({"type": "object", "additionalProperties": True})
-    inline_hook_is_pure: ClassVar[bool] = True
 
     @classmethod
     def inline_refs_in_tool(cls, tool: dict[str, Any]) -> dict[str, Any]:

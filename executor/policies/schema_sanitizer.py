@@ -106,15 +106,6 @@ class ToolSchemaSanitizer(ABC):
 
     slot: ClassVar[str] = "schema_sanitizer"
     name: ClassVar[str]
-    #: False only where ``sanitize`` returns its input's content unchanged, which lets the tool
-    #: memo hand its own freshly read list on instead of having it copied once more. A subclass
-    #: that defines ``sanitize`` rewrites unless its own body says otherwise.
-    rewrites: ClassVar[bool] = True
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "sanitize" in cls.__dict__ and "rewrites" not in cls.__dict__:
-            cls.rewrites = True
 
     @abstractmethod
     def sanitize(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -129,7 +120,6 @@ class PassthroughSchema(ToolSchemaSanitizer):
     """Shows the model every tool exactly as declared (routes that accept arbitrary JSON Schema)."""
 
     name: ClassVar[str] = "passthrough"
-    rewrites: ClassVar[bool] = False
 
     def sanitize(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Deep copies of ``tools``, so a later edit on either side cannot reach the other."""
@@ -139,6 +129,16 @@ class PassthroughSchema(ToolSchemaSanitizer):
     def supported_capabilities(self) -> frozenset[SchemaCapability]:
         """Every capability: nothing is rewritten."""
         return frozenset(SchemaCapability)
+
+
+def rewrites(sanitizer: ToolSchemaSanitizer) -> bool:
+    """Whether ``sanitizer`` may hand back content other than what it is given.
+
+    False only for ``passthrough``'s own ``sanitize`` (inherited or not), whose result equals its
+    input: the tool memo then hands on its own freshly read list instead of having it copied
+    once more. Any class that defines ``sanitize`` rewrites, so a sanitiser needs no flag.
+    """
+    return type(sanitizer).sanitize is not PassthroughSchema.sanitize
 
 
 def tool_function(tool: Any) -> tuple[str, dict[str, Any]]:

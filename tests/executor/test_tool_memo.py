@@ -11,7 +11,12 @@ import pytest
 
 from capplan.executor.client import Client
 from capplan.executor.messages import ChatRequest, ToolSpec
-from capplan.executor.policies.schema_sanitizer import PassthroughSchema, ToolSchemaSanitizer
+from capplan.executor.policies.schema_sanitizer import (
+    PassthroughSchema,
+    SchemaCapability,
+    ToolSchemaSanitizer,
+    rewrites,
+)
 from capplan.executor.policies.strict_schema import StrictSchema
 from capplan.executor.tool_memo import CHECKED_SCHEMAS, InvalidToolSchemaError, ToolMemo, content_key
 from tests.executor.plans import make_plan
@@ -128,9 +133,22 @@ def test_a_sanitiser_that_defines_sanitize_rewrites_unless_it_says_otherwise() -
     class Verbatim(PassthroughSchema):
         name: ClassVar[str] = "verbatim"
 
-    assert PassthroughSchema.rewrites is False and Verbatim.rewrites is False
-    assert Renaming.rewrites is True and StrictSchema.rewrites is True
-    assert ToolSchemaSanitizer.rewrites is True
+    class Own(ToolSchemaSanitizer):
+        name: ClassVar[str] = "own"
+
+        def sanitize(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return copy.deepcopy(tools)
+
+        def supported_capabilities(self) -> frozenset[SchemaCapability]:
+            return frozenset()
+
+    assert not rewrites(PassthroughSchema()) and not rewrites(Verbatim())
+    assert rewrites(Renaming()) and rewrites(StrictSchema()) and rewrites(Own())
+    # and the memo a builder makes follows it: a rewriting sanitiser is called, a verbatim one is not
+    for sanitizer, called in ((Renaming(), True), (Verbatim(), False)):
+        memo = ToolMemo(sanitizer.sanitize, lambda tools: {}, verbatim=not rewrites(sanitizer))
+        name = memo.prepare(request(LOOKUP).tools_json()).shared()[0]["function"]["name"]
+        assert (name == "renamed") is called
 
 
 def test_a_verbatim_memo_never_calls_the_sanitiser_and_hands_on_the_declared_list() -> None:

@@ -375,10 +375,13 @@ def test_every_failure_is_a_value_error_naming_the_tool() -> None:
         StrictSchema().sanitize([tool({"type": "object", "properties": {"x": {"$ref": "#/$defs/X"}}}, name="named")])
 
 
-def test_an_overridden_inline_hook_is_handed_a_copy_unless_it_declares_itself_pure() -> None:
+def test_an_overridden_inline_hook_is_handed_a_copy_and_the_default_one_the_callers_tool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from capplan.executor.families.cohere import CohereRecursiveSchema
-    from capplan.executor.families.gemini import GeminiRecursiveSchema
+    from capplan.executor.families.gemini import GeminiRecursiveSchema, GeminiSchema
     from capplan.executor.families.xai import XaiGrokRecursiveSchema
+    from capplan.executor.policies import strict_schema
 
     class Scribbling(StrictSchema):
         name: ClassVar[str] = "scribbling"
@@ -390,11 +393,26 @@ def test_an_overridden_inline_hook_is_handed_a_copy_unless_it_declares_itself_pu
 
     tools = load("tools_dict_maps.json")
     before = copy.deepcopy(tools)
-    assert Scribbling.inline_hook_is_pure is False
     (out,) = Scribbling().sanitize(tools)
     assert tools == before and out["function"]["parameters"]["x-scribbled"] is True
-    assert StrictSchema.inline_hook_is_pure and GeminiRecursiveSchema.inline_hook_is_pure
-    assert XaiGrokRecursiveSchema.inline_hook_is_pure and CohereRecursiveSchema.inline_hook_is_pure
+
+    # which tool object reaches the inlining: the caller's own only where the hook is the default
+    handed: list[bool] = []
+    real = strict_schema.inline_tool_refs
+
+    def spy(tool: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        handed.append(tool is tools[0])
+        return real(tool, **kwargs)
+
+    from capplan.executor.families import gemini
+
+    monkeypatch.setattr(strict_schema, "inline_tool_refs", spy)
+    monkeypatch.setattr(gemini, "inline_tool_refs", spy)
+    for family in (StrictSchema, GeminiSchema, GeminiRecursiveSchema, XaiGrokRecursiveSchema, CohereRecursiveSchema):
+        handed.clear()
+        family().sanitize(tools[:1])
+        assert handed == [family in (StrictSchema, GeminiSchema)], family.__name__
+        assert tools == before
 
 
 def test_the_inlined_tool_keeps_its_key_order_and_shares_nothing_with_the_input() -> None:
@@ -452,11 +470,12 @@ def test_a_schema_without_refs_comes_out_as_the_walk_makes_it(family: str, monke
         "type": "object", "properties": {"home": shared, "work": shared}, "default": {"home": {"city": "$ref"}}}}}])
     sanitizer = policy_class("schema_sanitizer", family)()
     small = _nested(31)["function"]["parameters"]
-    copied = strict_schema._copy_without_refs(small)
-    assert copied == small and copied is not small and copied["properties"] is not small["properties"]
-    assert strict_schema._copy_without_refs(_nested(64)["function"]["parameters"]) is strict_schema._ABSENT
-    assert strict_schema._copy_without_refs({"properties": {"x": {"$ref": "#/$defs/X"}}}) is strict_schema._ABSENT
+    copied = strict_schema.copy_if_no_refs_within_limits(small)
+    assert copied is not None and copied == small and copied is not small
+    assert copied["properties"] is not small["properties"]
+    assert strict_schema.copy_if_no_refs_within_limits(_nested(64)["function"]["parameters"]) is None
+    assert strict_schema.copy_if_no_refs_within_limits({"properties": {"x": {"$ref": "#/$defs/X"}}}) is None
     fast = [_outcome(sanitizer, copy.deepcopy(tools)) for tools in cases]
-    monkeypatch.setattr(strict_schema, "_copy_without_refs", lambda body: strict_schema._ABSENT)
+    monkeypatch.setattr(strict_schema, "copy_if_no_refs_within_limits", lambda body: None)
     assert [_outcome(sanitizer, copy.deepcopy(tools)) for tools in cases] == fast
     assert any("deeper than" in outcome for outcome in fast) and any(o.startswith("[") for o in fast)
