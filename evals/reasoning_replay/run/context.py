@@ -10,6 +10,7 @@ from capplan.evals.reasoning_replay.outcome import CellFailed, CellOutcome
 from capplan.evals.reasoning_replay.provider.client import Client
 from capplan.evals.reasoning_replay.provider.knobs import Knobs
 from capplan.evals.reasoning_replay.routes import Route
+from capplan.evals.reasoning_replay.run.settings_probe import discover
 
 
 @dataclass(frozen=True)
@@ -48,21 +49,24 @@ class RunContext:
 
     def knobs_for(self, model: str) -> Knobs:
         """The model's settings, discovered by the first cell that asks (others wait)."""
-        from capplan.evals.reasoning_replay.run.settings_probe import discover  # params builds requests; keep this module light
-
         with self._guard:
             lock = self._locks.setdefault(model, threading.Lock())
         with lock:
             if model not in self._knobs:
                 saved = self.saved_knobs.get(model)
                 try:
-                    self._knobs[model] = saved if saved is not None else discover(self, model)
+                    self._knobs[model] = saved if saved is not None else self._discover(model)
                 except CellFailed as failure:
                     self._knobs[model] = failure.outcome
             found = self._knobs[model]
         if isinstance(found, CellOutcome):
             raise CellFailed(found)
         return found
+
+    def _discover(self, model: str) -> Knobs:
+        """The settings probe for ``model`` under this run's route, session and options."""
+        return discover(self.client, self.route, self.session, model,
+                        probe=self.options.probe, max_tokens=self.options.max_tokens)
 
     def stop(self, reason: str, state: str) -> None:
         """Ask every worker to leave the remaining cells (recorded as ``state``) for the next run."""

@@ -8,36 +8,36 @@ what works is written to ``calls.jsonl`` as a ``meta`` record that later runs re
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
-from capplan.evals.reasoning_replay.fixture import PROBES, REFUSAL_STATUS
+from capplan.evals.reasoning_replay.fixture import PROBES, REFUSAL_STATUS, Session
 from capplan.evals.reasoning_replay.outcome import CellFailed, baseline_failure
-from capplan.evals.reasoning_replay.provider.client import CallSpec
+from capplan.evals.reasoning_replay.provider.client import CallSpec, Client
 from capplan.evals.reasoning_replay.provider.knobs import Knobs, default_knobs, fix_for
+from capplan.evals.reasoning_replay.routes import Route
 from capplan.evals.reasoning_replay.wire.carriers import synthetic
-
-if TYPE_CHECKING:
-    from capplan.evals.reasoning_replay.run.context import RunContext
 
 MAX_FIXES = 4
 
 
-def discover(ctx: RunContext, model: str) -> Knobs:
-    """Settings under which the in-loop baseline gets a 200; raises CellFailed otherwise."""
-    knobs = default_knobs(ctx.route)
-    probe = ctx.options.probe
+def discover(client: Client, route: Route, session: Session, model: str, *, probe: str, max_tokens: int) -> Knobs:
+    """Settings under which the in-loop baseline gets a 200; raises CellFailed otherwise.
+
+    Takes the run's parts rather than its context, which calls this (the context caches the
+    settings each model settles on).
+    """
+    knobs = default_knobs(route)
     for _ in range(MAX_FIXES + 2):
-        payload = synthetic(ctx.route.kind, "in_loop", "none", ctx.session.trace,
-                            PROBES[probe], ctx.route.gemini_signature)
+        payload = synthetic(route.kind, "in_loop", "none", session.trace,
+                            PROBES[probe], route.gemini_signature)
         spec = CallSpec(model=model, step="params", position="in_loop", variant="none",
                         probe=probe, payload=payload, knobs=knobs,
-                        max_tokens=ctx.options.max_tokens, cell=f"{ctx.route.name}|{model}|params")
-        result = ctx.client.call(spec)
+                        max_tokens=max_tokens, cell=f"{route.name}|{model}|params")
+        result = client.call(spec)
         record = result.record
         if result.ok:
-            ctx.client.out.calls.append({"t": round(time.time(), 3), "run": ctx.client.run_id,
-                                         "route": ctx.route.name, "model": model, "step": "meta",
-                                         "knobs": knobs.as_record(), "probe": probe})
+            client.out.calls.append({"t": round(time.time(), 3), "run": client.run_id,
+                                     "route": route.name, "model": model, "step": "meta",
+                                     "knobs": knobs.as_record(), "probe": probe})
             return knobs
         if record["status"] == REFUSAL_STATUS and probe == "std":
             probe = "alt"  # the refusal is about wording, not settings
