@@ -6,19 +6,13 @@ value it is about: an endpoint may carry a password, a "variable name" may be a 
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Iterable
 
 from capplan.core.diagnostics import Diagnostic
-from capplan.core.yaml_source import Loc, SourceFile
-from capplan.executor.binding import CREDENTIAL_VALUE_MESSAGE, env_var_name
+from capplan.core.env_var_names import CREDENTIAL_VALUE_MESSAGE, env_var_name, looks_like_credential
 from capplan.core.safe_names import name_problem
 from capplan.core.value_types import http_url_problem
-
-#: a name this long and this varied is a random token, not a variable someone named
-_ENTROPY_MIN_CHARS = 20
-_ENTROPY_BITS_PER_CHAR = 4.0
+from capplan.core.yaml_source import Loc, SourceFile
 
 
 def url_problem(value: object) -> str | None:
@@ -30,24 +24,6 @@ def url_problem(value: object) -> str | None:
     if not isinstance(value, str):
         return None  # the schema reports the type
     return http_url_problem(value)
-
-
-def looks_like_credential(name: str) -> bool:
-    """True when ``name``, written where a variable name belongs, is more likely a pasted key.
-
-    A known key prefix (``sk-``, ``ghp_``, …), the long mixed-case-and-digits shape, or a long
-    run of high-entropy characters (a random token, whatever its case) all count.
-    """
-    try:
-        env_var_name(name)
-    except ValueError as exc:
-        if CREDENTIAL_VALUE_MESSAGE in str(exc):
-            return True
-    if len(name) < _ENTROPY_MIN_CHARS:
-        return False
-    counts = Counter(name)
-    bits = -sum(n / len(name) * math.log2(n / len(name)) for n in counts.values())
-    return bits >= _ENTROPY_BITS_PER_CHAR and any(c.isdigit() for c in name)
 
 
 def variable_name_diagnostic(source: SourceFile, loc: Loc, shown: str, name: str, what: str) -> Diagnostic | None:

@@ -10,8 +10,8 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
+from capplan.core.env_var_names import CREDENTIAL_VALUE_MESSAGE, looks_like_credential
 from capplan.core.yaml_source import SourceFile
-from capplan.executor.binding import CREDENTIAL_VALUE_MESSAGE
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -35,8 +35,6 @@ def parse(source: SourceFile, cls: type[M]) -> M:
 
 def _unquoted(diag: Diagnostic, err: Any) -> Diagnostic:
     """``diag`` without a key that may be a pasted credential (``rate_limits.keys.<sk-…>.x``) in its path."""
-    from capplan.compiler.value_checks import looks_like_credential
-
     loc = tuple(err["loc"])
     if len(loc) > 2 and loc[:2] == ("rate_limits", "keys") and isinstance(loc[2], str) and looks_like_credential(loc[2]):
         return dataclasses.replace(diag, path="rate_limits.keys[<credential-like key>]" + diag.path.partition(loc[2])[2])

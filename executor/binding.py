@@ -7,9 +7,13 @@ not pay for building every plan class.
 # no `from __future__ import annotations`: pydantic then reads these annotations as objects
 # instead of evaluating strings, a measurable share of every command's start-up
 
-import re
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# the variable-name rule is core's (the compiler's checks and located errors word it the same way);
+# re-exported because the plan model and its readers name it from here
+from capplan.core.env_var_names import CREDENTIAL_VALUE_MESSAGE as CREDENTIAL_VALUE_MESSAGE
+from capplan.core.env_var_names import env_var_name as env_var_name
+from capplan.core.env_var_names import looks_like_key as looks_like_key
 
 
 class _Frozen(BaseModel):
@@ -23,29 +27,6 @@ class SlugRewrite(_Frozen):
 
     strip_prefix: str | None = Field(None, description="Prefix removed when present.")
     ensure_prefix: str | None = Field(None, description="Prefix added when absent.")
-
-
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-#: prefixes of provider keys and tokens: a value starting so is a pasted secret, not a variable name
-_KEY_PREFIXES = ("sk-", "sk_", "sk-ant-", "sk-or-", "xai-", "gsk_", "AIza", "ghp_", "github_pat_", "AKIA", "hf_")
-CREDENTIAL_VALUE_MESSAGE = "looks like a credential value, not the name of an environment variable"
-
-
-def looks_like_key(value: str) -> bool:
-    """Whether ``value`` has the shape of a provider key or token: a known prefix, or long lower case and digits."""
-    lowered_digits = sum(c.isdigit() for c in value) >= 4 and any(c.islower() for c in value)
-    return value.startswith(_KEY_PREFIXES) or (len(value) >= 32 and lowered_digits)
-
-
-def env_var_name(value: str | None) -> str | None:
-    """An ``*_env`` field names an environment variable; a pasted key is refused without echoing it."""
-    if value is None:
-        return None
-    if looks_like_key(value):
-        raise ValueError(CREDENTIAL_VALUE_MESSAGE)
-    if not _ENV_NAME.match(value):
-        raise ValueError("not an environment variable name (letters, digits and '_', not starting with a digit)")
-    return value
 
 
 class ProviderBinding(_Frozen):
