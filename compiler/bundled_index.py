@@ -24,18 +24,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from capplan.core.yaml_source import Parsed, parse_with_libyaml
+from capplan.presets import data_dir
+
 FORMAT = 1
 INDEX_NAME = "bundled_index.json"
 UPDATE_COMMAND = "python -m capplan.compiler.bundled_index --update"
 
-Loc = tuple[str | int, ...]
-Parsed = tuple[dict[str, Any], dict[Loc, tuple[int, int]]]
-
 
 def index_path() -> Path:
     """Where the index ships: beside the bundled files."""
-    from capplan.presets import data_dir
-
     return data_dir() / INDEX_NAME
 
 
@@ -78,8 +76,6 @@ def _plain(value: Any) -> bool:
 
 def build(folder: Path) -> bytes:
     """The index of every ``*.yaml`` in ``folder`` whose libyaml parse JSON can carry exactly."""
-    from capplan.core.yaml_source import parse_with_libyaml
-
     files: dict[str, Any] = {}
     for path in sorted(folder.glob("*.yaml")):
         raw = path.read_bytes()
@@ -103,8 +99,6 @@ def build(folder: Path) -> bytes:
 def main(argv: list[str] | None = None) -> int:
     """``--update`` rewrites the index from the bundled files; ``--check`` exits 1 when it is stale."""
     import argparse
-
-    from capplan.presets import data_dir
 
     parser = argparse.ArgumentParser(prog="python -m capplan.compiler.bundled_index", description=main.__doc__)
     mode = parser.add_mutually_exclusive_group(required=True)

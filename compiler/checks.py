@@ -9,9 +9,10 @@ import re
 from collections.abc import Iterable, Iterator
 from functools import cache
 
-from capplan.core.diagnostics import Diagnostic, did_you_mean
 from capplan.compiler.inputs.preset_file import SLOT_KEYS, ParamsBlock, PresetBody, PresetEntry
 from capplan.compiler.policy_checks import check_block_policies
+from capplan.compiler.value_checks import check_endpoints
+from capplan.core.diagnostics import Diagnostic, did_you_mean
 from capplan.core.yaml_source import Loc, SourceFile
 from capplan.executor.registry import policy_class, policy_targets
 from capplan.executor.value_rules import PARAM_CHOICES, RULABLE_PARAMS, rule_value_problem, value_key
@@ -136,8 +137,6 @@ def check_bindings(source: SourceFile, at: Loc = ()) -> list[Diagnostic]:
 
     ``at`` is where the bindings mapping sits: the top of providers.yaml, ``bindings`` in an overlay.
     """
-    from capplan.compiler.value_checks import check_endpoints
-
     out = []
     node = source.data
     for part in at:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from capplan.compiler.bundled_index import lookup
 from capplan.compiler.checks import blocks_of, check_bindings, check_blocks
 from capplan.compiler.credential_checks import foreign_key_warnings
 from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
@@ -153,7 +154,7 @@ def catalogue_routes() -> set[str]:
     from capplan.compiler.inputs.providers_file import binding_key
 
     try:
-        models = read_bundled(bundled_dir() / CATALOGUE_FILE, "bundled:" + CATALOGUE_FILE).data.get("models")
+        models = read_bundled(bundled_dir() / CATALOGUE_FILE, "bundled:" + CATALOGUE_FILE, lookup).data.get("models")
     except InputError:
         return set()
     if not isinstance(models, dict):

@@ -9,15 +9,19 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from capplan.compiler.bundled_index import lookup
 from capplan.compiler.checks import blocks_of, check_bindings, check_blocks
 from capplan.compiler.credential_checks import foreign_key_warnings
-from capplan.core.diagnostics import Diagnostic, InputError, errors_only
 from capplan.compiler.inputs.overlay_file import OverlayFile
 from capplan.compiler.inputs.preset_file import PresetFile
-from capplan.core.pydantic_errors import parse
-from capplan.core.yaml_source import SourceFile, limit_diagnostic, read_bundled, read_source
+from capplan.compiler.project_root import find_project_root, stable_name
+from capplan.compiler.value_checks import check_rate_limit_names
+from capplan.core.diagnostics import Diagnostic, InputError, errors_only
 from capplan.core.input_limits import MAX_CONFIG_BYTES, InputLimitError, read_limited
+from capplan.core.pydantic_errors import parse
 from capplan.core.strict_json import StrictJSONError, loads_strict
+from capplan.core.yaml_source import SourceFile, limit_diagnostic, read_bundled, read_source
+from capplan.presets import data_dir as presets_data_dir
 
 if TYPE_CHECKING:  # imported where used, so linting one overlay does not load every format
     from capplan.compiler.inputs.pricing_file import PricingFile
@@ -55,9 +59,7 @@ class Inputs:
 
 def bundled_dir() -> Path:
     """Folder of the bundled data files."""
-    from capplan.presets import data_dir
-
-    return data_dir()
+    return presets_data_dir()
 
 
 def display_path(path: Path, label: str | None) -> str:
@@ -75,7 +77,7 @@ def load_file(path: Path, cls: type[M], display: str, name: str | None = None, *
         if path.suffix == ".json":
             source = read_json_fast(path, display)
         else:
-            source = read_bundled(path, display) if bundled else read_source(path, display)
+            source = read_bundled(path, display, lookup) if bundled else read_source(path, display)
         try:
             model = parse(source, cls)
         except InputError:
@@ -92,8 +94,6 @@ def load_file(path: Path, cls: type[M], display: str, name: str | None = None, *
 def check_run_config(run: Loaded[RunConfig]) -> list[Diagnostic]:
     """What the run config's schema cannot say: rate_limits name bindings and variables, never a key
     (a pasted key is an error that does not repeat it). Model keys are checked where plans are built."""
-    from capplan.compiler.value_checks import check_rate_limit_names
-
     limits = run.model.rate_limits
     return check_rate_limit_names(run.source, limits.providers, limits.keys)
 
@@ -128,7 +128,7 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
     ``root`` is the project root files are named relative to in plans (default: found from the
     current directory, see :mod:`capplan.compiler.project_root`).
     """
-    from capplan.compiler.project_root import find_project_root, stable_name
+    # imported here for start-up cost only (no cycle): linting one overlay builds none of these models
     from capplan.compiler.inputs.pricing_file import PricingFile
     from capplan.compiler.inputs.providers_file import ProvidersFile
     from capplan.compiler.inputs.run_config import RunConfig

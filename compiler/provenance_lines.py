@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from capplan.core.diagnostics import InputError
+from capplan.compiler.bundled_index import lookup
 from capplan.core.yaml_source import SourceFile, read_bundled, read_source
+from capplan.presets import data_dir
 
 if TYPE_CHECKING:  # annotations only: lint must not build the plan model
     from capplan.executor.plan import Provenance
@@ -68,9 +70,7 @@ def disk_index(root: Path) -> LineIndex:
     """
     def load(name: str) -> SourceFile | None:
         if name.startswith("bundled:"):
-            from capplan.compiler.loading import bundled_dir
-
-            path, display = bundled_dir() / name.removeprefix("bundled:"), name
+            path, display = data_dir() / name.removeprefix("bundled:"), name
         elif ":" in name.split("/", 1)[0]:
             return None
         else:
@@ -78,7 +78,7 @@ def disk_index(root: Path) -> LineIndex:
         if not path.is_file() or path.suffix not in (".yaml", ".yml"):
             return None
         try:
-            return read_bundled(path, display) if name.startswith("bundled:") else read_source(path, display)
+            return read_bundled(path, display, lookup) if name.startswith("bundled:") else read_source(path, display)
         except InputError:
             return None
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,8 @@ from capplan.core.input_limits import (
 )
 
 Loc = tuple[str | int, ...]
+#: a YAML file's data and the position of every key and item in it
+Parsed = tuple[dict[str, Any], dict[Loc, tuple[int, int]]]
 
 
 @dataclass
@@ -145,21 +147,23 @@ def source_from_bytes(raw: bytes, name: str) -> SourceFile:
     return SourceFile(name, digest, data, positions)
 
 
-def read_bundled(path: Path, display: str) -> SourceFile:
+def read_bundled(path: Path, display: str, shipped: Callable[[str], Parsed | None] | None = None) -> SourceFile:
     """A YAML file that ships with capplan: its parse shipped beside it, else libyaml's.
 
+    ``shipped`` finds that parse by the sha256 of the file's bytes (the compiler passes
+    :func:`capplan.compiler.bundled_index.lookup`, which owns where the bundled files live);
+    without it, or when it knows no such file, libyaml parses the bytes.
+
     Only for bundled data: it is capplan's own, a test holds that both readers (and the shipped
-    parse, :mod:`capplan.compiler.bundled_index`) give the same data and the same positions for every
-    bundled file, and it needs none of the alias and duplicate-key guards that untrusted input does.
+    parse) give the same data and the same positions for every bundled file, and it needs none
+    of the alias and duplicate-key guards that untrusted input does.
     """
     try:
         raw = read_limited(path, MAX_CONFIG_BYTES)
     except (OSError, InputLimitError):
         return read_source(path, display)  # raises the located error
     digest = hashlib.sha256(raw).hexdigest()
-    from capplan.compiler.bundled_index import lookup
-
-    known = lookup(digest)
+    known = shipped(digest) if shipped is not None else None
     if known is None:
         known = parse_with_libyaml(raw)
     if known is None:
@@ -167,7 +171,7 @@ def read_bundled(path: Path, display: str) -> SourceFile:
     return SourceFile(display, digest, known[0], known[1])
 
 
-def parse_with_libyaml(raw: bytes) -> tuple[dict[str, Any], dict[Loc, tuple[int, int]]] | None:
+def parse_with_libyaml(raw: bytes) -> Parsed | None:
     """Data and positions of a bundled YAML file by libyaml (~25x faster than ruamel); None when
     libyaml is missing or the text is not a mapping it reads (the careful reader then says why)."""
     import yaml
