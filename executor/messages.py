@@ -26,9 +26,13 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from capplan.core.input_limits import MAX_REQUEST_BYTES, InputLimitError, read_limited
+from capplan.core.strict_json import StrictJSONError, loads_strict
+from capplan.executor.content_checks import base64_problem, image_url_problem
 from capplan.executor.errors import RequestFileError
 from capplan.executor.policies.params_policy import MAX_TEMPERATURE
 from capplan.executor.reasoning import BlockType, ReasoningBlock, ReasoningConfig, StructuredReasoning
+from capplan.executor.request_checks import conversation_problems
 
 
 class _Model(BaseModel):
@@ -74,8 +78,6 @@ class ImageUrl(_Model):
     @field_validator("url")
     @classmethod
     def _fetchable(cls, url: str) -> str:
-        from capplan.executor.content_checks import image_url_problem
-
         return _refused(image_url_problem(url), url)
 
 
@@ -196,8 +198,6 @@ class ToolImage(_Model):
     @field_validator("data")
     @classmethod
     def _base64(cls, data: str) -> str:
-        from capplan.executor.content_checks import base64_problem
-
         return _refused(base64_problem(data), data)
 
 
@@ -228,7 +228,8 @@ class ToolFunction(_Model):
     @model_validator(mode="after")
     def _refs_stay_local(self) -> ToolFunction:
         # one rule for every route: a passthrough route would hand a remote or dangling $ref to
-        # the provider and the argument validator as it stands
+        # the provider and the argument validator as it stands (imported here for start-up cost
+        # only, no cycle: most requests declare no tools)
         from capplan.executor.policies.schema_sanitizer import json_pointer
         from capplan.executor.schema_refs import ref_problems
 
@@ -351,8 +352,6 @@ _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 
 def load_request(path: str | Path) -> ChatRequest:
     """Read and validate a request file; every problem is reported with its position."""
-    from capplan.core.input_limits import MAX_REQUEST_BYTES, InputLimitError, read_limited
-
     p = Path(path)
     try:
         text = read_limited(p, MAX_REQUEST_BYTES).decode("utf-8")
@@ -365,9 +364,6 @@ def load_request(path: str | Path) -> ChatRequest:
 
 def parse_request(text: str, *, source: str = "<request>") -> ChatRequest:
     """Validate request JSON text; ``source`` names it in error messages."""
-    from capplan.core.input_limits import InputLimitError
-    from capplan.core.strict_json import StrictJSONError, loads_strict
-
     try:
         data = loads_strict(text)
     except (StrictJSONError, InputLimitError) as exc:
@@ -376,9 +372,7 @@ def parse_request(text: str, *, source: str = "<request>") -> ChatRequest:
         request = ChatRequest.model_validate(data)
     except ValidationError as exc:
         raise RequestFileError(_located(exc, text, source)) from None
-    from capplan.executor.request_checks import conversation_problems
-
-    problems = conversation_problems(request)
+    problems = conversation_problems(data)
     if problems:
         raise RequestFileError(_located_problems(problems, text, source))
     return request

@@ -3,30 +3,36 @@
 A provider refuses (or, worse, silently misreads) a history whose tool calls and tool results
 do not pair up. These checks run on request files before anything is built; the trial loop
 builds its own histories and pairs them by construction, so it does not pay for them.
+
+They read the request file's JSON document once :class:`~capplan.executor.messages.ChatRequest`
+has accepted it, so every key they look at is there and of its type; reading the document and
+not the model keeps this module below the one that defines the request (which runs them).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
-if TYPE_CHECKING:
-    from capplan.executor.messages import ChatRequest
+from capplan.core.input_limits import InputLimitError
+from capplan.core.strict_json import StrictJSONError, loads_strict
 
 Loc = tuple[str | int, ...]
 
 
-def conversation_problems(request: ChatRequest) -> list[tuple[Loc, str]]:
-    """Every pairing, id, tool-name and argument problem, in message order."""
-    from capplan.executor.messages import AssistantMessage, ToolMessage
+def conversation_problems(request: Mapping[str, Any]) -> list[tuple[Loc, str]]:
+    """Every pairing, id, tool-name and argument problem, in message order.
 
-    declared = {t.function.name for t in request.tools}
+    ``request`` is a request document that validated as a ``ChatRequest``.
+    """
+    declared = {t["function"]["name"] for t in request.get("tools", ())}
     out: list[tuple[Loc, str]] = []
     made: dict[str, Loc] = {}  # call id -> where it was made
     answered: set[str] = set()
     pending: dict[str, Loc] = {}  # calls of the latest assistant turn not yet answered
-    for i, msg in enumerate(request.messages):
-        if isinstance(msg, ToolMessage):
-            call_id = msg.tool_call_id
+    for i, msg in enumerate(request["messages"]):
+        if msg["role"] == "tool":
+            call_id = msg["tool_call_id"]
             loc: Loc = ("messages", i, "tool_call_id")
             if call_id in answered:
                 out.append((loc, f"tool_call_id {call_id!r} is answered twice; each call has exactly one result"))
@@ -37,20 +43,21 @@ def conversation_problems(request: ChatRequest) -> list[tuple[Loc, str]]:
             continue
         out += _unanswered(pending)
         pending = {}
-        if not isinstance(msg, AssistantMessage):
+        if msg["role"] != "assistant":
             continue
-        for j, call in enumerate(msg.tool_calls):
+        for j, call in enumerate(msg.get("tool_calls", ())):
             cloc: Loc = ("messages", i, "tool_calls", j)
-            if call.id in made:
-                out.append(((*cloc, "id"), f"tool call id {call.id!r} is used twice (first at {_dotted(made[call.id])})"))
+            call_id, function = call["id"], call["function"]
+            if call_id in made:
+                out.append(((*cloc, "id"), f"tool call id {call_id!r} is used twice (first at {_dotted(made[call_id])})"))
             else:
-                made[call.id] = cloc
-                pending[call.id] = cloc
-            if call.function.name not in declared:
+                made[call_id] = cloc
+                pending[call_id] = cloc
+            if function["name"] not in declared:
                 out.append(((*cloc, "function", "name"),
-                            f"calls {call.function.name!r}, which the request's tools do not declare"
+                            f"calls {function['name']!r}, which the request's tools do not declare"
                             + (f"; declared: {', '.join(sorted(declared))}" if declared else "")))
-            problem = _arguments_problem(call.function.arguments)
+            problem = _arguments_problem(function["arguments"])
             if problem:
                 out.append(((*cloc, "function", "arguments"), problem))
     out += _unanswered(pending)
@@ -66,9 +73,6 @@ def _unanswered(pending: dict[str, Loc]) -> list[tuple[Loc, str]]:
 def _arguments_problem(arguments: Any) -> str | None:
     if not isinstance(arguments, str):
         return None  # an object: serialised to JSON when built
-    from capplan.core.input_limits import InputLimitError
-    from capplan.core.strict_json import StrictJSONError, loads_strict
-
     try:
         parsed = loads_strict(arguments)
     except (StrictJSONError, InputLimitError) as exc:
