@@ -42,7 +42,7 @@ def test_keys_echoed_by_a_provider_are_redacted_everywhere(serve, harness, tmp_p
         done = harness(*[a for a in argv if a != "--quiet"])
         printed.append(done.out + done.err)
     calls = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
-    assert any(c.get("status") == 401 and "[redacted]" in c["error"] for c in calls)
+    assert any(c.get("status") == 401 and "<redacted>" in c["error"] for c in calls)
     assert_clean(out, "".join(printed), [FAKE_KEY])
 
 
