@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import TextIO
 
+from rich.cells import chop_cells
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.text import Text
@@ -93,13 +94,14 @@ class LiveDisplay:
     def print(self, line: str) -> None:
         """A permanent line: above the live line on a terminal, one line of its own elsewhere."""
         with self._lock:
-            text = Text(self.scrub(line), end="\n")
+            text = self.scrub(line)
             if self.live:
-                # wrapped by rich at the width, so no line is longer than the terminal
-                text.overflow = "fold"
-                self.console.print(text)
+                # broken at the width by characters (a word-wrap would drop the spaces it breaks
+                # at), so no row is longer than the terminal and every character stays
+                for row in chop_cells(text, max(1, self.console.width - 1)) or [""]:
+                    self.console.print(Text(row, no_wrap=True, end="\n"))
             else:
-                self.console.print(text, soft_wrap=True)  # a log line is never broken
+                self.console.print(Text(text, end="\n"), soft_wrap=True)  # a log line is never broken
             self.console.file.flush()
 
     def stop(self) -> None:
