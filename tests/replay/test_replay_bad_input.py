@@ -62,6 +62,19 @@ def test_missing_key_env_var_records_baseline_failed_and_resumes_once_set(serve,
     assert {s["state"] for s in states(out).values()} == {"done"}
 
 
+def test_an_unreadable_hermes_env_file_is_a_located_error_without_its_values(serve, harness, tmp_path, home):
+    server = serve(ChatProvider(key=FAKE_KEY))
+    out, prices = tmp_path / "out", prices_file(tmp_path)
+    # read by capplan's one .env reader: bytes that are not UTF-8 are placed by line and column
+    (home / ".hermes" / ".env").write_bytes(f"OTHER={FAKE_KEY}\nMISSING_API_KEY=\xff\n".encode("latin-1"))
+    done = harness(*custom_run(server.url, out, prices, key_env="MISSING_API_KEY"))
+    assert done.code == 2
+    assert f"MISSING_API_KEY cannot be read from {home / '.hermes' / '.env'}:2:17: the file is not UTF-8" in done.err
+    assert FAKE_KEY not in done.err + done.out
+    no_traceback(done)
+    assert server.posts() == []
+
+
 def test_unreachable_base_url_is_baseline_failed_then_resumable(serve, harness, tmp_path, monkeypatch, closed_port):
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     out, prices = tmp_path / "out", prices_file(tmp_path)

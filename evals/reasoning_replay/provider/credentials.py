@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
+from capplan.core.dotenv_file import DotenvError, read_dotenv
 from capplan.evals.reasoning_replay import redact
 from capplan.evals.reasoning_replay.errors import MissingCredential
 from capplan.evals.reasoning_replay.routes import NOUS_AUTH, Route
@@ -39,23 +40,6 @@ class KeySource(Protocol):
         """A replacement after a 401, or None when this source cannot offer one."""
 
 
-def read_dotenv(path: Path) -> dict[str, str]:
-    """``KEY=value`` lines of a dotenv file (``export`` and quotes tolerated); {} if absent."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
-        return {}
-    env: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        name, value = line.split("=", 1)
-        name = name.removeprefix("export ").strip()
-        env[name] = value.strip().strip('"').strip("'")
-    return env
-
-
 class EnvKey:
     """A key held in an environment variable or, failing that, in ``~/.hermes/.env``."""
 
@@ -64,7 +48,7 @@ class EnvKey:
         self.label = name
 
     def read(self) -> str:
-        value = os.environ.get(self.name) or read_dotenv(hermes_dir() / ".env").get(self.name, "")
+        value = os.environ.get(self.name) or _dotenv_value(hermes_dir() / ".env", self.name)
         if not value:
             raise MissingCredential(f"{self.name} is not set in the environment or in "
                                     f"{hermes_dir() / '.env'}; export it or add it to that file")
@@ -73,6 +57,14 @@ class EnvKey:
 
     def refresh(self, rejected: str) -> str | None:
         return None
+
+
+def _dotenv_value(path: Path, name: str) -> str:
+    """``name`` as ``path`` (a dotenv file) sets it, read by capplan's one ``.env`` reader; "" if unset."""
+    try:
+        return read_dotenv(path).get(name, "")
+    except DotenvError as exc:  # located (path:line:col) and free of values, like every credential error
+        raise MissingCredential(f"{name} cannot be read from {exc.location}: {exc.message}") from None
 
 
 class NousAuthKey:
