@@ -1,4 +1,4 @@
-"""Sanitised tools, memoised on the tool list.
+"""Sanitised tools, memoised on the tool list, and the bounded memos a request builder keeps.
 
 A trial sends the same tool list on every turn, and sanitising it (``$ref`` inlining, dict-map
 rewrites, invariant checks) plus compiling its validators costs far more than recognising it. The
@@ -15,7 +15,11 @@ caller's list. Nothing in the request path edits it (policies copy what they mar
 ``Client.generate`` hands the provider call a deep copy, so neither a transport nor a later
 request can reach the caller's objects. Whether a sanitised schema is a valid JSON Schema, and
 whether declared parameters are plain JSON data, is checked once per distinct schema in the
-process, not once per client.
+process, not once per client (``CHECKED_SCHEMAS``, ``PLAIN_PARAMETERS``; ``clear_tool_caches``
+forgets them).
+
+``BoundedMemo`` and ``PerToolObjects`` are the request builder's own memos (per system prompt and
+tool objects, per request settings), kept here so that the builder reads as its steps.
 """
 
 from __future__ import annotations
@@ -185,6 +189,10 @@ class _KnownContent:
             while len(self._seen) > self._size:
                 self._seen.popitem(last=False)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()
+
 
 class _CheckedSchemas:
     """Schemas already shown to be valid JSON Schema, by their content key; bounded, thread-safe.
@@ -195,6 +203,10 @@ class _CheckedSchemas:
 
     def __init__(self, size: int = 4096) -> None:
         self._known = _KnownContent(size)
+
+    def clear(self) -> None:
+        """Forget every schema checked so far."""
+        self._known.clear()
 
     def check(self, schema: dict[str, Any], key: bytes | None = None) -> None:
         """Raise ``SchemaError`` unless ``schema`` is a valid JSON Schema (checked once per content).
@@ -235,6 +247,15 @@ class _CheckedSchemas:
 CHECKED_SCHEMAS = _CheckedSchemas()
 #: content keys of declared parameters shown to be plain JSON data (see ``_plain_json``)
 PLAIN_PARAMETERS = _KnownContent()
+
+
+def clear_tool_caches() -> None:
+    """Forget the process-wide verdicts on schemas and parameters (tests that count first-time work).
+
+    Each client's own ``ToolMemo`` goes with the client; nothing else about tools outlives it.
+    """
+    CHECKED_SCHEMAS.clear()
+    PLAIN_PARAMETERS.clear()
 
 
 def _declared_from_specs(
@@ -280,7 +301,7 @@ def _declared_from_specs(
 class ToolMemo:
     """A bounded, thread-safe LRU of prepared tool lists, keyed by digest and by caller object identity.
 
-    ``verbatim`` says the sanitiser rewrites nothing (``ToolSchemaSanitizer.rewrites`` is false):
+    ``verbatim`` says the sanitiser rewrites nothing (``schema_sanitizer.rewrites`` is false):
     the declared list, already private to the memo or shared read-only with the caller's
     ``ToolSpec`` objects, is then the sanitised list, and ``sanitize`` is not called.
     """

@@ -31,3 +31,18 @@ def test_clients_of_one_plan_share_policies_and_transport_but_not_caches() -> No
     assert first.policies is second.policies
     assert first.builder.transport is second.builder.transport
     assert first.builder.tool_memo is not second.builder.tool_memo
+
+
+def test_clearing_the_plan_cache_makes_loads_and_clients_start_afresh(tmp_path: Path) -> None:
+    from capplan.executor.plan_cache import clear_plan_cache
+
+    path = tmp_path / "plan.json"
+    path.write_bytes(make_plan(name="cache-cleared").to_bytes())
+    plan = Plan.load(path)
+    assert Plan.load(path) is plan  # the same bytes are verified once
+    policies = Client(plan, env={}).policies
+    clear_plan_cache()
+    again = Plan.load(path)
+    assert again is not plan and again == plan
+    assert Client(plan, env={}).policies is not policies
+    assert Client(plan, env={}).policies is Client(plan, env={}).policies

@@ -360,3 +360,14 @@ def test_one_client_builds_identically_from_many_threads() -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         got = list(pool.map(lambda r: json.dumps(client.build(r).kwargs, sort_keys=True), requests))
     assert got == expected
+
+
+def test_the_unchecked_built_request_is_the_dataclass_built_as_usual() -> None:
+    from capplan.executor.request_builder import BuiltRequest, built_request_unchecked
+
+    built = Client(make_plan(), env={}).build({"system": "s", "messages": [{"role": "user", "content": "x"}]})
+    fields = {field.name: getattr(built, field.name) for field in dataclasses.fields(BuiltRequest)}
+    assert built_request_unchecked(**fields) == BuiltRequest(**fields) == built
+    assert vars(built_request_unchecked(**fields)) == vars(BuiltRequest(**fields))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.kwargs = {}  # type: ignore[misc]

@@ -206,3 +206,53 @@ def test_enrichment_follows_each_tool_list() -> None:
     plain = client.build(without).effective_system_prompt
     assert hinted.startswith("s") and "prices" in hinted and plain == "s"
     assert client.build(with_map).effective_system_prompt == hinted
+
+
+def test_a_bounded_memo_forgets_its_oldest_entry_and_never_keeps_an_unhashable_key() -> None:
+    from capplan.executor.tool_memo import BoundedMemo
+
+    memo: BoundedMemo[Any, str] = BoundedMemo(size=2)
+    memo.put("a", "A")
+    memo.put("b", "B")
+    memo.put("a", "A2")  # a known key is replaced in place, nothing is evicted
+    assert (memo.get("a"), memo.get("b")) == ("A2", "B")
+    memo.put("c", "C")
+    assert (memo.get("a"), memo.get("b"), memo.get("c")) == (None, "B", "C")
+    unhashable = ("settings", ["a list"])
+    memo.put(unhashable, "X")
+    assert memo.get(unhashable) is None and memo.get("c") == "C"
+
+
+def test_what_is_made_from_tool_objects_is_found_by_those_objects_only() -> None:
+    from capplan.executor.tool_memo import PerToolObjects
+
+    memo: PerToolObjects[str] = PerToolObjects(size=4)
+    first, second = request(LOOKUP).tools, request(LOOKUP).tools
+    memo.put_made(first, "system", "made")
+    assert memo.get_made(first, "system") == "made"
+    assert memo.get_made(list(first), "system") == "made"  # the same objects in another list
+    assert memo.get_made(second, "system") is None  # equal objects made afresh are other objects
+    assert memo.get_made(first, "another system") is None
+    assert memo.get_made(first[::-1] * 2, "system") is None
+
+
+def test_clearing_the_tool_caches_makes_the_next_schema_check_run_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jsonschema import validators
+
+    from capplan.executor.tool_memo import clear_tool_caches
+
+    schema = {"type": "object", "properties": {"cleared": {"type": "string"}}}
+    CHECKED_SCHEMAS.check(schema)
+    checked: list[object] = []
+    real = validators.validator_for
+
+    def counting(schema: Any, default: Any = None) -> Any:
+        checked.append(schema)
+        return real(schema, default=default)
+
+    monkeypatch.setattr(validators, "validator_for", counting)
+    CHECKED_SCHEMAS.check(schema)
+    assert checked == []
+    clear_tool_caches()
+    CHECKED_SCHEMAS.check(schema)
+    assert checked and checked[0] is schema
