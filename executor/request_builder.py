@@ -1,7 +1,7 @@
 """A conversation becomes litellm kwargs, in the one order the spec fixes.
 
 1. enrich the system prompt (the prompt policy sees the caller's original tools)
-2. sanitise the tools (memoised on the tool list's digest)
+2. sanitise the tools (``tool_memo`` decides what is remembered, and how)
 3. cache ``apply`` on system + tools (after sanitising, so the sanitiser never sees markers)
 4. convert messages: reasoning replay via the codec, empty-assistant filler, tool content format
    (each message once per conversation: a growing history reuses its earlier turns' wire form)
@@ -26,9 +26,9 @@ from capplan.executor.messages import ChatRequest, NamedToolChoice
 from capplan.executor.plan import Plan
 from capplan.executor.plan_cache import per_plan
 from capplan.executor.policies.response_policy import param_types_from_tools
+from capplan.executor.policies.schema_sanitizer import rewrites
 from capplan.executor.policy_set import PolicySet
 from capplan.executor.reasoning import ReasoningLeftOut
-from capplan.executor.policies.schema_sanitizer import rewrites
 from capplan.executor.tool_memo import BoundedMemo, PerToolObjects, PreparedTools, ToolMemo
 from capplan.executor.transport import Transport
 from capplan.executor.value_rules import Substitution, apply_value_rules, note_substitution
