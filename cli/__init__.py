@@ -72,11 +72,38 @@ class LazyGroup(click.Group):
             command = getattr(importlib.import_module(module_name), attr)
         return command
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # kept so that an error with no place of its own can be placed at the command that raised it
+        ctx.meta["capplan.args"] = tuple(args)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # the one place an exception becomes a message and an exit status (capplan.cli.errors)
+        from capplan.cli.errors import errors_reported
+
+        with errors_reported(lambda: _command_path(ctx)):
+            return super().invoke(ctx)
+
     def format_commands(self, ctx: click.Context, formatter: Any) -> None:
         rows = [(name, SHORT_HELP.get(name, "")) for name in self.list_commands(ctx)]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _command_path(ctx: click.Context) -> str:
+    """``capplan gateway check``: the group's name and the (sub)command words it was invoked with."""
+    words = ["capplan"]  # the console script's name, whatever a test runner calls the group
+    command: click.Command = ctx.command
+    for word in ctx.meta.get("capplan.args", ()):
+        if not isinstance(command, click.Group) or word.startswith("-"):
+            break
+        found = command.get_command(ctx, word)
+        if found is None:
+            break
+        words.append(word)
+        command = found
+    return " ".join(words)
 
 
 @contextlib.contextmanager

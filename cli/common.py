@@ -1,17 +1,17 @@
-"""Options shared by several commands (defined once, reused as decorators) and exit handling."""
+"""Options shared by several commands (defined once, reused as decorators) and their exit codes.
+
+Errors are not handled here: every command runs inside :mod:`capplan.cli.errors`.
+"""
 
 from __future__ import annotations
 
-import functools
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from capplan.core.diagnostics import Diagnostic, InputError
-from capplan.executor.registry import RegistryError
+from capplan.core.diagnostics import Diagnostic
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,25 +44,6 @@ def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
     """--format with the given choices."""
     return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
                         help="Output format.")
-
-
-def report_input_errors(func: F) -> F:
-    """Render an :class:`InputError` as located lines on stderr and exit 2; never a traceback."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except InputError as exc:
-            print_diagnostics(exc.diagnostics)
-            errors = sum(d.severity == "error" for d in exc.diagnostics)
-            click.echo(f"capplan: {errors} error(s); nothing was written", err=True)
-            sys.exit(EXIT_INPUT)
-        except RegistryError as exc:  # a broken policy installation is a start-up error, not a bug
-            click.echo(f"capplan: {exc}", err=True)
-            sys.exit(EXIT_INPUT)
-
-    return wrapper  # type: ignore[return-value]
 
 
 def print_diagnostics(diagnostics: tuple[Diagnostic, ...] | list[Diagnostic]) -> None:

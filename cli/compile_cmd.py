@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, input_options, print_diagnostics, report_input_errors
+from capplan.cli.common import EXIT_FINDINGS, input_options, print_diagnostics
 from capplan.compiler.compile import compile_paths
 from capplan.compiler.golden import REGEN_COMMAND, compare, default_golden_dir
 from capplan.compiler.plan_output import write_plan_set
@@ -27,7 +27,6 @@ from capplan.compiler.plan_output import write_plan_set
 @click.option("--golden", "golden_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Golden folder for --check / --update-golden (default: golden/plans in the project root, "
                    "the nearest folder with .git from the current directory, else the current directory).")
-@report_input_errors
 def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: Path | None, model: str | None,
                 out_dir: Path, keep_others: bool, check: bool, update_golden: bool, golden_dir: Path | None) -> None:
     """Compile model configuration into fingerprinted plan files.

@@ -8,14 +8,13 @@ from pathlib import Path
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, input_options, print_diagnostics
-from capplan.core.diagnostics import InputError
+from capplan.cli.common import EXIT_FINDINGS, EXIT_OK, format_option, input_options
 from capplan.compiler.diff.blast import blast_radius
 from capplan.compiler.diff.checkers import CHECKERS, parse_names, select_checkers
 from capplan.compiler.diff.engine import diff_plan_sets, with_lines
 from capplan.compiler.project_root import find_project_root
 from capplan.compiler.provenance_lines import disk_index
-from capplan.compiler.diff.errors import DiffInputError, SideCompileError
+from capplan.compiler.diff.errors import DiffInputError
 from capplan.compiler.diff.fail_on import EXIT_CREDENTIAL_ROUTING, FAIL_ON, failing
 from capplan.compiler.diff.model import DiffReport
 from capplan.compiler.diff.plan_files import PlanDoc, load_side
@@ -78,19 +77,11 @@ def diff_cmd(old: Path | None, new: Path | None, base_rev: str | None, run_confi
 
 
 def _exit_code(run: Callable[[], DiffReport], fail_on: tuple[str, ...] = ()) -> int:
-    """The one place outcomes become exit codes: 0 same, 1 differs, 2 bad input, 3 a --fail-on finding."""
-    try:
-        report = run()
-    except SideCompileError as exc:
-        click.echo(f"capplan diff: {exc}:", err=True)
-        print_diagnostics(exc.diagnostics)
-        return EXIT_INPUT
-    except DiffInputError as exc:
-        click.echo(f"capplan diff: {exc}", err=True)
-        return EXIT_INPUT
-    except InputError as exc:  # located input errors raised outside either side's compile
-        print_diagnostics(exc.diagnostics)
-        return EXIT_INPUT
+    """The diff's outcome as an exit code: 0 same, 1 differs, 3 a --fail-on finding.
+
+    Bad input (2) is a UserError raised by ``run``, printed by :mod:`capplan.cli.errors`.
+    """
+    report = run()
     if failing(report, fail_on):
         return EXIT_CREDENTIAL_ROUTING
     return EXIT_FINDINGS if report.differs else EXIT_OK

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from capplan.cli.common import input_options, report_input_errors
+from capplan.cli.common import input_options
 from capplan.compiler.compile import compile_paths
 from capplan.compiler.explain import explain, unknown_field_hint
 from capplan.compiler.provenance_lines import LineIndex
@@ -16,7 +16,6 @@ from capplan.compiler.provenance_lines import LineIndex
 @click.argument("model")
 @click.argument("field", required=False)
 @input_options
-@report_input_errors
 def explain_cmd(model: str, field: str | None, run_config: Path | None, overlays: tuple[Path, ...],
                 data_dir: Path | None) -> None:
     """Show each resolved field of MODEL's plan with the layer, file and line that set it.

@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option
+from capplan.cli.common import EXIT_FINDINGS, EXIT_OK, format_option
+from capplan.core.errors import UserError
 
 _EPILOG = """\b
 Exit codes: 0 the gateway answered with its catalog and every plan routes through it, 1 the
@@ -42,30 +43,19 @@ def check_cmd(plans: tuple[Path, ...], fmt: str) -> None:
       capplan gateway check --plan plans/
       capplan gateway check --plan plans/gpt-5.json --plan plans/kimi-k3.json --format json
     """
-    from capplan.executor.errors import user_error
     from capplan.executor.gateway.catalog import read_gateway_catalog
-    from capplan.executor.gateway.config import BASE_URL, resolve_gateway_config
+    from capplan.executor.gateway.config import BASE_URL, GatewayConfigError, resolve_gateway_config
     from capplan.executor.gateway.route import GatewayRouteAmbiguous
     from capplan.executor.gateway.transport import decide_route
     from capplan.executor.mock_provider import is_mock
     from capplan.executor.plan import Plan
 
-    try:
-        config = resolve_gateway_config()
-    except Exception as exc:  # noqa: BLE001 - a configuration error is one line and exit 2
-        _fail(exc, "capplan gateway check")
-        raise
+    # a malformed setting or plan is a located UserError, printed by capplan.cli.errors (exit 2)
+    config = resolve_gateway_config()
     if config is None:
-        click.echo(f"capplan gateway check: error[GATEWAY]: {BASE_URL} is not set, so no call goes through a gateway; "
-                   f"set it (in the environment or .env) to the gateway's base URL", err=True)
-        sys.exit(EXIT_INPUT)
-    loaded: list[tuple[Path, Plan]] = []
-    for path in _plan_files(plans):
-        try:
-            loaded.append((path, Plan.load(path)))
-        except Exception as exc:  # noqa: BLE001
-            _fail(exc, str(path))
-            raise
+        raise GatewayConfigError(f"{BASE_URL} is not set, so no call goes through a gateway; "
+                                 "set it (in the environment or .env) to the gateway's base URL")
+    loaded = [(path, Plan.load(path)) for path in _plan_files(plans)]
     # read once, uncached, after every plan loaded (a bad plan fails without waiting on the
     # network) and whatever the plans are: the check answers whether the gateway serves a
     # catalog at all, which a mock plan's route never asks
@@ -82,10 +72,9 @@ def check_cmd(plans: tuple[Path, ...], fmt: str) -> None:
         except GatewayRouteAmbiguous as exc:
             rows.append({"plan": str(path), "model": plan.model.key, "model_id": plan.model.model_id,
                          "kind": "ambiguous", "route": None, "reason": str(exc), "ok": False})
-        except Exception as exc:  # noqa: BLE001
-            if user_error(exc) is None:
-                raise
-            _fail(exc, str(path))
+        except UserError as exc:  # a plan the route cannot be decided for: located at that plan
+            exc.location = exc.location or str(path)
+            raise
     served = catalog.served is not None
     summary = {"ok": served, "routes": len(catalog.served or ()), "problem": catalog.problem or None,
                "refused": catalog.refused}
@@ -107,6 +96,8 @@ def check_cmd(plans: tuple[Path, ...], fmt: str) -> None:
 
 
 def _plan_files(paths: tuple[Path, ...]) -> list[Path]:
+    from capplan.executor.plan import PlanLoadError
+
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -114,27 +105,10 @@ def _plan_files(paths: tuple[Path, ...]) -> list[Path]:
 
             found = sorted(p for p in path.glob("*.json") if p.name != MANIFEST_FILE)
             if not found:
-                click.echo(f"{path}: error[PLAN]: no plan files (*.json) in this folder", err=True)
-                sys.exit(EXIT_INPUT)
+                raise PlanLoadError("no plan files (*.json) in this folder", location=str(path))
             files.extend(found)
         elif path.is_file():
             files.append(path)
         else:
-            click.echo(f"{path}: error[PLAN]: no such plan file or folder", err=True)
-            sys.exit(EXIT_INPUT)
+            raise PlanLoadError("no such plan file or folder", location=str(path))
     return files
-
-
-def _fail(exc: BaseException, where: str) -> None:
-    from capplan.executor.errors import user_error
-
-    found = user_error(exc)
-    if found is None:
-        return
-    code, message = found
-    # an error in a file (a .env that is not UTF-8) is located at the file, not at the command
-    where = getattr(exc, "location", None) or where
-    for line in message.splitlines():
-        line = line[len(where) + 2:] if line.startswith(f"{where}: ") else line
-        click.echo(f"{where}: error[{code}]: {line}", err=True)
-    sys.exit(EXIT_INPUT)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, report_input_errors
+from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option
 from capplan.core.diagnostics import render_all
 from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.compiler.lint import KINDS, bundled_index_note, lint_file
@@ -27,7 +27,6 @@ from capplan.core.yaml_source import read_source
               help="Task files: runs the task's code (imports environment and grader modules, constructs the "
                    "environment) to check them, instead of reading their source. Never on files you have not read.")
 @format_option("text", "json", "github")
-@report_input_errors
 def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_config: Path | None,
              import_environments: bool, fmt: str) -> None:
     """Check preset, overlay, providers, pricing, run-config and trial task files.

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from capplan.cli.common import format_option, report_input_errors
+from capplan.cli.common import format_option
 
 
 def catalogue() -> dict[str, Any]:
@@ -45,7 +45,6 @@ def render_text(data: dict[str, Any]) -> str:
 
 @click.command("policies")
 @format_option("text", "json")
-@report_input_errors
 def policies_cmd(fmt: str) -> None:
     """List every registered policy by slot, with its parameters, types, defaults and docs.
 

@@ -11,7 +11,7 @@ import click
 from capplan.cli.common import request_options
 
 from capplan.core.canonical import canonical_bytes
-from capplan.executor.errors import user_error
+from capplan.core.errors import UserError
 from capplan.core.redaction import redact_text, standard_streams_redacted
 
 
@@ -49,9 +49,8 @@ def _preview(plan_path: str, api_base: str | None, fmt: str, request_file: str) 
         client = Client.from_plan_file(plan_path, api_base=api_base)
         built = client.build(load_request(request_file))
         kwargs = client.redacted(built.kwargs)
-    except Exception as exc:  # noqa: BLE001 - user errors become one line; others re-raise below
-        fail_on_user_error(exc, plan_path, request_file)
-        raise
+    except UserError as exc:
+        raise placed(exc, plan_path, request_file) from None
     # stderr, so the JSON on stdout stays exactly the kwargs
     for record in built.reasoning_left_out:
         click.echo(redact_text(f"{request_file}: note: messages[{record.message}].reasoning.blocks[{record.block}] "
@@ -66,23 +65,18 @@ def _preview(plan_path: str, api_base: str | None, fmt: str, request_file: str) 
         click.echo(render_text(kwargs))
 
 
-def fail_on_user_error(exc: BaseException, plan_path: str, request_file: str) -> None:
-    """Print a user error as located one-liners and exit 2; return for anything else."""
-    found = user_error(exc)
-    if found is None:
-        return
-    code, message = found
-    message = redact_text(message)
-    where = {"PLAN": plan_path, "GATEWAY": "capplan"}.get(code, request_file)
-    for line in message.splitlines():
-        if "error[" in line:
-            located = line  # request-file errors arrive located to line and column
-        elif line.startswith(f"{where}: "):
-            located = f"{where}: error[{code}]: {line[len(where) + 2:]}"
-        else:
-            located = f"{where}: error[{code}]: {line}"
-        click.echo(located, err=True)
-    raise SystemExit(2)
+def placed(exc: UserError, plan_path: str, request_file: str) -> UserError:
+    """``exc`` located at the file it is about when it names no place of its own.
+
+    A plan error is about the plan file; a gateway setting is about no file (it is placed at the
+    program); anything else the request made the plan refuse is about the request file.
+    """
+    from capplan.executor.errors import GatewayError, PlanError
+
+    if exc.location is None:
+        exc.location = ("capplan" if isinstance(exc, GatewayError) else
+                        plan_path if isinstance(exc, PlanError) else request_file)
+    return exc
 
 
 def render_text(kwargs: dict[str, Any]) -> str:

@@ -10,10 +10,18 @@ import click
 
 from capplan.cli.common import request_options
 
-from capplan.cli.preview_cmd import fail_on_user_error
+from capplan.cli.preview_cmd import placed
 from capplan.core.canonical import canonical_bytes
+from capplan.core.errors import UserError
 from capplan.executor.errors import ResponseShapeError
 from capplan.core.redaction import redact_text, redact_value, standard_streams_redacted
+
+
+class ProviderCallFailed(UserError):
+    """The call was sent and failed (a refusal, a timeout, a spent key): not the input's fault, exit 1."""
+
+    code = "PROVIDER"
+    exit_code = 1
 
 
 @click.command("send")
@@ -52,13 +60,14 @@ def _send(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> 
     try:
         client = Client.from_plan_file(plan_path, api_base=api_base)
         result = client.generate(load_request(request_file))
-    except Exception as exc:  # noqa: BLE001 - every failure becomes one line, never a traceback
-        fail_on_user_error(exc, plan_path, request_file)
-        code = "RESPONSE" if isinstance(exc, ResponseShapeError) else "PROVIDER"
-        # a provider's error body may echo the key or the URL it was sent: scrubbed like the kwargs
-        message = redact_text(_one_line(str(exc)))
-        click.echo(f"{request_file}: error[{code}]: {type(exc).__name__}: {message}", err=True)
-        raise SystemExit(1) from None
+    except ResponseShapeError as exc:  # the answer came back and cannot be read: a failed call, exit 1
+        exc.message = f"{type(exc).__name__}: {_one_line(exc.message)}"
+        raise placed(exc, plan_path, request_file) from None
+    except UserError as exc:
+        raise placed(exc, plan_path, request_file) from None
+    except Exception as exc:  # noqa: BLE001 - a failed call is one line, never a traceback
+        # a provider's error body may echo the key or the URL it was sent: the CLI redacts every message
+        raise ProviderCallFailed(f"{type(exc).__name__}: {_one_line(str(exc))}", location=request_file) from None
     # the model's text too: an upstream that dumps the headers it got answers with the credentials
     data = redact_value(result.to_json())
     if fmt == "json":

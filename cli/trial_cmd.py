@@ -9,10 +9,26 @@ from typing import Any
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, report_input_errors
+from capplan.cli.common import EXIT_FINDINGS, EXIT_OK
+from capplan.cli.errors import EXIT_INTERRUPTED  # Ctrl-C: the shell convention for "ended by SIGINT"
+from capplan.core.diagnostics import Diagnostic
+from capplan.core.errors import UserError
 
-#: Ctrl-C: the shell convention for "ended by SIGINT"
-EXIT_INTERRUPTED = 130
+
+class RunStoppedAtWrite(UserError):
+    """A write inside the run folder was refused mid-run (the folder changed under the run)."""
+
+    code = "RUN_STOPPED"
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message, location=f"{diagnostic.file}:{diagnostic.line}:{diagnostic.col}",
+                         hint=diagnostic.hint)
+        self.diagnostic = diagnostic
+
+    def render(self) -> str:
+        """The refused write, located, then what became of the run."""
+        return (f"{self.diagnostic.render()}\ncapplan: the run stopped at this write; trials recorded before it are "
+                "kept (fix the folder and run the same command again to resume)")
 
 
 @click.group("trial")
@@ -56,7 +72,6 @@ def trial_cmd() -> None:
 @click.option("--retry-aborted", is_flag=True, default=False,
               help="On resume, run again the trials that ended aborted (rate limit, API timeout, infrastructure); "
                    "the new line supersedes the aborted one in the summary.")
-@report_input_errors
 def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | None, out: Path, n_trials: int,
             concurrency: int, max_turns: int | None, max_cost: float | None, backend: str, address: str | None,
             workers: int | None, run_config: Path | None, api_base: str | None, user_api_base: str | None,
@@ -110,7 +125,6 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     2 input error (an unset API-key variable included, checked before any trial starts),
     130 interrupted (re-run to resume).
     """
-    from capplan.executor.errors import user_error
     from capplan.trials.backends import BACKENDS, load_backend
     from capplan.trials.driver import RunRequest, UsageProblem, build_specs, drive
     from capplan.trials.confined import ConfinedPathError
@@ -124,8 +138,7 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         from capplan.core.diagnostics import did_you_mean
 
         hint = did_you_mean(backend, BACKENDS)
-        click.echo(f"capplan: unknown --backend {backend!r}" + (f"; {hint}" if hint else ""), err=True)
-        sys.exit(EXIT_INPUT)
+        raise UsageProblem(f"unknown --backend {backend!r}" + (f"; {hint}" if hint else ""))
     request = RunRequest(tasks=tasks, plans=plans, out=out, user_plan=user_plan, trials=n_trials,
                          concurrency=concurrency, max_turns=max_turns, max_cost=max_cost, api_base=api_base,
                          user_api_base=user_api_base)
@@ -143,20 +156,8 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         runner = load_backend(backend, **options)
         outcome = drive(specs, folder, runner, concurrency=concurrency, max_cost=max_cost,
                         progress=Progress(), retry_aborted=retry_aborted, rate_limit_probe=request.rate_limit_probe)
-    except UsageProblem as exc:
-        click.echo(f"capplan: {exc}", err=True)
-        sys.exit(EXIT_INPUT)
     except ConfinedPathError as exc:  # refused at a write during the run (the folder changed under it)
-        click.echo(exc.diagnostic().render(), err=True)
-        click.echo("capplan: the run stopped at this write; trials recorded before it are kept "
-                   "(fix the folder and run the same command again to resume)", err=True)
-        sys.exit(EXIT_INPUT)
-    except Exception as exc:  # plan load errors and other input errors are one line, never a traceback
-        known = user_error(exc)
-        if known is None:
-            raise
-        click.echo(f"capplan: error[{known[0]}]: {known[1]}", err=True)
-        sys.exit(EXIT_INPUT)
+        raise RunStoppedAtWrite(exc.diagnostic()) from None
     stats = getattr(runner, "stats", None)
     for line in stats.report() if stats is not None else []:
         click.echo(line, err=True)
@@ -227,7 +228,6 @@ def _backend_options(backend: str, address: str | None, workers: int | None, con
 
 @trial_cmd.command("report")
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
-@report_input_errors
 def report_cmd(run_dir: Path) -> None:
     """Re-render RUN_DIR's summary.md and summary.json from its runs.jsonl, and print summary.md.
 

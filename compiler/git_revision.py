@@ -20,6 +20,8 @@ GIT_TIMEOUT = 60
 class RevisionMissingError(DiffInputError):
     """The revision is not in this clone."""
 
+    code = "GIT_REVISION"
+
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     try:

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from capplan.core.errors import UserError
+
 Severity = Literal["error", "warning"]
 
 
@@ -51,12 +53,19 @@ class Diagnostic:
         return asdict(self)
 
 
-class InputError(Exception):
+class InputError(UserError):
     """Bad user input: a batch of located diagnostics. Exit code 2, never a traceback."""
+
+    code = "INPUT"
 
     def __init__(self, diagnostics: Sequence[Diagnostic]) -> None:
         self.diagnostics = tuple(sorted(diagnostics))
         super().__init__("\n".join(d.render() for d in self.diagnostics))
+
+    def render(self) -> str:
+        """Every diagnostic, sorted by place, then how many errors stopped the command."""
+        errors = sum(d.severity == "error" for d in self.diagnostics)
+        return "\n".join([*(d.render() for d in self.diagnostics), f"capplan: {errors} error(s); nothing was written"])
 
 
 def errors_only(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:

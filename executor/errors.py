@@ -1,16 +1,44 @@
 """Typed executor errors.
 
-Each one is a user error with a message that says what is wrong and where; the CLI turns any
-of them into a one-line message and exit code 2. Errors raised by policies keep their own types
-(``SchemaInvariantError``, ``RejectedValueError``, the reasoning routing ``ValueError``s); the
-CLI recognises those too, so nothing here re-wraps them.
+Each user-facing one is a :class:`~capplan.core.errors.UserError` whose class names its code;
+the CLI renders any of them as located lines and ends with the error's exit code. Errors raised
+by policies derive from these bases too (``ReasoningError``, ``PolicyParamsError``, …), so a
+caller never needs a list of which exception means what. This module imports only the core.
 """
 
 from __future__ import annotations
 
+from capplan.core.errors import UserError
 
-class ExecutorError(Exception):
+
+class ExecutorError(UserError):
     """Base of every error the executor raises about its inputs."""
+
+    code = "EXECUTOR"
+
+
+class PlanError(ExecutorError):
+    """A plan that cannot be used as it is (unreadable, tampered, inconsistent, refused by a policy)."""
+
+    code = "PLAN"
+
+
+class ReasoningError(ExecutorError, ValueError):
+    """Reasoning settings or blocks the plan's reasoning route cannot carry."""
+
+    code = "REASONING"
+
+
+class GatewayError(ExecutorError):
+    """The LLM gateway settings, or a route through the gateway, cannot be used."""
+
+    code = "GATEWAY"
+
+
+class PolicyParamsError(ExecutorError, ValueError):
+    """A policy refuses the parameters a plan gives it; the message names each parameter."""
+
+    code = "POLICY_PARAMS"
 
 
 class RequestFileError(ExecutorError):
@@ -20,29 +48,45 @@ class RequestFileError(ExecutorError):
     reported in one pass.
     """
 
+    code = "REQUEST"
+
     def __init__(self, problems: list[str]) -> None:
         self.problems = tuple(problems)
         super().__init__("\n".join(problems))
+
+    def render(self) -> str:
+        """The problems, each already located to its line and column by the request reader."""
+        return "\n".join(self.problems)
 
 
 class MissingCredentialError(ExecutorError):
     """A credential the plan's binding pins into each call resolved empty."""
 
+    code = "CREDENTIAL"
 
-class PolicyConstructionError(ExecutorError):
+
+class PolicyConstructionError(PlanError):
     """A plan names a policy whose constructor refuses the plan's parameters."""
 
 
-class PlanInconsistencyError(ExecutorError):
+class PlanInconsistencyError(PlanError):
     """A loaded plan contradicts itself (e.g. its wire model is not its binding's rewrite)."""
 
 
 class UnsupportedContentError(ExecutorError):
     """A conversation carries content the plan's content policy cannot put on the wire."""
 
+    code = "CONTENT"
+
 
 class ResponseShapeError(ExecutorError):
-    """A provider response cannot be interpreted without dropping data (e.g. unknown reasoning blocks)."""
+    """A provider response cannot be interpreted without dropping data (e.g. unknown reasoning blocks).
+
+    Not the caller's input: the call was made and its answer is unusable, so the command fails (1).
+    """
+
+    code = "RESPONSE"
+    exit_code = 1
 
 
 class CredentialSpentError(RuntimeError):
@@ -69,38 +113,3 @@ class ApiTimeoutError(TimeoutError):
 
 class GatewayRejectedError(CredentialSpentError):
     """A pinned gateway key was refused as over quota or unauthorised; rotation cannot help."""
-
-
-def user_error(exc: BaseException) -> tuple[str, str] | None:
-    """``(code, message)`` when ``exc`` is a mistake in the caller's input, else None.
-
-    The CLI prints these as one line and exits 2; anything else is an internal error.
-    """
-    from capplan.executor.gateway.config import GatewayConfigError
-    from capplan.executor.gateway.route import GatewayRouteAmbiguous
-    from capplan.executor.plan import PlanLoadError
-    from capplan.executor.policies.params_policy import ReasoningConfigError
-    from capplan.executor.policies.reasoning_codec import ReasoningCodecError
-    from capplan.executor.policies.schema_sanitizer import ToolSchemaError
-    from capplan.executor.registry import RegistryError
-    from capplan.executor.value_rules import RejectedValueError
-
-    codes: list[tuple[type[BaseException], str]] = [
-        (PlanLoadError, "PLAN"),
-        (RegistryError, "PLAN"),
-        (PlanInconsistencyError, "PLAN"),
-        (PolicyConstructionError, "PLAN"),
-        (RequestFileError, "REQUEST"),
-        (ReasoningConfigError, "REASONING"),
-        (ReasoningCodecError, "REASONING"),
-        (RejectedValueError, "VALUE_RULE"),
-        (ToolSchemaError, "TOOL_SCHEMA"),
-        (MissingCredentialError, "CREDENTIAL"),
-        (UnsupportedContentError, "CONTENT"),
-        (GatewayConfigError, "GATEWAY"),
-        (GatewayRouteAmbiguous, "GATEWAY"),
-    ]
-    for cls, code in codes:
-        if isinstance(exc, cls):
-            return code, str(exc)
-    return None

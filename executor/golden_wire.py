@@ -21,7 +21,7 @@ from typing import Any
 
 from capplan.core.canonical import canonical_bytes
 from capplan.executor.client import Client
-from capplan.executor.errors import user_error
+from capplan.core.errors import UserError
 from capplan.executor.messages import ChatRequest, load_request
 from capplan.executor.plan import Plan
 
@@ -49,11 +49,8 @@ def render(plan: Plan, request: ChatRequest) -> bytes:
         env[plan.binding.binding.api_key_env] = GOLDEN_CREDENTIAL
     try:
         body: dict[str, Any] = Client(plan, env=env).preview(request)
-    except Exception as exc:  # noqa: BLE001 - only user-facing refusals are goldens; others re-raise
-        found = user_error(exc)
-        if found is None:
-            raise
-        body = {"error": {"code": found[0], "type": type(exc).__name__, "message": found[1]}}
+    except UserError as exc:  # only user-facing refusals are goldens; anything else is a bug and raises
+        body = {"error": {"code": exc.code, "type": type(exc).__name__, "message": str(exc)}}
     return canonical_bytes(body)
 
 

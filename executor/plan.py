@@ -10,7 +10,7 @@ the fingerprint itself, so any edit to a plan file is detected on load.
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -23,6 +23,7 @@ from capplan.executor.binding import _Frozen
 from capplan.executor.binding import env_var_name as env_var_name
 from capplan.core.canonical import canonical_bytes, sha256_hex
 from capplan.executor.plan_cache import remember_verified, verified_plan
+from capplan.executor.errors import PlanError
 from capplan.executor.plan_integrity import canonical_and_sealed, with_fingerprint
 from capplan.executor.reasoning import ReasoningConfig
 from capplan.core.safe_names import name_problem
@@ -296,15 +297,34 @@ class Plan(_Frozen):
         return load_plan(path, check_registry=check_registry)
 
 
-class PlanLoadError(ValueError):
-    """A plan file cannot be used; the message says why and how to recompile."""
+class PlanLoadError(PlanError, ValueError):
+    """A plan file cannot be used; the message says why and how to recompile.
+
+    ``location`` is the plan file (with line and column where known); a plan whose body the
+    model refuses carries one located ``problems`` entry per refused value. ``str()`` is the
+    rendered text, place included, so a caller that only formats the exception still says where.
+    """
+
+    def __init__(self, message: str, *, location: str | None = None,
+                 problems: Sequence[tuple[str, str]] = ()) -> None:
+        super().__init__(message, location=location)
+        #: ``(location, message)`` per refused value, in the plan's order
+        self.problems = tuple(problems)
+
+    def render(self) -> str:
+        if not self.problems:
+            return super().render()
+        return "\n".join(f"{where}: error[{self.code}]: {message}" for where, message in self.problems)
+
+    def __str__(self) -> str:
+        return self.render()
 
 
 class PlanTamperedError(PlanLoadError):
     """A plan's body no longer hashes to its fingerprint: it was edited after compilation."""
 
-    def __init__(self, message: str, claimed: str, actual: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, claimed: str, actual: str, *, location: str | None = None) -> None:
+        super().__init__(message, location=location)
         self.claimed = claimed
         self.actual = actual
 
@@ -316,14 +336,14 @@ def verify_fingerprint(path: Path, data: dict[str, Any]) -> None:
         actual = sha256_hex(canonical_bytes(body))
     except (ValueError, TypeError, RecursionError):
         # NaN, an out-of-range float or a structure canonical JSON cannot write: capplan never sealed it
-        raise PlanLoadError(f"{path}:1:1: error[PLAN]: not a plan file (its body holds a value canonical JSON "
-                            f"cannot write, such as a non-finite number); {RECOMPILE_HINT}") from None
+        raise PlanLoadError(f"not a plan file (its body holds a value canonical JSON cannot write, such as a "
+                            f"non-finite number); {RECOMPILE_HINT}", location=f"{path}:1:1") from None
     claimed = data.get("fingerprint")
     if claimed != actual:
         raise PlanTamperedError(
-            f"{path}: fingerprint mismatch (file says {str(claimed)[:12]}…, body hashes to {actual[:12]}…): "
+            f"fingerprint mismatch (file says {str(claimed)[:12]}…, body hashes to {actual[:12]}…): "
             f"the plan was edited after compilation; {RECOMPILE_HINT} instead of editing it",
-            str(claimed), actual,
+            str(claimed), actual, location=str(path),
         )
 
 
@@ -338,9 +358,9 @@ def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
     try:
         raw = read_limited(p, MAX_PLAN_BYTES)
     except OSError as exc:
-        raise PlanLoadError(f"{p}: cannot read plan: {exc.strerror or exc}") from None
+        raise PlanLoadError(f"cannot read plan: {exc.strerror or exc}", location=str(p)) from None
     except InputLimitError as exc:
-        raise PlanLoadError(f"{p}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
+        raise PlanLoadError(f"not a plan file ({exc})", location=f"{p}:{exc.line}:{exc.col}") from None
     plan = verified_plan(raw)
     if plan is None:
         plan = _verified_plan(p, raw)
@@ -358,34 +378,35 @@ def _verified_plan(p: Path, raw: bytes) -> Plan:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PlanLoadError(f"{p}: not a plan file (not UTF-8: {exc.reason})") from None
+        raise PlanLoadError(f"not a plan file (not UTF-8: {exc.reason})", location=str(p)) from None
     try:
         data = loads_strict(text)
     except (StrictJSONError, InputLimitError) as exc:  # nesting past MAX_NESTING is an InputLimitError
-        raise PlanLoadError(f"{p}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
+        raise PlanLoadError(f"not a plan file ({exc})", location=f"{p}:{exc.line}:{exc.col}") from None
     except (ValueError, RecursionError):
         # a limit of Python's own decoder the strict reader does not word (its message may quote the input)
-        raise PlanLoadError(f"{p}:1:1: error[PLAN]: not a plan file (JSON this reader cannot hold)") from None
+        raise PlanLoadError("not a plan file (JSON this reader cannot hold)", location=f"{p}:1:1") from None
     if not isinstance(data, dict) or "plan_version" not in data or "fingerprint" not in data:
-        raise PlanLoadError(f"{p}: not a plan file (no plan_version / fingerprint)")
+        raise PlanLoadError("not a plan file (no plan_version / fingerprint)", location=str(p))
     version = data["plan_version"]
     if type(version) is not int or version != PLAN_VERSION:  # `true` and `1.0` equal 1 in Python
         age = "an older" if type(version) is int and version < PLAN_VERSION else "another"
         raise PlanLoadError(
-            f"{p}: plan_version {json.dumps(version)} is {age} plan format; this capplan reads plan_version "
-            f"{PLAN_VERSION}: {RECOMPILE_HINT}"
+            f"plan_version {json.dumps(version)} is {age} plan format; this capplan reads plan_version "
+            f"{PLAN_VERSION}: {RECOMPILE_HINT}", location=str(p),
         )
     if not canonical_and_sealed(raw, data):
         verify_fingerprint(p, data)
         if raw != canonical_bytes(data):
             # the fingerprint covers canonical bytes, so another spelling of the same body is not this plan
-            raise PlanLoadError(f"{p}: not in canonical form (sorted keys, two-space indent, UTF-8, trailing newline); "
-                                f"{RECOMPILE_HINT} instead of editing it")
+            raise PlanLoadError("not in canonical form (sorted keys, two-space indent, UTF-8, trailing newline); "
+                                f"{RECOMPILE_HINT} instead of editing it", location=str(p))
     try:
         plan = Plan.model_validate_json(raw, strict=True)
     except ValidationError as exc:
         # a sealed body can still be hostile (a resealed plan): every value is refused where it stands
-        raise PlanLoadError(_refusal(p, text, data, exc)) from None
+        problems = _refusal(p, text, data, exc)
+        raise PlanLoadError("\n".join(m for _, m in problems), location=problems[0][0], problems=problems) from None
     return plan
 
 
@@ -393,10 +414,10 @@ def _verified_plan(p: Path, raw: bytes) -> Plan:
 _MAX_PROBLEMS_SHOWN = 20
 
 
-def _refusal(p: Path, text: str, data: dict[str, Any], exc: ValidationError) -> str:
-    """One located line per problem the plan model found, never quoting a value."""
+def _refusal(p: Path, text: str, data: dict[str, Any], exc: ValidationError) -> list[tuple[str, str]]:
+    """``(location, message)`` per problem the plan model found, never quoting a value."""
     errors = exc.errors(include_url=False, include_input=False, include_context=True)
-    lines = []
+    lines: list[tuple[str, str]] = []
     for err in errors[:_MAX_PROBLEMS_SHOWN]:
         loc, problem = tuple(err["loc"]), str(err["msg"])
         cause = (err.get("ctx") or {}).get("error")
@@ -406,12 +427,13 @@ def _refusal(p: Path, text: str, data: dict[str, Any], exc: ValidationError) -> 
             problem = problem.removeprefix("Value error, ")
         path = _data_path(data, loc)
         line, col = _position(text, path)
-        lines.append(f"{p}:{line}:{col}: error[PLAN]: {_shown(path)}: {problem}")
+        lines.append((f"{p}:{line}:{col}", f"{_shown(path)}: {problem}"))
     if len(errors) > _MAX_PROBLEMS_SHOWN:
-        lines.append(f"{p}:1:1: error[PLAN]: and {len(errors) - _MAX_PROBLEMS_SHOWN} more problem(s)")
-    lines[-1] += (f"; plan body does not match plan_version {PLAN_VERSION}: {RECOMPILE_HINT} "
-                  "instead of editing it")
-    return "\n".join(lines)
+        lines.append((f"{p}:1:1", f"and {len(errors) - _MAX_PROBLEMS_SHOWN} more problem(s)"))
+    where, last = lines[-1]
+    lines[-1] = (where, f"{last}; plan body does not match plan_version {PLAN_VERSION}: {RECOMPILE_HINT} "
+                        "instead of editing it")
+    return lines
 
 
 def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[str | int, ...]:
@@ -501,8 +523,8 @@ def _check_policy_names(path: Path, plan: Plan) -> None:
     ]
     if missing:
         raise PlanLoadError(
-            f"{path}: policies not in this installation's registry: {', '.join(missing)}; "
-            f"install the package that provides them or {RECOMPILE_HINT}"
+            f"policies not in this installation's registry: {', '.join(missing)}; "
+            f"install the package that provides them or {RECOMPILE_HINT}", location=str(path),
         )
 
 

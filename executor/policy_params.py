@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from capplan.executor.errors import PolicyParamsError
+
 
 class PolicyParams(BaseModel):
     """Base of every ``Params`` model: unknown keys are errors, no type coercion, finite numbers only."""
@@ -105,10 +107,10 @@ def _message(err: Any) -> str:
 
 
 def construct(cls: type[Any], params: dict[str, Any]) -> Any:
-    """``cls(**params)`` after validating them; a refusal is a ``ValueError`` naming the parameter."""
+    """``cls(**params)`` after validating them; a refusal is a :class:`PolicyParamsError` (a ``ValueError``) naming the parameter."""
     problems = check_params(cls, params)
     if problems:
-        raise ValueError("; ".join(f"{'.'.join(map(str, p.loc)) or 'params'}: {p.message}" for p in problems))
+        raise PolicyParamsError("; ".join(f"{'.'.join(map(str, p.loc)) or 'params'}: {p.message}" for p in problems))
     return cls(**params)
 
 

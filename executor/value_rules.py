@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from capplan.executor.errors import ExecutorError
 from capplan.executor.reasoning import EffortLevel
 
 LOGGER_NAME = "capplan.value_rules"
@@ -108,8 +109,10 @@ def rule_value_problem(param: str, value: object) -> str | None:
 _DROP = object()
 
 
-class RejectedValueError(ValueError):
+class RejectedValueError(ExecutorError, ValueError):
     """A call would send a value a ``param_value_rules`` entry rejects; the request is not built."""
+
+    code = "VALUE_RULE"
 
     def __init__(self, param: str, value: object, remaining: str, evidence: str) -> None:
         self.param, self.value, self.remaining, self.evidence = param, value, remaining, evidence

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from capplan.core.diagnostics import Diagnostic, InputError
+from capplan.core.errors import UserError
 from capplan.executor.plan import Plan
 from capplan.executor.probe import RateLimitProbeConfig
 from capplan.trials.backends import Backend
@@ -32,8 +33,10 @@ from capplan.trials.run_folder import atomic_write
 from capplan.trials.tasks import LoadedTask, load_task
 
 
-class UsageProblem(Exception):
+class UsageProblem(UserError):
     """A command-line combination that cannot run (exit 2)."""
+
+    code = "USAGE"
 
 
 @dataclass(frozen=True)

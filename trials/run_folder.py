@@ -81,9 +81,13 @@ _TRIAL_LEFTOVERS = re.compile(_TMP.format(names="|".join(re.escape(n) for n in T
 class RunFolderError(InputError):
     """The run folder cannot be used as it is; located diagnostics, and nothing was changed."""
 
+    code = "RUN_FOLDER"
+
 
 class RunFolderMismatch(RunFolderError):
     """The folder holds trials of a different plan or task under the same key."""
+
+    code = "RUN_FOLDER_MISMATCH"
 
 
 def atomic_write(path: Path, data: bytes) -> None:

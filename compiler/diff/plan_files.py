@@ -94,16 +94,11 @@ def load_doc(path: Path, manifest: Manifest | None = None) -> PlanDoc:
             f"{exc.actual[:12]}…, so it was edited after compilation; it is not diffed. Recompile it with "
             "`capplan compile` instead of editing it"
         ) from None
-    except PlanLoadError as exc:  # a body no capplan could have sealed
-        raise DiffInputError(str(exc)) from None
     fingerprint = data.pop("fingerprint")
     if manifest is not None and version >= 2 and fingerprint in manifest.plans.values():
         data.update(_run_fields(manifest))
     if version == PLAN_VERSION:
-        try:
-            load_plan(path, check_registry=False)
-        except PlanLoadError as exc:
-            raise DiffInputError(str(exc)) from None
+        load_plan(path, check_registry=False)  # a refusal is the loader's own located PlanLoadError
         return PlanDoc(path.stem, str(path), version, data)
     return PlanDoc(path.stem, str(path), version, data, _shape_problem(data))
 
@@ -120,7 +115,7 @@ def _read_json(path: Path) -> Any:
     except OSError as exc:
         raise DiffInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except InputLimitError as exc:
-        raise DiffInputError(f"{path}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
+        raise PlanLoadError(f"not a plan file ({exc})", location=f"{path}:{exc.line}:{exc.col}") from None
     if b"\0" in raw[:8192]:
         raise DiffInputError(f"{path}: binary file, not a plan (plans are UTF-8 JSON)")
     try:
@@ -131,11 +126,11 @@ def _read_json(path: Path) -> Any:
         if exc.code == "json-syntax":
             raise DiffInputError(f"{path}: not a plan file (invalid JSON at line {exc.line}, column {exc.col}: "
                                  f"{str(exc).removeprefix('not valid JSON: ')})") from None
-        raise DiffInputError(f"{path}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
+        raise PlanLoadError(f"not a plan file ({exc})", location=f"{path}:{exc.line}:{exc.col}") from None
     except InputLimitError as exc:
-        raise DiffInputError(f"{path}:{exc.line}:{exc.col}: error[PLAN]: not a plan file ({exc})") from None
+        raise PlanLoadError(f"not a plan file ({exc})", location=f"{path}:{exc.line}:{exc.col}") from None
     except (ValueError, RecursionError):
-        raise DiffInputError(f"{path}:1:1: error[PLAN]: not a plan file (JSON this reader cannot hold)") from None
+        raise PlanLoadError("not a plan file (JSON this reader cannot hold)", location=f"{path}:1:1") from None
 
 
 def _shape_problem(body: dict[str, Any]) -> str | None:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from capplan.core.dotenv_file import DotenvError, read_dotenv
 from capplan.core.input_limits import MAX_NESTING, InputLimitError, check_flow_nesting
-from capplan.executor.errors import ExecutorError
+from capplan.executor.errors import GatewayError
 from capplan.executor.gateway.secret_refs import SecretReferenceError, expand_secret_refs
 
 BASE_URL = "LLM_PROXY_BASE_URL"
@@ -54,16 +54,18 @@ _PROVIDER_CHARS = _ALNUM | frozenset("-._/")
 _ROUTE_CHARS = _ALNUM | frozenset("-._/:@")
 
 
-class GatewayConfigError(ExecutorError):
+class GatewayConfigError(GatewayError):
     """An ``LLM_PROXY_*`` variable is malformed, or a companion is set without the base URL.
 
-    ``location`` is set when the problem sits in a file (``.env:LINE:COL``); the message then
-    starts with it too, so a caller that ignores the attribute still prints where.
+    ``location`` is set when the problem sits in a file (``.env:LINE:COL``); ``str()`` then
+    starts with it too, so a caller that ignores the attribute still prints where, while
+    ``message`` (what :meth:`render` shows after the place) does not repeat it.
     """
 
     def __init__(self, message: str, *, location: str | None = None) -> None:
-        super().__init__(message)
-        self.location = location
+        super().__init__(message, location=location)
+        if location and message.startswith(f"{location}: "):
+            self.message = message[len(location) + 2:]
 
 
 @dataclass(frozen=True)

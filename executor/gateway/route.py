@@ -22,12 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from capplan.executor.errors import ExecutorError
+from capplan.executor.errors import GatewayError
 
 RouteKind = Literal["exact", "wildcard", "untranslated", "direct"]
 
 
-class GatewayRouteAmbiguous(ExecutorError):
+class GatewayRouteAmbiguous(GatewayError):
     """The gateway serves the model under several names and no preferred route picks one."""
 
 

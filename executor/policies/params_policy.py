@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from capplan.executor.errors import ReasoningError
 from capplan.executor.policy_params import PolicyParams
 from capplan.executor.reasoning import ReasoningConfig
 from capplan.core.value_types import MAX_TOKENS
@@ -49,7 +50,7 @@ SAMPLING_PARAMS: tuple[str, ...] = ("temperature", "top_p", "top_k")
 MAX_TEMPERATURE = 2.0
 
 
-class ReasoningConfigError(ValueError):
+class ReasoningConfigError(ReasoningError):
     """A reasoning config (or a params flag set) the route cannot express as a request."""
 
 

@@ -16,6 +16,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
+from capplan.executor.errors import ExecutorError
+
 #: One step into a schema: a keyword, then a property name or branch index where the keyword holds many.
 PathSegment = str | int
 SchemaPath = tuple[PathSegment, ...]
@@ -58,8 +60,10 @@ class SchemaCapability(enum.Enum):
     ANYOF_NUMERIC_STRING = "anyof_numeric_string"
 
 
-class ToolSchemaError(ValueError):
+class ToolSchemaError(ExecutorError, ValueError):
     """A tool's schema cannot be made valid for the route; names the tool and the JSON pointer."""
+
+    code = "TOOL_SCHEMA"
 
     def __init__(self, tool: str, pointer: str, message: str) -> None:
         self.tool = tool

@@ -162,7 +162,7 @@ def test_a_dotenv_that_is_not_utf8_is_located(tmp_path: Path) -> None:
     line = the_error(result, ".env:2:19", "GATEWAY")
     assert "not UTF-8" in line
     result = run(tmp_path, {}, "preview", "--plan", str(GATEWAY_PLAN), str(request_file(tmp_path)))
-    assert result.exit_code == 2 and ".env:2:19: the file is not UTF-8" in result.output
+    assert result.exit_code == 2 and ".env:2:19: error[GATEWAY]: the file is not UTF-8" in result.output
 
 
 def test_a_dotenv_value_with_a_nul_is_refused(tmp_path: Path) -> None:

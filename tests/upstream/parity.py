@@ -122,7 +122,7 @@ def _plans(tmp: Path) -> dict[tuple[str, str], Any]:
 def capplan_result(plan: Any, variant: dict[str, Any], conversation: dict[str, Any]) -> dict[str, Any]:
     """What capplan does with one case: the kwargs it builds, or the error that refused it."""
     from capplan.executor.client import Client
-    from capplan.executor.errors import user_error
+    from capplan.core.errors import UserError
     from capplan.executor.transport import redact
 
     if isinstance(plan, Exception):
@@ -130,8 +130,7 @@ def capplan_result(plan: Any, variant: dict[str, Any], conversation: dict[str, A
     try:
         kwargs = Client(plan, env=dict(CREDENTIALS)).build_request({**conversation, **variant["call"]})
     except Exception as exc:  # noqa: BLE001 - only user-facing refusals are results; others re-raise
-        found = user_error(exc)
-        if found is None and not isinstance(exc, ValueError):
+        if not isinstance(exc, (UserError, ValueError)):
             raise
         return {"error": {"type": type(exc).__name__, "message": str(exc)}}
     return {"kwargs": json.loads(json.dumps(redact(kwargs)))}

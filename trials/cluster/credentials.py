@@ -21,6 +21,8 @@ from capplan.trials.driver import UsageProblem
 class CredentialsMissingError(UsageProblem):
     """A node or worker lacks a credential variable a plan needs; the message names only variables."""
 
+    code = "CLUSTER_CREDENTIAL"
+
 
 def credential_names(plans: Iterable[Plan]) -> list[str]:
     """The env-var names whose values a run's calls need (the primary key of each non-mock binding)."""

@@ -33,6 +33,8 @@ _ADDRESS = re.compile(r"^(auto|ray://[^\s:/]+:\d+|[^\s:/]+:\d+)$")
 class ClusterUsageError(UsageProblem):
     """A bad ``--address``, Ray missing, or a cluster the run cannot use; exit 2."""
 
+    code = "CLUSTER"
+
 
 def import_ray() -> ModuleType:
     """``ray``, or a usage error saying how to install it."""

@@ -1,0 +1,63 @@
+"""The one place the command line turns an exception into what the user reads and an exit status.
+
+Every command runs inside :func:`errors_reported` (the ``capplan`` group invokes its
+subcommands through it):
+
+- a :class:`~capplan.core.errors.UserError` prints its own :meth:`render` (an
+  :class:`~capplan.core.diagnostics.InputError`: its located diagnostics, sorted, and the
+  "N error(s); nothing was written" line) on stderr, through the redactor, and ends the command
+  with the error's ``exit_code``; one with no place of its own is placed at the command
+  (``capplan gateway check: error[GATEWAY]: …``);
+- Ctrl-C that a command does not handle itself ends it with one line and exit status 130;
+- click's own usage errors and exits pass through untouched (click prints them, exit 2);
+- anything else is a bug in capplan: one line saying so, then the traceback.
+
+Commands that end with findings (lint 1, diff 1 and 3, a trial run's outcome) still choose
+those exit codes themselves; bad input never does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+
+import click
+
+from capplan.core.errors import PROGRAM, UserError
+
+#: the shell convention for "ended by SIGINT"
+EXIT_INTERRUPTED = 130
+
+BUG_MESSAGE = (f"{PROGRAM}: internal error: this is a bug in capplan, not a problem with your input; "
+               "please report it with the traceback below")
+
+
+def render_user_error(exc: UserError) -> str:
+    """What the user reads for ``exc``: its rendered lines, every credential in play masked."""
+    from capplan.core.redaction import redact_text
+
+    return redact_text(exc.render())
+
+
+@contextlib.contextmanager
+def errors_reported(command: Callable[[], str] = lambda: PROGRAM) -> Iterator[None]:
+    """Run a command; map what escapes it to a message on stderr and an exit status.
+
+    ``command`` names the command that ran (asked only when an error needs a place).
+    """
+    try:
+        yield
+    except UserError as exc:
+        if exc.location is None:
+            exc.location = command()
+        click.echo(render_user_error(exc), err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo(f"\n{PROGRAM}: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        raise
+    except Exception:
+        click.echo(BUG_MESSAGE, err=True)
+        raise
