@@ -8,13 +8,13 @@ from capplan.evals.reasoning_replay import redact
 from capplan.evals.reasoning_replay.analysis.signals import Signal
 from capplan.evals.reasoning_replay.analysis.verdicts import verdict
 from capplan.evals.reasoning_replay.errors import UsageError
-from capplan.evals.reasoning_replay.provider.knobs import Knobs, fix_for
 from capplan.evals.reasoning_replay.provider.lanes import id_prefix, lane_of
 from capplan.evals.reasoning_replay.provider.pricing import DEFAULT_PRICE, load_prices_file
 from capplan.evals.reasoning_replay.provider.ratelimit import limiter_for
 from capplan.evals.reasoning_replay.provider.transport import decode
 from capplan.evals.reasoning_replay.routes import ROUTES, resolve_route
 from capplan.evals.reasoning_replay.store.jsonl import JsonlFile
+from capplan.evals.reasoning_replay.wire.knobs import Knobs, fix_for
 
 
 def sig(position: str, klass: str, delta: int | None = 0, step: str = "text", variant: str = "reasoning") -> Signal:

@@ -18,7 +18,6 @@ from capplan.evals.reasoning_replay.progress import Progress
 from capplan.evals.reasoning_replay.provider.catalog import fetch, portal_cap, portal_models
 from capplan.evals.reasoning_replay.provider.client import Client
 from capplan.evals.reasoning_replay.provider.credentials import KeySource, key_source
-from capplan.evals.reasoning_replay.provider.knobs import Knobs
 from capplan.evals.reasoning_replay.provider.prices_source import price_list
 from capplan.evals.reasoning_replay.provider.ratelimit import limiter_for
 from capplan.evals.reasoning_replay.routes import Route, resolve_route
@@ -27,6 +26,7 @@ from capplan.evals.reasoning_replay.run.scheduler import Cell, plan, record_stat
 from capplan.evals.reasoning_replay.store.outdir import OutDir
 from capplan.evals.reasoning_replay.wire import wire_for
 from capplan.evals.reasoning_replay.wire.carriers import check_variants
+from capplan.evals.reasoning_replay.wire.knobs import Knobs
 
 STEPS = ("text", "opaque")
 

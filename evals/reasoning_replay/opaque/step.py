@@ -15,9 +15,9 @@ from capplan.evals.reasoning_replay.opaque.gemini import GeminiFlavour
 from capplan.evals.reasoning_replay.opaque.responses import ResponsesFlavour
 from capplan.evals.reasoning_replay.outcome import CellOutcome, baseline_failure
 from capplan.evals.reasoning_replay.provider.client import CallSpec
-from capplan.evals.reasoning_replay.provider.knobs import EFFORTS
 from capplan.evals.reasoning_replay.run.context import RunContext
 from capplan.evals.reasoning_replay.run.sampling import backfill, sample
+from capplan.evals.reasoning_replay.wire.knobs import EFFORTS
 
 FLAVOURS: dict[str, OpaqueFlavour] = {
     "chat": ChatFlavour(), "responses": ResponsesFlavour(), "gemini": GeminiFlavour(),

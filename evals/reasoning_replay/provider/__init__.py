@@ -1,1 +1,1 @@
-"""Reaching a provider: routes' keys, HTTP, the catalogue, prices, pacing and lanes."""
+"""Reaching a provider: keys, HTTP, the catalogue, prices, pacing and lanes."""

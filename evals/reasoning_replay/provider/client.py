@@ -16,13 +16,13 @@ from capplan.evals.reasoning_replay.budget import Budget
 from capplan.evals.reasoning_replay.outcome import TRANSIENT
 from capplan.evals.reasoning_replay.provider import transport
 from capplan.evals.reasoning_replay.provider.credentials import KeySource, auth_headers
-from capplan.evals.reasoning_replay.provider.knobs import Knobs
 from capplan.evals.reasoning_replay.provider.lanes import id_prefix, lane_of
 from capplan.evals.reasoning_replay.provider.pricing import Price, PriceList, estimate
 from capplan.evals.reasoning_replay.provider.ratelimit import RateLimiter
 from capplan.evals.reasoning_replay.routes import Route
 from capplan.evals.reasoning_replay.store.outdir import OutDir
 from capplan.evals.reasoning_replay.wire.base import Parsed, Wire
+from capplan.evals.reasoning_replay.wire.knobs import Knobs
 
 RETRYABLE = TRANSIENT - {401}  # a 401 gets the key refresh instead of a blind retry
 MAX_BACKOFF_SECONDS = 60.0

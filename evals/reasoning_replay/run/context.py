@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from capplan.evals.reasoning_replay.fixture import Session
 from capplan.evals.reasoning_replay.outcome import CellFailed, CellOutcome
 from capplan.evals.reasoning_replay.provider.client import Client
-from capplan.evals.reasoning_replay.provider.knobs import Knobs
 from capplan.evals.reasoning_replay.routes import Route
 from capplan.evals.reasoning_replay.run.settings_probe import discover
+from capplan.evals.reasoning_replay.wire.knobs import Knobs
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ import time
 from capplan.evals.reasoning_replay.fixture import PROBES, REFUSAL_STATUS, Session
 from capplan.evals.reasoning_replay.outcome import CellFailed, baseline_failure
 from capplan.evals.reasoning_replay.provider.client import CallSpec, Client
-from capplan.evals.reasoning_replay.provider.knobs import Knobs, default_knobs, fix_for
 from capplan.evals.reasoning_replay.routes import Route
 from capplan.evals.reasoning_replay.wire.carriers import synthetic
+from capplan.evals.reasoning_replay.wire.knobs import Knobs, default_knobs, fix_for
 
 MAX_FIXES = 4
 

@@ -1,4 +1,7 @@
-"""Picks the wire format of a route."""
+"""The wire: each API kind's request and response formats, the request settings, the carriers.
+
+:func:`wire_for` picks the wire format of a route.
+"""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from capplan.evals.reasoning_replay.provider.knobs import Knobs
+from capplan.evals.reasoning_replay.wire.knobs import Knobs
 
 
 @dataclass

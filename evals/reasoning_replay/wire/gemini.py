@@ -7,8 +7,8 @@ import urllib.parse
 from typing import Any
 
 from capplan.evals.reasoning_replay.fixture import SYSTEM, TOOL_DESCRIPTION, TOOL_NAME, TOOL_PARAMETERS
-from capplan.evals.reasoning_replay.provider.knobs import GEMINI_BUDGETS, Knobs
 from capplan.evals.reasoning_replay.wire.base import Parsed, as_int, dig, merge
+from capplan.evals.reasoning_replay.wire.knobs import GEMINI_BUDGETS, Knobs
 
 TOOLS = [{"functionDeclarations": [{"name": TOOL_NAME, "description": TOOL_DESCRIPTION,
                                     "parameters": TOOL_PARAMETERS}]}]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from capplan.evals.reasoning_replay.fixture import SYSTEM, TOOL_DESCRIPTION, TOOL_NAME, TOOL_PARAMETERS
-from capplan.evals.reasoning_replay.provider.knobs import Knobs
 from capplan.evals.reasoning_replay.wire.base import Parsed, as_int, dig, merge, provider_cost
+from capplan.evals.reasoning_replay.wire.knobs import Knobs
 
 TOOLS = [{"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
           "parameters": TOOL_PARAMETERS}]
