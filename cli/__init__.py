@@ -141,7 +141,7 @@ def main() -> None:
     \b
     Typical use:
       capplan compile --out plans/          # the bundled catalogue, one plan per model
-      capplan lint my_overlay.yaml          # every problem in the file, located
+      capplan lint examples/overlays/*.yaml # every problem in every file, located
       capplan explain kimi-k3 policies.message_assembly_policy
       capplan diff --base origin/main       # what a change does to every plan
 

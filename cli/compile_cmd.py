@@ -35,9 +35,10 @@ def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: P
     With no options, compiles the bundled catalogue against the bundled presets:
       capplan compile --out plans/
     A run config with an operator overlay:
-      capplan compile --config run.yaml --presets-file ops-overlay.yaml --out plans/
-    Against another base data set (e.g. a data package's data/ folder):
-      capplan compile --data path/to/data --out plans/
+      capplan compile --config examples/run.yaml --presets-file examples/overlays/ops-overlay.yaml --out plans/
+    Against another base data set (a folder with model_presets.yaml, providers.yaml, catalogue.yaml
+    and pricing.json, e.g. a data package's data/ folder; here the bundled one):
+      capplan compile --data presets/ --out plans/
     In CI, fail when committed golden plans are stale:
       capplan compile --check
 

@@ -58,11 +58,11 @@ def diff_cmd(old: Path | None, new: Path | None, base_rev: str | None, run_confi
 
     \b
     Two plans, or two folders of plans matched by model key (the file stem):
-      capplan diff old/kimi-k3.json plans/kimi-k3.json
+      capplan diff golden/plans/kimi-k3.json plans/kimi-k3.json
       capplan diff golden/plans/ plans/
     What the working tree changes compared with a git revision (the CI command):
       capplan diff --base origin/main --format markdown >> "$GITHUB_STEP_SUMMARY"
-      capplan diff --base HEAD --config run.yaml --presets-file ops-overlay.yaml --summary
+      capplan diff --base HEAD --config examples/run.yaml --presets-file examples/overlays/ops-overlay.yaml --summary
 
     With --base, the data files (the bundled presets/ when this is a checkout of capplan,
     else the --data folder), the --config file and its engine.presets_file overlays, and the

@@ -26,7 +26,7 @@ def explain_cmd(model: str, field: str | None, run_config: Path | None, overlays
     \b
       capplan explain kimi-k3
       capplan explain openrouter/anthropic/claude-opus-4.7 policies.params_policy
-      capplan explain gemini-3.1-pro-preview param_value_rules --presets-file ops.yaml
+      capplan explain gemini-3.1-pro-preview param_value_rules --presets-file examples/overlays/ops-overlay.yaml
     """
     result = compile_paths(data_dir=data_dir, run_config=run_config, overlays=list(overlays), model=model)
     for key, plan in result.plans.items():

@@ -223,8 +223,8 @@ def guard_cmd(file: str, input_format: str, fmt: str, detector_names: tuple[str,
 
     \b
     Examples:
-      capplan guard replies.txt
-      capplan guard --format json transcripts.jsonl > audit.json
+      capplan guard examples/guard/replies.txt
+      capplan guard --format json examples/guard/transcripts.jsonl > audit.json
       jq -c '{text: .content}' turns.jsonl | capplan guard -
 
     \b

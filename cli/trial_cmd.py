@@ -98,16 +98,17 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     and report read the latest line per trial, so no trial is counted twice.
 
     \b
-      capplan compile --model mock-echo --out plans/
+      capplan compile --model mock-echo --out plans/ --keep-others
       capplan trial run examples/trials/inventory_desk --plan plans/mock-echo.json \\
           --user-plan plans/mock-echo.json --out runs/demo --trials 2
       capplan trial report runs/demo
-      capplan trial run ... --out runs/demo --retry-aborted   # same command, aborted trials again
+      capplan trial run examples/trials/inventory_desk --plan plans/mock-echo.json \\
+          --user-plan plans/mock-echo.json --out runs/demo --trials 2 --retry-aborted   # aborted trials again
 
     The same run on a Ray cluster (the driver writes the same folder; rate limits from a run config):
 
     \b
-      capplan trial run tasks/*.yaml --plan plans/kimi-k3.json --out runs/big --trials 8 \\
+      capplan trial run tasks/ --plan plans/kimi-k3.json --out runs/big --trials 8 \\
           --backend ray --address auto --workers 16 --concurrency 512 --config run.yaml
 
     Probe mode (the run config's rate_limit_probe block, enabled: true) makes agent and
@@ -116,7 +117,7 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     per telemetry window:
 
     \b
-      capplan trial run tasks/*.yaml --plan plans/kimi-k3.json --out runs/probe --config run.yaml
+      capplan trial run tasks/ --plan plans/kimi-k3.json --out runs/probe --config run.yaml
 
     Writes runs.jsonl (one line per finished trial), trials/<model>/<task>/<i>/trajectory.yaml
     and metrics.yaml, summary.md and summary.json (and probe.json in probe mode).
