@@ -151,3 +151,15 @@ def test_a_real_provider_call_names_the_run_extra(installed: Installed) -> None:
     sent = _run([installed.capplan, "send", "--plan", "plans/gpt-4o.json", request], cwd=work)
     assert sent.returncode == 2, sent.stdout + sent.stderr
     assert sent.stderr.strip() == "capplan send needs the run extra: pip install 'capplan[run]'"
+
+
+def test_the_commands_that_call_no_provider_run_on_the_core_install(installed: Installed) -> None:
+    work = installed.work / "core-only"
+    work.mkdir()
+    assert _run([installed.capplan, "compile", "--out", "plans"], cwd=work).returncode == 0
+    request = REPO / "golden" / "conversations" / "signed_thinking_replay.json"
+    for args in (["explain", "kimi-k3", "loop"], ["diff", "plans/", "plans/"], ["schema", "overlay"], ["policies"],
+                 ["preview", "--plan", "plans/claude-opus-4.7.json", str(request)]):
+        done = _run([installed.capplan, *args], cwd=work)
+        assert done.returncode == 0, (args, done.stdout + done.stderr)
+        assert "Traceback" not in done.stderr and "run extra" not in done.stderr, args
