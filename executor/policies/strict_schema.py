@@ -260,14 +260,16 @@ class StrictSchema(ToolSchemaSanitizer):
     #: Remove ``pattern`` values with lookarounds or backreferences (RE2 validators refuse them).
     strip_re2_incompatible_patterns: ClassVar[bool] = True
 
-    #: Whether this class's ``inline_refs_in_tool`` is the one defined here, which leaves its
-    #: argument untouched: set for every class below, never by a subclass author.
-    _default_inline_hook: ClassVar[bool] = True
+    #: Whether this class's ``inline_refs_in_tool`` is known to leave its argument untouched:
+    #: worked out for every subclass below, never set by a subclass author.
+    _pure_inline_hook: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        # an overridden hook is not trusted to leave the caller's tool alone, so it is handed a copy
-        cls._default_inline_hook = inspect.getattr_static(cls, "inline_refs_in_tool") is _DEFAULT_INLINE_HOOK
+        # the hook defined here, and those capplan ships (each calls inline_tool_refs; a test checks
+        # every registered sanitiser leaves its input alone), get the caller's tool as it is; a hook
+        # defined anywhere else is not trusted to, and is handed a copy
+        cls._pure_inline_hook = _shipped(inspect.getattr_static(cls, "inline_refs_in_tool"))
         # a misconfigured subclass would emit entries no response policy can read back
         if not cls.KEY_FIELD or not cls.VALUE_FIELD or cls.KEY_FIELD == cls.VALUE_FIELD:
             raise TypeError(
@@ -306,9 +308,9 @@ class StrictSchema(ToolSchemaSanitizer):
 
     def _sanitize_tool(self, tool: dict[str, Any]) -> dict[str, Any]:
         name, _ = tool_parameters(tool)
-        # the hook is overridable: unless it is this class's own, which leaves its argument alone,
-        # the caller's dict is protected here rather than trusted to it
-        inlined = type(self).inline_refs_in_tool(tool if self._default_inline_hook else json_copy(tool))
+        # the hook is overridable: unless it is known to leave its argument alone, the caller's
+        # dict is protected here rather than trusted to it
+        inlined = type(self).inline_refs_in_tool(tool if self._pure_inline_hook else json_copy(tool))
         _, params = tool_parameters(inlined)
         if params is None:
             return inlined
@@ -494,8 +496,10 @@ class StrictSchema(ToolSchemaSanitizer):
                     )
 
 
-#: the hook as ``StrictSchema`` defines it (a subclass overriding it defines another object)
-_DEFAULT_INLINE_HOOK = StrictSchema.__dict__["inline_refs_in_tool"]
+def _shipped(hook: Any) -> bool:
+    """Whether ``hook`` (a classmethod, as found on the class) is defined in capplan itself."""
+    function = getattr(hook, "__func__", None)
+    return (getattr(function, "__module__", None) or "").startswith("capplan.")
 
 
 def _merged_tag(decls: list[dict[str, Any]], tags: list[Any], notes: list[str]) -> dict[str, Any]:

@@ -375,9 +375,10 @@ def test_every_failure_is_a_value_error_naming_the_tool() -> None:
         StrictSchema().sanitize([tool({"type": "object", "properties": {"x": {"$ref": "#/$defs/X"}}}, name="named")])
 
 
-def test_an_overridden_inline_hook_is_handed_a_copy_and_the_default_one_the_callers_tool(
+def test_an_inline_hook_from_outside_capplan_is_handed_a_copy_and_a_shipped_one_the_callers_tool(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from capplan.executor.families import gemini
     from capplan.executor.families.cohere import CohereRecursiveSchema
     from capplan.executor.families.gemini import GeminiRecursiveSchema, GeminiSchema
     from capplan.executor.families.xai import XaiGrokRecursiveSchema
@@ -396,23 +397,42 @@ def test_an_overridden_inline_hook_is_handed_a_copy_and_the_default_one_the_call
     (out,) = Scribbling().sanitize(tools)
     assert tools == before and out["function"]["parameters"]["x-scribbled"] is True
 
-    # which tool object reaches the inlining: the caller's own only where the hook is the default
+    # which tool object reaches the inlining: the caller's own unless the hook comes from elsewhere
     handed: list[bool] = []
+    given: list[dict[str, Any]] = []
     real = strict_schema.inline_tool_refs
 
     def spy(tool: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        handed.append(tool is tools[0])
+        handed.append(tool is given[0])
         return real(tool, **kwargs)
-
-    from capplan.executor.families import gemini
 
     monkeypatch.setattr(strict_schema, "inline_tool_refs", spy)
     monkeypatch.setattr(gemini, "inline_tool_refs", spy)
     for family in (StrictSchema, GeminiSchema, GeminiRecursiveSchema, XaiGrokRecursiveSchema, CohereRecursiveSchema):
         handed.clear()
-        family().sanitize(tools[:1])
-        assert handed == [family in (StrictSchema, GeminiSchema)], family.__name__
-        assert tools == before
+        given[:] = [copy.deepcopy(tools[0])]
+        family().sanitize(given)
+        assert handed == [True], family.__name__
+    handed.clear()
+    given[:] = [copy.deepcopy(tools[0])]
+    Scribbling().sanitize(given)
+    assert handed == [False] and "x-scribbled" not in given[0]["function"]["parameters"]
+
+
+def test_every_registered_sanitiser_leaves_its_input_alone() -> None:
+    # what lets StrictSchema hand a shipped inline hook the caller's own tool dicts
+    from capplan.executor.registry import policy_class, registered_names
+
+    cases = [load(p.name) for p in sorted(FIXTURES.glob("tools_*.json"))]
+    for name in registered_names("schema_sanitizer"):
+        sanitizer = policy_class("schema_sanitizer", name)()
+        for tools in cases:
+            before = copy.deepcopy(tools)
+            try:
+                sanitizer.sanitize(tools)
+            except ToolSchemaError:
+                pass
+            assert tools == before, name
 
 
 def test_the_inlined_tool_keeps_its_key_order_and_shares_nothing_with_the_input() -> None:
