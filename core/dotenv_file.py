@@ -44,7 +44,7 @@ def read_dotenv_text(path: Path) -> str:
     except OSError as exc:
         raise DotenvError(f"cannot be read ({exc.strerror or type(exc).__name__})", location=str(path)) from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # an editor's byte-order mark is not part of the first name
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1

@@ -365,3 +365,11 @@ def remove_leftovers(root: Path, folder: Sequence[str], names: re.Pattern[str]) 
                 raise ConfinedPathError(root.joinpath(*folder, name), "out-unwritable",
                                         f"cannot remove a leftover temporary file: {exc.strerror or exc}") from None
     return removed
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write the file ``path`` inside its folder so a reader sees the old file or the new one, never a part.
+
+    ``path.parent`` is taken as the folder; ``path`` itself must not be a link or a folder.
+    """
+    write_atomic(path.parent, (path.name,), data)

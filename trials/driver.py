@@ -29,7 +29,7 @@ from capplan.trials.progress import Progress
 from capplan.trials.run_folder import RunFolder
 from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
 from capplan.trials.summary import render_json, render_markdown, summarize
-from capplan.trials.run_folder import atomic_write
+from capplan.trials.confined import atomic_write
 from capplan.trials.tasks import LoadedTask, load_task
 
 

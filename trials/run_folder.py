@@ -90,14 +90,6 @@ class RunFolderMismatch(RunFolderError):
     code = "RUN_FOLDER_MISMATCH"
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write the file ``path`` inside its folder so a reader sees the old file or the new one, never a part.
-
-    ``path.parent`` is taken as the folder; ``path`` itself must not be a link or a folder.
-    """
-    confined.write_atomic(path.parent, (path.name,), data)
-
-
 def dump_yaml(data: Any) -> bytes:
     text: str = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
     return text.encode("utf-8")
