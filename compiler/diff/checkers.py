@@ -14,7 +14,7 @@ from typing import Any
 
 from capplan.compiler.diff.errors import DiffInputError
 from capplan.compiler.diff.model import ABSENT, Change
-from capplan.compiler.diff.walk import Path, enclosing, leaf_changes, provenance_entry, source_of
+from capplan.compiler.diff.walk import Path, enclosing, leaf_changes, provenance_entry, source_of, subtree
 from capplan.core.diagnostics import did_you_mean
 from capplan.executor.plan import Provenance
 
@@ -71,16 +71,6 @@ class Checker:
                 if not any(path[: len(ex)] == ex for ex in self.excludes):
                     out.append(Change(self.name, ".".join(path), before, after, self.source(path, old, new)))
         return out
-
-
-def subtree(body: Any, path: Path) -> Any:
-    """The value at ``path``, or ABSENT when the body has nothing there."""
-    node = body
-    for part in path:
-        if not isinstance(node, Mapping) or part not in node:
-            return ABSENT
-        node = node[part]
-    return node
 
 
 #: The name of the checker whose changes are facts about the run, reported once (see engine).

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from capplan.compiler.diff.model import ABSENT, Change, RoutingChange
-from capplan.compiler.diff.walk import Path, leaf_changes, source_of
+from capplan.compiler.diff.walk import Path, leaf_changes, source_of, subtree
 
 CHECK = "credential-routing"
 
@@ -52,7 +52,7 @@ def routing_changes(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapp
                 out += _new_route(key, after)
             continue
         for path, aspect in ROUTING_FIELDS.items():
-            for leaf, was, now in leaf_changes(_at(before, path), _at(after, path), path):
+            for leaf, was, now in leaf_changes(subtree(before, path), subtree(after, path), path):
                 out.append(RoutingChange(key, aspect, Change(CHECK, ".".join(leaf), was, now,
                                                              source_of(leaf, after, before))))
     return tuple(out)
@@ -62,7 +62,7 @@ def _new_route(key: str, body: Mapping[str, Any]) -> list[RoutingChange]:
     """The routing fields a model new to the diff sets (null and false fields route nothing)."""
     out = []
     for path, aspect in ROUTING_FIELDS.items():
-        value = _at(body, path)
+        value = subtree(body, path)
         if value not in (ABSENT, None, False):
             out.append(RoutingChange(key, aspect, Change(CHECK, ".".join(path), ABSENT, value,
                                                          source_of(path, body, None))))
@@ -70,16 +70,7 @@ def _new_route(key: str, body: Mapping[str, Any]) -> list[RoutingChange]:
 
 
 def _route(body: Mapping[str, Any]) -> str:
-    return json.dumps([_at(body, p) if _at(body, p) is not ABSENT else None for p in ROUTING_FIELDS], sort_keys=True)
-
-
-def _at(body: Any, path: Path) -> Any:
-    node = body
-    for part in path:
-        if not isinstance(node, Mapping) or part not in node:
-            return ABSENT
-        node = node[part]
-    return node
+    return json.dumps([subtree(body, p) if subtree(body, p) is not ABSENT else None for p in ROUTING_FIELDS], sort_keys=True)
 
 
 def located(changes: tuple[RoutingChange, ...], locate: Any) -> tuple[RoutingChange, ...]:

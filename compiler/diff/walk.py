@@ -79,3 +79,13 @@ def enclosing(entries: list[Provenance]) -> Provenance:
             break
         common.append(parts[0])
     return entries[0].model_copy(update={"key": ".".join(common) or None})
+
+
+def subtree(body: Any, path: Path) -> Any:
+    """The value at ``path``, or ABSENT when the body has nothing there."""
+    node = body
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return ABSENT
+        node = node[part]
+    return node
