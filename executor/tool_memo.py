@@ -301,7 +301,7 @@ def _declared_from_specs(
 class ToolMemo:
     """A bounded, thread-safe LRU of prepared tool lists, keyed by digest and by caller object identity.
 
-    ``verbatim`` says the sanitiser rewrites nothing (``schema_sanitizer.rewrites`` is false):
+    ``verbatim`` says the sanitiser rewrites nothing (``rewrites(sanitizer)`` is false, see schema_sanitizer):
     the declared list, already private to the memo or shared read-only with the caller's
     ``ToolSpec`` objects, is then the sanitised list, and ``sanitize`` is not called.
     """
