@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, print_diagnostics
+from capplan.cli.common import EXIT_FINDINGS, EXIT_OK, format_option
 from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.trials.usersim.detectors.base import ReplyDetector
 from capplan.trials.usersim.guard import DEFAULT_REPLY_DETECTORS, ReplyDefect, UserReplyGuard
@@ -28,6 +28,16 @@ _JSONL_HINT = 'each non-blank line must be a JSON object with a string "text" fi
 class _Reply:
     line: int
     text: str
+
+
+class GuardInputError(InputError):
+    """A replies file the guard cannot audit: every problem located, and nothing audited."""
+
+    code = "GUARD_INPUT"
+
+    def render(self) -> str:
+        lines = [d.render() for d in self.diagnostics]
+        return "\n".join([*lines, f"capplan guard: {len(self.diagnostics)} input error(s); no reply was audited"])
 
 
 def _json_type(value: object) -> str:
@@ -245,11 +255,7 @@ def guard_cmd(file: str, input_format: str, fmt: str, detector_names: tuple[str,
     try:
         source, chosen, replies = _load(file, input_format)
     except InputError as exc:
-        print_diagnostics(exc.diagnostics)
-        click.echo(
-            f"capplan guard: {len(exc.diagnostics)} input error(s); no reply was audited", err=True
-        )
-        sys.exit(EXIT_INPUT)
+        raise GuardInputError(exc.diagnostics) from None
     guard = UserReplyGuard(_select_detectors(detector_names))
     verdicts = [(reply, guard.inspect(reply.text)) for reply in replies]
     flagged = [defect for _, defect in verdicts if defect is not None]
