@@ -361,8 +361,10 @@ def load_plan(path: str | Path, *, check_registry: bool = True) -> Plan:
         raise PlanLoadError(f"cannot read plan: {exc.strerror or exc}", location=str(p)) from None
     except InputLimitError as exc:
         raise PlanLoadError(f"not a plan file ({exc})", location=f"{p}:{exc.line}:{exc.col}") from None
-    plan = verified_plan(raw)
-    if plan is None:
+    cached = verified_plan(raw)
+    if isinstance(cached, Plan):
+        plan = cached
+    else:
         plan = _verified_plan(p, raw)
         remember_verified(raw, plan)
     if check_registry:

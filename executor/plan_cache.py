@@ -22,22 +22,22 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:  # plan.py imports this module
-    from capplan.executor.plan import Plan
-
+# The cache holds plans without knowing their class: plan.py imports this module, and a cache
+# that imported the plan model back would make the two one import circle.
+P = TypeVar("P")
 T = TypeVar("T")
 
 #: entries each LRU keeps (a process rarely holds more than a few dozen plans)
 SIZE = 256
 
 _lock = threading.Lock()
-_verified: OrderedDict[bytes, Plan] = OrderedDict()
-_per_plan: OrderedDict[tuple[int, str], tuple[Plan, Any]] = OrderedDict()
+_verified: OrderedDict[bytes, object] = OrderedDict()
+_per_plan: OrderedDict[tuple[int, str], tuple[object, Any]] = OrderedDict()
 
 
-def verified_plan(raw: bytes) -> Plan | None:
+def verified_plan(raw: bytes) -> object | None:
     """The plan already verified from exactly these file bytes, if any."""
     key = hashlib.sha256(raw).digest()
     with _lock:
@@ -47,7 +47,7 @@ def verified_plan(raw: bytes) -> Plan | None:
         return plan
 
 
-def remember_verified(raw: bytes, plan: Plan) -> None:
+def remember_verified(raw: bytes, plan: object) -> None:
     """Record that ``raw`` verified as ``plan`` (the registry check still runs on every load)."""
     key = hashlib.sha256(raw).digest()
     with _lock:
@@ -55,7 +55,7 @@ def remember_verified(raw: bytes, plan: Plan) -> None:
         _trim(_verified)
 
 
-def per_plan(plan: Plan, what: str, make: Callable[[Plan], T]) -> T:
+def per_plan(plan: P, what: str, make: Callable[[P], T]) -> T:
     """``make(plan)``, computed once per plan object and ``what``."""
     key = (id(plan), what)
     with _lock:
