@@ -10,7 +10,9 @@
   `import pydantic` is lazy (no `BaseModel`, no validator machinery, no plugin lookup), so this
   row is the least any command that validates its input with pydantic can cost; a second floor
   row ends that process as ``capplan lint`` and ``compile`` end theirs, without interpreter
-  teardown (see ``commands.run``).
+  teardown (see ``capplan.cli.run``).
+- `capplan lint` of the example task packs (environments and graders read from their source,
+  never imported): no target, a figure that must not grow.
 - In-process compile time per model (median) for the bundled catalogue and for the upstream
   tolokaforge-models data (when that package is installed).
 - Scaling: compiling the catalogue plus +1 000 / +5 000 synthetic presets (in an overlay) and as
@@ -36,6 +38,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cpu_pinning import CPU_HELP, pin_to_one_cpu  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
 
 OVERLAY = """\
 presets:
@@ -242,12 +246,15 @@ def main() -> None:
         folder = Path(tmp)
         overlay = folder / "overlay.yaml"
         overlay.write_text(OVERLAY)
-        base, floor, floor_quick, lint, comp = walls([
+        tasks = sorted(str(p) for p in (REPO / "examples" / "trials").glob("*/*.yaml"))
+        base, floor, floor_quick, lint, comp, lint_tasks = walls([
             [sys.executable, "-c", "import pydantic, ruamel.yaml, click"],
             [sys.executable, "-c", FLOOR],
             [sys.executable, "-c", FLOOR_NO_TEARDOWN],
             [str(bindir / "capplan"), "lint", str(overlay)],
             [str(bindir / "capplan"), "compile", "--out", str(folder / "plans")],
+            # task files are checked from their source, never imported: no target, a figure to keep
+            [str(bindir / "capplan"), "lint", *tasks],
         ], args.repeat)
         (bw, bc, bcpu) = base
         print(f"baseline import pydantic, ruamel.yaml, click: min {bw[0] * 1000:.0f} ms, median {bw[1] * 1000:.0f} ms "
@@ -269,6 +276,10 @@ def main() -> None:
                   f"CPU min {clow * 1000:.0f} ms, median {cmid * 1000:.0f} ms, ratio {clow / bc[0]:.2f}x / "
                   f"{cmid / bc[1]:.2f}x; paired CPU ratio {ratio:.2f}x "
                   f"(target <= {target}x on the paired CPU ratio: {'ok' if ratio <= target else 'MISSED'})")
+        (tw, tc, tcpu) = lint_tasks
+        print(f"capplan lint ({len(tasks)} example task files, checked statically): min {tw[0] * 1000:.0f} ms, "
+              f"median {tw[1] * 1000:.0f} ms; CPU min {tc[0] * 1000:.0f} ms, median {tc[1] * 1000:.0f} ms; "
+              f"paired CPU ratio {paired(tcpu, bcpu):.2f}x")
         n, t = per_model(None, None, args.repeat)
         print(
             f"in-process compile, bundled catalogue: {n} models, median {t * 1000:.2f} ms per model"
