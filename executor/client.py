@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
+import logging
 import os
+import threading
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -18,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from capplan.executor import mock_provider
+from capplan.executor.attempts import AttemptLog
 from capplan.executor.errors import AllApiKeysExhausted, GatewayRejectedError, MissingCredentialError
 from capplan.executor.gateway.config import EnvSource, GatewayConfig, GatewayConfigError, resolve_gateway_config
-from capplan.executor.gateway.route import RouteDecision
+from capplan.executor.gateway.route import RouteDecision, direct_fallback_warning
 from capplan.executor.gateway.transport import GatewayTransport, decide_route
 from capplan.executor.keys import KeyChain, is_per_key_limit, load_keys
 from capplan.executor.loop_errors import LoopErrorDecision, classify_loop_error
@@ -35,13 +39,15 @@ from capplan.executor.provider_keys import litellm_key_variables, litellm_model
 from capplan.core.redaction import Redactor, redact_url, register_secrets, url_credentials
 from capplan.executor.request_builder import BuiltRequest, RequestBuilder
 from capplan.executor.response_parser import ResponseParser
-from capplan.executor.result import GenerationResult
+from capplan.executor.result import Attempt, GenerationResult
 from capplan.executor.run_extra import require_litellm
 from capplan.executor.retrying import RetryContext, default_retrying, probe_retrying
 from capplan.executor.timeout_retry import DEFAULT_TIMEOUT_RETRIES, call_with_timeout_retry
 from capplan.executor.transport import missing_key_message
 
 Completion = Callable[..., Any]
+
+_log = logging.getLogger(__name__)
 
 
 class Client:
@@ -109,6 +115,9 @@ class Client:
         register_secrets(secrets)
         # litellm's own key variable (bindings without api_key_env) is learnt on the first send
         self._asked_litellm: set[str] = set()
+        # a direct fallback past a configured gateway is said once per client, on its first send
+        self._fallback_warned = False
+        self._fallback_lock = threading.Lock()
 
     @classmethod
     def from_plan_file(cls, path: str | Path, **kwargs: Any) -> Client:
@@ -195,39 +204,65 @@ class Client:
         if self.mock:
             started = time.monotonic()
             response = mock_provider.complete(built.kwargs)
-            return self.parser.parse(response, built, latency_s=time.monotonic() - started, synthetic=True)
+            latency = time.monotonic() - started
+            result = self.parser.parse(response, built, latency_s=latency, synthetic=True)
+            return dataclasses.replace(result, attempts=(Attempt(status="ok", wait_s=0.0, latency_s=latency),))
         completion = self._completion or _litellm_completion()
         self._learn_litellm_keys(built.kwargs)
+        self._warn_direct_fallback()
+        # every attempt (outer retries, timeout retries, key rotation) goes through the log's
+        # call and every backoff through its sleep, so the record holds each one and its wait
+        log = AttemptLog(self._clock, self._sleep, self._rate_limit_patterns)
         context = RetryContext(
-            patterns=self._rate_limit_patterns, sleep=self._sleep, clock=self._clock, wall_clock=self._wall_clock,
+            patterns=self._rate_limit_patterns, sleep=log.sleep, clock=self._clock, wall_clock=self._wall_clock,
             probe_stats=probe_stats, role=role, model=self.plan.model.model_id, redact=self.redactor.text,
         )
-        controller = probe_retrying(self._probe, context) if self._probe else default_retrying(self._sleep, context)
+        controller = probe_retrying(self._probe, context) if self._probe else default_retrying(log.sleep, context)
         # the built kwargs share cached tool and message dicts with later builds; litellm gets
         # its own copy, so nothing it does to a request can reach the next one
         kwargs = copy.deepcopy(built.kwargs)
-        latency = 0.0
         key_index: int | None = None
-        for attempt in controller:
-            with attempt:
-                started = self._clock()
-                response, key_index = self._call_rotating(completion, kwargs)
-                latency = self._clock() - started
-        result = self.parser.parse(response, built, latency_s=latency)
+        try:
+            for attempt in controller:
+                with attempt:
+                    response, key_index = self._call_rotating(completion, kwargs, log)
+            result = self.parser.parse(response, built, latency_s=log.latency_s)
+        except Exception as exc:
+            log.attach(exc)
+            raise
         route = self.route
         result = dataclasses.replace(
             result,
             gateway_route=route.route if route is not None else None,
             gateway_route_kind=route.kind if route is not None else None,
             key_index=key_index,
+            attempts=tuple(log.attempts),
+            wait_s=log.wait_s,
         )
         if self._probe is not None and probe_stats is not None:
             probe_stats.record_success(
-                role=role, model=self.plan.model.model_id, duration_s=latency,
+                role=role, model=self.plan.model.model_id, duration_s=log.last_latency_s,
                 prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
                 ts=self._wall_clock(),
             )
         return result
+
+    def _warn_direct_fallback(self) -> None:
+        """Warn, once per client, that a configured gateway is bypassed for this plan's calls.
+
+        The call still goes out (the route says the gateway does not serve the model), and each
+        record carries ``gateway_route_kind: direct``; the warning is what a deployment that
+        forbids direct provider access sees before anything is spent.
+        """
+        if self._fallback_warned or self.gateway is None:
+            return
+        message = direct_fallback_warning(self.gateway.decision, self.plan.model.key, self.gateway.config.base_url)
+        with self._fallback_lock:
+            if self._fallback_warned:
+                return
+            self._fallback_warned = True
+        if message is not None:
+            _log.warning("%s", message)
 
     def _learn_litellm_keys(self, kwargs: Mapping[str, Any]) -> None:
         """Add the values of the variables litellm itself reads for this call's provider to the redactor.
@@ -249,7 +284,7 @@ class Client:
             self.redactor = self.redactor.extend(values)
             register_secrets(values)
 
-    def _call_rotating(self, completion: Completion, kwargs: dict[str, Any]) -> tuple[Any, int | None]:
+    def _call_rotating(self, completion: Completion, kwargs: dict[str, Any], log: AttemptLog) -> tuple[Any, int | None]:
         """One outer attempt: the call (with its timeout retry), moving along the key chain on a per-key limit."""
         while True:
             index: int | None = None
@@ -259,8 +294,8 @@ class Client:
                 sent = {**kwargs, "api_key": key}
             try:
                 response = call_with_timeout_retry(
-                    lambda: completion(**sent), retries=self._timeout_retries, sleep=self._sleep,
-                    timeout_s=sent.get("timeout"),
+                    functools.partial(log.call, completion, sent, index), retries=self._timeout_retries,
+                    sleep=log.sleep, timeout_s=sent.get("timeout"),
                 )
                 return response, index
             except Exception as exc:

@@ -17,8 +17,8 @@ from capplan.executor.errors import ResponseShapeError
 from capplan.executor.plan import Plan
 from capplan.executor.policy_set import PolicySet
 from capplan.executor.request_builder import BuiltRequest
-from capplan.executor.result import GenerationResult, ParserError, SchemaViolation, ToolCall
-from capplan.executor.tool_arguments import ArgumentsUndecodable, decode_arguments
+from capplan.executor.result import ArgumentRepair, GenerationResult, ParserError, SchemaViolation, ToolCall
+from capplan.executor.tool_arguments import REPAIR_RUNGS, ArgumentsUndecodable, decode_arguments
 from capplan.executor.tool_memo import PreparedTools
 from capplan.executor.usage import UsageExtractor, extract_openrouter_generation_id
 
@@ -61,7 +61,7 @@ class ResponseParser:
             raise ResponseShapeError(f"{self.plan.model.key}: message content is {type(text).__name__}, not text")
         if not synthetic:
             text = self.policies.assistant_text_policy.parse_assistant_text(text, model=self.plan.model)
-        calls, parser_errors, violations = self._tool_calls(_get(message, "tool_calls") or [], built.tools)
+        calls, parser_errors, violations, repairs = self._tool_calls(_get(message, "tool_calls") or [], built.tools)
         cost, source = response_cost(response, usage, self.plan.pricing)
         return GenerationResult(
             text=text,
@@ -78,14 +78,16 @@ class ResponseParser:
             openrouter_generation_id=extract_openrouter_generation_id(response),
             value_substitutions=built.value_substitutions,
             reasoning_left_out=built.reasoning_left_out,
+            argument_repairs=tuple(repairs),
         )
 
     def _tool_calls(
         self, raw_calls: list[Any], tools: PreparedTools | None
-    ) -> tuple[list[ToolCall], list[ParserError], list[SchemaViolation]]:
+    ) -> tuple[list[ToolCall], list[ParserError], list[SchemaViolation], list[ArgumentRepair]]:
         calls: list[ToolCall] = []
         errors: list[ParserError] = []
         violations: list[SchemaViolation] = []
+        repairs: list[ArgumentRepair] = []
         for raw_call in raw_calls:
             function = _get(raw_call, "function")
             name = str(_get(function, "name") or "")
@@ -93,18 +95,22 @@ class ResponseParser:
             raw = _get(function, "arguments")
             raw_text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
             try:
-                arguments, _rung = decode_arguments(raw_text)
+                arguments, rung = decode_arguments(raw_text)
             except ArgumentsUndecodable as exc:
                 errors.append(ParserError.from_raw(name, raw_text, str(exc)))
                 arguments = {}
             else:
+                if rung in REPAIR_RUNGS:
+                    # executed as decoded, but what the model sent is kept: a truncated payload
+                    # closed by the repair is a parser event, not a clean call
+                    repairs.append(ArgumentRepair.from_raw(call_id, name, raw_text, rung))
                 # {} stands in for undecodable text and is not the model's output, so only
                 # decoded arguments are held to the schema
                 violations.extend(_violations(call_id, name, arguments, tools))
             param_types = tools.param_types.get(name) if tools else None
             final = self.policies.response_policy.parse_arguments(arguments, param_types=param_types)
             calls.append(ToolCall(id=call_id, name=name, arguments=final, raw_arguments=raw_text))
-        return calls, errors, violations
+        return calls, errors, violations, repairs
 
 
 def _violations(call_id: str, name: str, arguments: dict[str, Any], tools: PreparedTools | None) -> list[SchemaViolation]:

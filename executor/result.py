@@ -34,6 +34,47 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class ArgumentRepair:
+    """A tool call whose argument string was not JSON and was decoded by a later rung of the ladder.
+
+    The call is kept and executed with the decoded arguments; this record keeps what the model
+    actually sent (cut to the excerpt bound) and which rung read it, so a truncated payload that
+    was closed by the repair is visible rather than silently executed.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    raw_arguments: str
+    rung: str
+
+    @classmethod
+    def from_raw(cls, tool_call_id: str, tool_name: str, raw_arguments: str, rung: str) -> ArgumentRepair:
+        """Build the record with the raw arguments cut to the excerpt bound."""
+        return cls(tool_call_id, tool_name, raw_arguments[:PARSER_ERROR_RAW_ARGS_EXCERPT_MAX_CHARS], rung)
+
+
+AttemptStatus = Literal["ok", "error"]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One provider call as it went over the wire: the outer controller's and the timeout retry's included.
+
+    ``wait_s`` is the backoff slept before this attempt (0 for the first); ``latency_s`` the
+    attempt's own round trip. ``error_class`` is the retry-relevant kind of a failure
+    (:func:`capplan.executor.attempts.error_class`), ``error_type`` its exception's name. No
+    key value is ever part of it: ``key_index`` names the rotation slot only.
+    """
+
+    status: AttemptStatus
+    wait_s: float
+    latency_s: float
+    error_class: str | None = None
+    error_type: str | None = None
+    key_index: int | None = None
+
+
+@dataclass(frozen=True)
 class ParserError:
     """A tool call whose argument string no parser on the ladder accepted; its arguments became ``{}``."""
 
@@ -83,6 +124,12 @@ class GenerationResult:
     gateway_route_kind: str | None = None
     #: Which key of the binding's rotation chain served the call (an index, never the key).
     key_index: int | None = None
+    #: Tool calls decoded by a rung past plain JSON (the calls themselves are in ``tool_calls``).
+    argument_repairs: tuple[ArgumentRepair, ...] = ()
+    #: Every provider attempt this generation made, in order; the last is the one that answered.
+    attempts: tuple[Attempt, ...] = ()
+    #: Backoff slept between the attempts; ``latency_s`` includes it.
+    wait_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict of the whole result (for ``capplan send`` and trajectory writers)."""

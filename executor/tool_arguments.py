@@ -22,6 +22,10 @@ _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
 
 
+#: The rungs past plain JSON: a call decoded there is executed, and recorded as a repair with its raw text.
+REPAIR_RUNGS = frozenset({"yaml", "repaired_json", "repaired_yaml"})
+
+
 class ArgumentsUndecodable(ValueError):
     """No rung of the ladder produced an object; the message says what each rung saw."""
 

@@ -30,6 +30,10 @@ SUMMARIZER_SYSTEM = (
 )
 
 
+#: The origin the summarise marker carries in the recorded view.
+SUMMARY_ORIGIN = "summary"
+
+
 class SummarizerFailedError(Exception):
     """The summariser returned an empty recap."""
 

@@ -28,11 +28,12 @@ from capplan.trials import handoff
 from capplan.trials.classify import Classify
 from capplan.trials.outcome import TerminationReason
 from capplan.trials.terminal import Terminal
-from capplan.trials.recording import MetricsSink, Recorder, scrub
+from capplan.trials.recording import GENERATION_ID, ORIGIN, MetricsSink, Recorder, scrub
 from capplan.trials.records import ParserErrorRecord, SummarizeEvent
 from capplan.trials.retry_classes import OUTPUT_LENGTH_FEEDBACK, RetryClass, TurnBudgets, parser_error_feedback, trigger
 from capplan.trials.tool_call_ids import ToolCallIds
 from capplan.trials.tools import ToolRunner
+from capplan.trials.turn_budget import budget_spent
 from capplan.trials.users import UserAdapter
 
 #: The API-error retry: one replay, one second apart (the spec's loop defaults; not plan knobs).
@@ -89,7 +90,9 @@ class ToolCallingLoop:
         sleep: Callable[[float], None],
         classify: Classify,
         cancel: threading.Event | None = None,
+        route: tuple[str | None, str | None] = (None, None),
     ) -> None:
+        """``route`` is the agent client's gateway route and kind, recorded on attempts of calls that raised."""
         self._generate_raw = generate
         self.system_prompt = system_prompt
         self.tools = tools
@@ -102,6 +105,7 @@ class ToolCallingLoop:
         self.sleep = sleep
         self.cancel = cancel
         self.classify = classify
+        self.route = route
         self.ids = ToolCallIds()
         self.wire: list[dict[str, Any]] = []
         self._first_user: dict[str, Any] | None = None
@@ -120,13 +124,15 @@ class ToolCallingLoop:
             while True:
                 if self.cancel is not None and self.cancel.is_set():
                     return LoopEnd(TerminationReason.INTERRUPTED, turns, "the run was interrupted")
-                if turns >= self.config.max_turns:
-                    self.recorder.marker(f"Turn budget of {self.config.max_turns} agent turns reached; trial ended.")
-                    return LoopEnd(TerminationReason.MAX_TURNS, turns)
+                if budget_spent(turns, self.config.max_turns):
+                    return self._budget_end(turns)
                 result = self._run_turn(turns)
                 turns += 1
                 if result.tool_calls:
                     continue
+                if budget_spent(turns, self.config.max_turns):
+                    # the conversation cannot go on: a user reply now would be generated (and billed) unread
+                    return self._budget_end(turns)
                 reply = self.user.reply(self.recorder.messages, len(self.recorder.messages))
                 if reply.stops:
                     if reply.text:  # a stop turn is what the user said; the end of a script says nothing
@@ -136,11 +142,29 @@ class ToolCallingLoop:
         except Terminal as end:
             return LoopEnd(end.reason, turns, end.detail)
 
-    def _append_both(self, message: dict[str, Any]) -> None:
+    def _budget_end(self, turns: int) -> LoopEnd:
+        self.recorder.marker(f"Turn budget of {self.config.max_turns} agent turns reached; trial ended.", "turn_budget")
+        return LoopEnd(TerminationReason.MAX_TURNS, turns)
+
+    def _append_both(self, message: dict[str, Any], *, origin: str | None = None,
+                     generation_id: str | None = None) -> None:
+        """``message`` onto the wire and into the record; ``origin`` and ``generation_id`` go on the record only.
+
+        The wire copy is exactly the spec's message shape (the golden wire pins it); the recorded
+        copy names who wrote a harness-authored turn and which OpenRouter generation an assistant
+        turn came from.
+        """
         if self._first_user is None and message["role"] == "user":
             self._first_user = message
         self.wire.append(message)
-        self.recorder.message(message)
+        recorded = message
+        if origin is not None or generation_id is not None:
+            recorded = dict(message)
+            if origin is not None:
+                recorded[ORIGIN] = origin
+            if generation_id is not None:
+                recorded[GENERATION_ID] = generation_id
+        self.recorder.message(recorded)
 
     # --- one agent turn -------------------------------------------------------------------
 
@@ -166,6 +190,7 @@ class ToolCallingLoop:
                     raise Terminal(reason, detail + suffix) from None
                 if reason is TerminationReason.API_ERROR and state.budgets.take(RetryClass.API_ERROR):
                     self.recorder.retry(RetryClass.API_ERROR.value, turn, state.attempt(RetryClass.API_ERROR), detail)
+                    self.sink.waited(self.config.api_error_backoff_s)
                     self.sleep(self.config.api_error_backoff_s)
                     continue
                 raise Terminal(reason, detail) from None
@@ -177,8 +202,8 @@ class ToolCallingLoop:
         request = {"system": self.system_prompt, "messages": self.wire, "tools": self.tools}
         try:
             result = self._generate_raw(request)
-        except Exception:
-            self.sink.failed("agent", turn)
+        except Exception as exc:
+            self.sink.failed("agent", turn, exc, self.route)
             raise
         self.sink.call("agent", turn, result)
         self.recorder.generation(result, turn)
@@ -194,7 +219,7 @@ class ToolCallingLoop:
             if state.budgets.take(retry):
                 self._resampled(retry, turn, state.attempt(retry), f"finish_reason={result.finish_reason}")
                 return False
-            self.recorder.marker("The model returned an empty completion; trial ended.")
+            self.recorder.marker("The model returned an empty completion; trial ended.", "empty_completion")
             raise Terminal(TerminationReason.EMPTY_COMPLETION,
                             f"empty completion after {state.attempts.get(retry, 0)} resample(s)")
         if retry is RetryClass.PARSER_ERROR:
@@ -205,13 +230,14 @@ class ToolCallingLoop:
                     reason=err.reason, accepted=not resample))
             if resample:
                 self._resampled(retry, turn, state.attempt(retry), ", ".join(e.tool_name for e in result.parser_errors))
-                self._append_both({"role": "user", "content": parser_error_feedback(result.parser_errors, self.tool_names)})
+                self._append_both({"role": "user", "content": parser_error_feedback(result.parser_errors, self.tool_names)},
+                                  origin="parser_feedback")
                 return False
             return True
         # output length: content-carrying truncation
         if state.budgets.take(retry):
             self._resampled(retry, turn, state.attempt(retry), "finish_reason=length")
-            self._append_both({"role": "user", "content": OUTPUT_LENGTH_FEEDBACK})
+            self._append_both({"role": "user", "content": OUTPUT_LENGTH_FEEDBACK}, origin="output_length_feedback")
             return False
         return True
 
@@ -233,7 +259,7 @@ class ToolCallingLoop:
             ]
         if result.reasoning is not None:
             message["reasoning"] = ReasoningIn.from_structured(result.reasoning).model_dump(mode="json", exclude_none=True)
-        self._append_both(message)
+        self._append_both(message, generation_id=result.openrouter_generation_id)
         for call, new_id, coerced in calls:
             content = self.tool_runner.run(call, new_id, turn, coerced, result.validation_errors)
             self._append_both({"role": "tool", "tool_call_id": new_id, "content": content})
@@ -254,7 +280,7 @@ class ToolCallingLoop:
         assert self._first_user is not None
         index = self.recorder.marker(
             f"Context summarized before turn {turn} (trigger={trigger_name}, prompt_tokens={prompt_tokens}); "
-            "wire history reset."
+            "wire history reset.", handoff.SUMMARY_ORIGIN,
         )
         self.recorder.summarize_events.append(SummarizeEvent(
             turn=turn, trigger=trigger_name, prompt_tokens=prompt_tokens,
@@ -266,8 +292,8 @@ class ToolCallingLoop:
         def generate(request: dict[str, Any]) -> GenerationResult:
             try:
                 result = self._generate_raw(request)
-            except Exception:
-                self.sink.failed("summarize", turn)
+            except Exception as exc:
+                self.sink.failed("summarize", turn, exc, self.route)
                 raise
             self.sink.call("summarize", turn, result)
             return result

@@ -22,7 +22,8 @@ from dataclasses import asdict
 from typing import Any, Literal
 
 from capplan.core.redaction import Redactor, process_redactor
-from capplan.executor.result import GenerationResult
+from capplan.executor.attempts import attempts_of
+from capplan.executor.result import Attempt, GenerationResult
 from capplan.executor.usage import Usage
 from capplan.trials.records import (
     CallRecord,
@@ -98,20 +99,26 @@ class Recorder:
         self.messages.append(message)
         return len(self.messages) - 1
 
-    def marker(self, text: str) -> int:
-        """A role=system marker in the recorded view only (the wire never sees it)."""
-        return self.message({"role": "system", "content": text})
+    def marker(self, text: str, origin: str) -> int:
+        """A role=system marker in the recorded view only (the wire never sees it), tagged with its origin."""
+        return self.message({"role": "system", "content": text, ORIGIN: origin})
 
     def retry(self, retry_class: str, turn: int, attempt: int, detail: str = "") -> None:
         self.retries.append(RetryRecord(retry_class=retry_class, turn=turn, attempt=attempt,
                                         detail=scrub(detail, self.secrets)[:2000]))
 
     def generation(self, result: GenerationResult, turn: int) -> None:
-        """Side records every generation carries (value substitutions, schema violations)."""
+        """Side records every generation carries (value substitutions, schema violations, argument repairs)."""
         for sub in result.value_substitutions:
             self.value_substitutions.append({"turn": turn, **_json(sub)})
         for violation in result.validation_errors:
             self.schema_violations.append({"turn": turn, **asdict(violation)})
+        for repair in result.argument_repairs:
+            # a repaired call is executed as decoded; it is still a parser event, with what the model sent
+            self.parser_errors.append(ParserErrorRecord(
+                turn=turn, tool_name=repair.tool_name, raw_arguments=scrub(repair.raw_arguments, self.secrets),
+                reason=f"arguments were not JSON; the {repair.rung} rung decoded them and the call ran",
+                accepted=True, repair_rung=repair.rung))
 
 
 def _json(record: Any) -> dict[str, Any]:
@@ -123,28 +130,94 @@ def _json(record: Any) -> dict[str, Any]:
 
 Role = Literal["agent", "summarize", "user"]
 
+#: The trajectory-only key naming who wrote a harness-authored message (feedback turns, markers,
+#: the summary); the wire copy of a message never has it.
+ORIGIN = "origin"
+#: The trajectory-only key of an assistant message's OpenRouter generation id.
+GENERATION_ID = "openrouter_generation_id"
+#: Keys a recorded message may carry that no request ever does.
+TRAJECTORY_ONLY_KEYS = (ORIGIN, GENERATION_ID)
+
+
+def wire_message(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` without its trajectory-only keys: what a request (the agent's or the simulator's) may carry."""
+    if not any(k in message for k in TRAJECTORY_ONLY_KEYS):
+        return message
+    return {k: v for k, v in message.items() if k not in TRAJECTORY_ONLY_KEYS}
+
 
 class MetricsSink:
-    """Every call the trial paid for."""
+    """Every provider attempt the trial paid for, one :class:`CallRecord` each."""
 
     def __init__(self) -> None:
         self.calls: list[CallRecord] = []
         self.last_prompt_tokens: int | None = None
+        # the loop's own backoff (the API-error replay) is charged to the next attempt's wait_s
+        self._pending_wait = 0.0
+
+    def waited(self, seconds: float) -> None:
+        """The loop slept ``seconds`` before its next call: the wait goes on that call's first attempt."""
+        self._pending_wait += seconds
 
     def call(self, role: Role, turn: int, result: GenerationResult) -> CallRecord:
+        """Record a generation: its failed attempts, then the one that answered (returned)."""
+        attempts = result.attempts or (Attempt(status="ok", wait_s=result.wait_s, latency_s=result.latency_s,
+                                               key_index=result.key_index),)
+        route, kind = result.gateway_route, result.gateway_route_kind
+        for number, attempt in enumerate(attempts[:-1], start=1):
+            self.calls.append(self._error(role, turn, number, attempt, route, kind))
+        last = attempts[-1]
         record = CallRecord(
-            role=role, turn=turn, outcome="accepted", usage=usage_record(result.usage), cost_usd=result.cost_usd,
-            cost_source=result.cost_source, latency_s=result.latency_s, finish_reason=result.finish_reason,
+            role=role, turn=turn, outcome="accepted", status="ok", attempt=len(attempts),
+            usage=usage_record(result.usage), cost_usd=result.cost_usd, cost_source=result.cost_source,
+            wait_s=self._take_wait(last.wait_s), latency_s=last.latency_s, finish_reason=result.finish_reason,
+            openrouter_generation_id=result.openrouter_generation_id, gateway_route=route, gateway_route_kind=kind,
+            key_index=result.key_index,
         )
         self.calls.append(record)
         if role == "agent":
             self.last_prompt_tokens = result.usage.prompt_tokens
         return record
 
-    def failed(self, role: Role, turn: int) -> None:
-        """A call that raised: no usage came back, but the attempt is on the record."""
-        self.calls.append(CallRecord(role=role, turn=turn, outcome="failed", usage=UsageRecord(), cost_usd=None,
-                                     cost_source="unknown", latency_s=0.0))
+    def failed(self, role: Role, turn: int, exc: BaseException | None = None,
+               route: tuple[str | None, str | None] = (None, None)) -> None:
+        """A call that raised: every attempt it made is on the record, each ``failed``.
+
+        ``route`` is the client's gateway route and kind (a raised call has no result to carry them).
+        A call that raised before reaching the provider (a missing credential) is one record with no latency.
+        """
+        attempts = attempts_of(exc) if exc is not None else ()
+        if not attempts:
+            attempts = (Attempt(status="error", wait_s=0.0, latency_s=0.0,
+                                error_type=type(exc).__name__ if exc is not None else None),)
+        for number, attempt in enumerate(attempts, start=1):
+            self.calls.append(self._error(role, turn, number, attempt, *route))
+
+    def _error(self, role: Role, turn: int, number: int, attempt: Attempt, route: str | None,
+               kind: str | None) -> CallRecord:
+        return CallRecord(
+            role=role, turn=turn, outcome="failed", status="error", error_class=attempt.error_class,
+            error_type=attempt.error_type, attempt=number, usage=UsageRecord(), cost_usd=None, cost_source="unknown",
+            wait_s=self._take_wait(attempt.wait_s), latency_s=attempt.latency_s, gateway_route=route,
+            gateway_route_kind=kind,
+            key_index=attempt.key_index,
+        )
+
+    def _take_wait(self, wait_s: float) -> float:
+        wait, self._pending_wait = wait_s + self._pending_wait, 0.0
+        return wait
+
+    def generation_ids(self) -> list[str]:
+        """The OpenRouter generation ids of the trial's calls, in call order (the spec's trial-level list)."""
+        return [c.openrouter_generation_id for c in self.calls if c.openrouter_generation_id]
+
+    def latency(self) -> float:
+        """Every attempt's round trip plus every backoff wait: the time the trial spent on its provider calls."""
+        return sum(c.latency_s + c.wait_s for c in self.calls)
+
+    def wait(self) -> float:
+        """The backoff waits inside :meth:`latency`."""
+        return sum(c.wait_s for c in self.calls)
 
     def usage(self, *roles: Role) -> UsageRecord:
         total = UsageRecord()
@@ -157,7 +230,7 @@ class MetricsSink:
         return sum(c.cost_usd or 0.0 for c in self.calls if c.role in roles)
 
     def cost_source(self, *roles: Role) -> str:
-        sources = {c.cost_source for c in self.calls if c.role in roles and c.outcome != "failed"}
+        sources = {c.cost_source for c in self.calls if c.role in roles and c.status == "ok"}
         if not sources:
             return "none"
         return sources.pop() if len(sources) == 1 else "mixed"

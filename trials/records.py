@@ -83,7 +83,11 @@ class ParserErrorRecord(_Record):
     tool_name: str
     raw_arguments: str
     reason: str
-    accepted: bool = Field(description="True when the budget was exhausted and the {}-coerced call was kept.")
+    accepted: bool = Field(description="True when the budget was exhausted and the {}-coerced call was kept, "
+                                       "and for a repaired call (executed with the repaired arguments).")
+    repair_rung: str | None = Field(
+        None, description="Set when the arguments were not JSON but a later rung decoded them (yaml, repaired_json, "
+        "repaired_yaml): the call ran with the decoded arguments; raw_arguments is what the model sent.")
 
 
 class Termination(_Record):
@@ -129,17 +133,29 @@ class UsageRecord(_Record):
 
 
 class CallRecord(_Record):
-    """One provider call the trial paid for, resampled and discarded ones included."""
+    """One provider attempt the trial made: the retry controllers' attempts, resampled and discarded ones included."""
 
     role: Literal["agent", "summarize", "user"]
-    turn: int
-    outcome: Literal["accepted", "resampled", "failed", "guard_rejected"]
+    turn: int = Field(description="The agent turn; for role user, the user turn (0 = the opening).")
+    outcome: Literal["accepted", "resampled", "failed", "guard_rejected"] = Field(
+        description="failed: an attempt that raised (a later attempt of the same call, when there is one, was the "
+        "retry controller sending it again).")
+    status: Literal["ok", "error"] = "ok"
+    error_class: str | None = Field(None, description="rate_limit, timeout, server_error, connection, credential, "
+                                                       "client_error or other; null when the attempt answered.")
+    error_type: str | None = Field(None, description="The exception's class name.")
+    attempt: int = Field(1, description="1 for a call's first attempt, then 2, 3…")
     retry_class: str | None = None
     usage: UsageRecord
     cost_usd: float | None
     cost_source: Literal["litellm", "pricing", "unknown"]
-    latency_s: float
+    wait_s: float = Field(0.0, description="Backoff slept before this attempt.")
+    latency_s: float = Field(description="This attempt's own round trip (its wait_s is beside it).")
     finish_reason: str | None = None
+    openrouter_generation_id: str | None = None
+    gateway_route: str | None = None
+    gateway_route_kind: Literal["exact", "wildcard", "untranslated", "direct"] | None = None
+    key_index: int | None = Field(None, description="The rotation key's index that served it (never the key).")
 
 
 class GraderResult(_Record):
@@ -175,7 +191,10 @@ class Metrics(_Record):
     user_cost_usd: float
     n_calls: int
     calls: list[CallRecord]
-    latency_s: float = Field(description="Summed provider latency of every call.")
+    latency_s: float = Field(description="Summed provider latency of every attempt, backoff waits included.")
+    wait_s: float = Field(0.0, description="The backoff waits inside latency_s.")
+    openrouter_generation_ids: list[str] = Field(
+        default_factory=list, description="Every OpenRouter generation id of the trial's calls, in call order.")
     wall_s: float
     grade: Grade
     lost_attempts: int = Field(

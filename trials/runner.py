@@ -122,6 +122,12 @@ def run_trial(spec: TrialSpec, context: RunContext | None = None) -> TrialRecord
     return _Trial(spec, context or default_context()).run()
 
 
+def _route_of(client: Client) -> tuple[str | None, str | None]:
+    """The client's gateway route and kind, for the records of attempts that raised (they have no result)."""
+    route = client.route
+    return (route.route, route.kind) if route is not None else (None, None)
+
+
 class _Trial:
     def __init__(self, spec: TrialSpec, context: RunContext) -> None:
         self.spec = spec
@@ -164,7 +170,7 @@ class _Trial:
             system_prompt=task.system_prompt, tools=tools, tool_runner=runner,
             user=self._user(), recorder=self.recorder, sink=self.sink,
             config=LoopConfig(knobs=plan.loop, max_turns=self.max_turns), sleep=ctx.sleep,
-            classify=classifier(client.classify_loop_error), cancel=ctx.cancel,
+            classify=classifier(client.classify_loop_error), cancel=ctx.cancel, route=_route_of(client),
         )
         end = loop.run()
         self.state = final_state(instance)
@@ -180,25 +186,27 @@ class _Trial:
             raise ValueError(f"task {self.task.task.id!r} has an llm user but the run has no user plan")
         client = self.context.client(spec.user_plan_json, spec.user_plan_fingerprint, spec.user_api_base, self.probe)
         classify = classifier(client.classify_loop_error)
+        route = _route_of(client)
 
-        def generate(request: dict[str, Any]) -> GenerationResult:
+        def generate(request: dict[str, Any], user_turn: int) -> GenerationResult:
             try:
                 result = client.generate(request, role="user", probe_stats=self.probe_stats)
             except Exception as exc:
-                self.sink.failed("user", 0)
+                self.sink.failed("user", user_turn, exc, route)
                 reason = classify(exc)
                 # the user simulator is our harness: its provider's failure is never the agent's
                 if reason in (TerminationReason.API_ERROR, TerminationReason.CONTEXT_WINDOW_EXCEEDED):
                     reason = TerminationReason.ERROR
                 raise Terminal(reason, f"user simulator call: {type(exc).__name__}: "
                                               f"{scrub(str(exc), self.recorder.secrets)[:1000]}") from exc
-            self.sink.call("user", 0, result)
+            self.sink.call("user", user_turn, result)
             return result
 
         def on_guard_event(event: GuardEvent) -> None:
             self.recorder.guard_events.append(event.to_record())
             count = len(event.rejections)
-            user_calls = [c for c in self.sink.calls if c.role == "user"]
+            # one answered attempt per generation the guard judged (failed attempts were retried)
+            user_calls = [c for c in self.sink.calls if c.role == "user" and c.status == "ok"]
             rejected = user_calls[-count:] if event.outcome == "refused" else user_calls[-count - 1:-1]
             for call in rejected:
                 call.outcome = "guard_rejected"
@@ -240,7 +248,8 @@ class _Trial:
             usage=usage, user_usage=sink.usage("user"), cost_usd=sink.cost("agent", "summarize"),
             cost_source=sink.cost_source("agent", "summarize"),
             user_cost_usd=sink.cost("user"), n_calls=len(sink.calls), calls=sink.calls,
-            latency_s=sum(c.latency_s for c in sink.calls), wall_s=time.monotonic() - self.started, grade=verdict,
+            latency_s=sink.latency(), wait_s=sink.wait(),
+            openrouter_generation_ids=sink.generation_ids(), wall_s=time.monotonic() - self.started, grade=verdict,
         )
         line = RunLine(
             key=str(spec.key), plan_key=spec.plan_key, plan_fingerprint=spec.plan_fingerprint,

@@ -16,3 +16,8 @@ def resolve_max_turns(task_max_turns: int | None, run_cap: int | None, plan_defa
         return min(task_max_turns, run_cap) if run_cap is not None else task_max_turns
     base = plan_default if plan_default is not None else DEFAULT_MAX_TURNS
     return min(base, run_cap) if run_cap is not None else base
+
+
+def budget_spent(turns: int, max_turns: int) -> bool:
+    """Whether ``turns`` accepted agent turns exhaust the budget: no further agent turn, and no user reply to one."""
+    return turns >= max_turns

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from capplan.executor.result import GenerationResult
+from capplan.trials.recording import wire_message
 from capplan.trials.usersim import STOP_SIGNAL, GuardEvent, UnanswerableTranscript, UserReplyRefused, UserSimulator
 from capplan.trials.terminal import Terminal
 from capplan.trials.outcome import TerminationReason
@@ -52,12 +53,17 @@ class ScriptedUser:
         return UserTurn(text, stops=STOP_SIGNAL in text)
 
 
+#: One simulator generation: the request and the index of the user turn it is for (0 = the opening).
+UserGenerate = Callable[[dict[str, Any], int], GenerationResult]
+
+
 class LlmUser:
-    """The user simulator, driven by the user plan's client; every generation is billed via ``on_call``."""
+    """The user simulator, driven by the user plan's client; every generation (guard retries included) is
+    billed by ``generate`` under the user turn it was made for."""
 
     def __init__(
         self,
-        generate: Callable[[dict[str, Any]], GenerationResult],
+        generate: UserGenerate,
         *,
         trial_id: str,
         backstory: str | None,
@@ -65,23 +71,32 @@ class LlmUser:
         on_guard_event: Callable[[GuardEvent], None],
     ) -> None:
         def simulator_generate(system_prompt: str, messages: list[dict[str, Any]]) -> GenerationResult:
-            return generate({"system": system_prompt, "messages": messages})
+            return generate({"system": system_prompt, "messages": messages}, self.user_turn)
 
         self.simulator = UserSimulator(simulator_generate, trial_id=trial_id, backstory=backstory,
                                        record_event=on_guard_event)
         self._initial = initial_message
+        #: The user turn being produced: 0 for the opening, then one more per reply.
+        self.user_turn = 0
 
     def open(self) -> UserTurn:
+        self.user_turn = 0
         if self._initial is not None:
             return UserTurn(self._initial, stops=False)
         try:
             reply = self.simulator.open(message_index=0)
         except (UserReplyRefused, UnanswerableTranscript) as exc:
             raise _harness_error(exc) from exc
+        if not reply.text.replace(STOP_SIGNAL, "").strip():
+            # an opening that says nothing ends the trial before the agent speaks: the simulator's
+            # defect, never a user stop the agent is answerable for
+            raise Terminal(TerminationReason.ERROR, "user simulator: the opening turn is empty")
         return UserTurn(reply.text, reply.stops)
 
     def reply(self, transcript: Sequence[dict[str, Any]], message_index: int) -> UserTurn:
-        shared = [m for m in transcript if m.get("role") in ("user", "assistant", "tool")]
+        self.user_turn += 1
+        # the simulator sees messages as the wire carries them: the record's origin tags stay in the record
+        shared = [wire_message(m) for m in transcript if m.get("role") in ("user", "assistant", "tool")]
         try:
             reply = self.simulator.reply(shared, message_index=message_index)
         except (UserReplyRefused, UnanswerableTranscript) as exc:

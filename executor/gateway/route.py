@@ -98,3 +98,15 @@ def resolve_route(
         "direct", None,
         f"catalog does not serve {' or '.join(map(repr, candidates(model_string)))}: direct to the provider",
     )
+
+
+def direct_fallback_warning(decision: RouteDecision, model_key: str, gateway_url: str) -> str | None:
+    """The one-line warning for a configured gateway that this model's calls bypass; None when they use it.
+
+    ``gateway_url`` is shown as configured (the gateway configuration already holds it without
+    userinfo); the reason is the resolver's own, which names model strings and catalog entries only.
+    """
+    if decision.via_gateway:
+        return None
+    return (f"{model_key}: calls go directly to the provider, not through the LLM gateway at {gateway_url} "
+            f"({decision.reason}); every call is recorded with gateway_route_kind: direct")

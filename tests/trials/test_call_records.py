@@ -1,0 +1,214 @@
+"""Every provider attempt in the record, through the real loop and real litellm against a loopback upstream.
+
+The upstream (tests/gateway/fakes.py ``Upstream``) answers from a script: 429s and 5xx before a
+200, a truncated tool-call argument string, a length cut. Each test asserts on the trial's
+``metrics.yaml`` / ``trajectory.yaml`` content and on what the server received.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import deque
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tests.gateway.fakes as fakes
+from capplan.executor.client import Client
+from capplan.executor.gateway.config import GatewayConfig
+from capplan.trials.outcome import TerminationReason
+from capplan.trials.records import Metrics, Trajectory
+from capplan.trials.retry_classes import OUTPUT_LENGTH_FEEDBACK
+from capplan.trials.runner import RunContext, run_trial
+from capplan.trials.spec import TrialRecords
+from tests.executor.plans import make_plan
+from tests.gateway.fakes import Seen, Upstream
+from tests.trials.agent_server import completion, error, tool_call
+from tests.trials.helpers import openai_plan, spec_for, write_task
+
+KEY = "sk-test-call-records-0123456789"
+USER_TASK = "user:\n  mode: llm\n  backstory: You want the counter raised by one.\n"
+
+
+class Scripted:
+    """Answers queued in order (status, body), then a plain text completion; ids every 200 with a generation id."""
+
+    def __init__(self) -> None:
+        self.queue: deque[tuple[int, dict[str, Any]]] = deque()
+        self.lock = threading.Lock()
+        self.served = 0
+
+    def __call__(self, seen: Seen) -> tuple[int, Any]:
+        with self.lock:
+            return self.queue.popleft() if self.queue else (200, completion("fine"))
+
+    def push(self, *answers: tuple[int, dict[str, Any]]) -> None:
+        with self.lock:
+            self.queue.extend(answers)
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[Upstream]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_API_KEY", KEY)
+        mp.delenv("LLM_PROXY_BASE_URL", raising=False)
+        original = fakes._answer
+        counter = {"n": 0}
+
+        def answer(handler: BaseHTTPRequestHandler, status: int, body: Any, content_type: str = "application/json") -> None:
+            # an OpenRouter-style generation id header on every answer, as OpenRouter sends it
+            payload = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+            counter["n"] += 1
+            handler.send_response(status)
+            handler.send_header("Content-Type", content_type)
+            handler.send_header("x-generation-id", f"gen-{counter['n']}")
+            handler.send_header("Content-Length", str(len(payload)))
+            handler.end_headers()
+            handler.wfile.write(payload)
+
+        mp.setattr(fakes, "_answer", answer)
+        server = Upstream("agent")
+        try:
+            yield server
+        finally:
+            server.close()
+            assert fakes._answer is answer and original is not None
+
+
+@pytest.fixture
+def script(upstream: Upstream) -> Scripted:
+    upstream.reset()
+    scripted = Scripted()
+    upstream.script = scripted
+    return scripted
+
+
+def run(upstream: Upstream, task: Path, slept: list[float] | None = None, *, loop: dict[str, Any] | None = None,
+        **kwargs: Any) -> TrialRecords:
+    waits = slept if slept is not None else []
+    spec = spec_for(task, openai_plan(loop=loop), api_base=upstream.base, **kwargs)
+    records = run_trial(spec, RunContext(sleep=waits.append))
+    # what the run folder writes: both files validate against their models
+    Metrics.model_validate(records.metrics)
+    Trajectory.model_validate(records.trajectory)
+    return records
+
+
+def bodies(upstream: Upstream) -> list[dict[str, Any]]:
+    return [s.body for s in upstream.seen if s.method == "POST" and isinstance(s.body, dict)]
+
+
+def test_every_attempt_of_a_retried_call_is_an_entry_with_its_wait(upstream: Upstream, script: Scripted, tmp_path: Path) -> None:
+    task = write_task(tmp_path / "pack", turns=["hi", "again"])
+    script.push(error(429, "Rate limit reached for requests"), error(429, "Rate limit reached for requests"),
+                (200, completion("Hello.")), error(500, "upstream exploded"), (200, completion("Hello again.")))
+    slept: list[float] = []
+    records = run(upstream, task, slept)
+    assert records.termination_reason is TerminationReason.USER_STOP
+    calls = records.metrics["calls"]
+    assert len(bodies(upstream)) == 5 == len(calls) == records.metrics["n_calls"]
+    assert [(c["status"], c["attempt"], c["turn"]) for c in calls] == [
+        ("error", 1, 0), ("error", 2, 0), ("ok", 3, 0), ("error", 1, 1), ("ok", 2, 1)]
+    assert [c["error_class"] for c in calls] == ["rate_limit", "rate_limit", None, "server_error", None]
+    assert calls[0]["error_type"] == "RateLimitError" and calls[3]["error_type"] == "InternalServerError"
+    # the wait before an attempt is the controller's backoff; the first attempt of a call waits for nothing
+    assert calls[0]["wait_s"] == 0 and calls[3]["wait_s"] == 0
+    assert all(calls[i]["wait_s"] > 0 for i in (1, 2, 4))
+    assert sum(c["wait_s"] for c in calls) == pytest.approx(sum(slept)) == pytest.approx(records.metrics["wait_s"])
+    # a turn's latency includes its backoff
+    assert records.metrics["latency_s"] >= sum(slept) > 0
+    assert records.metrics["latency_s"] == pytest.approx(sum(c["latency_s"] + c["wait_s"] for c in calls))
+    for call in calls:
+        assert set(call) >= {"role", "turn", "status", "error_class", "wait_s", "latency_s", "usage", "cost_usd",
+                             "cost_source", "openrouter_generation_id", "gateway_route", "gateway_route_kind",
+                             "key_index"}
+        assert call["role"] == "agent" and call["gateway_route"] is None and call["key_index"] is None
+    failed, answered = calls[0], calls[2]
+    assert failed["usage"]["prompt_tokens"] == 0 and failed["cost_usd"] is None and failed["cost_source"] == "unknown"
+    assert answered["usage"]["prompt_tokens"] == 20 and answered["outcome"] == "accepted"
+    # the spec's three generation-id sites, from the one read
+    ids = [c["openrouter_generation_id"] for c in calls if c["status"] == "ok"]
+    assert all(ids) and records.metrics["openrouter_generation_ids"] == ids
+    assistant = [m for m in records.trajectory["messages"] if m["role"] == "assistant"]
+    assert [m["openrouter_generation_id"] for m in assistant] == ids
+    assert all("openrouter_generation_id" not in m for body in bodies(upstream) for m in body["messages"])
+    assert KEY not in json.dumps([records.metrics, records.trajectory])
+
+
+def test_user_calls_are_recorded_at_their_user_turn(upstream: Upstream, script: Scripted, tmp_path: Path) -> None:
+    task = write_task(tmp_path / "pack", user=USER_TASK)
+    script.push((200, completion("Please add one to my counter.")),
+                (200, completion(None, [tool_call("c1", "add", {"amount": 1})])), (200, completion("Done, it is 1.")),
+                error(503, "busy"), (200, completion("And once more, please.")),
+                (200, completion("Done again.")), (200, completion("Thanks! ###STOP###")))
+    records = run(upstream, task, user_plan=openai_plan(key="user-sim"))
+    assert records.termination_reason is TerminationReason.USER_STOP
+    user = [(c["turn"], c["status"], c["attempt"]) for c in records.metrics["calls"] if c["role"] == "user"]
+    assert user == [(0, "ok", 1), (1, "error", 1), (1, "ok", 2), (2, "ok", 1)]
+    agent = [c["turn"] for c in records.metrics["calls"] if c["role"] == "agent"]
+    assert agent == [0, 1, 2]
+
+
+def test_no_simulator_call_after_the_turn_budget(upstream: Upstream, script: Scripted, tmp_path: Path) -> None:
+    task = write_task(tmp_path / "pack", user=USER_TASK)
+    script.push((200, completion("Please add one to my counter.")), (200, completion("Done, it is 1.")),
+                (200, completion("an unread user reply")))
+    records = run(upstream, task, user_plan=openai_plan(key="user-sim"), max_turns_cap=1)
+    assert records.termination_reason is TerminationReason.MAX_TURNS
+    assert len(bodies(upstream)) == 2  # the opening and the one agent turn; no reply nobody reads
+    assert [c["role"] for c in records.metrics["calls"]] == ["user", "agent"]
+    assert records.metrics["user_usage"]["prompt_tokens"] == 20
+    assert records.trajectory["messages"][-1]["origin"] == "turn_budget"
+
+
+def test_a_repaired_tool_call_keeps_its_raw_arguments_and_rung(upstream: Upstream, script: Scripted, tmp_path: Path) -> None:
+    task = write_task(tmp_path / "pack", turns=["note it"])
+    script.push((200, completion(None, [tool_call("c1", "note", '{"text": "hello wor')])), (200, completion("Noted.")))
+    records = run(upstream, task)
+    assert records.trajectory["tool_calls"][0]["arguments"] == {"text": "hello wor"}  # executed as repaired
+    events = records.trajectory["parser_errors"]
+    assert len(events) == 1
+    assert events[0]["raw_arguments"] == '{"text": "hello wor' and events[0]["repair_rung"] == "repaired_json"
+    assert events[0]["accepted"] is True and events[0]["turn"] == 0 and events[0]["tool_name"] == "note"
+    assert [r["retry_class"] for r in records.trajectory["retries"]] == []  # a repair is recorded, not resampled
+
+
+def test_feedback_turns_carry_their_origin_only_in_the_trajectory(upstream: Upstream, script: Scripted, tmp_path: Path) -> None:
+    task = write_task(tmp_path / "pack", turns=["tell me"])
+    script.push((200, completion("A long answer that was cu", finish="length")),
+                (200, completion(None, [tool_call("c1", "add", "@@@")])),
+                (200, completion(None, [tool_call("c2", "add", {"amount": 1})])), (200, completion("Done.")))
+    records = run(upstream, task, loop={"output_length_retry_count": 1, "parser_error_retry_count": 1})
+    feedback = [m for m in records.trajectory["messages"] if "origin" in m]
+    assert [(m["role"], m["origin"]) for m in feedback] == [("user", "output_length_feedback"),
+                                                            ("user", "parser_feedback")]
+    assert feedback[0]["content"] == OUTPUT_LENGTH_FEEDBACK
+    sent = bodies(upstream)
+    assert {"role": "user", "content": OUTPUT_LENGTH_FEEDBACK} in sent[1]["messages"]
+    assert all(set(m) <= {"role", "content", "tool_calls", "tool_call_id", "name"} for b in sent for m in b["messages"])
+    assert all("origin" not in json.dumps(b) for b in sent)
+
+
+def test_a_direct_fallback_past_the_gateway_warns_once_and_is_recorded(caplog: pytest.LogCaptureFixture) -> None:
+    answered: list[dict[str, Any]] = []
+
+    def fake(**kwargs: Any) -> dict[str, Any]:
+        answered.append(kwargs)
+        return completion("hi")
+
+    # anthropic is outside the default allow-list: the gateway is configured but its calls go direct
+    client = Client(make_plan("anthropic", "claude-a"), completion=fake, env={"ANTHROPIC_API_KEY": KEY},
+                    gateway=GatewayConfig(base_url="http://127.0.0.1:9/v1"))
+    request = {"messages": [{"role": "user", "content": "hi"}]}
+    with caplog.at_level(logging.WARNING, logger="capplan.executor.client"):
+        results = [client.generate(request), client.generate(request)]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "capplan.executor.client"]
+    assert len(warnings) == 1 and "directly to the provider" in warnings[0] and "http://127.0.0.1:9/v1" in warnings[0]
+    assert KEY not in warnings[0]
+    assert all(r.gateway_route_kind == "direct" and r.gateway_route is None for r in results)
+    assert [a.status for a in results[0].attempts] == ["ok"] and len(answered) == 2
