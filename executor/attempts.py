@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from capplan.executor.errors import ApiTimeoutError, CredentialSpentError
+from capplan.executor.keys import is_per_key_limit
 from capplan.executor.rate_limit import Patterns, cause_chain, is_transient_rate_limit, wire_status
 from capplan.executor.result import Attempt
 from capplan.executor.timeout_retry import is_timeout
@@ -26,14 +27,14 @@ _ATTR = "capplan_attempts"
 def error_class(exc: BaseException, patterns: Patterns = ()) -> str:
     """The retry-relevant kind of a failed attempt: what a reader of the record groups retries by.
 
-    ``rate_limit``, ``timeout``, ``server_error`` (5xx), ``connection``, ``credential`` (a spent key
-    chain or a refused gateway key), ``auth`` (401/403), ``not_found`` (404), ``client_error``
+    ``rate_limit``, ``timeout``, ``server_error`` (5xx), ``connection``, ``credential`` (a key over
+    its per-key limit, a spent key chain or a refused gateway key), ``auth`` (401/403), ``not_found`` (404), ``client_error``
     (another 4xx) or ``other``.
     """
     if is_transient_rate_limit(exc, patterns):
         return "rate_limit"
     chain = list(cause_chain(exc))
-    if any(isinstance(link, CredentialSpentError) for link in chain):
+    if any(isinstance(link, CredentialSpentError) for link in chain) or is_per_key_limit(exc):
         return "credential"
     if any(isinstance(link, ApiTimeoutError) or is_timeout(link) for link in chain):
         return "timeout"

@@ -212,3 +212,45 @@ def test_a_direct_fallback_past_the_gateway_warns_once_and_is_recorded(caplog: p
     assert KEY not in warnings[0]
     assert all(r.gateway_route_kind == "direct" and r.gateway_route is None for r in results)
     assert [a.status for a in results[0].attempts] == ["ok"] and len(answered) == 2
+
+
+class _Spent(Exception):
+    status_code = 402
+
+
+class _Unavailable(Exception):
+    status_code = 503
+
+
+def test_timeout_retries_and_key_rotation_are_attempts_with_their_key_index() -> None:
+    answers: list[Any] = [TimeoutError("read timed out"), _Spent("credits spent"), completion("hi")]
+    slept: list[float] = []
+
+    def fake(**kwargs: Any) -> Any:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    client = Client(make_plan("openrouter", "vendor/model"), completion=fake, sleep=slept.append,
+                    env={"OPENROUTER_API_KEYS": "k-one-rotation-key,k-two-rotation-key"})
+    result = client.generate({"messages": [{"role": "user", "content": "hi"}]})
+    assert [(a.status, a.error_class, a.key_index) for a in result.attempts] == [
+        ("error", "timeout", 0), ("error", "credential", 0), ("ok", None, 1)]
+    assert result.attempts[1].wait_s == slept[0] > 0 and result.wait_s == pytest.approx(sum(slept))
+    assert result.latency_s == pytest.approx(sum(a.latency_s for a in result.attempts) + result.wait_s)
+    assert result.key_index == 1
+
+
+def test_a_call_that_raises_carries_its_attempts() -> None:
+    from capplan.executor.attempts import attempts_of
+
+    def fake(**kwargs: Any) -> Any:
+        raise _Unavailable("service unavailable")
+
+    client = Client(make_plan(), completion=fake, sleep=lambda s: None, env={"OPENAI_API_KEY": KEY})
+    with pytest.raises(_Unavailable) as raised:
+        client.generate({"messages": [{"role": "user", "content": "hi"}]})
+    attempts = attempts_of(raised.value)
+    assert [a.error_class for a in attempts] == ["server_error"] * 5  # the controller's five attempts
+    assert attempts[0].wait_s == 0 and all(a.wait_s >= 4 for a in attempts[1:])
