@@ -44,10 +44,12 @@ def preview_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: st
 def _preview(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
     from capplan.executor.client import Client
     from capplan.executor.messages import load_request
+    from capplan.executor.preflight import check_credentials
 
     try:
         client = Client.from_plan_file(plan_path, api_base=api_base)
         built = client.build(load_request(request_file))
+        check_credentials([(client, api_base)])  # the same preflight as send: a preview of a call that cannot go out says so
         kwargs = client.redacted(built.kwargs)
     except UserError as exc:
         raise placed(exc, plan_path, request_file) from None
@@ -71,8 +73,10 @@ def placed(exc: UserError, plan_path: str, request_file: str) -> UserError:
     A plan error is about the plan file; a gateway setting is about no file (it is placed at the
     program); anything else the request made the plan refuse is about the request file.
     """
-    from capplan.executor.errors import GatewayError, PlanError
+    from capplan.executor.errors import CredentialsMissingError, GatewayError, PlanError
 
+    if isinstance(exc, CredentialsMissingError):
+        return exc  # about the environment, not a file: placed at the command that checked it
     if exc.location is None:
         exc.location = ("capplan" if isinstance(exc, GatewayError) else
                         plan_path if isinstance(exc, PlanError) else request_file)

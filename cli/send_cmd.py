@@ -56,10 +56,15 @@ def send_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: str) 
 def _send(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
     from capplan.executor.client import Client
     from capplan.executor.messages import load_request
+    from capplan.executor.preflight import check_credentials
 
     try:
         client = Client.from_plan_file(plan_path, api_base=api_base)
-        result = client.generate(load_request(request_file))
+        request = load_request(request_file)
+        client.build(request)  # what the request makes the plan refuse is reported before any credential
+        client.require_credentials()
+        check_credentials([(client, api_base)])  # preflight: nothing is sent without every credential
+        result = client.generate(request)
     except ResponseShapeError as exc:  # the answer came back and cannot be read: a failed call, exit 1
         exc.message = f"{type(exc).__name__}: {_one_line(exc.message)}"
         raise placed(exc, plan_path, request_file) from None

@@ -122,8 +122,10 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     Writes runs.jsonl (one line per finished trial), trials/<model>/<task>/<i>/trajectory.yaml
     and metrics.yaml, summary.md and summary.json (and probe.json in probe mode).
 
-    Exit codes: 0 every trial finished, 1 stopped by --max-cost before all started,
-    2 input error (an unset API-key variable included, checked before any trial starts),
+    Exit codes: 0 every trial finished, 1 stopped by --max-cost before all started, or by a
+    configuration error (a key, gateway key, endpoint or model the provider refused: the run stops
+    at the first, the remaining trials recorded aborted),
+    2 input error (an unset credential of any agent or user plan included, checked before any trial starts),
     130 interrupted (re-run to resume).
     """
     from capplan.trials.backends import BACKENDS, load_backend
@@ -163,6 +165,10 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     for line in stats.report() if stats is not None else []:
         click.echo(line, err=True)
     click.echo(f"run folder: {out}  (summary: {out / 'summary.md'})", err=True)
+    if outcome.configuration_error is not None:
+        click.echo(f"capplan trial run: error[CONFIGURATION]: run stopped: {outcome.configuration_error}; the remaining "
+                   "trials are recorded aborted (fix it, then rerun with --retry-aborted)", err=True)
+        sys.exit(EXIT_FINDINGS)
     if outcome.interrupted or outcome.not_started and not outcome.budget_stopped:
         click.echo(f"interrupted: {len(outcome.interrupted) + len(outcome.not_started)} trial(s) not finished; "
                    "run the same command again to resume", err=True)
@@ -180,13 +186,16 @@ def _note(text: str) -> None:
 
 
 def _require_credentials(request: Any) -> None:
-    """Refuse the run, before any trial starts, when a plan's API-key variable is unset."""
+    """Refuse the run, before any trial starts, when a credential any agent or user plan needs is unset."""
     from capplan.executor.client import Client
+    from capplan.executor.preflight import check_credentials
 
-    for plan in request.plans:
-        Client.from_plan_file(plan, api_base=request.api_base).require_credentials()
+    clients = [(Client.from_plan_file(plan, api_base=request.api_base), request.api_base) for plan in request.plans]
     if request.user_plan is not None:
-        Client.from_plan_file(request.user_plan, api_base=request.user_api_base).require_credentials()
+        clients.append((Client.from_plan_file(request.user_plan, api_base=request.user_api_base), request.user_api_base))
+    check_credentials(clients)
+    for client, _ in clients:
+        client.require_credentials()  # the run extra, and anything the client itself refuses
 
 
 def _run_config(path: Path | None, backend: str) -> Any:

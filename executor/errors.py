@@ -113,3 +113,23 @@ class ApiTimeoutError(TimeoutError):
 
 class GatewayRejectedError(CredentialSpentError):
     """A pinned gateway key was refused as over quota or unauthorised; rotation cannot help."""
+
+
+class CredentialsMissingError(ExecutorError):
+    """Preflight: a credential some plan of the command needs is not set; nothing was sent.
+
+    ``problems`` holds one message per missing variable (or set of alternatives), each naming the
+    plans that need it and never a value; every one is rendered as its own located line.
+    """
+
+    code = "CREDENTIALS"
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(problems))
+
+    def render(self) -> str:
+        """One ``location: error[CREDENTIALS]: …`` line per missing variable."""
+        where = self.location or "capplan"
+        return "\n".join(f"{where}: error[{self.code}]: {problem}" for problem in self.problems)
+

@@ -12,6 +12,11 @@ The decision's ``reason`` is one of :class:`LoopErrorReason`, checked in this or
 
 ``context_window_exceeded``
     litellm's ``ContextWindowExceededError`` anywhere in the chain. Counts against the model.
+``configuration_error``
+    the provider or gateway refused the call for its configuration (:func:`configuration_problem`:
+    a 401 / 403 / 404 off the wire, a gateway answering 400 "No connected db.", or a missing-
+    credentials text under any status, litellm's 500 included). Excludes the trial; no attempt,
+    wait or replay can clear it, so a run stops at the first one.
 ``api_timeout``
     :class:`~capplan.executor.errors.ApiTimeoutError` in the chain (the transport-timeout retry is
     spent). Excludes the trial; ``evidence`` names the chain's types.
@@ -30,7 +35,7 @@ The decision's ``reason`` is one of :class:`LoopErrorReason`, checked in this or
     link carries a type or status (something stringified a provider error instead of
     chaining it), ``message`` says so.
 
-``excluded`` is True exactly for ``api_timeout`` and ``rate_limit``: those trials leave every
+``excluded`` is True exactly for ``configuration_error``, ``api_timeout`` and ``rate_limit``: those trials leave every
 benchmark rate's denominator, which is why only typed evidence can earn it. ``message`` is
 one line for the trajectory; it quotes ``str(exc)``, which the executor keeps free of
 credentials. Runner-level reasons (a lost trial, an episode timeout) are the runner's own and
@@ -51,6 +56,7 @@ class LoopErrorReason(str, enum.Enum):
     """How a turn that raised ends the trial."""
 
     CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
+    CONFIGURATION_ERROR = "configuration_error"
     API_TIMEOUT = "api_timeout"
     RATE_LIMIT = "rate_limit"
     API_ERROR = "api_error"
@@ -80,6 +86,39 @@ def _litellm_class(name: str) -> type | None:
     return cls if isinstance(cls, type) else None
 
 
+#: HTTP statuses that say the call's configuration is wrong (credentials, access, model or route).
+_CONFIGURATION_STATUS = {401: "credentials refused (HTTP 401)", 403: "access denied (HTTP 403)",
+                         404: "model or endpoint not found (HTTP 404)"}
+#: Texts of a missing credential, whatever status carries them: litellm labels the openai SDK's
+#: refusal to send without a key an InternalServerError (500).
+_MISSING_CREDENTIAL_TEXTS = ("Missing credentials", "api_key client option must be set")
+#: The LiteLLM proxy's answer (400) to a virtual key it cannot check: the gateway key is refused.
+_GATEWAY_KEY_REFUSED_TEXT = "No connected db"
+
+
+def configuration_problem(exc: BaseException) -> str | None:
+    """What is wrong with the call's configuration when ``exc`` says so, else None.
+
+    Typed evidence first: an upstream status of 401, 403 or 404 (a 429 or a spent key chain is
+    never this). Then the two refusals that carry no telling status: a missing-credentials text
+    (under any status) and the LiteLLM proxy's 400 "No connected db." for a key it cannot check.
+    The answer names the kind of problem only; it never quotes the provider's text.
+    """
+    links = list(cause_chain(exc))
+    if any(isinstance(link, (CredentialSpentError, ApiTimeoutError)) for link in links):
+        return None
+    for link in links:
+        status = wire_status(link)
+        if status in _CONFIGURATION_STATUS:
+            return _CONFIGURATION_STATUS[status]
+        text = str(link)
+        if any(marker in text for marker in _MISSING_CREDENTIAL_TEXTS):
+            return "missing credentials"
+        if status == 400 and _GATEWAY_KEY_REFUSED_TEXT in text:
+            return "gateway key refused (HTTP 400 No connected db.)"
+    return None
+
+
 def _is_provider_failure(exc: BaseException) -> bool:
     for link in cause_chain(exc):
         if wire_status(link) is not None:
@@ -96,6 +135,11 @@ def classify_loop_error(exc: BaseException, patterns: Patterns) -> LoopErrorDeci
     window = _litellm_class("ContextWindowExceededError")
     if window is not None and any(isinstance(link, window) for link in cause_chain(exc)):
         return LoopErrorDecision(LoopErrorReason.CONTEXT_WINDOW_EXCEEDED, f"Context window exceeded: {text}")
+    if (problem := configuration_problem(exc)) is not None:
+        return LoopErrorDecision(
+            LoopErrorReason.CONFIGURATION_ERROR, f"Configuration error ({problem}): {text}", excluded=True,
+            evidence=chain_types(exc),
+        )
     if any(isinstance(link, ApiTimeoutError) for link in cause_chain(exc)):
         return LoopErrorDecision(
             LoopErrorReason.API_TIMEOUT, f"API timeout: {text}", excluded=True, evidence=chain_types(exc)

@@ -8,7 +8,9 @@ the curve rather than restarting it (waits only ever get longer).
 
 Both retry only what a second attempt can fix (rate limits, timeouts, connection errors, 5xx).
 A request the provider refused as malformed (400, unsupported params, context window) fails at
-once. A spent key chain and an exhausted timeout retry are terminal here too: no wait clears them.
+once, and so does one refused for its configuration (401, 403, 404, missing credentials, a refused
+gateway key: see :func:`~capplan.executor.loop_errors.configuration_problem`), even when litellm
+labels it an ``InternalServerError``. A spent key chain and an exhausted timeout retry are terminal here too: no wait clears them.
 Both controllers share one ``before_sleep`` hook, so retry logs and probe telemetry are the
 same on either path.
 """
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 import tenacity
 
 from capplan.executor.errors import ApiTimeoutError, CredentialSpentError
+from capplan.executor.loop_errors import configuration_problem
 from capplan.executor.probe import RateLimitProbeConfig, rate_limit_wait
 from capplan.executor.probe_stats import ProbeStats
 from capplan.executor.rate_limit import Patterns, cause_chain, is_transient_rate_limit, wire_status
@@ -46,6 +49,8 @@ def is_transient(exc: BaseException) -> bool:
     """Whether another attempt of the same request can succeed (by type or HTTP status)."""
     if any(isinstance(link, (CredentialSpentError, ApiTimeoutError)) for link in cause_chain(exc)):
         return False
+    if configuration_problem(exc) is not None:
+        return False  # no wait fixes a key, an endpoint or a model name
     status = wire_status(exc)
     if status is not None:
         # the upstream's own status: litellm may have relabelled a 400 from its message text

@@ -22,6 +22,7 @@ Classify = Callable[[BaseException], TerminationReason]
 
 _REASONS = {
     LoopErrorReason.CONTEXT_WINDOW_EXCEEDED: TerminationReason.CONTEXT_WINDOW_EXCEEDED,
+    LoopErrorReason.CONFIGURATION_ERROR: TerminationReason.CONFIGURATION_ERROR,
     LoopErrorReason.API_TIMEOUT: TerminationReason.API_TIMEOUT,
     LoopErrorReason.RATE_LIMIT: TerminationReason.RATE_LIMIT,
     LoopErrorReason.API_ERROR: TerminationReason.API_ERROR,

@@ -22,7 +22,7 @@ from capplan.core.errors import UserError
 from capplan.executor.plan import Plan
 from capplan.executor.probe import RateLimitProbeConfig
 from capplan.trials.backends import Backend
-from capplan.trials.outcome import TrialStatus
+from capplan.trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
 from capplan.executor.probe_stats import ProbeStats
 from capplan.trials.probe_census import load_census, write_census
 from capplan.trials.progress import Progress
@@ -66,6 +66,8 @@ class RunOutcome:
     not_started: list[TrialKey] = field(default_factory=list)
     budget_stopped: bool = False
     spent_usd: float = 0.0
+    #: Set when a trial ended ``configuration_error``: the run stopped there (its one-line reason).
+    configuration_error: str | None = None
 
 
 def load_tasks(paths: Sequence[Path]) -> list[LoadedTask]:
@@ -154,6 +156,8 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
 
     def feed() -> Iterator[TrialSpec]:
         for spec in todo:
+            if outcome.configuration_error is not None:
+                return  # every further trial would make the same refused call
             if max_cost is not None and outcome.spent_usd >= max_cost:
                 outcome.budget_stopped = True
                 return
@@ -170,6 +174,11 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
                 done_keys.add(str(records.key))
                 if census is not None and records.probe is not None:
                     census.merge(ProbeStats.from_json(records.probe))
+                if records.termination_reason is TerminationReason.CONFIGURATION_ERROR and outcome.configuration_error is None:
+                    outcome.configuration_error = _configuration_reason(records, specs)
+                    stop.set()  # running trials end at their next turn; they are recorded aborted below
+                elif records.status is TrialStatus.INTERRUPTED and outcome.configuration_error is not None:
+                    records = _aborted(records, outcome.configuration_error)
                 if records.status is TrialStatus.INTERRUPTED:
                     outcome.interrupted.append(records.key)
                     progress.finished(records, written=False)
@@ -182,13 +191,74 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
         if probe is not None and census is not None:
             write_census(folder.root, probe, census)
     outcome.not_started = [s.key for s in todo if str(s.key) not in done_keys and str(s.key) not in started]
-    if stop.is_set():
+    if outcome.configuration_error is not None:
+        _record_unstarted(todo, done_keys, outcome, folder)
+    if stop.is_set() and outcome.configuration_error is None:
         folder.mark_interrupted([*outcome.interrupted, *outcome.not_started])
     else:
         folder.clear_interrupted()
     write_summary(folder)
     progress.end()
     return outcome
+
+
+def _configuration_reason(records: TrialRecords, specs: Sequence[TrialSpec]) -> str:
+    """The one line a configuration stop is reported with: what to fix, for whom, and what the provider said."""
+    from capplan.core.redaction import redact_text
+    from capplan.executor.client import Client
+    from capplan.executor.preflight import configuration_advice
+    from capplan.trials.runner import plan_from_text
+
+    spec = next(s for s in specs if s.key == records.key)
+    detail = " ".join(str(records.trajectory.get("termination", {}).get("detail", "")).split())
+    # the failing call may be the user simulator's: its plan is named when its detail says so
+    user = detail.startswith("user simulator call") and spec.user_plan_json and spec.user_plan_fingerprint
+    try:
+        if user:
+            assert spec.user_plan_json is not None and spec.user_plan_fingerprint is not None
+            client = Client(plan_from_text(spec.user_plan_json, spec.user_plan_fingerprint), api_base=spec.user_api_base)
+            advice = configuration_advice(client, spec.user_api_base)
+        else:
+            client = Client(plan_from_text(spec.plan_json, spec.plan_fingerprint), api_base=spec.api_base)
+            advice = configuration_advice(client, spec.api_base)
+    except Exception:  # noqa: BLE001 - the advice is a courtesy; the stop itself must not fail
+        advice = f"a provider refused the call for plan {spec.plan_key}"
+    return redact_text(f"{advice} (trial {records.key}: {detail[:300]})")
+
+
+def _aborted(records: TrialRecords, reason: str) -> TrialRecords:
+    """An in-flight trial the configuration stop cut short, recorded as aborted by it (its calls and cost kept)."""
+    import dataclasses
+
+    code = TerminationReason.CONFIGURATION_ERROR
+    status = status_for(code)
+    detail = f"run stopped by a configuration error in another trial: {reason}"
+    marks = {"status": status.value, "termination_reason": code.value, "counts_against_model": counts_against_model(status)}
+    run_line = {**records.run_line, **marks, "passed": None}
+    metrics = {**records.metrics, **marks}
+    trajectory = dict(records.trajectory)
+    termination = dict(trajectory.get("termination") or {})
+    termination.update(reason=code.value, status=status.value, detail=detail)
+    trajectory["termination"] = termination
+    return dataclasses.replace(records, status=status, termination_reason=code, run_line=run_line,
+                               metrics=metrics, trajectory=trajectory)
+
+
+def _record_unstarted(todo: Sequence[TrialSpec], done: set[str], outcome: RunOutcome, folder: RunFolder) -> None:
+    """After a configuration stop, every trial not run is written as aborted with its reason (no call made)."""
+    from capplan.trials.runner import unstarted_records
+
+    assert outcome.configuration_error is not None
+    detail = f"not started: the run stopped at a configuration error: {outcome.configuration_error}"
+    for spec in todo:
+        if str(spec.key) in done:
+            continue
+        done.add(str(spec.key))
+        outcome.finished += 1
+        # written here, not through the progress display: these trials never started
+        folder.write(unstarted_records(spec, TerminationReason.CONFIGURATION_ERROR, detail))
+    outcome.not_started = []
+    outcome.interrupted = []
 
 
 class _Writer:
@@ -225,9 +295,25 @@ class _Writer:
 
 def write_summary(folder: RunFolder) -> None:
     """Re-render ``summary.md`` and ``summary.json`` from ``runs.jsonl``."""
-    summary = summarize(folder.finished().values())
-    atomic_write(folder.root / "summary.md", render_markdown(summary).encode("utf-8"))
+    lines = list(folder.finished().values())
+    summary = summarize(lines)
+    markdown = render_markdown(summary) + configuration_stop_line(lines)
+    atomic_write(folder.root / "summary.md", markdown.encode("utf-8"))
     atomic_write(folder.root / "summary.json", render_json(summary).encode("utf-8"))
+
+
+def configuration_stop_line(lines: Sequence[dict[str, Any]]) -> str:
+    """``summary.md``'s line for a run a configuration error stopped ("" when none did).
+
+    Kept apart from the statistics: it says why the rows hold aborted trials, not how the model did.
+    """
+    stopped = [line for line in lines if line.get("termination_reason") == TerminationReason.CONFIGURATION_ERROR.value]
+    if not stopped:
+        return ""
+    plans = ", ".join(sorted({str(line["plan_key"]) for line in stopped}))
+    return (f"\n**Run stopped by a configuration error**: {len(stopped)} trial(s) of {plans} aborted "
+            "(configuration_error: a credential, gateway key, endpoint or model the provider refused; the first "
+            "trial's trajectory.yaml termination.detail says which); fix it and rerun with --retry-aborted.\n")
 
 
 class _first_interrupt_sets:

@@ -1,6 +1,7 @@
 """How a trial ended: a typed termination reason and the status it implies.
 
-Rate limits, timeouts and infrastructure failures end a trial as ``ABORTED``: they say
+Rate limits, timeouts, infrastructure failures and configuration errors (a refused key, an
+unknown model: the run stops at the first) end a trial as ``ABORTED``: they say
 nothing about the model, so they are excluded from every pass rate. A harness defect (a
 refused user reply, an environment that cannot be built) is ``ERROR``: our fault, counted,
 never the agent's. Everything the model did itself is ``COMPLETED`` or ``FAILED``.
@@ -22,6 +23,8 @@ class TerminationReason(str, Enum):
     RATE_LIMIT = "rate_limit"
     API_TIMEOUT = "api_timeout"
     INFRA_ERROR = "infra_error"  # connection refused, DNS, a lost worker: nothing reached the model
+    # a credential, gateway key, endpoint or model the provider refused; it stops the whole run
+    CONFIGURATION_ERROR = "configuration_error"
     ERROR = "error"  # harness defect: refused user reply, broken environment, internal bug
     INTERRUPTED = "interrupted"
 
@@ -45,6 +48,7 @@ _STATUS = {
     TerminationReason.RATE_LIMIT: TrialStatus.ABORTED,
     TerminationReason.API_TIMEOUT: TrialStatus.ABORTED,
     TerminationReason.INFRA_ERROR: TrialStatus.ABORTED,
+    TerminationReason.CONFIGURATION_ERROR: TrialStatus.ABORTED,
     TerminationReason.ERROR: TrialStatus.ERROR,
     TerminationReason.INTERRUPTED: TrialStatus.INTERRUPTED,
 }

@@ -265,3 +265,8 @@ class _Trial:
             probe=self.probe_stats.to_json() if self.probe_stats is not None else None,
         )
 
+
+
+def unstarted_records(spec: TrialSpec, reason: TerminationReason, detail: str) -> TrialRecords:
+    """The records of a trial the run ended before starting (a configuration error stopped it): no call, no grade."""
+    return _Trial(spec, default_context())._records(LoopEnd(reason, 0, detail))

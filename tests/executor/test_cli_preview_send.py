@@ -43,7 +43,8 @@ def test_preview_prints_canonical_kwargs_with_credentials_redacted(tmp_path: Pat
 
 def test_preview_text_format(tmp_path: Path) -> None:
     plan, request = _write(tmp_path, make_plan())
-    result = _run("preview", "--plan", plan, "--format", "text", request)
+    # preview runs the credential preflight: litellm's own OPENAI_API_KEY must be set (any value)
+    result = _run("preview", "--plan", plan, "--format", "text", request, env={"OPENAI_API_KEY": "sk-dummy-preview"})
     assert result.exit_code == 0
     assert result.stdout.splitlines()[:4] == ["model: openai/gpt-test", "max_retries: 0", "timeout: 120.0", 'tool_choice: "auto"']
     assert "[0] system: be brief" in result.stdout and "tools (1): lookup" in result.stdout
@@ -151,7 +152,7 @@ def test_preview_says_which_history_reasoning_was_left_out_on_stderr(tmp_path: P
         {"role": "user", "content": "more"},
     ]}
     plan, path = _write(tmp_path, make_plan("anthropic", "claude-x", policies={"reasoning_codec": "anthropic"}), request)
-    result = _run("preview", "--plan", plan, path)
+    result = _run("preview", "--plan", plan, path, env={"ANTHROPIC_API_KEY": "sk-ant-dummy-preview"})  # the preflight
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["messages"][1] == {"role": "assistant", "content": "ok"}
     assert (f"{path}: note: messages[1].reasoning.blocks[0] (summary_text) not replayed: "

@@ -217,7 +217,8 @@ def test_direct_keys_of_every_kind_never_leave(
             assert "Bearer <redacted>" in shown.stdout  # the echo was printed, its key was not
             session.preview(plan, *extra)
             for script in ("200", "401"):
-                out = session.trial(plan, script, *extra)
+                # a 401 is a configuration error: the run stops there, every trial aborted, exit 1
+                out = session.trial(plan, script, *extra, expect=1 if script == "401" else 0)
                 assert (out / "runs.jsonl").is_file()
     sent_headers = session.sent()
     for canary in (OPENAI_KEY, BOUND_KEY, ROTATION_KEYS[0]):
@@ -255,7 +256,7 @@ def test_gateway_key_and_literal_headers_never_leave(
         session.send(plan, "200", expect=0)
         session.preview(plan)
         for script in ("200", "401"):
-            session.trial(plan, script)
+            session.trial(plan, script, expect=1 if script == "401" else 0)  # a refused key stops the run (1)
     sent = session.sent()
     assert f"Bearer {GATEWAY_KEY}" in sent and TEAM_TOKEN in sent
     session.assert_clean(caplog)
