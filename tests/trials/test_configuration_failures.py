@@ -135,3 +135,38 @@ def test_send_makes_one_attempt_at_a_refused_configuration(upstream: Upstream, t
     assert "error[PROVIDER]" in result.stderr
     assert len(posts(upstream)) == 1
     assert OPENAI_KEY not in result.output
+
+
+def test_a_trial_in_flight_when_the_run_stops_is_recorded_aborted_with_its_calls(upstream: Upstream,
+                                                                                  tmp_path: Path) -> None:
+    import threading
+
+    release = threading.Event()
+
+    def script(seen: Seen) -> tuple[int, Any] | None:
+        if isinstance(seen.body, dict) and seen.body.get("model") == "refused-model":
+            return REFUSALS["401"]
+        release.wait(timeout=10)  # the slow plan's first answer comes after the other plan was refused
+        return None
+
+    def refused_then_release(seen: Seen) -> tuple[int, Any] | None:
+        answer = script(seen)
+        if answer is not None:
+            threading.Timer(1.0, release.set).start()
+        return answer
+
+    upstream.script = refused_then_release
+    slow = write_plan(tmp_path, "openai", "slow-model", "slow")
+    refused = write_plan(tmp_path, "openai", "refused-model", "refused")
+    tasks = [str(p) for p in write_pack(tmp_path / "pack", n_tasks=1, user_turns=2)]
+    out = tmp_path / "runs" / "run"
+    result = run("trial", "run", *tasks, "--plan", slow, "--plan", refused, "--out", str(out), "--concurrency", "2",
+                 "--api-base", upstream.base + "/v1", expect=1)
+    lines = {line["plan_key"]: line for line in map(json.loads, (out / "runs.jsonl").read_text().splitlines())}
+    assert {(line["status"], line["termination_reason"]) for line in lines.values()} == {("aborted", "configuration_error")}
+    metrics = (out / "trials" / "slow" / "count-0" / "0" / "metrics.yaml").read_text(encoding="utf-8")
+    assert "n_calls: 1" in metrics  # the slow trial's one call is kept; it made no further one
+    trajectory = (out / "trials" / "slow" / "count-0" / "0" / "trajectory.yaml").read_text(encoding="utf-8")
+    assert "run stopped by a configuration error in another trial" in trajectory
+    assert len(posts(upstream)) == 2
+    assert "provider openai" in result.stderr and "plan refused" in result.stderr
