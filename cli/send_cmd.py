@@ -58,6 +58,7 @@ def _send(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> 
     from capplan.executor.messages import load_request
     from capplan.executor.preflight import check_credentials
 
+    client: Client | None = None
     try:
         client = Client.from_plan_file(plan_path, api_base=api_base)
         request = load_request(request_file)
@@ -72,7 +73,14 @@ def _send(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> 
         raise placed(exc, plan_path, request_file) from None
     except Exception as exc:  # noqa: BLE001 - a failed call is one line, never a traceback
         # a provider's error body may echo the key or the URL it was sent: the CLI redacts every message
-        raise ProviderCallFailed(f"{type(exc).__name__}: {_one_line(str(exc))}", location=request_file) from None
+        from capplan.executor.loop_errors import configuration_problem
+        from capplan.executor.preflight import configuration_advice
+
+        # a refused configuration (401/403/404, missing credentials, a refused gateway key) says what to fix,
+        # on the same one line
+        advice = configuration_advice(client, api_base) if client is not None and configuration_problem(exc) else None
+        raise ProviderCallFailed(f"{type(exc).__name__}: {_one_line(str(exc))}" + (f" ({advice})" if advice else ""),
+                                 location=request_file) from None
     # the model's text too: an upstream that dumps the headers it got answers with the credentials
     data = redact_value(result.to_json())
     if fmt == "json":

@@ -133,6 +133,8 @@ def test_send_makes_one_attempt_at_a_refused_configuration(upstream: Upstream, t
     plan = write_plan(tmp_path, "openai", "agent-model", "agent")
     result = run("send", "--plan", plan, "--api-base", upstream.base + "/v1", str(request), expect=1)
     assert "error[PROVIDER]" in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "(provider openai at http://127.0.0.1" in line and "check OPENAI_API_KEY" in line
     assert len(posts(upstream)) == 1
     assert OPENAI_KEY not in result.output
 
