@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,24 @@ class RunStoppedAtWrite(UserError):
         """The refused write, located, then what became of the run."""
         return (f"{self.diagnostic.render()}\ncapplan: the run stopped at this write; trials recorded before it are "
                 "kept (fix the folder and run the same command again to resume)")
+
+
+class _ErrorTolerance(click.ParamType):  # type: ignore[type-arg]  # generic since click 8.2; plain for older ones
+    """``--fail-on-error``: an integer count, or a fraction in (0, 1) of the run's trials (inspect_ai's rule)."""
+
+    name = "N|FRACTION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+        else:
+            try:
+                number = float(str(value).strip())
+            except ValueError:
+                self.fail("must be a count (0, 1, 2, …) or a fraction between 0 and 1", param, ctx)
+        if not math.isfinite(number) or not (number.is_integer() and number >= 0) and not 0 < number < 1:
+            self.fail("must be a count (0, 1, 2, …) or a fraction between 0 and 1", param, ctx)
+        return number
 
 
 @click.group("trial")
@@ -69,13 +88,16 @@ def trial_cmd() -> None:
                    "--backend ray only.")
 @click.option("--api-base", default=None, help="Send agent calls to this base URL instead of the binding's.")
 @click.option("--user-api-base", default=None, help="Send user-simulator calls to this base URL.")
+@click.option("--fail-on-error", "fail_on_error", type=_ErrorTolerance(), default="0", show_default=True,
+              help="Trials that may end error (harness) or aborted (rate limit, timeout, infrastructure, "
+                   "configuration) before the run exits 1: a count N, or a fraction of the run's trials in (0, 1).")
 @click.option("--retry-aborted", is_flag=True, default=False,
               help="On resume, run again the trials that ended aborted (rate limit, API timeout, infrastructure); "
                    "the new line supersedes the aborted one in the summary.")
 def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | None, out: Path, n_trials: int,
             concurrency: int, max_turns: int | None, max_cost: float | None, backend: str, address: str | None,
             workers: int | None, run_config: Path | None, api_base: str | None, user_api_base: str | None,
-            retry_aborted: bool) -> None:
+            retry_aborted: bool, fail_on_error: float) -> None:
     """Run every TASK file against every --plan, --trials times each, into --out.
 
     A TASK that is a folder stands for every *.yaml task file in it and in the folders below
@@ -122,7 +144,8 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     Writes runs.jsonl (one line per finished trial), trials/<model>/<task>/<i>/trajectory.yaml
     and metrics.yaml, summary.md and summary.json (and probe.json in probe mode).
 
-    Exit codes: 0 every trial finished, 1 stopped by --max-cost before all started, or by a
+    Exit codes: 0 every trial finished with an outcome the model is answerable for, 1 stopped by
+    --max-cost before all started, or some trials ended error or aborted (beyond --fail-on-error), or by a
     configuration error (a key, gateway key, endpoint or model the provider refused: the run stops
     at the first, the remaining trials recorded aborted),
     2 input error (an unset credential of any agent or user plan included, checked before any trial starts),
@@ -155,6 +178,7 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         folder = RunFolder(out, notify=_note)
         folder.check(specs)
         options = _backend_options(backend, address, workers, config, specs)
+        _warn_unpriced(specs, max_cost)
         _require_credentials(request)
         runner = load_backend(backend, **options)
         outcome = drive(specs, folder, runner, concurrency=concurrency, max_cost=max_cost,
@@ -177,7 +201,48 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         click.echo(f"budget stop: ${outcome.spent_usd:.4f} spent of --max-cost ${max_cost}; "
                    f"{len(outcome.not_started)} trial(s) not started", err=True)
         sys.exit(EXIT_FINDINGS)
-    sys.exit(EXIT_OK)
+    sys.exit(_outcome_status(folder, specs, fail_on_error))
+
+
+def tolerated(bad: int, total: int, tolerance: float) -> bool:
+    """Whether ``bad`` of ``total`` trials is within ``--fail-on-error``: at most N, or at most that fraction."""
+    if bad == 0:
+        return True
+    if 0 < tolerance < 1:
+        return bad / total <= tolerance
+    return bad <= tolerance
+
+
+def _outcome_status(folder: Any, specs: list[Any], tolerance: float) -> int:
+    """0 when every trial of the run has an outcome the model is answerable for; 1 past the tolerance."""
+    finished = folder.finished()
+    lines = [finished[str(s.key)] for s in specs if str(s.key) in finished]
+    bad = {status: sum(1 for line in lines if line["status"] == status) for status in ("error", "aborted")}
+    if not bad["error"] and not bad["aborted"]:
+        return EXIT_OK
+    told = " and ".join(f"{n} {status}" for status, n in bad.items() if n)
+    if tolerated(bad["error"] + bad["aborted"], len(lines), tolerance):
+        click.echo(f"note: {told} trial(s) of {len(lines)}, within --fail-on-error", err=True)
+        return EXIT_OK
+    click.echo(f"capplan trial run: {told} trial(s) of {len(lines)} have no outcome the model is answerable for "
+               "(exit 1; --fail-on-error N|FRACTION tolerates some)", err=True)
+    return EXIT_FINDINGS
+
+
+def _warn_unpriced(specs: list[Any], max_cost: float | None) -> None:
+    """With --max-cost, name every plan without pricing: its calls may have no known cost to count."""
+    if max_cost is None:
+        return
+    from capplan.executor.plan import Plan
+
+    texts = {s.plan_fingerprint: s.plan_json for s in specs}
+    texts.update({s.user_plan_fingerprint: s.user_plan_json for s in specs
+                  if s.user_plan_fingerprint is not None and s.user_plan_json is not None})
+    for text in texts.values():
+        plan = Plan.model_validate_json(text)
+        if plan.pricing is None:
+            click.echo(f"warning: --max-cost cannot be enforced for plan {plan.model.key!r}: it has no pricing entry, "
+                       "so a call whose provider reports no cost has unknown cost and is not counted", err=True)
 
 
 def _note(text: str) -> None:

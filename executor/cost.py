@@ -2,7 +2,9 @@
 
 ``litellm``: the provider reported it (``usage.cost``) or litellm priced the response
 (``response_cost``). ``pricing``: computed here from the plan's pricing entry. ``unknown``:
-neither, and ``cost_usd`` is None rather than a made-up zero.
+neither, and ``cost_usd`` is None rather than a made-up zero. A response without token counts
+(no usage block, or one whose counters are all zero: litellm fills zeros when the provider
+sent none) is ``unknown`` too: a prompt always has tokens, so pricing it would invent $0.
 """
 
 from __future__ import annotations
@@ -22,9 +24,14 @@ def response_cost(response: Any, usage: Usage, pricing: PricingEntry | None) -> 
     upstream = _upstream_cost(response)
     if upstream is not None:
         return upstream, "litellm"
-    if pricing is not None:
+    if pricing is not None and has_token_counts(usage):
         return priced(usage, pricing), "pricing"
     return None, "unknown"
+
+
+def has_token_counts(usage: Usage) -> bool:
+    """Whether the provider reported any tokens (a real call always has prompt tokens)."""
+    return usage.prompt_tokens > 0 or usage.completion_tokens > 0
 
 
 def priced(usage: Usage, pricing: PricingEntry) -> float:

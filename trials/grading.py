@@ -1,16 +1,39 @@
 """Graders: the built-in ``expected_actions`` and ``expected_state``, and ``module:function``.
 
-A trial passes when every grader its task names passes. Trials that ended without a verdict
-on the model (aborted, harness error, interrupted) are not graded.
+A trial passes when every grader its task names passes. Only a trial that reached a terminal
+the model is answerable for (``completed`` or ``failed``) is graded, and only when the agent
+produced at least one completion: a trial whose agent never answered is never ``passed``
+(graders would otherwise judge the environment's untouched initial state). A harness error
+(``error``) is not graded but stays in the denominator as not passed, as the spec counts it;
+aborted and interrupted trials are neither graded nor counted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from capplan.trials.records import Grade, GraderResult, ToolCallRecord
+from capplan.trials.outcome import TrialStatus
+from capplan.trials.records import CallRecord, Grade, GraderResult, ToolCallRecord
 from capplan.trials.taskfile import ExpectedAction, Grader, TaskFile
 from capplan.trials.tasks import resolve_function
+
+
+def verdict_for(task: TaskFile | None, status: TrialStatus, calls: Sequence[CallRecord],
+                run_graders: Callable[[TaskFile], Grade]) -> Grade:
+    """The trial's grade under the rules above; ``run_graders`` runs the task's graders."""
+    if task is None or task.grader is None:
+        return Grade(passed=None, note=None if task is not None else "the task did not load")
+    if status is TrialStatus.ERROR:
+        return Grade(passed=False, note="harness error: not graded; counted in the denominator as not passed")
+    if status not in (TrialStatus.COMPLETED, TrialStatus.FAILED):
+        return Grade(passed=None, note=f"not graded: the trial ended {status.value}")
+    if not any(c.role == "agent" and c.outcome != "failed" for c in calls):
+        if status is TrialStatus.COMPLETED:
+            # the user stopped before the agent spoke: nothing the model did to judge
+            return Grade(passed=None, note="not graded: the agent never spoke")
+        return Grade(passed=False, note="not passed: the agent produced no completion")
+    return run_graders(task)
 
 
 def grade(task: TaskFile, tool_calls: list[ToolCallRecord], final_state: dict[str, Any] | None,

@@ -171,6 +171,10 @@ class Grade(_Record):
 
     passed: bool | None
     graders: list[GraderResult] = Field(default_factory=list)
+    note: str | None = Field(
+        None, description="Why the trial was not graded, or why it counts as not passed without a grader's verdict "
+        "(no agent completion, a harness error in the denominator)."
+    )
 
 
 class Metrics(_Record):
@@ -186,9 +190,12 @@ class Metrics(_Record):
     max_turns: int
     usage: UsageRecord = Field(description="The agent model's calls (turns, resamples, summarise).")
     user_usage: UsageRecord = Field(description="The user simulator's calls.")
-    cost_usd: float = Field(description="Agent-side cost; calls with unknown cost count as 0.")
+    cost_usd: float | None = Field(
+        description="Agent-side cost (turns, resamples, summarise) in USD, rounded to 1e-9; null when a call the "
+        "provider answered has no known cost.")
     cost_source: Literal["litellm", "pricing", "unknown", "mixed", "none"]
-    user_cost_usd: float
+    user_cost_usd: float | None = Field(description="The user simulator's cost, as cost_usd.")
+    user_cost_source: Literal["litellm", "pricing", "unknown", "mixed", "none"] = "none"
     n_calls: int
     calls: list[CallRecord]
     latency_s: float = Field(description="Summed provider latency of every attempt, backoff waits included.")
@@ -219,6 +226,16 @@ def _digest(value: str, what: str) -> str:
     return value
 
 
+class LineUsage(_Record):
+    """A trial's token counters as its ``runs.jsonl`` line carries them (cache counters folded per route)."""
+
+    prompt_tokens: int = Field(0, ge=0)
+    completion_tokens: int = Field(0, ge=0)
+    reasoning_tokens: int = Field(0, ge=0)
+    cache_read_tokens: int = Field(0, ge=0)
+    cache_write_tokens: int = Field(0, ge=0)
+
+
 class RunLine(_Record):
     """One line of ``runs.jsonl``: a finished trial.
 
@@ -244,8 +261,21 @@ class RunLine(_Record):
     termination_reason: TerminationReason
     counts_against_model: bool
     passed: bool | None
-    cost_usd: float = Field(ge=0, allow_inf_nan=False)
-    total_tokens: int = Field(ge=0)
+    cost_usd: float | None = Field(
+        ge=0, allow_inf_nan=False,
+        description="Agent-side cost in USD (null: unknown). Lines written before user_cost_usd existed hold the "
+                    "agent and user-simulator total here.")
+    cost_source: Literal["litellm", "pricing", "unknown", "mixed", "none"] | None = None
+    user_cost_usd: float | None = Field(None, ge=0, allow_inf_nan=False,
+                                        description="The user simulator's cost in USD (null: unknown or absent).")
+    user_cost_source: Literal["litellm", "pricing", "unknown", "mixed", "none"] | None = None
+    total_tokens: int = Field(ge=0, description="The agent's prompt + completion tokens.")
+    user_total_tokens: int | None = Field(None, ge=0, description="The user simulator's prompt + completion tokens.")
+    usage: LineUsage | None = Field(None, description="The agent's token counters.")
+    user_usage: LineUsage | None = Field(None, description="The user simulator's token counters.")
+    n_calls: int | None = Field(None, ge=0, description="Provider calls of the trial, every role.")
+    retries: dict[str, int] | None = Field(None, description="Retries by class.")
+    latency_s: float | None = Field(None, ge=0, allow_inf_nan=False, description="Summed provider latency.")
     turns: int = Field(ge=0)
     dir: str = Field(description="The trial's folder, trials/<plan_key>/<task_id>/<index>.")
 
@@ -338,18 +368,55 @@ class RunManifest(_Record):
         return v
 
 
+class CostStat(_Record):
+    """One role's cost over a row's trials; trials of unknown cost are counted, never priced at 0."""
+
+    total_usd: float | None = Field(description="Sum over the trials of known cost; null when none is known.")
+    mean_usd: float | None = Field(description="Mean over the trials of known cost; null when none is known.")
+    unknown_trials: int = Field(description="Trials whose cost is unknown (left out of total and mean).")
+
+
+class TokenStat(_Record):
+    """One role's token counters: sum over a row's trials (``mean`` in :class:`SummaryRow` divides by trials)."""
+
+    prompt: float = 0
+    completion: float = 0
+    reasoning: float = 0
+    cache_read: float = 0
+    cache_write: float = 0
+
+
 class SummaryRow(_Record):
     """One model × task pack."""
 
     plan_key: str
     task_pack: str
     trials: int
-    counted: int = Field(description="Trials in the pass-rate denominator (aborted ones excluded).")
+    counted: int = Field(description="Trials that count against the model (completed, failed, error).")
     passed: int
-    graded: int
+    failed: int = Field(0, description="Graded trials that did not pass (harness errors are counted apart).")
+    error: int = Field(0, description="Harness errors: not the agent's, in the denominator as not passed.")
+    aborted: int = Field(0, description="Aborted trials: excluded from the pass rate.")
+    graded: int = Field(description="The pass-rate denominator: graded trials plus harness errors of graded tasks.")
     pass_rate: float | None
-    mean_cost_usd: float | None
-    mean_tokens: float | None
+    pass_rate_ci95: tuple[float, float] | None = Field(None, description="Wilson score interval at 95 %.")
+    pass_hat_k: dict[str, float] | None = Field(
+        None, description="pass^k for k = 1..n (n: the fewest graded trials of a task), when n > 1: per task "
+        "C(c, k) / C(n, k) with c passes of n, averaged over tasks (tau-bench's reliability metric).")
+    mean_cost_usd: float | None = Field(description="Mean agent + user cost of the trials of known cost.")
+    agent_cost: CostStat | None = None
+    user_cost: CostStat | None = None
+    mean_tokens: float | None = Field(description="Mean agent prompt + completion tokens.")
+    agent_tokens: TokenStat | None = Field(None, description="Agent token counters summed over the row's trials.")
+    user_tokens: TokenStat | None = Field(None, description="User-simulator token counters summed over the trials.")
+    mean_agent_tokens: TokenStat | None = None
+    mean_user_tokens: TokenStat | None = None
+    mean_turns: float | None = None
+    total_calls: int | None = None
+    mean_calls: float | None = None
+    retries: dict[str, int] = Field(default_factory=dict, description="Retries by class, summed over trials.")
+    latency_p50_s: float | None = None
+    latency_p95_s: float | None = None
     termination_reasons: dict[str, int]
 
 
@@ -359,5 +426,9 @@ class Summary(_Record):
     format: Literal["capplan-trial-summary"] = "capplan-trial-summary"
     version: int = FORMAT_VERSION
     rows: list[SummaryRow]
-    total_cost_usd: float
+    total_cost_usd: float = Field(description="Every known cost of every attempt, interrupted trials' spend included.")
+    agent_cost_usd: float = 0.0
+    user_cost_usd: float = 0.0
+    unfinished_cost_usd: float = Field(0.0, description="Spend of trials that did not finish (from run.json).")
+    unknown_cost_trials: int = Field(0, description="Trials whose cost is unknown (not in the totals).")
     trials: int

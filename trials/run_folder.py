@@ -428,7 +428,8 @@ class RunFolder:
 
     def spent_usd(self) -> float:
         """What every attempt cost, superseded ones included (that money was spent), each record once."""
-        return sum(entry.line.cost_usd for entry in self._contents().entries)
+        # an unknown cost (null) cannot be counted; the run warns at its start that the budget misses it
+        return sum((entry.line.cost_usd or 0.0) + (entry.line.user_cost_usd or 0.0) for entry in self._contents().entries)
 
     def lines(self) -> list[dict[str, Any]]:
         """Every distinct record of ``runs.jsonl`` in file order (a repeated line is one record)."""

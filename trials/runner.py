@@ -17,6 +17,7 @@ import functools
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,13 +28,14 @@ from capplan.executor.probe import RateLimitProbeConfig
 from capplan.executor.probe_stats import ProbeStats
 from capplan.executor.result import GenerationResult
 from capplan.trials.usersim import SIMULATOR_SCHEMA_VERSION, GuardEvent
-from capplan.trials.grading import grade
+from capplan.trials.grading import grade, verdict_for
 from capplan.trials.environment import final_state
 from capplan.trials.loop import LoopConfig, LoopEnd, ToolCallingLoop
 from capplan.trials.terminal import Terminal
-from capplan.trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
+from capplan.trials.outcome import TerminationReason, counts_against_model, status_for
 from capplan.trials.recording import MetricsSink, Recorder, scrub, secret_values
-from capplan.trials.records import Grade, Metrics, RunLine, Termination, Trajectory, TrialIdentity
+from capplan.trials.costs import known_cost, line_usage, rounded_calls
+from capplan.trials.records import Metrics, RunLine, Termination, Trajectory, TrialIdentity
 from capplan.trials.spec import TrialRecords, TrialSpec
 from capplan.trials.tasks import LoadedTask, load_task_text
 from capplan.trials.taskfile import LlmUser as LlmUserConfig
@@ -237,18 +239,18 @@ class _Trial:
             schema_violations=rec.schema_violations, final_state=self.state, termination=termination,
         )
         trajectory_data = trajectory.model_dump(mode="json")
-        verdict = Grade(passed=None)
-        if task is not None and status in (TrialStatus.COMPLETED, TrialStatus.FAILED):
-            verdict = grade(task, rec.tool_calls, self.state, trajectory_data)
         sink = self.sink
+        verdict = verdict_for(task, status, sink.calls, lambda t: grade(t, rec.tool_calls, self.state, trajectory_data))
         usage = sink.usage("agent", "summarize")
+        user_usage = sink.usage("user")
+        agent_cost, user_cost = known_cost(sink.calls, ("agent", "summarize")), known_cost(sink.calls, ("user",))
         metrics = Metrics(
             trial=identity, status=status, termination_reason=end.reason,
             counts_against_model=counts_against_model(status), turns=end.turns, max_turns=self.max_turns,
-            usage=usage, user_usage=sink.usage("user"), cost_usd=sink.cost("agent", "summarize"),
+            usage=usage, user_usage=user_usage, cost_usd=agent_cost,
             cost_source=sink.cost_source("agent", "summarize"),
-            user_cost_usd=sink.cost("user"), n_calls=len(sink.calls), calls=sink.calls,
-            latency_s=sink.latency(), wait_s=sink.wait(),
+            user_cost_usd=user_cost, user_cost_source=sink.cost_source("user"), n_calls=len(sink.calls),
+            calls=rounded_calls(sink.calls), latency_s=sink.latency(), wait_s=sink.wait(),
             openrouter_generation_ids=sink.generation_ids(), wall_s=time.monotonic() - self.started, grade=verdict,
         )
         line = RunLine(
@@ -256,11 +258,18 @@ class _Trial:
             effective_preset=identity.effective_preset, task_id=spec.task_id, task_pack=spec.task_pack,
             task_sha256=spec.task_sha256, index=spec.index, status=status, termination_reason=end.reason,
             counts_against_model=metrics.counts_against_model, passed=verdict.passed,
-            cost_usd=metrics.cost_usd + metrics.user_cost_usd,
-            total_tokens=usage.prompt_tokens + usage.completion_tokens, turns=end.turns, dir=spec.key.relpath,
+            cost_usd=agent_cost, cost_source=metrics.cost_source, user_cost_usd=user_cost,
+            user_cost_source=metrics.user_cost_source,
+            total_tokens=usage.prompt_tokens + usage.completion_tokens,
+            user_total_tokens=user_usage.prompt_tokens + user_usage.completion_tokens,
+            usage=line_usage(usage), user_usage=line_usage(user_usage), n_calls=len(sink.calls),
+            retries=dict(sorted(Counter(r.retry_class for r in rec.retries).items())),
+            latency_s=round(metrics.latency_s, 9), turns=end.turns, dir=spec.key.relpath,
         )
         return TrialRecords(
-            key=spec.key, status=status, termination_reason=end.reason, cost_usd=line.cost_usd,
+            # the budget counts what is known to be spent; an unknown cost is warned about at the start
+            key=spec.key, status=status, termination_reason=end.reason,
+            cost_usd=round(sink.cost("agent", "summarize", "user"), 9),
             trajectory=trajectory_data, metrics=metrics.model_dump(mode="json"), run_line=line.model_dump(mode="json"),
             probe=self.probe_stats.to_json() if self.probe_stats is not None else None,
         )

@@ -66,7 +66,9 @@ def test_aborted_trial_is_skipped_on_resume_and_rerun_with_retry_aborted(server:
     # a plain resume counts the aborted trial as finished: nothing is sent, nothing appended
     server.reset()
     plain = CliRunner().invoke(main, ["trial", "run", *args])
-    assert plain.exit_code == 0, plain.output
+    # the run still holds an aborted trial: no outcome the model is answerable for, so exit 1
+    assert plain.exit_code == 1, plain.output
+    assert "1 aborted trial(s) of 2" in plain.output
     assert "resuming: 2 of 2 trial(s) already finished" in plain.output
     assert server.requests == []
     assert (out / "runs.jsonl").read_bytes() == before
