@@ -152,10 +152,11 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     130 interrupted (re-run to resume).
     """
     from capplan.trials.backends import BACKENDS, load_backend
-    from capplan.trials.driver import RunRequest, UsageProblem, build_specs, drive
+    from capplan.trials.driver import RunRequest, UsageProblem, build_run, drive
     from capplan.trials.confined import ConfinedPathError
     from capplan.trials.progress import Progress
     from capplan.trials.run_folder import RunFolder
+    from capplan.trials.run_identity import redacted_command
 
     from capplan.cli.task_paths import expand_task_paths
 
@@ -167,22 +168,23 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         raise UsageProblem(f"unknown --backend {backend!r}" + (f"; {hint}" if hint else ""))
     request = RunRequest(tasks=tasks, plans=plans, out=out, user_plan=user_plan, trials=n_trials,
                          concurrency=concurrency, max_turns=max_turns, max_cost=max_cost, api_base=api_base,
-                         user_api_base=user_api_base)
+                         user_api_base=user_api_base, run_config=run_config)
     try:
         config = _run_config(run_config, backend)
         if config is not None:
             request = dataclasses.replace(request, rate_limit_probe=config.model.rate_limit_probe)
-        specs = build_specs(request)
+        specs, settings = build_run(request)
         # the folder is checked before a backend starts or a key is looked at: a folder of foreign
         # files, a damaged runs.jsonl or a planted link is refused with nothing written
         folder = RunFolder(out, notify=_note)
-        folder.check(specs)
+        folder.check(specs, settings=settings)  # a resume that changes the experiment is refused here
         options = _backend_options(backend, address, workers, config, specs)
         _warn_unpriced(specs, max_cost)
         _require_credentials(request)
         runner = load_backend(backend, **options)
         outcome = drive(specs, folder, runner, concurrency=concurrency, max_cost=max_cost,
-                        progress=Progress(), retry_aborted=retry_aborted, rate_limit_probe=request.rate_limit_probe)
+                        progress=Progress(), retry_aborted=retry_aborted, rate_limit_probe=request.rate_limit_probe,
+                        settings=settings, command=redacted_command())
     except ConfinedPathError as exc:  # refused at a write during the run (the folder changed under it)
         raise RunStoppedAtWrite(exc.diagnostic()) from None
     stats = getattr(runner, "stats", None)

@@ -26,10 +26,12 @@ from capplan.trials.outcome import TerminationReason, TrialStatus, counts_agains
 from capplan.executor.probe_stats import ProbeStats
 from capplan.trials.probe_census import load_census, write_census
 from capplan.trials.progress import Progress
+from capplan.trials.records import RunSettings
 from capplan.trials.run_folder import RunFolder
+from capplan.trials.run_identity import build_settings, relative_name
 from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
 from capplan.trials.summary import render_json, render_markdown, summarize
-from capplan.trials.confined import atomic_write
+from capplan.trials.confined import ConfinedPathError, atomic_write
 from capplan.trials.tasks import LoadedTask, load_task
 
 
@@ -54,6 +56,7 @@ class RunRequest:
     api_base: str | None = None
     user_api_base: str | None = None
     rate_limit_probe: RateLimitProbeConfig | None = None
+    run_config: Path | None = None  # --config: its digest is part of the run's identity
 
 
 @dataclass
@@ -66,6 +69,8 @@ class RunOutcome:
     not_started: list[TrialKey] = field(default_factory=list)
     budget_stopped: bool = False
     spent_usd: float = 0.0
+    #: trial key -> what an interrupted trial had spent (None: unknown); run.json keeps it
+    interrupted_spend: dict[str, float | None] = field(default_factory=dict)
     #: Set when a trial ended ``configuration_error``: the run stopped there (its one-line reason).
     configuration_error: str | None = None
 
@@ -92,6 +97,12 @@ def load_tasks(paths: Sequence[Path]) -> list[LoadedTask]:
     return loaded
 
 
+def build_run(request: RunRequest) -> tuple[list[TrialSpec], RunSettings]:
+    """The specs, and the run's identity beyond plans and task files (``run.json`` settings)."""
+    specs = build_specs(request)
+    return specs, build_settings(specs, request.run_config)
+
+
 def build_specs(request: RunRequest) -> list[TrialSpec]:
     """One spec per plan × task × trial index, in a stable order."""
     if request.trials < 1 or request.concurrency < 1:
@@ -108,6 +119,7 @@ def build_specs(request: RunRequest) -> list[TrialSpec]:
         raise UsageProblem(f"task(s) {', '.join(needs_user)} have an llm user: pass --user-plan PLAN "
                            "(the user simulator's model)")
     probe = request.rate_limit_probe.model_dump(mode="json") if request.rate_limit_probe is not None else None
+    names = {task.path: relative_name(task.path) for task in tasks}
     specs = []
     for plan in plans:
         text = plan.to_bytes().decode("utf-8")
@@ -116,7 +128,7 @@ def build_specs(request: RunRequest) -> list[TrialSpec]:
                 specs.append(TrialSpec(
                     plan_json=text, plan_fingerprint=plan.fingerprint, plan_key=plan.model.key,
                     task_path=str(task.path.resolve()), task_text=task.text, task_id=task.task.id,
-                    task_pack=task.pack, index=index,
+                    task_pack=task.pack, index=index, task_name=names[task.path],
                     user_plan_json=user_plan.to_bytes().decode("utf-8") if user_plan else None,
                     user_plan_fingerprint=user_plan.fingerprint if user_plan else None,
                     max_turns_cap=request.max_turns, api_base=request.api_base, user_api_base=request.user_api_base,
@@ -127,7 +139,8 @@ def build_specs(request: RunRequest) -> list[TrialSpec]:
 
 def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concurrency: int,
           max_cost: float | None, progress: Progress, retry_aborted: bool = False,
-          rate_limit_probe: RateLimitProbeConfig | None = None) -> RunOutcome:
+          rate_limit_probe: RateLimitProbeConfig | None = None, settings: RunSettings | None = None,
+          command: Sequence[str] | None = None) -> RunOutcome:
     """Run what is not finished yet, writing each trial as it finishes.
 
     With an enabled ``rate_limit_probe`` the trials' probe censuses are summed into the run
@@ -137,7 +150,8 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
     limit, timeout or infrastructure failure, which says nothing about the model); the new
     line is appended and supersedes the aborted one wherever lines are read per trial.
     """
-    finished = folder.open(specs)
+    # the identity is part of every run folder, however the drive was started (``settings`` adds the run config)
+    finished = folder.open(specs, settings=settings or build_settings(specs), command=command)
     probe = rate_limit_probe if rate_limit_probe is not None and rate_limit_probe.enabled else None
     try:
         census = load_census(folder.root, probe) if probe is not None else None
@@ -181,11 +195,17 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
                     records = _aborted(records, outcome.configuration_error)
                 if records.status is TrialStatus.INTERRUPTED:
                     outcome.interrupted.append(records.key)
+                    outcome.interrupted_spend[str(records.key)] = records.cost_usd
                     progress.finished(records, written=False)
                     continue
                 outcome.finished += 1
                 outcome.spent_usd += records.cost_usd
                 writer.put(records, outcome.spent_usd)
+    except BaseException:
+        # a second Ctrl-C, or a failure: the invocation ends here; what it left unfinished reruns on resume
+        writer.close_quietly()
+        _end_quietly(folder, [s.key for s in todo if str(s.key) not in done_keys], outcome.interrupted_spend)
+        raise
     finally:
         writer.close()
         if probe is not None and census is not None:
@@ -194,7 +214,7 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
     if outcome.configuration_error is not None:
         _record_unstarted(todo, done_keys, outcome, folder)
     if stop.is_set() and outcome.configuration_error is None:
-        folder.mark_interrupted([*outcome.interrupted, *outcome.not_started])
+        folder.mark_interrupted([*outcome.interrupted, *outcome.not_started], outcome.interrupted_spend)
     else:
         folder.clear_interrupted()
     write_summary(folder)
@@ -287,10 +307,23 @@ class _Writer:
         self.folder.write(records)
         self.progress.finished(records, written=True, spent=spent)
 
+    def close_quietly(self) -> None:
+        """Wait for the writes under way; their errors are not this failure's (it is raised instead)."""
+        self.pool.shutdown(wait=True)
+        self.futures = [f for f in self.futures if f.exception() is None]
+
     def close(self) -> None:
         self.pool.shutdown(wait=True)
         for future in self.futures:
             future.result()
+
+
+def _end_quietly(folder: RunFolder, unfinished: Sequence[TrialKey], spend: dict[str, float | None]) -> None:
+    """Record the unfinished trials and the invocation's end, unless the folder itself is what failed."""
+    try:
+        folder.mark_interrupted(unfinished, spend)
+    except (InputError, ConfinedPathError, OSError, ValueError):
+        pass  # the error being raised says what went wrong with the folder
 
 
 def write_summary(folder: RunFolder) -> None:

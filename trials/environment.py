@@ -13,6 +13,7 @@ import importlib.machinery
 import importlib.util
 import inspect
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -105,6 +106,28 @@ def _import_by_path(module_name: str, task_dir: Path) -> ModuleType:
             raise
     # submodules through the package's own __path__: the import system, never sys.path
     return importlib.import_module(".".join([root, *parts[1:]])) if len(parts) > 1 else sys.modules[root]
+
+
+def module_files(module_name: str, task_dir: Path | None) -> list[Path] | None:
+    """The files :func:`import_task_module` loads ``module_name`` from, or None when it is an installed module.
+
+    A module is its one file; a package is every ``.py`` file below its folder (hidden folders
+    and ``__pycache__`` left out, links not followed), since any of them may be imported by
+    it later. Nothing is imported: the run folder digests these files as part of the run's
+    identity.
+    """
+    if task_dir is None or find_module_file(module_name, task_dir) is None:
+        return None
+    parts = module_name.split(".")
+    top = task_dir / parts[0]
+    package = (top / "__init__.py").is_file() or (len(parts) > 1 and top.is_dir())
+    if not package:
+        return [top.with_name(parts[0] + ".py").resolve()]
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(top.resolve(), followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        found += [Path(folder) / n for n in names if n.endswith(".py") and os.path.isfile(Path(folder) / n)]
+    return sorted(found)
 
 
 def resolve_function(target: str, task_dir: Path | None) -> Any:

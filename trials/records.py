@@ -38,7 +38,8 @@ class TrialIdentity(_Record):
     user_plan_fingerprint: str | None = None
     task_id: str
     task_pack: str
-    task_path: str
+    task_path: str = Field(description="The task file relative to the run's project root (the nearest folder above "
+                                       "it holding .git, else the current directory), or external:<folder>/<file>.")
     task_sha256: str
     index: int
 
@@ -226,6 +227,32 @@ def _digest(value: str, what: str) -> str:
     return value
 
 
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
+#: an ISO-8601 UTC timestamp as capplan writes it
+_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
+
+
+def _run_id(value: str) -> str:
+    if _RUN_ID.fullmatch(value) is None:
+        raise ValueError("run_id must be 32 lowercase hex digits")
+    return value
+
+
+def _trial_key(key: str) -> str:
+    parts = key.split("/")
+    if len(parts) != 3 or not parts[2].isdigit() or not parts[2].isascii():
+        raise ValueError("a trial key must be <plan_key>/<task_id>/<index>")
+    _safe(parts[0], "model key")
+    _safe(parts[1], "task id")
+    return key
+
+
+def _utc(value: str | None) -> str | None:
+    if value is not None and _UTC.fullmatch(value) is None:
+        raise ValueError("must be a UTC timestamp YYYY-MM-DDTHH:MM:SS[.ffffff]Z")
+    return value
+
+
 class LineUsage(_Record):
     """A trial's token counters as its ``runs.jsonl`` line carries them (cache counters folded per route)."""
 
@@ -278,6 +305,10 @@ class RunLine(_Record):
     latency_s: float | None = Field(None, ge=0, allow_inf_nan=False, description="Summed provider latency.")
     turns: int = Field(ge=0)
     dir: str = Field(description="The trial's folder, trials/<plan_key>/<task_id>/<index>.")
+    run_id: str | None = Field(None, max_length=64,
+                               description="The run.json run_id of the run that wrote the line (absent in older lines).")
+    user_plan_fingerprint: str | None = Field(
+        None, description="The user simulator's plan fingerprint; null without a user plan (and in older lines).")
 
     @field_validator("plan_key")
     @classmethod
@@ -303,6 +334,16 @@ class RunLine(_Record):
     @classmethod
     def _task_digest(cls, v: str) -> str:
         return _digest(v, "task_sha256")
+
+    @field_validator("user_plan_fingerprint")
+    @classmethod
+    def _user_fingerprint(cls, v: str | None) -> str | None:
+        return v if v is None else _digest(v, "user_plan_fingerprint")
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id(cls, v: str | None) -> str | None:
+        return v if v is None else _run_id(v)
 
     @model_validator(mode="after")
     def _agrees_with_its_parts(self) -> RunLine:
@@ -331,15 +372,105 @@ class RunTask(_Record):
         return _safe(v, "task pack")
 
 
+class RunInstalledModule(_Record):
+    """An environment or grader module a task imports as an installed module (not a file of its folder)."""
+
+    distribution: str | None = Field(description="The distribution that provides it; null when none does.")
+    version: str | None = Field(description="That distribution's version; null when unknown.")
+
+
+class RunSettings(_Record):
+    """Everything besides the plans and task files that defines the experiment; a resume must match it."""
+
+    user_plan_fingerprint: str | None = Field(description="The --user-plan's fingerprint; null without one.")
+    max_turns: int | None = Field(ge=1, description="--max-turns; null when not given.")
+    trials: int = Field(ge=1, le=MAX_TRIAL_INDEX, description="--trials.")
+    run_config_sha256: str | None = Field(description="sha256 of the --config file; null when not given.")
+    module_files: dict[str, str] = Field(
+        description="Every file of the environment and grader modules the tasks import from their folders "
+                    "(project-relative path -> sha256).")
+    installed_modules: dict[str, RunInstalledModule] = Field(
+        description="Environment and grader modules imported as installed modules, by module name.")
+    capplan_version: str | None
+    litellm_version: str | None = Field(description="Null when litellm is not installed.")
+
+    @field_validator("user_plan_fingerprint", "run_config_sha256")
+    @classmethod
+    def _digests(cls, v: str | None) -> str | None:
+        return v if v is None else _digest(v, "fingerprint")
+
+    @field_validator("module_files")
+    @classmethod
+    def _module_files(cls, v: dict[str, str]) -> dict[str, str]:
+        for digest in v.values():
+            _digest(digest, "module file sha256")
+        return v
+
+
+class RunInvocation(_Record):
+    """One ``capplan trial run`` of the folder: the first, then each resume."""
+
+    started_at: str
+    ended_at: str | None = Field(None, description="Null while it runs, or when the process was killed.")
+    command: list[str] = Field(description="The command line, credentials redacted and paths made project-relative.")
+
+    @field_validator("started_at", "ended_at")
+    @classmethod
+    def _times(cls, v: str | None) -> str | None:
+        return _utc(v)
+
+
+class RunInterruptedSpend(_Record):
+    """What one interrupted trial had spent when it stopped (it reruns from the start: that money is gone)."""
+
+    key: str
+    cost_usd: float | None = Field(ge=0, allow_inf_nan=False, description="Agent and user simulator; null: unknown.")
+    at: str = Field(description="When the invocation that interrupted it ended.")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        return _trial_key(v)
+
+    @field_validator("at")
+    @classmethod
+    def _at(cls, v: str) -> str:
+        return _utc(v) or v
+
+
 class RunManifest(_Record):
-    """``run.json``: which plans and task files a run folder holds trials of, and which trials are unfinished."""
+    """``run.json``: what defines the run's experiment, which trials are unfinished, and what unfinished ones cost.
+
+    Version 1 files (written before run settings were recorded) hold only ``plans``, ``tasks``
+    and ``interrupted``; they still read back, with ``settings`` null.
+    """
 
     format: Literal["capplan-trial-run"] = "capplan-trial-run"
-    version: Literal[1] = 1
+    version: Literal[1, 2] = 2
+    run_id: str | None = Field(None, description="32 hex digits, minted when the folder is created; kept on resume.")
+    started_at: str | None = Field(None, description="When the first invocation started (UTC).")
+    ended_at: str | None = Field(None, description="When the latest invocation ended (UTC); null while running.")
+    command: list[str] | None = Field(None, description="The first invocation's command line, redacted.")
+    invocations: list[RunInvocation] = Field(default_factory=list)
     plans: dict[str, str] = Field(default_factory=dict, description="Model key -> plan fingerprint.")
     tasks: dict[str, RunTask] = Field(default_factory=dict, description="Task id -> the task file.")
+    settings: RunSettings | None = Field(None, description="Null in run.json files of older capplan versions.")
     interrupted: list[str] = Field(default_factory=list,
                                    description="Trial keys that did not finish; the next run of the command runs them.")
+    interrupted_spend: list[RunInterruptedSpend] = Field(
+        default_factory=list, description="Every interrupted trial attempt's spend so far, across invocations.")
+    interrupted_spend_usd: float = Field(0.0, ge=0, allow_inf_nan=False,
+                                         description="The sum of interrupted_spend (unknown costs count as 0).")
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id(cls, v: str | None) -> str | None:
+        return v if v is None else _run_id(v)
+
+    @field_validator("started_at", "ended_at")
+    @classmethod
+    def _times(cls, v: str | None) -> str | None:
+        return _utc(v)
 
     @field_validator("plans")
     @classmethod

@@ -2,7 +2,8 @@
 
 Layout::
 
-    DIR/run.json                         the run's plans and tasks (fingerprints, sha256), interrupted trials
+    DIR/run.json                         what defines the experiment (plans, task files, user plan, caps, module
+                                         files, versions), run id and times, interrupted trials and their spend
     DIR/runs.jsonl                       one RunLine per finished trial, appended as it finishes
                                          (append-only: a retried aborted trial adds a line with the
                                          next ``attempt``; readers take the highest attempt per key)
@@ -27,6 +28,12 @@ A line repeated as it is (same trial, same attempt) is one record: counted once 
 summary, the spend and ``--max-cost``. ``run.json`` is validated the same way, and a folder
 holding anything but a capplan run (no valid ``run.json``) is refused, never written beside.
 
+Identity: ``run.json`` records everything that defines the experiment (see
+:mod:`capplan.trials.run_identity`); a resume that changes any of it is refused before anything
+is written, with the list of what changed. A ``run.json`` of an older capplan (no ``settings``)
+is resumed only while no trial of it has finished: with finished trials, whether they share
+this run's user plan, turn cap and code is unknown, so it is refused the same way.
+
 Confinement: every file is written through :mod:`capplan.trials.confined`: names checked, the path
 resolved inside the folder, no link below the folder followed (``O_NOFOLLOW`` on every
 component, temp files created and renamed inside the same real folder).
@@ -39,7 +46,7 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +60,7 @@ from capplan.core.safe_names import UnsafeName
 from capplan.core.strict_json import StrictJSONError, loads_strict
 from capplan.trials import confined
 from capplan.trials.confined import ConfinedPathError, check_segment, trial_parts
-from capplan.trials.records import RunLine, RunManifest
+from capplan.trials.records import RunLine, RunManifest, RunSettings
 from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
 
 try:
@@ -82,6 +89,12 @@ class RunFolderError(InputError):
     """The run folder cannot be used as it is; located diagnostics, and nothing was changed."""
 
     code = "RUN_FOLDER"
+
+
+class RunIdentityChanged(RunFolderError):
+    """The folder's run.json records another experiment than this run (plans, tasks, settings, code, versions)."""
+
+    code = "RUN_IDENTITY_CHANGED"
 
 
 class RunFolderMismatch(RunFolderError):
@@ -181,17 +194,22 @@ class RunFolder:
         self._lines: _Lines | None = None
         self._checked: tuple[tuple[str, str, str], ...] | None = None
         self._noted: set[tuple[str, int, str]] = set()  # a note is given once, however often it is found
+        self.run_id: str | None = None  # set by open(): stamped on every line this run writes
+        self._user_plans: dict[str, str | None] = {}
 
     # -- reading and checking ------------------------------------------------------------
 
-    def check(self, specs: Sequence[TrialSpec] = (), *, report: bool = False) -> None:
+    def check(self, specs: Sequence[TrialSpec] = (), *, report: bool = False,
+              settings: RunSettings | None = None) -> None:
         """Refuse (:class:`RunFolderError`, every problem at once) a folder this run must not use.
 
         Nothing is written. Checks that the folder is missing, empty or a capplan run (a valid
         ``run.json``), that every line of ``runs.jsonl`` reads back, that no file capplan would
         write is a link, a folder or a special file, that every name in ``specs`` is safe, and
-        that no finished trial was run with another plan or task than its spec. ``report``:
-        the folder must already be a run with a ``runs.jsonl``.
+        that no finished trial was run with another plan or task than its spec. With
+        ``settings`` (this run's identity beside ``specs``), a folder recorded with another
+        identity is refused (:class:`RunIdentityChanged`). ``report``: the folder must already be
+        a run with a ``runs.jsonl``.
         """
         diags = self._check_names(specs)
         if not diags:
@@ -202,7 +220,33 @@ class RunFolder:
             mismatch = self._mismatch(specs)
             if mismatch:
                 raise RunFolderMismatch(mismatch)
+        if specs and settings is not None:
+            changed = self._identity_changes(specs, settings)
+            if changed:
+                raise RunIdentityChanged(changed)
         self._checked = _identities(specs)
+
+    def _identity_changes(self, specs: Sequence[TrialSpec], settings: RunSettings) -> list[Diagnostic]:
+        from capplan.trials.run_identity import changes
+
+        if not os.path.lexists(self.manifest):
+            return []
+        recorded = self._read_manifest()
+        where = str(self.manifest)
+        hint = ("this folder holds trials of the recorded setup; use a new --out to run this one (or run the "
+                "recorded command again to resume)")
+        if recorded.settings is None:
+            if not self._contents().entries:
+                return []
+            return [Diagnostic(where, 1, 1, "run-identity-unknown",
+                               "was written by an older capplan that did not record the run's user plan, turn cap, "
+                               "trial count or environment code, so whether this run matches its finished trials "
+                               "is unknown", hint="use a new --out")]
+        plans = {s.plan_key: s.plan_fingerprint for s in specs}
+        tasks = {s.task_id: (s.task_sha256, s.task_pack) for s in specs}
+        found = changes(recorded, plans, tasks, settings)
+        return [Diagnostic(where, 1, 1, "run-identity-changed", f"this run differs from the recorded one: {what}",
+                           hint=hint) for what in found]
 
     def _check_names(self, specs: Sequence[TrialSpec]) -> list[Diagnostic]:
         """Names that become folders, checked again where they are joined (a reader may have missed one)."""
@@ -437,15 +481,19 @@ class RunFolder:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def open(self, specs: Iterable[TrialSpec]) -> dict[str, dict[str, Any]]:
+    def open(self, specs: Iterable[TrialSpec], *, settings: RunSettings | None = None,
+             command: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
         """Create or resume the folder for ``specs``; returns the finished lines by trial key.
 
         Everything :meth:`check` refuses is refused before anything is written; a torn last
-        line is then set aside and the manifest updated.
+        line is then set aside and the manifest updated: this run's identity (``settings``), a
+        run id when the folder has none, and a new invocation with its start time and ``command``.
         """
+        from capplan.trials.run_identity import new_run_id, utc_now
+
         specs = list(specs)
         if self._checked != _identities(specs):  # checked just before (the command does, early)
-            self.check(specs)
+            self.check(specs, settings=settings)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -457,10 +505,23 @@ class RunFolder:
         for folder in sorted({trial_parts(s.plan_key, s.task_id, s.index) for s in specs}):
             confined.remove_leftovers(self.root, folder, _TRIAL_LEFTOVERS)
         data = self._read_manifest().model_dump(mode="json")
+        now = utc_now()
+        data["version"] = 2
+        data["run_id"] = data["run_id"] or new_run_id()
+        data["started_at"] = data["started_at"] or now
+        data["ended_at"] = None
+        shown = list(command) if command is not None else []
+        data["command"] = data["command"] if data["command"] is not None else shown
+        data["invocations"].append({"started_at": now, "ended_at": None, "command": shown})
+        if settings is not None:
+            data["settings"] = settings.model_dump(mode="json")
         for spec in specs:
+            self._user_plans[str(spec.key)] = spec.user_plan_fingerprint
             data["plans"][spec.plan_key] = spec.plan_fingerprint
-            data["tasks"][spec.task_id] = {"path": spec.task_path, "sha256": spec.task_sha256, "pack": spec.task_pack}
+            data["tasks"][spec.task_id] = {"path": spec.recorded_task_path, "sha256": spec.task_sha256,
+                                           "pack": spec.task_pack}
         self._write_manifest(data)
+        self.run_id = data["run_id"]
         return self.finished()
 
     def _set_torn_aside(self, lines: _Lines) -> None:
@@ -483,13 +544,16 @@ class RunFolder:
         except UnsafeName as exc:
             raise ConfinedPathError(self.root / "trials", "unsafe-name", f"{exc}, so it cannot name a folder of the run",
                                     "names that become folders must be short slugs") from None
+        stamp = {"run_id": self.run_id, "user_plan_fingerprint": self._user_plans.get(
+            str(key), records.run_line.get("user_plan_fingerprint"))}
         # the line must read back before anything of the trial is written
-        self._readable(json.dumps({**records.run_line, "attempt": 1}, sort_keys=True, ensure_ascii=False), key)
+        self._readable(json.dumps({**records.run_line, **stamp, "attempt": 1}, sort_keys=True, ensure_ascii=False),
+                       key)
         confined.write_atomic(self.root, (*folder, "trajectory.yaml"), dump_yaml(records.trajectory))
         confined.write_atomic(self.root, (*folder, "metrics.yaml"), dump_yaml(records.metrics))
         lines = self._contents()
         with self._lock:
-            data = {**records.run_line, "attempt": lines.attempts(str(key)) + 1}
+            data = {**records.run_line, **stamp, "attempt": lines.attempts(str(key)) + 1}
             text = json.dumps(data, sort_keys=True, ensure_ascii=False)
             line = self._readable(text, key)
             confined.append(self.root, (RUNS_FILE,), (text + "\n").encode("utf-8"))
@@ -507,21 +571,43 @@ class RunFolder:
             raise ConfinedPathError(self.runs, "run-line-invalid", "the trial's line is for another trial than its files")
         return line
 
-    def mark_interrupted(self, keys: Iterable[TrialKey]) -> None:
-        """Record the trials that did not finish; a re-run of the same command runs them."""
+    def mark_interrupted(self, keys: Iterable[TrialKey], spend: Mapping[str, float | None] | None = None) -> None:
+        """Record the trials that did not finish (a re-run of the same command runs them) and the invocation's end.
+
+        ``spend``: what each trial that stopped part-way had spent (trial key -> USD, None when
+        unknown); added to ``interrupted_spend``, since its rerun starts from nothing.
+        """
+        from capplan.trials.run_identity import utc_now
+
         data = self._read_manifest().model_dump(mode="json")
+        now = utc_now()
         data["interrupted"] = sorted({str(k) for k in keys})
+        for key, cost in sorted((spend or {}).items()):
+            data["interrupted_spend"].append({"key": key, "cost_usd": _rounded(cost), "at": now})
+        data["interrupted_spend_usd"] = _rounded(sum(e["cost_usd"] or 0.0 for e in data["interrupted_spend"])) or 0.0
+        data["ended_at"] = now
+        if data["invocations"] and data["invocations"][-1]["ended_at"] is None:
+            data["invocations"][-1]["ended_at"] = now
         self._write_manifest(data)
 
     def clear_interrupted(self) -> None:
-        data = self._read_manifest().model_dump(mode="json")
-        data["interrupted"] = []
-        self._write_manifest(data)
+        """Every trial finished: nothing is left to rerun; the invocation's end is recorded."""
+        self.mark_interrupted(())
+
+    def interrupted_spent_usd(self) -> float:
+        """What interrupted trial attempts spent, every invocation of the run (unknown costs as 0)."""
+        if not os.path.lexists(self.manifest):
+            return 0.0
+        return self._read_manifest().interrupted_spend_usd
 
     def _write_manifest(self, data: dict[str, Any]) -> None:
         text = json.dumps(data, indent=2, sort_keys=True) + "\n"
         RunManifest.model_validate_json(text, strict=True)  # what is written must read back
         confined.write_atomic(self.root, (MANIFEST_FILE,), text.encode("utf-8"))
+
+
+def _rounded(cost: float | None) -> float | None:
+    return None if cost is None else round(cost, 9)
 
 
 def _identities(specs: Iterable[TrialSpec]) -> tuple[tuple[str, str, str], ...]:

@@ -223,7 +223,7 @@ class _Trial:
             key=str(spec.key), plan_key=spec.plan_key, plan_fingerprint=spec.plan_fingerprint,
             effective_preset=self.plan.effective_preset if self.plan else "unknown",
             user_plan_fingerprint=spec.user_plan_fingerprint, task_id=spec.task_id, task_pack=spec.task_pack,
-            task_path=spec.task_path, task_sha256=spec.task_sha256, index=spec.index,
+            task_path=spec.recorded_task_path, task_sha256=spec.task_sha256, index=spec.index,
         )
         task = self.task.task if self.task else None
         termination = Termination(reason=end.reason, status=status, detail=scrub(end.detail, self.recorder.secrets),

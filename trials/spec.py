@@ -63,6 +63,9 @@ class TrialSpec:
     user_api_base: str | None = None
     #: the run config's ``rate_limit_probe`` block as plain data (``RateLimitProbeConfig.model_dump``)
     rate_limit_probe: dict[str, Any] | None = None
+    #: the task file as the records name it (project-relative, see ``capplan.trials.run_identity``);
+    #: ``task_path`` is where the trial reads and imports it from, which depends on the machine
+    task_name: str | None = None
 
     @property
     def key(self) -> TrialKey:
@@ -71,6 +74,11 @@ class TrialSpec:
     @property
     def task_sha256(self) -> str:
         return hashlib.sha256(self.task_text.encode("utf-8")).hexdigest()
+
+    @property
+    def recorded_task_path(self) -> str:
+        """The task file as trajectory.yaml and metrics.yaml name it."""
+        return self.task_name if self.task_name is not None else self.task_path
 
     @property
     def trial_id(self) -> str:

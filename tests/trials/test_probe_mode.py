@@ -105,7 +105,7 @@ def test_trial_run_config_arms_probe_mode_and_resume_sums_the_census(server: Age
     config = write_config(tmp_path / "run.yaml", "rate_limit_probe:\n  enabled: true\n  retry_interval_s: 0.01\n"
                                                  "  jitter_fraction: 0\n")
     args = ["trial", "run", str(task), "--plan", str(plan), "--out", str(out), "--concurrency", "1",
-            "--api-base", server.base, "--config", str(config)]
+            "--api-base", server.base, "--config", str(config), "--trials", "2"]
     server.queue_error(429, "Rate limit reached for requests", code="rate_limit_exceeded", times=RATE_LIMITED)
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
@@ -114,8 +114,12 @@ def test_trial_run_config_arms_probe_mode_and_resume_sums_the_census(server: Age
     assert (series["successes"], series["rate_limit_retries"]) == (first_leg - RATE_LIMITED, RATE_LIMITED)
     assert series["rate_limit_wait_s"] == pytest.approx(0.01 * RATE_LIMITED)
 
+    # trial 1's line (its commit marker) is dropped, as a kill before the append would: the resume reruns it
+    # (a resume may not change --trials: that would be another experiment in the same folder)
+    runs = out / "runs.jsonl"
+    runs.write_bytes(b"".join(runs.read_bytes().splitlines(keepends=True)[:1]))
     server.queue_error(429, "Rate limit reached for requests", code="rate_limit_exceeded", times=1)
-    result = CliRunner().invoke(main, [*args, "--trials", "2"])  # trial 1 is new; trial 0 is skipped
+    result = CliRunner().invoke(main, args)  # trial 1 runs again; trial 0 is skipped
     assert result.exit_code == 0, result.output
     [series] = census(out)["series"]  # type: ignore[misc]
     assert series["rate_limit_retries"] == RATE_LIMITED + 1

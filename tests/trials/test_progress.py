@@ -170,10 +170,13 @@ class _Folder:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def open(self, specs: object) -> dict[str, Any]:
+    def open(self, specs: object, **identity: object) -> dict[str, Any]:  # the run's settings, command line
         return {}
 
     def spent_usd(self) -> float:
+        return 0.0
+
+    def interrupted_spent_usd(self) -> float:
         return 0.0
 
     def write(self, records: TrialRecords) -> None:
