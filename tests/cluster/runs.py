@@ -64,7 +64,7 @@ def canary_plan(key: str = "agent") -> Plan:
     return Plan.seal(body)
 
 
-_TIMING = {"latency_s", "wall_s"}
+_TIMING = {"latency_s", "wall_s", "latency_p50_s", "latency_p95_s"}
 
 
 def _without_timings(data: Any) -> Any:
@@ -84,11 +84,14 @@ def folder_contents(root: Path) -> dict[str, Any]:
         rel = path.relative_to(root).as_posix()
         text = path.read_text(encoding="utf-8")
         if rel == "runs.jsonl":
-            out[rel] = sorted(text.splitlines())
+            out[rel] = sorted(json.dumps(_without_timings(json.loads(line)), sort_keys=True) for line in text.splitlines())
+        elif rel == "summary.json":
+            out[rel] = _without_timings(json.loads(text))
         elif path.suffix == ".yaml":
             out[rel] = _without_timings(yaml.safe_load(text))
         elif rel == "summary.md":
-            out[rel] = re.sub(r"\d+\.\d+ ?s\b", "<s>", text)
+            # the latency column (p50 / p95) is a timing too
+            out[rel] = re.sub(r"\d+\.\d+ / \d+\.\d+ \|", "<s> |", re.sub(r"\d+\.\d+ ?s\b", "<s>", text))
         else:
             out[rel] = text
     return out
