@@ -160,7 +160,7 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
     again = {key for key, line in finished.items() if retry_aborted and line["status"] == TrialStatus.ABORTED.value}
     todo = [s for s in specs if str(s.key) not in finished or str(s.key) in again]
     # the budget counts every attempt, superseded ones included: that money was spent
-    outcome = RunOutcome(skipped=len(specs) - len(todo), spent_usd=folder.spent_usd())
+    outcome = RunOutcome(skipped=len(specs) - len(todo), spent_usd=folder.spent_usd() + folder.interrupted_spent_usd())
     stop = threading.Event()
     started: set[str] = set()
     if todo:
@@ -196,6 +196,7 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
                 if records.status is TrialStatus.INTERRUPTED:
                     outcome.interrupted.append(records.key)
                     outcome.interrupted_spend[str(records.key)] = records.cost_usd
+                    outcome.spent_usd += records.cost_usd  # spent all the same: the budget counts it
                     progress.finished(records, written=False)
                     continue
                 outcome.finished += 1
@@ -329,7 +330,7 @@ def _end_quietly(folder: RunFolder, unfinished: Sequence[TrialKey], spend: dict[
 def write_summary(folder: RunFolder) -> None:
     """Re-render ``summary.md`` and ``summary.json`` from ``runs.jsonl``."""
     lines = list(folder.finished().values())
-    summary = summarize(lines)
+    summary = summarize(lines, unfinished_cost_usd=folder.interrupted_spent_usd())
     markdown = render_markdown(summary) + configuration_stop_line(lines)
     atomic_write(folder.root / "summary.md", markdown.encode("utf-8"))
     atomic_write(folder.root / "summary.json", render_json(summary).encode("utf-8"))

@@ -6,7 +6,11 @@ real litellm against the loopback agent server.
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +22,14 @@ from capplan.cli import main
 from capplan.executor.cost import response_cost
 from capplan.executor.plan import PricingEntry
 from capplan.executor.usage import UsageExtractor
+from capplan.trials.backends.local import LocalBackend
+from capplan.trials.driver import RunRequest, build_specs, drive
+from capplan.trials.outcome import TerminationReason, TrialStatus
+from capplan.trials.progress import Progress
 from capplan.trials.records import RunLine, Summary, SummaryRow
+from capplan.trials.run_folder import RunFolder
+from capplan.trials.runner import RunContext, run_trial
+from capplan.trials.spec import TrialRecords
 from capplan.trials.summary import pass_hat_k, percentile, render_markdown, summarize, wilson_interval
 from tests.trials.agent_server import AgentServer, completion, default_responder
 from tests.trials.helpers import openai_plan, write_task
@@ -231,3 +242,43 @@ def test_agent_and_user_cost_and_tokens_are_separate(env: None, tmp_path: Path) 
     assert row["user_cost"]["total_usd"] == line["user_cost_usd"]
     assert summary["total_cost_usd"] == pytest.approx(line["cost_usd"] + line["user_cost_usd"])
     assert f"{line['user_cost_usd']:.6f}" in markdown
+
+
+class _InterruptsTheSecond:
+    """Runs trials for real; the second comes back interrupted having spent $0.5, and the run stops."""
+
+    name = "interrupts-the-second"
+
+    def prepare(self, specs: Any) -> None:
+        pass
+
+    def run(self, specs: Any, *, concurrency: int, stop: threading.Event) -> Iterator[TrialRecords]:
+        for n, spec in enumerate(specs):
+            if stop.is_set():
+                return
+            records = run_trial(spec, RunContext())
+            if n == 1:
+                stop.set()
+                records = dataclasses.replace(records, status=TrialStatus.INTERRUPTED,
+                                              termination_reason=TerminationReason.INTERRUPTED, cost_usd=0.5)
+            yield records
+
+
+def test_interrupted_spend_counts_toward_max_cost_and_the_total(env: None, tmp_path: Path) -> None:
+    task = write_task(tmp_path / "pack")
+    plan = tmp_path / "priced.json"
+    plan.write_bytes(openai_plan(pricing=PRICING).to_bytes())
+    out = tmp_path / "run"
+    with AgentServer() as server:
+        specs = build_specs(RunRequest(tasks=[task], plans=[plan], out=out, trials=3, api_base=server.base))
+        first = drive(specs, RunFolder(out), _InterruptsTheSecond(), concurrency=1, max_cost=None,
+                      progress=Progress(io.StringIO()))
+        [line] = [json.loads(t) for t in (out / "runs.jsonl").read_bytes().splitlines()]
+        assert first.spent_usd == pytest.approx(line["cost_usd"] + 0.5)
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["unfinished_cost_usd"] == 0.5
+        assert summary["total_cost_usd"] == pytest.approx(line["cost_usd"] + 0.5)
+        # the resume's budget starts from what was spent, the interrupted half-dollar included
+        again = drive(specs, RunFolder(out), LocalBackend(RunContext()), concurrency=1, max_cost=0.5,
+                      progress=Progress(io.StringIO()))
+    assert again.budget_stopped and again.finished == 0
