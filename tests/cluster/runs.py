@@ -65,13 +65,15 @@ def canary_plan(key: str = "agent") -> Plan:
 
 
 _TIMING = {"latency_s", "wall_s", "latency_p50_s", "latency_p95_s"}
+#: what differs between any two runs of one experiment: the run's own id and its clock
+_RUN_STAMPS = _TIMING | {"run_id", "started_at", "ended_at"}
 
 
-def _without_timings(data: Any) -> Any:
+def _without_timings(data: Any, drop: frozenset[str] | set[str] = _TIMING) -> Any:
     if isinstance(data, dict):
-        return {k: _without_timings(v) for k, v in data.items() if k not in _TIMING}
+        return {k: _without_timings(v, drop) for k, v in data.items() if k not in drop}
     if isinstance(data, list):
-        return [_without_timings(v) for v in data]
+        return [_without_timings(v, drop) for v in data]
     return data
 
 
@@ -84,7 +86,10 @@ def folder_contents(root: Path) -> dict[str, Any]:
         rel = path.relative_to(root).as_posix()
         text = path.read_text(encoding="utf-8")
         if rel == "runs.jsonl":
-            out[rel] = sorted(json.dumps(_without_timings(json.loads(line)), sort_keys=True) for line in text.splitlines())
+            out[rel] = sorted(json.dumps(_without_timings(json.loads(line), _RUN_STAMPS), sort_keys=True)
+                              for line in text.splitlines())
+        elif rel == "run.json":
+            out[rel] = _without_timings(json.loads(text), _RUN_STAMPS)
         elif rel == "summary.json":
             out[rel] = _without_timings(json.loads(text))
         elif path.suffix == ".yaml":
