@@ -41,6 +41,8 @@ class Progress:
         self.live = self.display.live
         self.total = self.done = self.running = self.failed = 0
         self.spent = 0.0
+        #: trials whose cost no pricing covers: not in ``spent``, and said so
+        self.unknown_cost = 0
         self.finished_here = 0  # this invocation's trials, for the rate (a resume's earlier ones excluded)
         self.by_node: Counter[str] = Counter()
         self._clock = clock
@@ -83,8 +85,13 @@ class Progress:
                 self.spent = spent
             passed = records.run_line.get("passed")
             verdict = "passed" if passed else ("not passed" if passed is False else "ungraded")
+            # a cost no pricing covers is unknown, never $0 (runs.jsonl holds null for it)
+            unknown = "cost_usd" in records.run_line and records.run_line["cost_usd"] is None
+            if unknown and written:
+                self.unknown_cost += 1
+            cost = "cost unknown" if unknown else f"${records.cost_usd:.6f}"
             self.display.print(f"{records.status.value:<11} {records.key}  {records.termination_reason.value}"
-                               f"  {verdict}  ${records.cost_usd:.6f}")
+                               f"  {verdict}  {cost}")
 
     def end(self) -> None:
         with self._lock:
@@ -95,6 +102,8 @@ class Progress:
         minutes = max(self._clock() - self._began, 1e-9) / 60
         line = (f"trials {self.done}/{self.total} done · {self.running} running · {self.failed} failed · "
                 f"{self.finished_here / minutes:.1f}/min · ${self.spent:.4f} spent")
+        if self.unknown_cost:
+            line += f" (+ {self.unknown_cost} trial(s) of unknown cost)"
         if self.by_node:
             line += " · per node: " + ", ".join(f"{node} {n}" for node, n in sorted(self.by_node.items()))
         return line

@@ -224,3 +224,21 @@ def test_running_never_exceeds_the_concurrency(tmp_path: Path, monkeypatch: pyte
     assert max(counts) == 4, counts
     assert progress.running == 0 and progress.done == 10
     assert Screen(80).feed(buffer.getvalue()).lines()[-1].startswith("trials 10/10 done · 0 running · 0 failed")
+
+
+def test_a_trial_of_unknown_cost_is_shown_as_unknown_never_as_zero() -> None:
+    buffer, clock = io.StringIO(), FakeClock()
+    progress = Progress(console=_console(buffer, terminal=False), clock=clock)
+    progress.begin(total=2, already=0, spent=0.0)
+    unpriced = TrialRecords(key=TrialKey("self-hosted", "count", 0), status=TrialStatus.COMPLETED,
+                            termination_reason=TerminationReason.USER_STOP, cost_usd=0.0, trajectory={},
+                            metrics={}, run_line={"passed": True, "cost_usd": None})
+    for records, spent in ((unpriced, 0.0), (_records("count", 1), 0.000125)):
+        progress.started()
+        clock.now += 30
+        progress.ended()
+        progress.finished(records, written=True, spent=spent)
+    progress.end()
+    lines = buffer.getvalue().splitlines()
+    assert lines[0] == "completed   self-hosted/count/0  user_stop  passed  cost unknown"
+    assert lines[-1] == "trials 2/2 done · 0 running · 0 failed · 2.0/min · $0.0001 spent (+ 1 trial(s) of unknown cost)"
