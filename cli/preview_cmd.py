@@ -44,15 +44,18 @@ def preview_cmd(plan_path: str, api_base: str | None, fmt: str, request_file: st
 def _preview(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> None:
     from capplan.executor.client import Client
     from capplan.executor.messages import load_request
-    from capplan.executor.preflight import check_credentials
+    from capplan.executor.preflight import missing_credentials_problems
 
     try:
         client = Client.from_plan_file(plan_path, api_base=api_base)
         built = client.build(load_request(request_file))
-        check_credentials([(client, api_base)])  # the same preflight as send: a preview of a call that cannot go out says so
         kwargs = client.redacted(built.kwargs)
     except UserError as exc:
         raise placed(exc, plan_path, request_file) from None
+    # the same preflight as send, as a note: a preview sends nothing, so it works without keys, and
+    # says what sending this request would stop at
+    for problem in missing_credentials_problems([(client, api_base)]):
+        click.echo(redact_text(f"{request_file}: note: send would stop before sending: {problem}"), err=True)
     # stderr, so the JSON on stdout stays exactly the kwargs
     for record in built.reasoning_left_out:
         click.echo(redact_text(f"{request_file}: note: messages[{record.message}].reasoning.blocks[{record.block}] "

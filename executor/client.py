@@ -182,6 +182,11 @@ class Client:
             self.redactor.scrub_exception(exc)
             raise
 
+    @property
+    def calls_through_litellm(self) -> bool:
+        """Whether this client's calls go out through litellm (not the mock, not a caller's own completion)."""
+        return not self.mock and self._completion is None
+
     def require_credentials(self) -> None:
         """Raise :class:`MissingCredentialError` (naming the variable) when a call would go out without a key.
 
@@ -189,7 +194,7 @@ class Client:
         ``capplan[run]``). A mock plan needs none; a pinned gateway key stands in for the
         provider's; rotation keys stand in for the binding's single key.
         """
-        if not self.mock and self._completion is None:
+        if self.calls_through_litellm:
             require_litellm()  # a real call goes through litellm: the run extra, refused before anything is sent
         variable = self.plan.binding.binding.api_key_env
         if self.mock or not variable or self._gateway_key_pinned or self.keys is not None:

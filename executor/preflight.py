@@ -27,6 +27,7 @@ from capplan.core.redaction import redact_url
 from capplan.executor.errors import CredentialsMissingError
 from capplan.executor.gateway.config import API_KEY as GATEWAY_KEY_VARIABLE
 from capplan.executor.provider_keys import litellm_model
+from capplan.executor.run_extra import require_litellm
 
 if TYPE_CHECKING:
     from capplan.executor.client import Client
@@ -82,6 +83,17 @@ def check_credentials(clients: Sequence[tuple[Client, str | None]], *,
     ``clients`` pairs each plan's client with the ``--api-base`` its calls use (None: the
     binding's endpoint). All missing variables are reported at once, each with its plans.
     """
+    if any(client.calls_through_litellm for client, _ in clients):
+        # without the run extra no call can go out at all: say what to install before what to set
+        require_litellm()
+    problems = missing_credentials_problems(clients, env=env)
+    if problems:
+        raise CredentialsMissingError(problems)
+
+
+def missing_credentials_problems(clients: Sequence[tuple[Client, str | None]], *,
+                                 env: Mapping[str, str] | None = None) -> list[str]:
+    """One line per missing variable, naming the plans that need it (empty when nothing is missing)."""
     needed: dict[str, list[str]] = {}
     routed: set[str] = set()
     for client, api_base in clients:
@@ -91,9 +103,7 @@ def check_credentials(clients: Sequence[tuple[Client, str | None]], *,
                 plans.append(client.plan.model.key)
             if client.route is not None and client.route.via_gateway:
                 routed.add(name)
-    if not needed:
-        return
-    problems = []
+    problems: list[str] = []
     for name, plans in needed.items():
         where = "the environment"
         if name in routed:
@@ -101,7 +111,7 @@ def check_credentials(clients: Sequence[tuple[Client, str | None]], *,
         noun = "plan" if len(plans) == 1 else "plans"
         verb = "are" if ", " in name else "is"
         problems.append(f"{name} {verb} not set; needed by {noun} {', '.join(plans)} (set it in {where})")
-    raise CredentialsMissingError(problems)
+    return problems
 
 
 def configuration_advice(client: Client, api_base: str | None = None) -> str:

@@ -93,18 +93,21 @@ def test_trial_run_checks_the_user_plan_and_the_binding_s_key_variable(upstream:
     assert upstream.seen == []
 
 
-def test_send_and_preview_stop_before_anything_is_sent(upstream: Upstream, tmp_path: Path) -> None:
+def test_send_stops_before_anything_is_sent_and_preview_says_so(upstream: Upstream, tmp_path: Path) -> None:
     request = tmp_path / "request.json"
     request.write_text(json.dumps(REQUEST), encoding="utf-8")
-    for plan in (plan_file(tmp_path, make_plan("openai", "gpt-4o", key="gpt-4o")),):
-        for command in ("send", "preview"):
-            result = run(command, "--plan", plan, "--api-base", upstream.base + "/v1", str(request), expect=2)
-            assert (f"capplan {command}: error[CREDENTIALS]: OPENAI_API_KEY is not set; needed by plan gpt-4o"
-                    in result.stderr)
+    plan = plan_file(tmp_path, make_plan("openai", "gpt-4o", key="gpt-4o"))
+    result = run("send", "--plan", plan, "--api-base", upstream.base + "/v1", str(request), expect=2)
+    assert "capplan send: error[CREDENTIALS]: OPENAI_API_KEY is not set; needed by plan gpt-4o" in result.stderr
+    # a preview sends nothing: it shows the request and notes what sending it would stop at
+    result = run("preview", "--plan", plan, "--api-base", upstream.base + "/v1", str(request), expect=0)
+    assert (f"{request}: note: send would stop before sending: OPENAI_API_KEY is not set; needed by plan gpt-4o"
+            in result.stderr)
     bound = plan_file(tmp_path, bound_plan(upstream, "bound"))
-    for command in ("send", "preview"):
-        result = run(command, "--plan", bound, str(request), expect=2)
-        assert f"{BOUND} is not set" in result.stderr and "error[CREDENTIAL" in result.stderr
+    result = run("send", "--plan", bound, str(request), expect=2)
+    assert f"{BOUND} is not set" in result.stderr and "error[CREDENTIAL" in result.stderr
+    result = run("preview", "--plan", bound, str(request), expect=0)
+    assert f"note: send would stop before sending: {BOUND} is not set" in result.stderr
     assert upstream.seen == []
 
 
@@ -127,8 +130,10 @@ def test_a_gateway_route_needs_the_gateway_key_and_only_it(upstream: Upstream, t
     request.write_text(json.dumps(REQUEST), encoding="utf-8")
     plan = plan_file(tmp_path, make_plan("openrouter", "vendor/model", key="routed"))
     # a gateway with no key admits by network position: the provider's key is needed, and the gateway's named
-    result = run("preview", "--plan", plan, str(request), expect=2)
-    assert ("capplan preview: error[CREDENTIALS]: OPENROUTER_API_KEY is not set; needed by plan routed (set it in "
+    result = run("send", "--plan", plan, str(request), expect=2)
+    assert "error[CREDENTIAL" in result.stderr and "OPENROUTER_API_KEY is not set" in result.stderr
+    result = run("preview", "--plan", plan, str(request), expect=0)
+    assert ("note: send would stop before sending: OPENROUTER_API_KEY is not set; needed by plan routed (set it in "
             "the environment, or set LLM_PROXY_API_KEY (environment or .env) for the gateway") in result.stderr
     assert not [s for s in upstream.seen if s.method == "POST"]
     monkeypatch.setenv("LLM_PROXY_API_KEY", GATEWAY_KEY)  # no OPENROUTER_API_KEY: the gateway stands in for it
