@@ -14,9 +14,9 @@ not negative.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from capplan.trials.confined import check_segment
 from capplan.trials.outcome import TerminationReason, TrialStatus
@@ -227,6 +227,20 @@ def _digest(value: str, what: str) -> str:
     return value
 
 
+def _named(what: str) -> AfterValidator:
+    return AfterValidator(lambda v: _safe(v, what))
+
+
+def _hex(what: str) -> AfterValidator:
+    return AfterValidator(lambda v: _digest(v, what))
+
+
+# the fields a record turns into paths or compares by digest: one rule each, stated where the field is
+ModelKey = Annotated[str, _named("model key")]
+TaskId = Annotated[str, _named("task id")]
+TaskPack = Annotated[str, _named("task pack")]
+
+
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
 #: an ISO-8601 UTC timestamp as capplan writes it
 _UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
@@ -277,12 +291,12 @@ class RunLine(_Record):
         description="1 for a trial's first finished attempt, then 2, 3… (absent in lines written before attempts "
                     "were numbered)."
     )
-    plan_key: str
-    plan_fingerprint: str
+    plan_key: ModelKey
+    plan_fingerprint: Annotated[str, _hex("plan_fingerprint")]
     effective_preset: str = Field(max_length=256)
-    task_id: str
-    task_pack: str
-    task_sha256: str
+    task_id: TaskId
+    task_pack: TaskPack
+    task_sha256: Annotated[str, _hex("task_sha256")]
     index: int = Field(ge=0, le=MAX_TRIAL_INDEX)
     status: TrialStatus
     termination_reason: TerminationReason
@@ -310,31 +324,6 @@ class RunLine(_Record):
     user_plan_fingerprint: str | None = Field(
         None, description="The user simulator's plan fingerprint; null without a user plan (and in older lines).")
 
-    @field_validator("plan_key")
-    @classmethod
-    def _plan_key(cls, v: str) -> str:
-        return _safe(v, "model key")
-
-    @field_validator("task_id")
-    @classmethod
-    def _task_id(cls, v: str) -> str:
-        return _safe(v, "task id")
-
-    @field_validator("task_pack")
-    @classmethod
-    def _task_pack(cls, v: str) -> str:
-        return _safe(v, "task pack")
-
-    @field_validator("plan_fingerprint")
-    @classmethod
-    def _fingerprint(cls, v: str) -> str:
-        return _digest(v, "plan_fingerprint")
-
-    @field_validator("task_sha256")
-    @classmethod
-    def _task_digest(cls, v: str) -> str:
-        return _digest(v, "task_sha256")
-
     @field_validator("user_plan_fingerprint")
     @classmethod
     def _user_fingerprint(cls, v: str | None) -> str | None:
@@ -358,18 +347,8 @@ class RunTask(_Record):
     """One task file a run used, as ``run.json`` lists it."""
 
     path: str
-    sha256: str
-    pack: str
-
-    @field_validator("sha256")
-    @classmethod
-    def _digest(cls, v: str) -> str:
-        return _digest(v, "sha256")
-
-    @field_validator("pack")
-    @classmethod
-    def _pack(cls, v: str) -> str:
-        return _safe(v, "task pack")
+    sha256: Annotated[str, _hex("sha256")]
+    pack: TaskPack
 
 
 class RunInstalledModule(_Record):
