@@ -61,7 +61,7 @@ class ToolRunner:
             value = method(**call.arguments)
         except Exception as exc:  # the environment is task code; its failure is a result the agent reads
             return f"Error: {type(exc).__name__}: {exc}", "exception"
-        return _as_text(value), None
+        return result_text(value), None
 
     def _invalid(self, call: ToolCall, coerced: bool, violations: tuple[SchemaViolation, ...]) -> list[str]:
         if coerced:
@@ -74,7 +74,52 @@ class ToolRunner:
         return [f"{v.path}: {v.message}" for v in violations if v.tool_call_id == call.id and v.tool_name == call.name]
 
 
-def _as_text(value: Any) -> str:
+def result_text(value: Any) -> str:
+    """The text of a tool's return value, as the agent reads it and as expected outputs are written.
+
+    A string is itself; anything else is JSON with sorted keys (objects JSON cannot hold are their
+    ``str``). Values plain JSON refuses -- a dict whose keys mix types (``{1: ..., "a": ...}``
+    cannot be sorted) or a structure that contains itself -- still get a text: keys are sorted by
+    the text JSON gives them and a repeated container is written ``"<circular reference>"``, so a
+    tool's result never ends the trial. For every value plain JSON accepts the text is exactly
+    ``json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)``.
+    """
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):  # mixed key types or a cycle: the explicit walk below handles both
+        return json.dumps(_plain(value, set()), ensure_ascii=False, default=str)
+
+
+_CIRCULAR = "<circular reference>"
+
+
+def _json_key(key: Any) -> str:
+    """The object key json.dumps writes for ``key`` (its own rules for str, int, float, bool, None)."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)
+    return str(key)
+
+
+def _plain(value: Any, active: set[int]) -> Any:
+    """``value`` with dict keys made text and sorted, and containers inside themselves cut off."""
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    if id(value) in active:
+        return _CIRCULAR
+    active.add(id(value))
+    try:
+        if isinstance(value, dict):
+            pairs = sorted(((_json_key(k), k, v) for k, v in value.items()), key=lambda p: p[0])
+            out: dict[str, Any] = {}
+            for text, key, item in pairs:
+                if text in out:  # 1 and "1" both present: the later one keeps its Python spelling
+                    text = repr(key)
+                out[text] = _plain(item, active)
+            return out
+        return [_plain(item, active) for item in value]
+    finally:
+        active.discard(id(value))
