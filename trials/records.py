@@ -54,8 +54,12 @@ class ToolCallRecord(_Record):
     output: str = Field(description="The full output, before any truncation.")
     prompt_chars: int = Field(description="Length of the output as the model saw it (after the cap).")
     truncated: bool
-    error: Literal["exception", "invalid_arguments", "unknown_tool"] | None = None
+    error: Literal["exception", "invalid_arguments", "unknown_tool", "timeout"] | None = None
     turn: int
+    argument_violations: list[str] | None = Field(
+        None, description="argument_validation: record -- how the arguments broke the tool's schema (the call ran).")
+    running_at_end: bool | None = Field(
+        None, description="For a call that timed out: whether it was still running when the trial ended.")
 
 
 class RetryRecord(_Record):
