@@ -80,7 +80,7 @@ def custom(grader: Grader, trajectory: dict[str, Any], final_state: dict[str, An
            task: TaskFile) -> GraderResult:
     """``module:function(trajectory, final_state, task) -> bool | {passed, detail}``."""
     assert grader.function is not None
-    name = grader.function
+    name = grader.function_ref.ref  # type: ignore[union-attr]
     try:
         verdict = resolve_function(name, task.folder)(trajectory, final_state, task.model_dump(mode="json"))
     except Exception as exc:  # a grader bug fails its verdict loudly rather than passing silently

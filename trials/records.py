@@ -95,6 +95,18 @@ class ParserErrorRecord(_Record):
         "repaired_yaml): the call ran with the decoded arguments; raw_arguments is what the model sent.")
 
 
+class TurnCheckpoint(_Record):
+    """The environment at the end of one user turn: when the agent answered in text, the turn ended, or the trial did."""
+
+    user_turn: int = Field(ge=0, description="0-based index of the user turn.")
+    state: dict[str, Any] | None = Field(description="The state then (the final state's shape); null when it could "
+                                                     "not be encoded (state_error says why).")
+    state_error: str | None = Field(None, description="Why the state could not be read or encoded, naming the "
+                                                      "component and attribute.")
+    tool_outputs: list[str] = Field(default_factory=list,
+                                    description="The full (untruncated, redacted) text outputs of this turn's tool calls.")
+
+
 class Termination(_Record):
     """How the trial ended."""
 
@@ -123,6 +135,9 @@ class Trajectory(_Record):
     parser_errors: list[ParserErrorRecord]
     schema_violations: list[dict[str, Any]]
     final_state: dict[str, Any] | None
+    final_state_error: str | None = Field(None, description="Why the final state could not be read or encoded.")
+    checkpoints: list[TurnCheckpoint] = Field(default_factory=list, description="One per user turn, in order.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="The task's metadata, as its file gives it.")
     termination: Termination
 
 
@@ -168,7 +183,12 @@ class GraderResult(_Record):
 
     name: str
     passed: bool
+    score: float | None = Field(None, allow_inf_nan=False, description="A custom grader's score, when it gives one.")
     detail: Any = None
+    reasons: list[str] = Field(default_factory=list, description="One line per failed check: which turn, which key "
+                                                                 "or output, expected against actual.")
+    error: str | None = Field(None, description="Set when the grader itself failed (raised, or returned something "
+                                                "that is not a verdict): the grade is failed for that reason.")
 
 
 class Grade(_Record):

@@ -111,7 +111,7 @@ def _imported_checks(source: SourceFile, task: TaskFile, bad_tools: set[int]) ->
     """The checks that import the environment and grader modules and construct the environment."""
     diags: list[Diagnostic] = []
     try:
-        cls = load_class(task.environment, task.folder)
+        cls = load_class(_single_environment(task), task.folder)
     except EnvironmentLoadError as exc:
         diags.append(source.diag(("environment",), "environment-import", str(exc),
                                  "the module is imported from its file in the task file's folder "
@@ -143,7 +143,7 @@ def _imported_checks(source: SourceFile, task: TaskFile, bad_tools: set[int]) ->
             diags += _check_state_keys(source, grader.expected_state, keys)
     if grader is not None and grader.function is not None:
         try:
-            _resolve_function(grader.function, task.folder)
+            _resolve_function(grader.function_ref.ref, task.folder)  # type: ignore[union-attr]
         except LookupError as exc:
             diags.append(source.diag(("grader", "function"), "grader-import", str(exc)))
     return diags, cls
@@ -156,7 +156,7 @@ def _static_checks(source: SourceFile, task: TaskFile, bad_tools: set[int]) -> l
     diags: list[Diagnostic] = []
     env: static_environment.StaticClass | None = None
     try:
-        env = static_environment.environment_class(task.environment, folder)
+        env = static_environment.environment_class(_single_environment(task), folder)
     except StaticLookupError as exc:
         diags.append(source.diag(("environment",), "environment-import", str(exc),
                                  "the module is looked up by path in the task file's folder "
@@ -187,13 +187,20 @@ def _static_checks(source: SourceFile, task: TaskFile, bad_tools: set[int]) -> l
                                     f"expected_state keys were not checked: {env.state_reason}"))
     if grader is not None and grader.function is not None:
         try:
-            static_environment.grader_function(grader.function, folder)
+            static_environment.grader_function(grader.function_ref.ref, folder)  # type: ignore[union-attr]
         except StaticLookupError as exc:
             diags.append(source.diag(("grader", "function"), "grader-import", str(exc),
                                      "the module is looked up by path in the task file's folder"))
         except NotStatic as exc:
             diags.append(_unchecked(source, ("grader", "function"), f"grader {grader.function} was not checked: {exc}"))
     return diags
+
+
+def _single_environment(task: TaskFile) -> str:
+    components = task.components
+    if len(components) != 1 or not task.flat_state:
+        raise EnvironmentLoadError("an environment of several components is not loaded by this version")
+    return components[0].ref
 
 
 def _unchecked(source: SourceFile, loc: tuple[str | int, ...], message: str) -> Diagnostic:

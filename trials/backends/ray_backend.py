@@ -37,7 +37,7 @@ from capplan.trials.cluster.session import ClusterUsageError, EnvironmentSource,
 from capplan.trials.cluster.worker import TrialResult, TrialWorker, WorkerIdentity
 from capplan.trials.recording import redact_records
 from capplan.trials.spec import TrialRecords, TrialSpec
-from capplan.trials.taskfile import TaskFile
+from capplan.trials.taskfile import TaskFile, is_path_ref
 
 #: How long the driver waits for any result before looking at the stop event again.
 _POLL_S = 0.2
@@ -338,9 +338,10 @@ def _environment_sources(specs: Sequence[TrialSpec]) -> list[EnvironmentSource]:
     sources: dict[tuple[str, str], EnvironmentSource] = {}
     for spec in specs:
         task = TaskFile.model_validate(yaml.safe_load(spec.task_text))
-        targets = [task.environment] + ([task.grader.function] if task.grader and task.grader.function else [])
         folder = Path(spec.task_path).parent
-        for target in targets:
-            module = target.split(":")[0].split(".")[0]
+        for target in task.code_refs():
+            where = target.rpartition(":")[0]
+            # a path ref ships its first path segment (its folder, or the file itself)
+            module = where.split("/")[0].removesuffix(".py") if is_path_ref(target) else where.split(".")[0]
             sources[(module, str(folder))] = EnvironmentSource(module, folder)
     return list(sources.values())
