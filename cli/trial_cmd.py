@@ -327,3 +327,9 @@ def report_cmd(run_dir: Path) -> None:
     except ConfinedPathError as exc:  # the folder changed since it was checked
         raise RunFolderError([exc.diagnostic()]) from None
     click.echo(text.decode("utf-8"), nl=False)
+
+
+# ``capplan trial import``: benchmark importers, a module of their own
+from capplan.cli.trial_import_cmd import import_cmd  # noqa: E402
+
+trial_cmd.add_command(import_cmd)

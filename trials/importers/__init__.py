@@ -1,0 +1,6 @@
+"""Benchmark importers: a published benchmark's data turned into a pack of capplan task files.
+
+An importer reads the benchmark from its installed package when it runs; nothing of the
+benchmark is copied into capplan. The task files it writes name the benchmark's own classes
+as installed modules, so a trial runs the benchmark's code exactly as published.
+"""
