@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from capplan.trials.records import CostStat, Summary, SummaryRow, TokenStat
+from capplan.trials.report.text import md_cell, md_table
 
 #: z for a two-sided 95 % interval
 _Z95 = 1.959963984540054
@@ -158,8 +159,8 @@ def summarize(lines: Iterable[dict[str, Any]], *, unfinished_cost_usd: float = 0
 
 
 def _cell(text: object) -> str:
-    # a model key or pack name is the user's text: a pipe would split the table's row
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    # a model key or pack name is the user's text: escapes, control characters and pipes are made harmless
+    return md_cell(text)
 
 
 def _usd(value: float | None, digits: int = 6) -> str:
@@ -168,6 +169,28 @@ def _usd(value: float | None, digits: int = 6) -> str:
 
 def _rate(value: float | None) -> str:
     return f"{value:.1%}" if value is not None else "—"
+
+
+#: the statistics columns of a summary row, as summary.md and ``trial report`` show them
+ROW_HEADER = ["trials", "pass rate", "95 % CI", "pass^k", "passed / graded", "failed", "error", "aborted",
+              "mean agent cost (USD)", "mean user cost (USD)", "unknown cost", "mean tokens", "mean turns",
+              "latency p50 / p95 (s)", "termination reasons"]
+ROW_ALIGN = "rrrlrrrrrrrrrrl"
+
+
+def row_cells(r: SummaryRow) -> list[str]:
+    """A summary row's statistics as table cells (raw text: the table escapes them)."""
+    interval = f"{r.pass_rate_ci95[0]:.1%}–{r.pass_rate_ci95[1]:.1%}" if r.pass_rate_ci95 else "—"
+    hat = ", ".join(f"^{k} {v:.1%}" for k, v in r.pass_hat_k.items()) if r.pass_hat_k else "—"
+    agent, user = r.agent_cost, r.user_cost
+    unknown = max(agent.unknown_trials if agent else 0, user.unknown_trials if user else 0)
+    latency = ("—" if r.latency_p50_s is None or r.latency_p95_s is None
+               else f"{r.latency_p50_s:.2f} / {r.latency_p95_s:.2f}")
+    reasons = ", ".join(f"{k} {v}" for k, v in r.termination_reasons.items())
+    return [str(r.trials), _rate(r.pass_rate), interval, hat, f"{r.passed} / {r.graded}", str(r.failed),
+            str(r.error), str(r.aborted), _usd(agent.mean_usd if agent else None),
+            _usd(user.mean_usd if user else None), str(unknown), f"{(r.mean_tokens or 0):.0f}",
+            f"{(r.mean_turns or 0):.1f}", latency, reasons]
 
 
 def render_markdown(summary: Summary) -> str:
@@ -183,24 +206,9 @@ def render_markdown(summary: Summary) -> str:
            + (f", unfinished trials ${summary.unfinished_cost_usd:.4f}" if summary.unfinished_cost_usd else "")
            + ")" if summary.trials or summary.unfinished_cost_usd else "") + ".",
         "",
-        "| model | task pack | trials | pass rate | 95 % CI | pass^k | passed / graded | failed | error | aborted "
-        "| mean agent cost (USD) | mean user cost (USD) | unknown cost | mean tokens | mean turns | latency p50 / p95 (s) "
-        "| termination reasons |",
-        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for r in summary.rows:
-        interval = f"{r.pass_rate_ci95[0]:.1%}–{r.pass_rate_ci95[1]:.1%}" if r.pass_rate_ci95 else "—"
-        hat = ", ".join(f"^{k} {v:.1%}" for k, v in r.pass_hat_k.items()) if r.pass_hat_k else "—"
-        agent, user = r.agent_cost, r.user_cost
-        unknown = max(agent.unknown_trials if agent else 0, user.unknown_trials if user else 0)
-        latency = ("—" if r.latency_p50_s is None or r.latency_p95_s is None
-                   else f"{r.latency_p50_s:.2f} / {r.latency_p95_s:.2f}")
-        reasons = ", ".join(f"{k} {v}" for k, v in r.termination_reasons.items())
-        lines.append(
-            f"| {_cell(r.plan_key)} | {_cell(r.task_pack)} | {r.trials} | {_rate(r.pass_rate)} | {interval} | {hat} | "
-            f"{r.passed} / {r.graded} | {r.failed} | {r.error} | {r.aborted} | "
-            f"{_usd(agent.mean_usd if agent else None)} | {_usd(user.mean_usd if user else None)} | {unknown} | "
-            f"{(r.mean_tokens or 0):.0f} | {(r.mean_turns or 0):.1f} | {latency} | {_cell(reasons)} |")
+    lines += md_table(["model", "task pack", *ROW_HEADER],
+                      [[r.plan_key, r.task_pack, *row_cells(r)] for r in summary.rows], align="ll" + ROW_ALIGN)
     lines += ["", "Aborted trials (rate limit, timeout, infrastructure, configuration) are excluded from the pass "
               "rate; harness errors stay in it as not passed. Costs leave out trials of unknown cost, counted "
               "apart.", ""]
