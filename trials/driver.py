@@ -152,6 +152,9 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
     """
     # the identity is part of every run folder, however the drive was started (``settings`` adds the run config)
     finished = folder.open(specs, settings=settings or build_settings(specs), command=command)
+    attach_journal = getattr(backend, "attach_journal", None)  # every built-in backend has it (calls.jsonl)
+    if attach_journal is not None:
+        attach_journal(folder.journal)
     probe = rate_limit_probe if rate_limit_probe is not None and rate_limit_probe.enabled else None
     try:
         census = load_census(folder.root, probe) if probe is not None else None
@@ -160,7 +163,7 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
     again = {key for key, line in finished.items() if retry_aborted and line["status"] == TrialStatus.ABORTED.value}
     todo = [s for s in specs if str(s.key) not in finished or str(s.key) in again]
     # the budget counts every attempt, superseded ones included: that money was spent
-    outcome = RunOutcome(skipped=len(specs) - len(todo), spent_usd=folder.spent_usd() + folder.interrupted_spent_usd())
+    outcome = RunOutcome(skipped=len(specs) - len(todo), spent_usd=folder.spent_usd() + folder.unfinished_spent_usd())
     stop = threading.Event()
     started: set[str] = set()
     if todo:
@@ -330,8 +333,9 @@ def _end_quietly(folder: RunFolder, unfinished: Sequence[TrialKey], spend: dict[
 def write_summary(folder: RunFolder) -> None:
     """Re-render ``summary.md`` and ``summary.json`` from ``runs.jsonl``."""
     lines = list(folder.finished().values())
-    summary = summarize(lines, unfinished_cost_usd=folder.interrupted_spent_usd())
-    markdown = render_markdown(summary) + configuration_stop_line(lines)
+    # interrupted trials, trials that died in flight and superseded attempts: spent, but in no row
+    summary = summarize(lines, unfinished_cost_usd=folder.unfinished_spent_usd() + folder.superseded_spent_usd())
+    markdown = render_markdown(summary) + configuration_stop_line(lines) + folder.spend_note()
     atomic_write(folder.root / "summary.md", markdown.encode("utf-8"))
     atomic_write(folder.root / "summary.json", render_json(summary).encode("utf-8"))
 

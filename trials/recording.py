@@ -25,6 +25,7 @@ from capplan.core.redaction import Redactor, process_redactor
 from capplan.executor.attempts import attempts_of
 from capplan.executor.result import Attempt, GenerationResult
 from capplan.executor.usage import Usage
+from capplan.trials.call_journal import CallLog, current_log
 from capplan.trials.records import (
     CallRecord,
     ParserErrorRecord,
@@ -147,10 +148,16 @@ def wire_message(message: dict[str, Any]) -> dict[str, Any]:
 
 
 class MetricsSink:
-    """Every provider attempt the trial paid for, one :class:`CallRecord` each."""
+    """Every provider attempt the trial paid for, one :class:`CallRecord` each.
 
-    def __init__(self) -> None:
+    Each record also goes to the run's call journal (``log``; by default the log of the trial running
+    in this thread, see :func:`capplan.trials.call_journal.journalled`) the moment it is made, so a
+    process that dies mid-trial leaves those calls in ``calls.jsonl``.
+    """
+
+    def __init__(self, log: CallLog | None = None) -> None:
         self.calls: list[CallRecord] = []
+        self.log = log if log is not None else current_log()
         self.last_prompt_tokens: int | None = None
         # the loop's own backoff (the API-error replay) is charged to the next attempt's wait_s
         self._pending_wait = 0.0
@@ -165,7 +172,7 @@ class MetricsSink:
                                                key_index=result.key_index),)
         route, kind = result.gateway_route, result.gateway_route_kind
         for number, attempt in enumerate(attempts[:-1], start=1):
-            self.calls.append(self._error(role, turn, number, attempt, route, kind))
+            self._add(self._error(role, turn, number, attempt, route, kind))
         last = attempts[-1]
         record = CallRecord(
             role=role, turn=turn, outcome="accepted", status="ok", attempt=len(attempts),
@@ -174,7 +181,7 @@ class MetricsSink:
             openrouter_generation_id=result.openrouter_generation_id, gateway_route=route, gateway_route_kind=kind,
             key_index=result.key_index,
         )
-        self.calls.append(record)
+        self._add(record)
         if role == "agent":
             self.last_prompt_tokens = result.usage.prompt_tokens
         return record
@@ -191,7 +198,12 @@ class MetricsSink:
             attempts = (Attempt(status="error", wait_s=0.0, latency_s=0.0,
                                 error_type=type(exc).__name__ if exc is not None else None),)
         for number, attempt in enumerate(attempts, start=1):
-            self.calls.append(self._error(role, turn, number, attempt, *route))
+            self._add(self._error(role, turn, number, attempt, *route))
+
+    def _add(self, record: CallRecord) -> None:
+        self.calls.append(record)
+        if self.log is not None:
+            self.log.record(record)
 
     def _error(self, role: Role, turn: int, number: int, attempt: Attempt, route: str | None,
                kind: str | None) -> CallRecord:

@@ -441,6 +441,27 @@ class RunInterruptedSpend(_Record):
         return _utc(v) or v
 
 
+class RunDiedSpend(_Record):
+    """One trial attempt that died in flight (SIGKILL, OOM, a lost worker): its calls as calls.jsonl has them."""
+
+    key: str
+    attempt: int = Field(ge=1, description="The runs.jsonl attempt it would have been.")
+    execution: str = Field(max_length=64, description="The journal's id of that execution.")
+    calls: int = Field(ge=0, description="Provider attempts it made (failed ones included).")
+    agent_cost_usd: float | None = Field(ge=0, allow_inf_nan=False,
+                                         description="Agent and summarise calls; null: a call's cost is unknown.")
+    user_cost_usd: float | None = Field(ge=0, allow_inf_nan=False,
+                                        description="User-simulator calls; null: a call's cost is unknown.")
+    unknown_cost_calls: int = Field(ge=0, description="Answered calls whose cost nobody knows.")
+    agent_tokens: int = Field(0, ge=0, description="Agent prompt + completion tokens.")
+    user_tokens: int = Field(0, ge=0, description="User-simulator prompt + completion tokens.")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        return _trial_key(v)
+
+
 class RunManifest(_Record):
     """``run.json``: what defines the run's experiment, which trials are unfinished, and what unfinished ones cost.
 
@@ -464,6 +485,11 @@ class RunManifest(_Record):
         default_factory=list, description="Every interrupted trial attempt's spend so far, across invocations.")
     interrupted_spend_usd: float = Field(0.0, ge=0, allow_inf_nan=False,
                                          description="The sum of interrupted_spend (unknown costs count as 0).")
+    died_in_flight: list[RunDiedSpend] = Field(
+        default_factory=list, description="Trial attempts whose process died mid-trial (their calls are only in "
+                                          "calls.jsonl), with what they had spent; recomputed from the journal.")
+    died_in_flight_usd: float = Field(0.0, ge=0, allow_inf_nan=False,
+                                      description="The known part of died_in_flight's spend (unknown costs apart).")
 
     @field_validator("run_id")
     @classmethod

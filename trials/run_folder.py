@@ -8,6 +8,8 @@ Layout::
                                          (append-only: a retried aborted trial adds a line with the
                                          next ``attempt``; readers take the highest attempt per key)
     DIR/runs.jsonl.torn-<n>              a torn last line set aside on resume (see below)
+    DIR/calls.jsonl                      every provider attempt as it returned, so calls of trials that
+                                         died in flight are still counted (see capplan.trials.call_journal)
     DIR/trials/<plan>/<task>/<i>/trajectory.yaml
     DIR/trials/<plan>/<task>/<i>/metrics.yaml
     DIR/summary.md, DIR/summary.json     re-rendered from runs.jsonl
@@ -59,6 +61,8 @@ from capplan.core.input_limits import InputLimitError
 from capplan.core.safe_names import UnsafeName
 from capplan.core.strict_json import StrictJSONError, loads_strict
 from capplan.trials import confined
+from capplan.trials.call_journal import JOURNAL_FILE, CallJournal, DiedSpend, read_journal
+from capplan.trials.call_journal import died_in_flight as journal_died
 from capplan.trials.confined import ConfinedPathError, check_segment, trial_parts
 from capplan.trials.records import RunLine, RunManifest, RunSettings
 from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
@@ -73,7 +77,7 @@ MANIFEST_FILE = "run.json"
 TORN_PREFIX = f"{RUNS_FILE}.torn-"
 TRIAL_FILES = ("trajectory.yaml", "metrics.yaml")
 #: files capplan writes at the top of a run folder (probe.json: see capplan.trials.probe_census)
-TOP_FILES = (MANIFEST_FILE, RUNS_FILE, "summary.md", "summary.json", "probe.json")
+TOP_FILES = (MANIFEST_FILE, RUNS_FILE, "summary.md", "summary.json", "probe.json", JOURNAL_FILE)
 #: a run.json lists plans and tasks; far below this even for thousands of task files
 MAX_MANIFEST_BYTES = 16 << 20
 #: a runs.jsonl line capplan writes is well under 1 KiB
@@ -195,6 +199,8 @@ class RunFolder:
         self._checked: tuple[tuple[str, str, str], ...] | None = None
         self._noted: set[tuple[str, int, str]] = set()  # a note is given once, however often it is found
         self.run_id: str | None = None  # set by open(): stamped on every line this run writes
+        #: set by open(): where this process's trials journal their calls
+        self.journal: CallJournal | None = None
         self._user_plans: dict[str, str | None] = {}
 
     # -- reading and checking ------------------------------------------------------------
@@ -290,6 +296,8 @@ class RunFolder:
         if not diags:
             diags += self._check_probe()
         lines = self._read_lines(diags)
+        if not diags:
+            self._journal_torn(diags, report=report)
         if report and lines is not None and not os.path.lexists(self.runs):
             diags.append(Diagnostic(str(self.runs), 1, 1, "not-a-run-folder",
                                     "does not exist: no trial of this run has finished yet"))
@@ -421,6 +429,70 @@ class RunFolder:
         lines.good_bytes = offset  # the end of the last complete line
         return lines
 
+    def _journal_torn(self, diags: list[Diagnostic], *, report: bool) -> int:
+        """``calls.jsonl`` read back (bad lines go to ``diags``); the offset its complete lines end at."""
+        found: list[Diagnostic] = []
+        try:
+            journal = read_journal(self.root, found)
+        except ConfinedPathError as exc:
+            diags.append(exc.diagnostic())
+            return 0
+        diags += found[:20]
+        if journal.torn_lineno and not found:
+            self._note(Diagnostic(str(self.root / JOURNAL_FILE), journal.torn_lineno, 1, "call-journal-torn",
+                                  "the last line is incomplete (a run stopped while writing it" +
+                                  (", or is writing it now): ignored" if report else "): cut off") +
+                                  "; that one call's spend is not counted", severity="warning"))
+        return journal.good_bytes if journal.torn_lineno else -1
+
+    def died_in_flight(self, manifest: RunManifest | None = None) -> list[DiedSpend]:
+        """Trial attempts whose calls only the journal records: their process died before writing them.
+
+        ``manifest``: the run.json about to be written (its interrupted-spend entries account for
+        their executions); by default the one on disk.
+        """
+        found: list[Diagnostic] = []
+        try:
+            journal = read_journal(self.root, found)
+        except ConfinedPathError as exc:
+            raise RunFolderError([exc.diagnostic()]) from None
+        if found:
+            raise RunFolderError(found[:20])
+        lines = self._contents()
+        manifest = manifest if manifest is not None else self._read_manifest()
+        return journal_died(journal, lambda key, attempt: (key, attempt) in lines.by_identity,
+                            [(e.key, e.at) for e in manifest.interrupted_spend])
+
+    def superseded_spent_usd(self) -> float:
+        """What attempts spent that a later attempt of the same trial superseded (an aborted trial rerun)."""
+        latest = {id(entry) for entry in self._contents().latest().values()}
+        return round(sum((e.line.cost_usd or 0.0) + (e.line.user_cost_usd or 0.0)
+                         for e in self._contents().entries if id(e) not in latest), 9)
+
+    def unfinished_spent_usd(self) -> float:
+        """Spend outside the finished trials' records: interrupted trials and trials that died in flight (known part)."""
+        return round(self.interrupted_spent_usd() + sum(d.known_usd for d in self.died_in_flight()), 9)
+
+    def spend_note(self) -> str:
+        """``summary.md``'s paragraph on money no row holds ("" when there is none)."""
+        interrupted, died, superseded = self.interrupted_spent_usd(), self.died_in_flight(), self.superseded_spent_usd()
+        parts = []
+        if interrupted:
+            parts.append(f"interrupted trials ${interrupted:.4f}")
+        if died:
+            agent = [d.agent_cost_usd for d in died]
+            user = [d.user_cost_usd for d in died]
+            unknown = sum(d.unknown_cost_calls for d in died)
+            parts.append(f"{len(died)} trial attempt(s) that died in flight ${sum(d.known_usd for d in died):.4f} "
+                         f"(agent {_usd_or_unknown(agent)}, user {_usd_or_unknown(user)}"
+                         + (f"; {unknown} call(s) of unknown cost not in it" if unknown else "") + ")")
+        if superseded:
+            parts.append(f"superseded attempts of rerun trials ${superseded:.4f}")
+        if not parts:
+            return ""
+        return ("\n**Spend in no row** (in the total above): " + "; ".join(parts) +
+                f". run.json lists each trial; {JOURNAL_FILE} has every call.\n")
+
     def _note_torn(self, lines: _Lines) -> None:
         """``report`` leaves a torn line where it is: a run may still be appending to the file."""
         if lines.torn is None:
@@ -501,6 +573,9 @@ class RunFolder:
                                              f"{self.root}: cannot create the folder: {exc.strerror or exc}")]) from None
         lines = self._contents()
         self._set_torn_aside(lines)
+        cut = self._journal_torn([], report=False)
+        if cut >= 0:  # a kill mid-append: the next line must not be glued to the fragment
+            confined.truncate(self.root, (JOURNAL_FILE,), cut)
         confined.remove_leftovers(self.root, (), _TOP_LEFTOVERS)
         for folder in sorted({trial_parts(s.plan_key, s.task_id, s.index) for s in specs}):
             confined.remove_leftovers(self.root, folder, _TRIAL_LEFTOVERS)
@@ -520,8 +595,10 @@ class RunFolder:
             data["plans"][spec.plan_key] = spec.plan_fingerprint
             data["tasks"][spec.task_id] = {"path": spec.recorded_task_path, "sha256": spec.task_sha256,
                                            "pack": spec.task_pack}
+        self._with_died(data)
         self._write_manifest(data)
         self.run_id = data["run_id"]
+        self.journal = CallJournal(self.root, self.run_id, lines.attempts)
         return self.finished()
 
     def _set_torn_aside(self, lines: _Lines) -> None:
@@ -556,6 +633,10 @@ class RunFolder:
             data = {**records.run_line, **stamp, "attempt": lines.attempts(str(key)) + 1}
             text = json.dumps(data, sort_keys=True, ensure_ascii=False)
             line = self._readable(text, key)
+            if self.journal is not None:
+                self.journal.raise_failure()
+                # before the line: an end line without its runs.jsonl line is read as a trial that died
+                self.journal.written(str(key), data["attempt"])
             confined.append(self.root, (RUNS_FILE,), (text + "\n").encode("utf-8"))
             lines.complete += 1
             lines.add(_Entry(lines.complete, line))
@@ -583,11 +664,14 @@ class RunFolder:
         now = utc_now()
         data["interrupted"] = sorted({str(k) for k in keys})
         for key, cost in sorted((spend or {}).items()):
+            if self.journal is not None:
+                self.journal.interrupted(key, now)  # matched to the entry below by key and time
             data["interrupted_spend"].append({"key": key, "cost_usd": _rounded(cost), "at": now})
         data["interrupted_spend_usd"] = _rounded(sum(e["cost_usd"] or 0.0 for e in data["interrupted_spend"])) or 0.0
         data["ended_at"] = now
         if data["invocations"] and data["invocations"][-1]["ended_at"] is None:
             data["invocations"][-1]["ended_at"] = now
+        self._with_died(data)
         self._write_manifest(data)
 
     def clear_interrupted(self) -> None:
@@ -600,10 +684,23 @@ class RunFolder:
             return 0.0
         return self._read_manifest().interrupted_spend_usd
 
+    def _with_died(self, data: dict[str, Any]) -> None:
+        """``data`` (run.json) with the trials that died in flight as the journal has them now."""
+        died = self.died_in_flight(RunManifest.model_validate(data))
+        data["died_in_flight"] = [d.to_json() for d in died]
+        data["died_in_flight_usd"] = round(sum(d.known_usd for d in died), 9)
+
     def _write_manifest(self, data: dict[str, Any]) -> None:
         text = json.dumps(data, indent=2, sort_keys=True) + "\n"
         RunManifest.model_validate_json(text, strict=True)  # what is written must read back
         confined.write_atomic(self.root, (MANIFEST_FILE,), text.encode("utf-8"))
+
+
+def _usd_or_unknown(values: Sequence[float | None]) -> str:
+    known = sum(v for v in values if v is not None)
+    if all(v is None for v in values):
+        return "unknown"
+    return f"${known:.4f}" + (" known" if any(v is None for v in values) else "")
 
 
 def _rounded(cost: float | None) -> float | None:

@@ -4,6 +4,8 @@ Threads, because a trial spends its time waiting on the provider; one client per
 shared by all of that plan's trials (``RunContext`` caches it). The stop event is the
 context's cancel event, so running trials end at their next turn boundary as
 ``interrupted``. Records leave with every credential value this process knows replaced.
+With a call journal attached (the driver attaches the run folder's), each trial runs with its
+own execution of it, so each provider call is in ``calls.jsonl`` as it returns.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
+from capplan.trials.call_journal import CallJournal, CallLog, journalled
 from capplan.trials.recording import redact_records
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords, TrialSpec
@@ -24,6 +27,11 @@ class LocalBackend:
 
     def __init__(self, context: RunContext | None = None) -> None:
         self.context = context
+        self.journal: CallJournal | None = None
+
+    def attach_journal(self, journal: CallJournal | None) -> None:
+        """Where the trials' calls are journalled from now on (None: nowhere)."""
+        self.journal = journal
 
     def prepare(self, specs: Sequence[TrialSpec]) -> None:
         """Nothing to ship: the trials run in this process."""
@@ -41,12 +49,18 @@ class LocalBackend:
                     if spec is None:
                         exhausted = True
                         break
-                    running.add(pool.submit(run_trial, spec, context))
+                    log = self.journal.begin(str(spec.key)) if self.journal is not None else None
+                    running.add(pool.submit(_run_journalled, spec, context, log))
                 if not running:
                     return
                 done, running = _wait(running)
                 for future in done:
                     yield redact_records(future.result())
+
+
+def _run_journalled(spec: TrialSpec, context: RunContext, log: CallLog | None) -> TrialRecords:
+    with journalled(log):
+        return run_trial(spec, context)
 
 
 def _wait(running: set[Future[TrialRecords]]) -> tuple[set[Future[TrialRecords]], set[Future[TrialRecords]]]:

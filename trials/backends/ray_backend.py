@@ -12,6 +12,12 @@ seats and resubmits each lost trial from its start. The trial is written once, w
 attempt finishes, with the dead attempts counted in its ``metrics.yaml`` (``lost_attempts``).
 If the driver itself dies, its actors die with it; rerunning the command resumes from
 ``runs.jsonl`` like any other run.
+
+Call journal: workers cannot append to the driver's ``calls.jsonl`` (another process, often another
+machine), so each keeps its trials' calls in a buffer that the driver drains every
+``_DRAIN_S`` and appends to the journal; a finished trial's remaining calls come back with its
+records. A worker or driver that dies loses at most its last drain interval of calls from the
+journal; the calls drained before are counted as spend of trials that died in flight.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import Any
 from capplan.executor.plan import Plan
 from capplan.executor.rate_limits import RateLimits
 from capplan.core.redaction import redact_text
+from capplan.trials.call_journal import CallJournal
 from capplan.trials.cluster.credentials import credential_names, secret_names
 from capplan.trials.cluster.limiter_actor import start_limiter
 from capplan.trials.cluster.session import ClusterUsageError, EnvironmentSource, Session
@@ -41,6 +48,8 @@ from capplan.trials.taskfile import TaskFile, is_path_ref
 
 #: How long the driver waits for any result before looking at the stop event again.
 _POLL_S = 0.2
+#: How often the driver drains the workers' call buffers into calls.jsonl.
+_DRAIN_S = 0.25
 
 
 @dataclass
@@ -131,6 +140,11 @@ class RayBackend:
         self.stats = RayRunStats()
         self._session: Session | None = None
         self._credentials: list[str] = []
+        self.journal: CallJournal | None = None
+
+    def attach_journal(self, journal: CallJournal | None) -> None:
+        """Where the workers' drained calls are journalled (None: nowhere)."""
+        self.journal = journal
 
     def prepare(self, specs: Sequence[TrialSpec]) -> None:
         """Join the cluster with the task environments in its runtime env; check every node's credentials."""
@@ -197,6 +211,9 @@ class _Drive:
         self.lost: Counter[str] = Counter()
         self.retry: deque[TrialSpec] = deque()
         self.arrivals = _Arrivals(self.ray)
+        self.journal = backend.journal
+        self.drains: dict[Any, int] = {}  # pending drain_calls() -> worker
+        self.last_drain = 0.0
 
     def _ready(self) -> list[WorkerIdentity]:
         try:
@@ -226,14 +243,41 @@ class _Drive:
                 if not self.in_flight and (stopping or exhausted and not self.retry):
                     return
                 self._check_restarted()
+                self._drain()
                 for ref, arrived in self._arrived():
                     records = self._collect(ref, arrived, stopping)
                     if records is not None:
                         yield records
         finally:
             self.arrivals.close()
+            self._drain(final=True)
             self.backend.stats.limiter = self._limiter_stats()
             self._shutdown()
+
+    def _drain(self, *, final: bool = False) -> None:
+        """Move the workers' buffered calls into the journal: the finished drains, then new ones when due."""
+        if self.journal is None:
+            return
+        if final and self.drains:
+            self.ray.wait(list(self.drains), num_returns=len(self.drains), timeout=5)
+        if self.drains:
+            ready, _ = self.ray.wait(list(self.drains), num_returns=len(self.drains), timeout=0)
+            for ref in ready:
+                del self.drains[ref]
+                try:
+                    entries = self.ray.get(ref)
+                except self.ray.exceptions.RayError:
+                    continue  # the worker died: its undrained calls die with it (the drained ones are counted)
+                self.journal.extend(entries)
+        now = time.monotonic()
+        if final or (not self.drains and now - self.last_drain >= _DRAIN_S):
+            self.last_drain = now
+            for worker, actor in enumerate(self.actors):
+                if worker not in self.restarting:
+                    self.drains[actor.drain_calls.remote()] = worker
+            if final:
+                self.ray.wait(list(self.drains), num_returns=len(self.drains), timeout=5)
+                self._drain()
 
     def _arrived(self) -> list[tuple[Any, float]]:
         """What arrived: waits up to the poll interval for one result, then takes every other one already in."""
@@ -292,6 +336,8 @@ class _Drive:
         except (exceptions.RayActorError, exceptions.WorkerCrashedError, exceptions.ObjectLostError):
             # the worker (or its node) died with this attempt running: free its seats, run the trial again
             key = str(attempt.spec.key)
+            if self.journal is not None:
+                self.journal.lost(key)  # its drained calls stay in the journal, counted as died in flight
             self.lost[key] += 1
             self.backend.stats.lost_attempts += 1
             self.limiter.release_holder.remote(attempt.holder)
@@ -301,6 +347,8 @@ class _Drive:
                 self.retry.append(attempt.spec)
             return None
         self.identities[attempt.worker] = result.worker
+        if self.journal is not None:
+            self.journal.extend(result.calls)  # before the driver writes the trial (its end line names them)
         stats = self.backend.stats
         stats.by_node[result.worker.node] += 1
         stats.trial_wall_s.append(result.wall_s)

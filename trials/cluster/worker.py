@@ -19,7 +19,8 @@ import os
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from capplan.executor.client import Completion
 from capplan.executor.plan import Plan
@@ -27,6 +28,7 @@ from capplan.core.redaction import redact_standard_streams
 from capplan.trials.cluster.credentials import require
 from capplan.trials.cluster.limited_completion import LimitedCompletion
 from capplan.trials.cluster.limiter_actor import RayCallGate
+from capplan.trials.call_journal import CallBuffer, journalled
 from capplan.trials.recording import redact_records
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords, TrialSpec
@@ -50,6 +52,8 @@ class TrialResult:
     worker: WorkerIdentity
     started_at: float  # wall clock, to measure scheduling against the driver's submission time
     wall_s: float
+    #: the trial's journal entries the driver had not drained yet (CallBuffer.take)
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 class TrialWorker:
@@ -67,6 +71,8 @@ class TrialWorker:
         gate = RayCallGate(ray.get_actor(limiter_name), self.identity.holder)
         self.cancel = threading.Event()
         self.context = RunContext(cancel=self.cancel, completion_for=lambda plan: _limited(plan, gate))
+        # every provider call, until the driver drains it into the run folder's calls.jsonl
+        self.calls = CallBuffer()
 
     def ready(self) -> WorkerIdentity:
         """Who this incarnation is; litellm is imported now so the first trial does not pay for it."""
@@ -79,8 +85,15 @@ class TrialWorker:
         """Run one trial; the plans travel beside the spec, once per plan in the object store."""
         full = dataclasses.replace(spec, plan_json=plan_json, user_plan_json=user_plan_json)
         started_at, started = time.time(), time.perf_counter()
-        records = redact_records(run_trial(full, self.context))
-        return TrialResult(records, self.identity, started_at, time.perf_counter() - started)
+        log = self.calls.begin(str(spec.key))
+        with journalled(log):
+            records = redact_records(run_trial(full, self.context))
+        return TrialResult(records, self.identity, started_at, time.perf_counter() - started,
+                           calls=self.calls.take(log.execution))
+
+    def drain_calls(self) -> list[dict[str, Any]]:
+        """The calls recorded since the last drain (the driver appends them to calls.jsonl)."""
+        return self.calls.drain()
 
     def stop(self) -> None:
         """Running trials end at their next turn as interrupted."""

@@ -1,0 +1,393 @@
+"""``calls.jsonl``: every provider attempt, appended as it returns, so a trial that dies takes no spend with it.
+
+A trial's calls reach ``metrics.yaml`` only when the trial finishes. A process killed with
+trials in flight (SIGKILL, the OOM killer, a lost Ray driver) used to take the money those trials
+had spent with it. The journal closes that gap: the trial's metrics sink hands every
+:class:`~capplan.trials.records.CallRecord` (each attempt: agent, user simulator, summarise,
+outer-controller retries included) to the journal the moment it is recorded, and the journal
+appends one JSON line with one ``write`` (the page cache outlives a killed process, as for
+``runs.jsonl``).
+
+Lines (``kind``):
+
+- ``call``: ``run_id``, ``execution`` (one id per time a trial runs: a rerun or a Ray resubmission
+  gets a new one), ``key``, ``plan_key``, ``task_id``, ``index``, ``attempt`` (the ``runs.jsonl``
+  attempt the execution would become) and ``call``, the CallRecord exactly as ``metrics.yaml``
+  carries it (role, turn, status, error class, tokens, cost or null, cost source, generation id,
+  route and route kind, key index — never a key).
+- ``end``: the driver closed the execution: ``as: written`` just before its ``runs.jsonl`` line is
+  appended (that line is the commit marker: an ``end`` without it means the process died between
+  the two writes), or ``as: interrupted`` with the ``at`` of the ``run.json`` interrupted-spend entry
+  that records its spend.
+- ``lost``: the Ray driver saw the worker running the execution die (it is resubmitted under a new id).
+
+Reading it back (:func:`died_in_flight`): an execution is accounted for when its ``end`` line and the
+record it names (the ``runs.jsonl`` line of that key and attempt, or the ``run.json`` entry of that
+key and time) both exist; every other execution died in flight, and its calls are that trial's
+unrecorded spend — split into agent (agent + summarise) and user simulator, and ``None`` (unknown,
+never $0) for a role whose answered call had no cost.
+
+Who writes: the driver's process alone. The local backend's trials run in its threads and write
+through :class:`CallJournal`. Ray workers run on other processes, possibly other machines, with no
+shared file system in general; they keep their calls in a :class:`CallBuffer` that the driver
+drains a few times a second and, for each finished trial, returns the rest with its records, so
+the journal is still one file in the run folder and a worker that dies loses at most the last
+poll interval of calls.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from capplan.core.diagnostics import Diagnostic
+from capplan.trials import confined
+from capplan.trials.confined import ConfinedPathError
+from capplan.trials.costs import known_cost, round_usd
+from capplan.trials.records import CallRecord
+
+JOURNAL_FILE = "calls.jsonl"
+#: a journal line holds one call record: far below this
+MAX_JOURNAL_LINE_BYTES = 64 << 10
+
+_AGENT_ROLES = ("agent", "summarize")
+_USER_ROLES = ("user",)
+
+
+class CallLog(Protocol):
+    """Where one trial execution's calls go as they are recorded (the metrics sink calls it)."""
+
+    def record(self, call: CallRecord) -> None:
+        ...
+
+
+_CURRENT: ContextVar[CallLog | None] = ContextVar("capplan_call_log", default=None)
+
+
+@contextmanager
+def journalled(log: CallLog | None) -> Iterator[None]:
+    """Run a trial with ``log`` as the call log of every metrics sink it creates (the backends wrap ``run_trial``).
+
+    A context variable rather than a parameter: the runner builds its sink deep inside ``run_trial``,
+    and each backend thread runs one trial at a time, so the trial in this thread is the one whose
+    calls these are.
+    """
+    token = _CURRENT.set(log)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_log() -> CallLog | None:
+    """The call log of the trial running in this thread (None outside a journalled run)."""
+    return _CURRENT.get()
+
+
+def new_execution_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _call_data(call: CallRecord) -> dict[str, Any]:
+    data = call.model_dump(mode="json")
+    if data.get("cost_usd") is not None:
+        data["cost_usd"] = round_usd(data["cost_usd"])
+    return data
+
+
+def _key_parts(key: str) -> tuple[str, str, int]:
+    plan_key, task_id, index = key.split("/")
+    return plan_key, task_id, int(index)
+
+
+@dataclass
+class _Open:
+    execution: str
+    attempt: int
+
+
+class CallJournal:
+    """The driver's writer of ``calls.jsonl`` (thread-safe; one per run folder and process).
+
+    ``attempts(key)`` is how many attempts of trial ``key`` the run folder already records, so an
+    execution's ``attempt`` is the one its ``runs.jsonl`` line will carry.
+    """
+
+    def __init__(self, root: Path, run_id: str | None, attempts: Callable[[str], int]) -> None:
+        self.root = root
+        self.run_id = run_id
+        self._attempts = attempts
+        self._lock = threading.Lock()
+        self._open: dict[str, _Open] = {}
+        self.failure: ConfinedPathError | None = None
+
+    # -- opening executions and recording calls -------------------------------------------
+
+    def begin(self, key: str) -> CallLog:
+        """A new execution of trial ``key`` (in this process); its calls go through the returned log."""
+        with self._lock:
+            opened = self._open[key] = _Open(new_execution_id(), self._attempts(key) + 1)
+        return _FileLog(self, key, opened)
+
+    def record(self, key: str, execution: str, call: CallRecord | Mapping[str, Any]) -> None:
+        """Append one call of ``execution`` (an execution first seen here, from a Ray worker, is opened)."""
+        data = _call_data(call) if isinstance(call, CallRecord) else dict(call)
+        with self._lock:
+            opened = self._open.get(key)
+            if opened is None or opened.execution != execution:
+                opened = self._open[key] = _Open(execution, self._attempts(key) + 1)
+            attempt = opened.attempt
+        plan_key, task_id, index = _key_parts(key)
+        self._append({"kind": "call", "run_id": self.run_id, "execution": execution, "key": key,
+                      "plan_key": plan_key, "task_id": task_id, "index": index, "attempt": attempt,
+                      "at": round(time.time(), 3), "call": data})
+
+    def extend(self, entries: Iterable[Mapping[str, Any]]) -> None:
+        """Calls a Ray worker buffered (:meth:`CallBuffer.drain`), in the order it recorded them."""
+        for entry in entries:
+            self.record(str(entry["key"]), str(entry["execution"]), entry["call"])
+
+    # -- closing them ------------------------------------------------------------------------
+
+    def written(self, key: str, attempt: int) -> None:
+        """Trial ``key`` is about to get its ``runs.jsonl`` line as ``attempt`` (call it just before appending)."""
+        with self._lock:
+            opened = self._open.pop(key, None)
+        if opened is not None:
+            self._append({"kind": "end", "as": "written", "execution": opened.execution, "key": key,
+                          "attempt": attempt})
+
+    def interrupted(self, key: str, at: str) -> None:
+        """Trial ``key`` stopped part-way; its spend goes into ``run.json`` with time ``at`` (call it just before)."""
+        with self._lock:
+            opened = self._open.pop(key, None)
+        if opened is not None:
+            self._append({"kind": "end", "as": "interrupted", "execution": opened.execution, "key": key,
+                          "attempt": opened.attempt, "at": at})
+
+    def lost(self, key: str) -> None:
+        """The worker running trial ``key`` died; the execution stays open (unaccounted) and is noted."""
+        with self._lock:
+            opened = self._open.pop(key, None)
+        if opened is not None:
+            self._append({"kind": "lost", "execution": opened.execution, "key": key, "attempt": opened.attempt})
+
+    def raise_failure(self) -> None:
+        """Stop the run (in the driver's thread) when a journal append failed in a trial's thread."""
+        if self.failure is not None:
+            raise self.failure
+
+    def _append(self, data: dict[str, Any]) -> None:
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+        try:
+            confined.append(self.root, (JOURNAL_FILE,), text.encode("utf-8"))
+        except ConfinedPathError as exc:
+            # a trial's thread must not die of it: the driver raises it before the next trial is written
+            if self.failure is None:
+                self.failure = exc
+            raise
+
+
+class _FileLog:
+    def __init__(self, journal: CallJournal, key: str, opened: _Open) -> None:
+        self.journal = journal
+        self.key = key
+        self.opened = opened
+
+    def record(self, call: CallRecord) -> None:
+        try:
+            self.journal.record(self.key, self.opened.execution, call)
+        except ConfinedPathError:
+            pass  # kept as journal.failure; the driver stops the run with it
+
+
+class CallBuffer:
+    """A Ray worker's calls, held until the driver drains them (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: list[dict[str, Any]] = []
+
+    def begin(self, key: str) -> _BufferLog:
+        return _BufferLog(self, key, new_execution_id())
+
+    def add(self, key: str, execution: str, call: CallRecord) -> None:
+        with self._lock:
+            self._entries.append({"key": key, "execution": execution, "call": _call_data(call)})
+
+    def drain(self) -> list[dict[str, Any]]:
+        """Every call buffered so far, removed from the buffer."""
+        with self._lock:
+            out, self._entries = self._entries, []
+        return out
+
+    def take(self, execution: str) -> list[dict[str, Any]]:
+        """The calls of ``execution`` not drained yet (they travel back with its records), removed."""
+        with self._lock:
+            mine = [e for e in self._entries if e["execution"] == execution]
+            self._entries = [e for e in self._entries if e["execution"] != execution]
+        return mine
+
+
+class _BufferLog:
+    def __init__(self, buffer: CallBuffer, key: str, execution: str) -> None:
+        self.buffer = buffer
+        self.key = key
+        self.execution = execution
+
+    def record(self, call: CallRecord) -> None:
+        self.buffer.add(self.key, self.execution, call)
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Execution:
+    execution: str
+    key: str
+    attempt: int
+    calls: list[CallRecord] = field(default_factory=list)
+    ends: list[dict[str, Any]] = field(default_factory=list)
+    last_at: float | None = None
+
+
+@dataclass
+class Journal:
+    """``calls.jsonl`` read back: executions in order of their first line, and a torn tail if any."""
+
+    executions: dict[str, _Execution] = field(default_factory=dict)
+    good_bytes: int = 0
+    torn_lineno: int = 0  # 0: no torn last line
+    lines: int = 0
+
+
+@dataclass(frozen=True)
+class DiedSpend:
+    """What one trial execution that died in flight had spent (its calls are only in the journal)."""
+
+    key: str
+    attempt: int
+    execution: str
+    calls: int
+    agent_cost_usd: float | None
+    user_cost_usd: float | None
+    unknown_cost_calls: int
+    agent_tokens: int
+    user_tokens: int
+    last_call_at: float | None
+
+    @property
+    def known_usd(self) -> float:
+        return round_usd((self.agent_cost_usd or 0.0) + (self.user_cost_usd or 0.0))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "attempt": self.attempt, "execution": self.execution, "calls": self.calls,
+                "agent_cost_usd": self.agent_cost_usd, "user_cost_usd": self.user_cost_usd,
+                "unknown_cost_calls": self.unknown_cost_calls, "agent_tokens": self.agent_tokens,
+                "user_tokens": self.user_tokens}
+
+
+def read_journal(root: Path, found: list[Diagnostic]) -> Journal:
+    """``root/calls.jsonl`` read back; every bad complete line goes to ``found`` (located), a torn tail is kept apart."""
+    journal = Journal()
+    raw = confined.read_bytes(root, (JOURNAL_FILE,))
+    if raw is None:
+        return journal
+    where = str(root / JOURNAL_FILE)
+    offset = lineno = 0
+    while offset < len(raw):
+        lineno += 1
+        end = raw.find(b"\n", offset)
+        if end < 0:  # a kill in the middle of an append: that call's line is lost, the rest holds
+            journal.torn_lineno = lineno
+            break
+        chunk = raw[offset:end]
+        offset = end + 1
+        journal.lines = lineno
+        problem = _take_line(journal, chunk)
+        if problem is not None:
+            found.append(Diagnostic(where, lineno, 1, "call-journal-invalid", problem,
+                                    hint=f"{JOURNAL_FILE} is written by capplan only; restore it from a backup, or "
+                                         "remove the line (its call's spend is then not counted)"))
+    journal.good_bytes = offset
+    return journal
+
+
+def _take_line(journal: Journal, chunk: bytes) -> str | None:
+    if len(chunk) > MAX_JOURNAL_LINE_BYTES:
+        return f"is {len(chunk)} bytes long; a journal line is at most {MAX_JOURNAL_LINE_BYTES}"
+    try:
+        data = json.loads(chunk.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "is not a JSON line"
+    if not isinstance(data, dict):
+        return "must be a JSON object"
+    kind = data.get("kind")
+    execution, key, attempt = data.get("execution"), data.get("key"), data.get("attempt")
+    if not (isinstance(execution, str) and isinstance(key, str) and key.count("/") == 2
+            and isinstance(attempt, int) and not isinstance(attempt, bool)):
+        return "lacks a valid execution, key or attempt"
+    entry = journal.executions.get(execution)
+    if entry is None:
+        entry = journal.executions[execution] = _Execution(execution, key, attempt)
+    if kind == "call":
+        try:
+            call = CallRecord.model_validate(data.get("call"))
+        except ValidationError as exc:
+            first = exc.errors(include_input=False)[0]
+            return f"call: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+        entry.calls.append(call)
+        at = data.get("at")
+        entry.last_at = float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else entry.last_at
+        return None
+    if kind in ("end", "lost"):
+        if kind == "end" and data.get("as") not in ("written", "interrupted"):
+            return "an end line must say as: written or as: interrupted"
+        entry.ends.append(data)
+        return None
+    return "kind must be call, end or lost"
+
+
+def died_in_flight(journal: Journal, written: Callable[[str, int], bool],
+                   interrupted: Sequence[tuple[str, str]]) -> list[DiedSpend]:
+    """Executions with calls that no record accounts for, in journal order.
+
+    ``written(key, attempt)``: whether ``runs.jsonl`` holds that trial attempt; ``interrupted``: the
+    ``(key, at)`` pairs of ``run.json``'s interrupted-spend entries.
+    """
+    noted = set(interrupted)
+    died = []
+    for entry in journal.executions.values():
+        if not entry.calls or any(_accounts(end, written, noted) for end in entry.ends):
+            continue
+        answered = [c for c in entry.calls if c.outcome != "failed"]
+        died.append(DiedSpend(
+            key=entry.key, attempt=entry.attempt, execution=entry.execution, calls=len(entry.calls),
+            agent_cost_usd=known_cost(entry.calls, _AGENT_ROLES), user_cost_usd=known_cost(entry.calls, _USER_ROLES),
+            unknown_cost_calls=sum(1 for c in answered if c.cost_usd is None),
+            agent_tokens=sum(c.usage.prompt_tokens + c.usage.completion_tokens for c in entry.calls
+                             if c.role in _AGENT_ROLES),
+            user_tokens=sum(c.usage.prompt_tokens + c.usage.completion_tokens for c in entry.calls
+                            if c.role in _USER_ROLES),
+            last_call_at=entry.last_at,
+        ))
+    return died
+
+
+def _accounts(end: dict[str, Any], written: Callable[[str, int], bool], noted: set[tuple[str, str]]) -> bool:
+    if end.get("kind") != "end":
+        return False
+    if end.get("as") == "written":
+        return written(str(end["key"]), int(end["attempt"]))
+    return (str(end["key"]), str(end.get("at"))) in noted
