@@ -1,8 +1,12 @@
-"""Task environments: ``package.module:ClassName`` whose public methods are the tools.
+"""Task environments: one or more component classes whose public methods are the tools.
 
-One fresh instance per trial, so state such as a database never leaks between trials. The
-final state recorded for grading is the instance's public attributes (names not starting with
-``_``), copied to JSON-safe data after the conversation ends.
+A task's ``environment`` is ``package.module:ClassName`` (one component, flat state) or a list
+of components, each ``{ref, args, name, setup, ignore_methods}`` with ``ref`` a module class or
+``rel/path.py:ClassName`` (a file relative to the task). :class:`TrialEnvironment` is one fresh
+set of instances per trial, so state such as a database never leaks between trials; tools
+dispatch by method name to the component that has it. The state recorded for grading is each
+component's ``state()`` (when it has one and no tool is named ``state``) or its public
+attributes, through the one encoder (:mod:`capplan.trials.state_encoding`).
 """
 
 from __future__ import annotations
@@ -12,15 +16,34 @@ import importlib
 import importlib.machinery
 import importlib.util
 import inspect
-import json
 import os
 import sys
 import threading
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
+from capplan.trials.state_encoding import StateEncodingError, encode_attributes, encode_state_value
 from capplan.trials.static_environment import find_module_file
+from capplan.trials.taskfile import EnvironmentComponent, TaskFile, is_path_ref, ref_parts
+
+
+class LoadedComponents(Protocol):
+    """What :meth:`TrialEnvironment.create` reads of a loaded task (``capplan.trials.tasks.LoadedTask``)."""
+
+    @property
+    def task(self) -> TaskFile: ...
+
+    @property
+    def classes(self) -> tuple[type[Any], ...]: ...
+
+    @property
+    def tool_owners(self) -> Mapping[str, int]: ...
+
+__all__ = ["EnvironmentLoadError", "StateEncodingError", "TrialEnvironment", "component_file", "load_class",
+           "load_component_class", "import_task_module", "module_files", "resolve_function", "tool_methods",
+           "final_state"]
 
 _IMPORT_LOCK = threading.RLock()
 #: Prefix of the names task modules are imported under (never the name the task file gives).
@@ -48,6 +71,61 @@ def load_class(target: str, task_dir: Path | None) -> type[Any]:
     if not inspect.isclass(cls):
         raise EnvironmentLoadError(f"{target} is a {type(cls).__name__}, not a class")
     return cls
+
+
+def load_component_class(ref: str, task_dir: Path | None) -> type[Any]:
+    """The class a component's ``ref`` names: ``package.module:Class`` or ``rel/path.py:Class``."""
+    where, class_name = ref_parts(ref)
+    if not is_path_ref(ref):
+        return load_class(ref, task_dir)
+    module = import_task_file(where, task_dir)
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        names = [n for n, v in vars(module).items() if inspect.isclass(v) and not n.startswith("_")]
+        raise EnvironmentLoadError(
+            f"{where} has no class {class_name!r}" + (f" (classes: {', '.join(sorted(names))})" if names else ""))
+    if not inspect.isclass(cls):
+        raise EnvironmentLoadError(f"{ref} is a {type(cls).__name__}, not a class")
+    return cls
+
+
+def component_file(relative: str, task_dir: Path | None) -> Path:
+    """The file a ``rel/path.py`` ref names (resolved); :class:`EnvironmentLoadError` when it is not there."""
+    if task_dir is None:
+        raise EnvironmentLoadError(f"{relative} is relative to the task file's folder, and this task has none")
+    path = (task_dir / relative).resolve()
+    if not path.is_file():
+        raise EnvironmentLoadError(f"no file {relative} in the task file's folder ({path.parent.name}/)")
+    return path
+
+
+def import_task_file(relative: str, task_dir: Path | None) -> ModuleType:
+    """A ``.py`` file relative to ``task_dir``, run as a module named for its resolved path.
+
+    Two task packs with files of the same name never share a module, nothing is put on
+    ``sys.path``, no bytecode is written; whatever the import raises is an :class:`EnvironmentLoadError`.
+    """
+    path = component_file(relative, task_dir)
+    name = MODULE_PREFIX + hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:32]
+    with _IMPORT_LOCK:
+        if name in sys.modules:
+            return sys.modules[name]
+        written = sys.dont_write_bytecode
+        sys.dont_write_bytecode = True
+        try:
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise EnvironmentLoadError(f"{relative} cannot be loaded as a Python module")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException as exc:  # the task author's code: SystemExit or KeyboardInterrupt included
+                del sys.modules[name]
+                raise EnvironmentLoadError(f"importing {relative} raised {type(exc).__name__}: {exc}") from None
+            return module
+        finally:
+            sys.dont_write_bytecode = written
 
 
 def import_task_module(module_name: str, task_dir: Path | None) -> ModuleType:
@@ -116,6 +194,10 @@ def module_files(module_name: str, task_dir: Path | None) -> list[Path] | None:
     it later. Nothing is imported: the run folder digests these files as part of the run's
     identity.
     """
+    if module_name.endswith(".py"):  # a path ref: that one file
+        if task_dir is None or not (task_dir / module_name).is_file():
+            return None
+        return [(task_dir / module_name).resolve()]
     if task_dir is None or find_module_file(module_name, task_dir) is None:
         return None
     parts = module_name.split(".")
@@ -131,10 +213,11 @@ def module_files(module_name: str, task_dir: Path | None) -> list[Path] | None:
 
 
 def resolve_function(target: str, task_dir: Path | None) -> Any:
-    """Import ``package.module:function`` the same way; :class:`LookupError` names what is missing."""
-    module_name, _, attr = target.partition(":")
+    """Import ``package.module:function`` or ``rel/path.py:function`` the same way; :class:`LookupError` names
+    what is missing."""
+    module_name, attr = ref_parts(target)
     try:
-        module = import_task_module(module_name, task_dir)
+        module = import_task_file(module_name, task_dir) if is_path_ref(target) else import_task_module(module_name, task_dir)
     except EnvironmentLoadError as exc:
         raise LookupError(str(exc)) from None
     function = getattr(module, attr, None)
@@ -153,17 +236,68 @@ def tool_methods(cls: type[Any]) -> dict[str, Any]:
 
 
 def final_state(instance: Any) -> dict[str, Any]:
-    """The instance's public attributes as JSON-safe data (deep-copied through JSON)."""
-    public = {k: v for k, v in vars(instance).items() if not k.startswith("_")}
-    state: dict[str, Any] = json.loads(json.dumps(public, default=_json_default, sort_keys=True))
-    return state
+    """One instance's public attributes as JSON-safe data (the string form's flat state)."""
+    return encode_attributes(instance, type(instance).__name__)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (set, frozenset, tuple)):
-        return sorted(value, key=repr) if isinstance(value, (set, frozenset)) else list(value)
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if hasattr(value, "__dict__"):
-        return {k: v for k, v in vars(value).items() if not k.startswith("_")}
-    return repr(value)
+#: the method name that, on a component, is its state hook (unless a tool has that name)
+STATE_HOOK = "state"
+
+
+class TrialEnvironment:
+    """One trial's fresh set of component instances; tools dispatch by method name."""
+
+    def __init__(self, instances: list[tuple[EnvironmentComponent, Any]], owners: Mapping[str, int], *,
+                 flat: bool, declared: set[str]) -> None:
+        """``owners`` maps a tool to the index of the component serving it; ``flat``: the string form's state."""
+        self.instances = instances
+        self._owners = dict(owners)
+        self._flat = flat
+        self._declared = declared
+
+    @classmethod
+    def create(cls, loaded: LoadedComponents) -> TrialEnvironment:
+        """Construct every component with its args and run its ``setup``; raises whatever task code raises."""
+        task = loaded.task
+        instances: list[tuple[EnvironmentComponent, Any]] = []
+        for component, klass in zip(task.components, loaded.classes):
+            instance = klass(**component.args)
+            if component.setup is not None:
+                getattr(instance, component.setup.method)(**component.setup.args)
+            instances.append((component, instance))
+        return cls(instances, loaded.tool_owners, flat=task.flat_state, declared={t.name for t in task.tools})
+
+    def method(self, tool_name: str) -> Callable[..., Any] | None:
+        """The bound method implementing ``tool_name``; None when no component has it."""
+        index = self._owners.get(tool_name)
+        if index is None:
+            return None
+        found = getattr(self.instances[index][1], tool_name, None)
+        return found if callable(found) else None
+
+    def state(self) -> dict[str, Any]:
+        """The state: flat ``{attr: value}`` for the string form, ``{component: {attr: value}}`` for a list.
+
+        Raises :class:`StateEncodingError` naming the component and attribute; task code that
+        raises while its state is read (a ``state()`` hook, a property, ``__lt__``) is one too.
+        """
+        if self._flat:
+            component, instance = self.instances[0]
+            return self._one(component, instance)
+        return {component.component_name: self._one(component, instance) for component, instance in self.instances}
+
+    def _one(self, component: EnvironmentComponent, instance: Any) -> dict[str, Any]:
+        name = component.component_name
+        try:
+            hook = getattr(type(instance), STATE_HOOK, None) if STATE_HOOK not in self._declared else None
+            if callable(hook):
+                value = encode_state_value(getattr(instance, STATE_HOOK)(), name, "state()")
+                if not isinstance(value, dict):
+                    raise StateEncodingError(name, "state()", "", f"state() returned a {type(value).__name__}, "
+                                             "expected a mapping of names to values")
+                return value
+            return encode_attributes(instance, name)
+        except StateEncodingError:
+            raise
+        except BaseException as exc:  # the task author's code ran: SystemExit and KeyboardInterrupt included
+            raise StateEncodingError(name, None, "", f"reading the state raised {type(exc).__name__}: {exc}") from None

@@ -77,6 +77,7 @@ class StaticClass:
     init: Signature | None  # constructor keywords; None when not decidable
     state_keys: frozenset[str] | None  # public attributes after construction; None when not decidable
     state_reason: str | None = None
+    functions: dict[str, Signature | None] = field(default_factory=dict)  # every def, private ones included (setup)
 
 
 @dataclass
@@ -111,9 +112,10 @@ def find_module_file(module: str, folder: Path) -> Path | None:
 
 
 def environment_class(target: str, folder: Path) -> StaticClass:
-    """``module:Class`` read from ``folder``; :class:`NotStatic` or :class:`StaticLookupError` when it cannot be."""
-    module_name, _, class_name = target.partition(":")
-    module = _module(module_name, folder)
+    """``module:Class`` or ``rel/path.py:Class`` read from ``folder``; :class:`NotStatic` or
+    :class:`StaticLookupError` when it cannot be."""
+    module_name, _, class_name = target.rpartition(":")
+    module = _module_of(module_name, folder)
     key = (*module.key, class_name)
     with _CACHE_LOCK:
         hit = _CLASSES.get(key)
@@ -131,8 +133,8 @@ def environment_class(target: str, folder: Path) -> StaticClass:
 
 def grader_function(target: str, folder: Path) -> None:
     """Check that ``module:function`` is a function defined at the top of its module under ``folder``."""
-    module_name, _, name = target.partition(":")
-    module = _module(module_name, folder)
+    module_name, _, name = target.rpartition(":")
+    module = _module_of(module_name, folder)
     kind, node = module.bindings.get(name, ("missing", None))
     if kind in ("function", "class"):
         return
@@ -152,10 +154,24 @@ _CLASSES: dict[tuple[str, int, int, str], StaticClass] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+def _module_of(module_name: str, folder: Path) -> _Module:
+    """A module by name (``pkg.mod``) or, for a name ending in ``.py``, the file at that path under ``folder``."""
+    if not module_name.endswith(".py"):
+        return _module(module_name, folder)
+    path = (folder / module_name).resolve()
+    if not path.is_file():
+        raise StaticLookupError(f"no file {module_name} in the task file's folder")
+    return _module_at(path, module_name)
+
+
 def _module(module_name: str, folder: Path) -> _Module:
     path = find_module_file(module_name, folder)
     if path is None:
         raise NotStatic(f"module {module_name!r} is not in the task file's folder, so lint cannot read it statically")
+    return _module_at(path, module_name)
+
+
+def _module_at(path: Path, module_name: str) -> _Module:
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -456,23 +472,25 @@ def _summarise(info: _ClassInfo) -> StaticClass:
             members.setdefault(name, member if closed else Member("unknown"))
     public = {n: m for n, m in members.items() if not n.startswith("_")}
     methods = {n: m.signature for n, m in public.items() if m.kind == "function"}
+    functions = {n: m.signature for n, m in members.items() if m.kind == "function"}
     uncertain = {n for n, m in public.items() if m.kind == "unknown"}
     open_reason = "; ".join(dict.fromkeys(reasons)) or None
     changes = [r for c in order if c is not None for r in c.changes]
     if changes:  # a decorator or metaclass may replace the constructor
-        return StaticClass(methods, uncertain, open_reason, None, None, changes[0])
+        return StaticClass(methods, uncertain, open_reason, None, None, changes[0], functions)
     if any(c is not None and "__new__" in c.members for c in order):
-        return StaticClass(methods, uncertain, open_reason, None, None, "the class defines __new__")
+        return StaticClass(methods, uncertain, open_reason, None, None, "the class defines __new__", functions)
     ctor = _constructor(order, 0)
     if isinstance(ctor, str):
-        return StaticClass(methods, uncertain, open_reason, None, None, ctor)
+        return StaticClass(methods, uncertain, open_reason, None, None, ctor, functions)
     keys: set[str] = set()
     reason = _assigned_attributes(ctor, order, members, keys)
     init = ctor[0].signature if isinstance(ctor[0], Member) else ctor[0]
     if isinstance(ctor[0], Member) and ctor[0].kind != "function":
-        return StaticClass(methods, uncertain, open_reason, None, None, "__init__ is decorated or not a plain def")
+        return StaticClass(methods, uncertain, open_reason, None, None, "__init__ is decorated or not a plain def",
+                           functions)
     state = None if reason is not None else frozenset(k for k in keys if not k.startswith("_"))
-    return StaticClass(methods, uncertain, open_reason, init, state, reason)
+    return StaticClass(methods, uncertain, open_reason, init, state, reason, functions)
 
 
 #: the constructor found: the ``__init__`` member, or a dataclass's generated one as a signature, and

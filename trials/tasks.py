@@ -1,52 +1,94 @@
 """Loading and linting task files: every problem in a file, located, before any call is made.
 
-Beyond the schema, a task is checked against its environment: the class must exist, its
-constructor must accept ``environment_args``, the declared tools and the environment's public
-methods must be the same set, each tool's parameters must be ones its method accepts, and the
-grader may only name tools, arguments, state keys and functions that exist.
+Beyond the schema, a task is checked against its environment: each component's class must
+exist, its constructor must accept its args and its ``setup`` method must exist and take its
+args; the declared tools must be exactly the components' public methods (less each one's
+``ignore_methods``), each served by one component, with parameters its method accepts; and the
+grader may only name tools, arguments, state keys, user turns and functions that exist.
 
-Two ways to check, the same findings: ``capplan lint`` reads the environment's and grader's
-source (:mod:`capplan.trials.static_environment`: nothing a file names is imported, run or constructed);
-``capplan trial run``, which runs the task's code anyway, and ``capplan lint
---import-environments`` import the modules by path and construct the environment.
+One pass: the schema's errors and every check of the blocks that did validate are reported
+together. A broken tool does not hide a wrong constructor argument, a broken grader does not
+hide an undeclared method (checks that need a block that did not validate are skipped, never
+guessed).
+
+Two ways to check, the same findings: ``capplan lint`` reads the components' and grader's
+source (:mod:`capplan.trials.static_environment`: nothing a file names is imported, run or
+constructed); ``capplan trial run``, which runs the task's code anyway, and ``capplan lint
+--import-environments`` import the modules by path, construct the components, run their
+``setup`` and read their state.
+
+A run reads and validates each task file once: :func:`load_task` keeps what it loaded by
+resolved path and content digest, and :func:`load_task_text` (the trial's side, from the
+spec's copy of the text) finds it there. The data is read by libyaml; positions are computed
+only when there is a problem to locate (:mod:`capplan.trials.task_source`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+from pydantic import TypeAdapter, ValidationError
 
 from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
+from capplan.core.input_limits import MAX_CONFIG_BYTES, InputLimitError, read_limited
 from capplan.core.pydantic_errors import parse
-from capplan.core.yaml_source import SourceFile, read_source, source_from_bytes
+from capplan.core.yaml_source import SourceFile, read_source
 from capplan.trials import static_environment
-from capplan.trials.environment import EnvironmentLoadError, final_state, load_class, tool_methods
+from capplan.trials.environment import (
+    STATE_HOOK,
+    EnvironmentLoadError,
+    StateEncodingError,
+    TrialEnvironment,
+    load_component_class,
+    tool_methods,
+)
 from capplan.trials.environment import resolve_function as _resolve_function
 from capplan.trials.static_environment import NotStatic, Signature, StaticLookupError
 from capplan.trials.task_kind import looks_like_task  # noqa: F401  (its home before task_kind; kept importable here)
-from capplan.trials.taskfile import TaskFile
+from capplan.trials.task_source import task_source_from_bytes
+from capplan.trials.taskfile import (
+    EnvironmentComponent,
+    ExpectedAction,
+    GraderFunction,
+    NamedToolChoice,
+    ScriptedUser,
+    TaskFile,
+    TaskTool,
+    TurnExpectation,
+)
 
 #: What the warnings about an unchecked part say, so a user finds the flag that checks it.
 IMPORT_FLAG_HINT = ("capplan lint --import-environments checks it by running the task's code (imports its "
                     "environment and grader modules, constructs the environment)")
+Loc = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
 class LoadedTask:
-    """A validated task and where it came from."""
+    """A validated task, where it came from, and its components' classes."""
 
     task: TaskFile
     path: Path
     text: str
-    environment: type[Any]
+    classes: tuple[type[Any], ...]
+    #: tool name -> index of the component that serves it
+    tool_owners: Mapping[str, int] = field(default_factory=dict)
 
     @property
+    def environment(self) -> type[Any]:
+        """The first component's class (the only one of the string form)."""
+        return self.classes[0]
+
+    @functools.cached_property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
@@ -55,156 +97,639 @@ class LoadedTask:
         return self.task.pack or self.path.resolve().parent.name
 
 
+# --- loading (trial run) ---------------------------------------------------------------------------
+
+#: tasks loaded in this process, by (resolved path, sha256 of the text): the driver loads every task
+#: before the run, each trial loads its spec's copy; the second is a lookup
+_LOADED: dict[tuple[str, str], LoadedTask] = {}
+_LOADED_MAX = 20_000
+_LOADED_LOCK = threading.Lock()
+
+
+def _remember(key: tuple[str, str], loaded: LoadedTask) -> LoadedTask:
+    with _LOADED_LOCK:
+        if len(_LOADED) >= _LOADED_MAX:
+            del _LOADED[next(iter(_LOADED))]
+        return _LOADED.setdefault(key, loaded)
+
+
 def load_task(path: Path) -> LoadedTask:
     """Read, validate and check a task file, importing its code; raises :class:`InputError` with every problem.
 
-    For ``capplan trial run`` only: the environment and grader modules are imported (by path,
-    see :func:`capplan.trials.environment.import_task_module`) and the environment is constructed.
+    For ``capplan trial run`` only: the components' and grader's modules are imported (by path,
+    see :mod:`capplan.trials.environment`) and the components are constructed once, as a check.
     """
-    source = read_source(path)
-    return _checked(source, path, path.read_text(encoding="utf-8"))
+    try:
+        raw = read_limited(path, MAX_CONFIG_BYTES)
+        text = raw.decode("utf-8")
+    except (OSError, InputLimitError, UnicodeDecodeError):
+        read_source(path)  # raises the located error
+        raise  # pragma: no cover  (read_source raised)
+    key = (str(path.resolve()), hashlib.sha256(raw).hexdigest())
+    with _LOADED_LOCK:
+        hit = _LOADED.get(key)
+    if hit is not None:
+        return hit
+    return _remember(key, _checked(task_source_from_bytes(raw, str(path)), path, text))
 
 
 def load_task_text(text: str, path: str) -> LoadedTask:
     """The same, for task content carried in a trial spec (``path`` locates errors and imports)."""
-    return _checked(source_from_bytes(text.encode("utf-8"), path), Path(path), text)
+    raw = text.encode("utf-8")
+    key = (str(Path(path).resolve()), hashlib.sha256(raw).hexdigest())
+    with _LOADED_LOCK:
+        hit = _LOADED.get(key)
+    if hit is not None:
+        return hit
+    return _remember(key, _checked(task_source_from_bytes(raw, path), Path(path), text))
 
 
 def lint_task(path: Path, *, import_environments: bool = False) -> list[Diagnostic]:
-    """Every diagnostic for one task file (``capplan lint``).
+    """Every diagnostic for one task file (``capplan lint``), in one pass.
 
     Nothing the file names is imported or run unless ``import_environments`` is set: the
-    environment and grader are checked from their source, and what that cannot decide is a
+    components and grader are checked from their source, and what that cannot decide is a
     warning naming ``--import-environments``.
     """
     try:
-        source = read_source(path)
-        task = _parsed(source, path)
+        raw = read_limited(path, MAX_CONFIG_BYTES)
+    except (OSError, InputLimitError):
+        try:
+            read_source(path)
+        except InputError as exc:
+            return list(exc.diagnostics)
+        return []  # pragma: no cover  (read_source raised)
+    try:
+        source = task_source_from_bytes(raw, str(path))
     except InputError as exc:
         return list(exc.diagnostics)
-    diags, bad_tools = _check_tools(source, task)
+    view, diags = _view(source, path)
     if import_environments:
-        diags += _imported_checks(source, task, bad_tools)[0]
+        diags += _Checks(source, view).imported()[0]
     else:
-        diags += _static_checks(source, task, bad_tools)
+        diags += _Checks(source, view).static()
     return diags
 
 
-def _parsed(source: SourceFile, path: Path) -> TaskFile:
-    task = parse(source, TaskFile)
-    task._folder = path.resolve().parent  # noqa: SLF001  (set once, where the file is read)
-    return task
-
-
 def _checked(source: SourceFile, path: Path, text: str) -> LoadedTask:
-    task = _parsed(source, path)
-    diags, bad_tools = _check_tools(source, task)
-    found, cls = _imported_checks(source, task, bad_tools)
+    view, diags = _view(source, path)
+    found, classes = _Checks(source, view).imported()
     diags += found
-    if diags:
-        raise InputError(diags)
-    assert cls is not None
-    return LoadedTask(task, path, text, cls)
+    errors = [d for d in diags if d.severity == "error"]
+    if errors or view.task is None or classes is None:
+        raise InputError(errors or diags)
+    return LoadedTask(view.task, path, text, tuple(classes), view.owners(classes))
 
 
-def _imported_checks(source: SourceFile, task: TaskFile, bad_tools: set[int]) -> tuple[list[Diagnostic], type[Any] | None]:
-    """The checks that import the environment and grader modules and construct the environment."""
-    diags: list[Diagnostic] = []
+# --- what validated --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Component:
+    loc: Loc  # where the component is: ("environment",) for the string form, ("environment", i) in a list
+    spec: EnvironmentComponent
+    args_loc: Loc
+
+
+@dataclass
+class _View:
+    """What of a task file validated: the whole task, or the blocks that did (the checks skip the rest)."""
+
+    folder: Path
+    task: TaskFile | None
+    tools: list[tuple[int, TaskTool]]
+    declared: set[str]  # every tool name the file declares, also of tools that did not validate
+    tools_complete: bool
+    components: list[_Component]
+    components_complete: bool
+    flat: bool
+    actions: list[tuple[int, ExpectedAction]] = field(default_factory=list)
+    expected_state: dict[str, Any] | None = None
+    per_turn: list[tuple[int, TurnExpectation]] = field(default_factory=list)
+    function: GraderFunction | None = None
+    user_turns: int | None = None  # a scripted user's turn count
+    tool_choice: NamedToolChoice | None = None
+
+    @property
+    def reads_state(self) -> bool:
+        return (self.expected_state is not None or any(t.expected_state is not None for _, t in self.per_turn)
+                or self.function is not None)
+
+    def owners(self, classes: list[type[Any]]) -> dict[str, int]:
+        owners: dict[str, int] = {}
+        for index, (component, cls) in enumerate(zip(self.components, classes)):
+            for name in _candidates(component.spec, set(tool_methods(cls)), self.declared):
+                if name in self.declared:
+                    owners.setdefault(name, index)
+        return owners
+
+
+def _candidates(component: EnvironmentComponent, public: set[str], declared: set[str]) -> set[str]:
+    """A component's public methods that are tools: not ignored, not its state hook (unless a tool has that name)."""
+    names = public - set(component.ignore_methods)
+    if STATE_HOOK not in declared:
+        names.discard(STATE_HOOK)
+    return names
+
+
+def _view(source: SourceFile, path: Path) -> tuple[_View, list[Diagnostic]]:
+    folder = path.resolve().parent
     try:
-        cls = load_class(_single_environment(task), task.folder)
-    except EnvironmentLoadError as exc:
-        diags.append(source.diag(("environment",), "environment-import", str(exc),
-                                 "the module is imported from its file in the task file's folder "
-                                 "(pkg/mod.py or pkg/mod/__init__.py), else as an installed module"))
-        return diags, None
-    try:
-        methods = {name: signature_of(member, cls, name) for name, member in tool_methods(cls).items()}
-    except BaseException as exc:  # listing members runs the class's descriptors: the task author's code
-        diags.append(source.diag(("environment",), "environment-import",
-                                 f"listing the methods of {task.environment} raised {type(exc).__name__}: {exc}"))
-        return diags, None
-    diags += _check_methods(source, task, methods, set(), bad_tools)
-    instance: Any = None
-    try:
-        instance = cls(**task.environment_args)
-    except BaseException as exc:  # the constructor is the task author's code, SystemExit included
-        diags.append(source.diag(("environment_args",), "environment-args",
-                                 f"{task.environment}(**environment_args) raised {type(exc).__name__}: {exc}"))
-    diags += _check_actions(source, task, bad_tools)
+        task = parse(source, TaskFile)
+    except InputError as exc:
+        return _partial_view(source.data, folder), list(exc.diagnostics)
+    task._folder = folder  # noqa: SLF001  (set once, where the file is read)
     grader = task.grader
-    if grader is not None and grader.expected_state is not None and instance is not None:
-        try:
-            keys: set[str] | None = set(final_state(instance))
-        except BaseException as exc:  # the state is the task author's objects
-            diags.append(source.diag(("environment_args",), "environment-args",
-                                     f"reading the state of {task.environment} raised {type(exc).__name__}: {exc}"))
-            keys = None
-        if keys is not None:
-            diags += _check_state_keys(source, grader.expected_state, keys)
-    if grader is not None and grader.function is not None:
-        try:
-            _resolve_function(grader.function_ref.ref, task.folder)  # type: ignore[union-attr]
-        except LookupError as exc:
-            diags.append(source.diag(("grader", "function"), "grader-import", str(exc)))
-    return diags, cls
+    components = ([_Component(("environment", i), c, ("environment", i, "args")) for i, c in enumerate(task.components)]
+                  if not task.flat_state else [_Component(("environment",), task.components[0], ("environment_args",))])
+    view = _View(folder, task, list(enumerate(task.tools)), {t.name for t in task.tools}, True, components, True,
+                 task.flat_state,
+                 list(enumerate(grader.expected_actions or [])) if grader else [],
+                 grader.expected_state if grader else None,
+                 list(enumerate(grader.per_turn or [])) if grader else [],
+                 grader.function_ref if grader else None,
+                 len(task.user.turns) if isinstance(task.user, ScriptedUser) else None,
+                 task.tool_choice if isinstance(task.tool_choice, NamedToolChoice) else None)
+    return view, []
 
 
-def _static_checks(source: SourceFile, task: TaskFile, bad_tools: set[int]) -> list[Diagnostic]:
-    """The same checks from the modules' source: nothing is imported, run or constructed."""
-    folder = task.folder
-    assert folder is not None
-    diags: list[Diagnostic] = []
-    env: static_environment.StaticClass | None = None
+def _valid(annotation: Any, value: Any) -> Any:
+    """``value`` validated as ``annotation``, or None when it does not validate (the schema errors say why)."""
     try:
-        env = static_environment.environment_class(_single_environment(task), folder)
-    except StaticLookupError as exc:
-        diags.append(source.diag(("environment",), "environment-import", str(exc),
-                                 "the module is looked up by path in the task file's folder "
-                                 "(pkg/mod.py or pkg/mod/__init__.py)"))
-    except NotStatic as exc:
-        diags.append(_unchecked(source, ("environment",), f"environment {task.environment} was not checked: {exc}"))
-    if env is not None:
-        diags += _check_methods(source, task, env.methods, env.uncertain | ({"*"} if env.open_reason else set()),
-                                bad_tools)
+        return TypeAdapter(annotation).validate_python(value)
+    except (ValidationError, ValueError, TypeError):
+        return None
+
+
+def _field_value(model: Any, name: str, data: Mapping[str, Any]) -> Any:
+    """One field of ``model`` validated on its own (its declared type and constraints), or None."""
+    from typing import Annotated
+
+    if name not in data:
+        return None
+    info = model.model_fields[name]
+    return _valid(Annotated[info.annotation, info], data[name])
+
+
+def _partial_view(data: Any, folder: Path) -> _View:
+    """The blocks of a task file that failed the schema as a whole, each validated on its own."""
+    data = data if isinstance(data, dict) else {}
+    tools: list[tuple[int, TaskTool]] = []
+    declared: set[str] = set()
+    raw_tools = data.get("tools")
+    complete = isinstance(raw_tools, list)
+    for i, raw in enumerate(raw_tools if isinstance(raw_tools, list) else []):
+        if isinstance(raw, dict) and isinstance(raw.get("name"), str):
+            declared.add(raw["name"])
+        tool = _valid(TaskTool, raw)
+        if tool is None:
+            complete = False
+        else:
+            tools.append((i, tool))
+    components: list[_Component] = []
+    env = data.get("environment")
+    env_complete = False
+    flat = isinstance(env, str)
+    if flat:
+        ref = _field_value(TaskFile, "environment", {"environment": env})
+        args = data.get("environment_args", {})
+        if isinstance(ref, str) and isinstance(args, dict):
+            spec = _valid(EnvironmentComponent, {"ref": ref, "args": args})
+            if spec is not None:
+                components.append(_Component(("environment",), spec, ("environment_args",)))
+                env_complete = True
+    elif isinstance(env, list):
+        env_complete = bool(env)
+        for i, raw in enumerate(env):
+            spec = _valid(EnvironmentComponent, raw)
+            if spec is None:
+                env_complete = False
+            else:
+                components.append(_Component(("environment", i), spec, ("environment", i, "args")))
+    view = _View(folder, None, tools, declared, complete, components, env_complete, flat)
+    grader = data.get("grader")
+    if isinstance(grader, dict):
+        from capplan.trials.taskfile import Grader
+
+        actions = grader.get("expected_actions")
+        for i, raw in enumerate(actions if isinstance(actions, list) else []):
+            action = _valid(ExpectedAction, raw)
+            if action is not None:
+                view.actions.append((i, action))
+        view.expected_state = _field_value(Grader, "expected_state", grader)
+        per_turn = grader.get("per_turn")
+        for i, raw in enumerate(per_turn if isinstance(per_turn, list) else []):
+            turn = _valid(TurnExpectation, raw)
+            if turn is not None:
+                view.per_turn.append((i, turn))
+        function = _field_value(Grader, "function", grader)
+        view.function = GraderFunction(ref=function) if isinstance(function, str) else function
+    user = data.get("user")
+    if isinstance(user, dict) and user.get("mode") == "scripted":
+        scripted = _valid(ScriptedUser, user)
+        view.user_turns = len(scripted.turns) if scripted is not None else None
+    choice = _field_value(TaskFile, "tool_choice", data)
+    view.tool_choice = choice if isinstance(choice, NamedToolChoice) else None
+    return view
+
+
+# --- the checks ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Found:
+    """What was learnt of one component, from its source or by importing it."""
+
+    methods: dict[str, Signature | None]  # its tool candidates (public, not ignored)
+    public: set[str]  # every public method
+    functions: dict[str, Signature | None] | None  # every method, for setup; None: not knowable
+    uncertain: set[str]  # names that may or may not be methods ("*": the list may be incomplete)
+    state_keys: frozenset[str] | None
+    state_reason: str | None
+
+
+class _Checks:
+    def __init__(self, source: SourceFile, view: _View) -> None:
+        self.source = source
+        self.view = view
+        self.diags: list[Diagnostic] = []
+
+    def diag(self, loc: Loc, code: str, message: str, hint: str | None = None) -> None:
+        self.diags.append(self.source.diag(loc, code, message, hint))
+
+    def unchecked(self, loc: Loc, message: str) -> None:
+        self.diags.append(self.source.diag(loc, "not-checked-statically", message, IMPORT_FLAG_HINT,
+                                           severity="warning"))
+
+    # -- the two modes ----------------------------------------------------------------------
+
+    def static(self) -> list[Diagnostic]:
+        """Every check, from the modules' source: nothing is imported, run or constructed."""
+        bad_tools = self._tools()
+        found: list[_Found | None] = []
+        for component in self.view.components:
+            found.append(self._static_component(component))
+        self._methods(found, bad_tools)
+        self._grader(bad_tools, [f.state_keys if f else None for f in found],
+                     [f.state_reason if f else "the component was not read" for f in found], found)
+        function = self.view.function
+        if function is not None:
+            try:
+                static_environment.grader_function(function.ref, self.view.folder)
+            except StaticLookupError as exc:
+                self.diag(self._function_loc(), "grader-import", str(exc),
+                          "the module is looked up by path in the task file's folder")
+            except NotStatic as exc:
+                self.unchecked(self._function_loc(), f"grader {function.ref} was not checked: {exc}")
+        return self.diags
+
+    def imported(self) -> tuple[list[Diagnostic], list[type[Any]] | None]:
+        """Every check, importing the modules, constructing the components, running their setup and reading
+        their state; also the classes (None when one did not load)."""
+        view = self.view
+        bad_tools = self._tools()
+        classes: list[type[Any]] = []
+        found: list[_Found | None] = []
+        for component in view.components:
+            cls = self._import_component(component)
+            if cls is not None:
+                classes.append(cls)
+            found.append(self._imported_found(component, cls) if cls is not None else None)
+        self._methods(found, bad_tools)
+        instances = self._construct(classes) if len(classes) == len(view.components) else None
+        keys: list[frozenset[str] | None] = [None] * len(view.components)
+        reasons: list[str | None] = ["the component was not constructed"] * len(view.components)
+        if instances is not None and view.components_complete:
+            keys, reasons = self._imported_state(instances)
+        self._grader(bad_tools, keys, reasons, found, imported=True)
+        function = view.function
+        if function is not None:
+            try:
+                _resolve_function(function.ref, view.folder)
+            except LookupError as exc:
+                self.diag(self._function_loc(), "grader-import", str(exc))
+        loaded = classes if len(classes) == len(view.components) and view.components_complete else None
+        return self.diags, loaded
+
+    # -- tools -----------------------------------------------------------------------------
+
+    def _tools(self) -> set[int]:
+        """Duplicate names, each tool's parameter schema and when it is offered; the tools whose schema is unusable."""
+        bad: set[int] = set()
+        seen: set[str] = set()
+        view = self.view
+        for i, tool in view.tools:
+            if tool.name in seen:
+                self.diag(("tools", i, "name"), "duplicate-tool", f"tool {tool.name!r} is declared twice")
+            seen.add(tool.name)
+            if not _schema_ok(self, i, tool.parameters):
+                bad.add(i)
+            if (tool.available_from_turn is not None and view.user_turns is not None
+                    and tool.available_from_turn >= view.user_turns):
+                self.diag(("tools", i, "available_from_turn"), "tool-never-offered",
+                          f"tool {tool.name!r} is offered from user turn {tool.available_from_turn} (0-based), but "
+                          f"the scripted user has {view.user_turns} turn(s)",
+                          f"use a turn index below {view.user_turns}, or drop the tool")
+        if view.tool_choice is not None and view.tools_complete and view.tool_choice.name not in view.declared:
+            self.diag(("tool_choice", "name"), "unknown-tool",
+                      f"tool_choice names tool {view.tool_choice.name!r}, which the task does not declare",
+                      did_you_mean(view.tool_choice.name, view.declared))
+        return bad
+
+    def _methods(self, found: list[_Found | None], bad_tools: set[int]) -> None:
+        """Declared tools against the components' methods: each served by exactly one, none left undeclared."""
+        view = self.view
+        known = all(f is not None for f in found) and view.components_complete
+        open_list = not known or any("*" in f.uncertain for f in found if f is not None)
+        every = sorted({n for f in found if f is not None for n in f.methods})
+        for i, tool in view.tools:
+            owners = [(c, f) for c, f in zip(view.components, found) if f is not None and tool.name in f.methods]
+            if len(owners) > 1:
+                names = " and ".join(c.spec.component_name for c, _ in owners)
+                self.diag(("tools", i, "name"), "duplicate-tool-owner",
+                          f"tool {tool.name!r} is a method of more than one component ({names})",
+                          "list it under ignore_methods: of the components that must not serve it")
+                continue
+            if not owners:
+                if open_list or any(tool.name in f.uncertain for f in found if f is not None):
+                    continue  # defined in a way lint cannot read: the warning about the class says so
+                self.diag(("tools", i, "name"), "unknown-tool", self._no_method(tool.name),
+                          did_you_mean(tool.name, every))
+                continue
+            signature = owners[0][1].methods[tool.name]
+            if signature is not None and i not in bad_tools:
+                self._signature(("tools", i, "parameters"), tool.name, tool.parameters, signature)
+        for component, f in zip(view.components, found):
+            if f is None:
+                continue
+            for name in sorted(set(f.methods) - view.declared):
+                where = ("tools",) if view.flat else component.loc
+                self.diag(where, "undeclared-method",
+                          f"{self._what(component)} has public method {name!r}, which the task does not declare",
+                          "declare it under tools:, list it under ignore_methods: (component form), or rename it "
+                          "with a leading underscore if it is not a tool")
+            if "*" not in f.uncertain:
+                for j, name in enumerate(component.spec.ignore_methods):
+                    if name not in f.public and name not in f.uncertain:
+                        self.diag((*component.loc, "ignore_methods", j), "unknown-method",
+                                  f"{self._what(component)} has no public method {name!r} to ignore",
+                                  did_you_mean(name, f.public))
+
+    def _no_method(self, name: str) -> str:
+        if self.view.flat and self.view.components:
+            return f"environment {self.view.components[0].spec.ref} has no method {name!r}"
+        return f"no environment component has a method {name!r}"
+
+    def _what(self, component: _Component) -> str:
+        if self.view.flat:
+            return f"environment {component.spec.ref}"
+        return f"component {component.spec.component_name!r} ({component.spec.ref})"
+
+    def _signature(self, loc: Loc, name: str, schema: dict[str, Any], signature: Signature) -> None:
+        if signature.var_keyword:
+            return
+        accepted = set(signature.accepted)
+        props = set(_properties(schema))
+        for prop in sorted(props - accepted):
+            self.diag((*loc, "properties", prop), "unknown-parameter", f"method {name}() has no parameter {prop!r}",
+                      did_you_mean(prop, accepted))
+        missing = sorted(signature.required - props)
+        if missing:
+            self.diag(loc, "missing-parameter",
+                      f"method {name}() requires {', '.join(map(repr, missing))}, which the schema does not declare")
+
+    # -- components, from source ------------------------------------------------------------
+
+    def _static_component(self, component: _Component) -> _Found | None:
+        spec = component.spec
+        ref_loc = (*component.loc, "ref") if not self.view.flat else component.loc
+        try:
+            env = static_environment.environment_class(spec.ref, self.view.folder)
+        except StaticLookupError as exc:
+            self.diag(ref_loc, "environment-import", str(exc),
+                      "a module is looked up by path in the task file's folder (pkg/mod.py or pkg/mod/__init__.py); "
+                      "a .py ref is a file relative to the task file")
+            return None
+        except NotStatic as exc:
+            self.unchecked(ref_loc, f"environment {spec.ref} was not checked: {exc}")
+            return None
+        uncertain = set(env.uncertain) | ({"*"} if env.open_reason else set())
         if env.open_reason is not None:
-            diags.append(_unchecked(source, ("environment",), f"environment {task.environment} may have public "
-                                    f"methods lint cannot see ({env.open_reason})"))
+            self.unchecked(ref_loc, f"environment {spec.ref} may have public methods lint cannot see ({env.open_reason})")
         if env.uncertain:
             names = sorted(env.uncertain)
             shown = ", ".join(map(repr, names[:10])) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
             verb = "is a method (a tool)" if len(names) == 1 else "are methods (tools)"
-            diags.append(_unchecked(source, ("environment",), f"environment {task.environment}: whether {shown} "
-                                    f"{verb} depends on a decorator or an assignment lint cannot read"))
+            self.unchecked(ref_loc, f"environment {spec.ref}: whether {shown} {verb} depends on a decorator or an "
+                                    "assignment lint cannot read")
         if env.init is not None:
-            diags += _check_arguments(source, task, env.init)
-    diags += _check_actions(source, task, bad_tools)
-    grader = task.grader
-    if grader is not None and grader.expected_state is not None and env is not None:
-        if env.state_keys is not None:
-            diags += _check_state_keys(source, grader.expected_state, set(env.state_keys))
-        else:
-            diags.append(_unchecked(source, ("grader", "expected_state"),
-                                    f"expected_state keys were not checked: {env.state_reason}"))
-    if grader is not None and grader.function is not None:
+            self._arguments(component, env.init)
+        functions = None if env.open_reason else env.functions
+        self._setup(component, functions, uncertain)
+        candidates = _candidates(spec, set(env.methods), self.view.declared)
+        hook = STATE_HOOK in env.methods and STATE_HOOK not in self.view.declared
+        keys = env.state_keys if not hook else None
+        reason = env.state_reason if not hook else f"{spec.component_name} has a state() method: its keys are known " \
+                                                    "only by calling it"
+        return _Found({n: env.methods[n] for n in candidates}, set(env.methods), functions, uncertain, keys, reason)
+
+    def _arguments(self, component: _Component, init: Signature) -> None:
+        """A component's args against its constructor's signature (what constructing it would have raised)."""
+        given = set(component.spec.args)
+        ref = component.spec.ref
+        if not init.var_keyword:
+            for key in sorted(given - set(init.accepted)):
+                self.diag((*component.args_loc, key), "environment-args", f"{ref}() has no parameter {key!r}",
+                          did_you_mean(key, init.accepted))
+        missing = sorted(init.required - given)
+        if missing:
+            self.diag(component.args_loc, "environment-args",
+                      f"{ref}() requires {', '.join(map(repr, missing))}, which "
+                      f"{'environment_args' if self.view.flat else 'args'} does not give")
+
+    def _setup(self, component: _Component, functions: Mapping[str, Signature | None] | None,
+               uncertain: set[str]) -> None:
+        setup = component.spec.setup
+        if setup is None:
+            return
+        loc = (*component.loc, "setup", "method")
+        if functions is None or setup.method in uncertain:
+            self.unchecked(loc, f"setup method {setup.method!r} of {component.spec.ref} was not checked")
+            return
+        if setup.method not in functions:
+            self.diag(loc, "setup-method", f"{component.spec.ref} has no method {setup.method!r} to call as setup",
+                      did_you_mean(setup.method, functions))
+            return
+        signature = functions[setup.method]
+        if signature is None or signature.var_keyword:
+            return
+        args_loc = (*component.loc, "setup", "args")
+        for key in sorted(set(setup.args) - set(signature.accepted)):
+            self.diag((*args_loc, key), "setup-args", f"{setup.method}() has no parameter {key!r}",
+                      did_you_mean(key, signature.accepted))
+        missing = sorted(signature.required - set(setup.args))
+        if missing:
+            self.diag(args_loc, "setup-args",
+                      f"{setup.method}() requires {', '.join(map(repr, missing))}, which setup.args does not give")
+
+    # -- components, imported --------------------------------------------------------------
+
+    def _import_component(self, component: _Component) -> type[Any] | None:
+        ref_loc = (*component.loc, "ref") if not self.view.flat else component.loc
         try:
-            static_environment.grader_function(grader.function_ref.ref, folder)  # type: ignore[union-attr]
-        except StaticLookupError as exc:
-            diags.append(source.diag(("grader", "function"), "grader-import", str(exc),
-                                     "the module is looked up by path in the task file's folder"))
-        except NotStatic as exc:
-            diags.append(_unchecked(source, ("grader", "function"), f"grader {grader.function} was not checked: {exc}"))
-    return diags
+            return load_component_class(component.spec.ref, self.view.folder)
+        except EnvironmentLoadError as exc:
+            self.diag(ref_loc, "environment-import", str(exc),
+                      "a module is imported from its file in the task file's folder (pkg/mod.py or "
+                      "pkg/mod/__init__.py), else as an installed module; a .py ref is a file relative to the task file")
+            return None
+
+    def _imported_found(self, component: _Component, cls: type[Any]) -> _Found | None:
+        spec = component.spec
+        try:
+            public = {name: signature_of(member, cls, name) for name, member in tool_methods(cls).items()}
+            functions = {name: signature_of(member, cls, name)
+                         for name, member in inspect.getmembers(cls, predicate=inspect.isfunction)}
+        except BaseException as exc:  # listing members runs the class's descriptors: the task author's code
+            self.diag(component.loc, "environment-import",
+                      f"listing the methods of {spec.ref} raised {type(exc).__name__}: {exc}")
+            return None
+        self._setup(component, functions, set())
+        candidates = _candidates(spec, set(public), self.view.declared)
+        return _Found({n: public[n] for n in candidates}, set(public), functions, set(), None, None)
+
+    def _construct(self, classes: list[type[Any]]) -> list[Any] | None:
+        """One instance per component, set up; None when one failed (each failure is a diagnostic)."""
+        instances: list[Any] = []
+        for component, cls in zip(self.view.components, classes):
+            spec = component.spec
+            try:
+                instance = cls(**spec.args)
+            except BaseException as exc:  # the constructor is the task author's code, SystemExit included
+                what = "environment_args" if self.view.flat else "args"
+                self.diag(component.args_loc, "environment-args",
+                          f"{spec.ref}(**{what}) raised {type(exc).__name__}: {exc}")
+                return None
+            if spec.setup is not None:
+                try:
+                    getattr(instance, spec.setup.method)(**spec.setup.args)
+                except BaseException as exc:  # the setup is the task author's code
+                    self.diag((*component.loc, "setup"), "environment-setup",
+                              f"{spec.component_name}.{spec.setup.method}(**setup.args) raised "
+                              f"{type(exc).__name__}: {exc}")
+                    return None
+            instances.append(instance)
+        return instances
+
+    def _imported_state(self, instances: list[Any]) -> tuple[list[frozenset[str] | None], list[str | None]]:
+        view = self.view
+        specs = [c.spec for c in view.components]
+        env = TrialEnvironment(list(zip(specs, instances)), {}, flat=view.flat, declared=view.declared)
+        try:
+            state = env.state()
+        except StateEncodingError as exc:
+            index = next((i for i, c in enumerate(view.components) if c.spec.component_name == exc.component), 0)
+            self.diags.append(self.source.diag(
+                view.components[index].loc, "state-encoding", f"the state cannot be recorded: {exc}",
+                "give the component a state() method returning plain data, or keep the part in an attribute "
+                "starting with _",
+                severity="error" if view.reads_state else "warning"))
+            return [None] * len(instances), ["the state could not be encoded"] * len(instances)
+        if view.flat:
+            return [frozenset(state)], [None]
+        return ([frozenset(state.get(s.component_name, {})) for s in specs], [None] * len(specs))
+
+    # -- the grader ------------------------------------------------------------------------
+
+    def _grader(self, bad_tools: set[int], keys: list[frozenset[str] | None], reasons: list[str | None],
+                found: list[_Found | None], imported: bool = False) -> None:
+        view = self.view
+        names = {t.name: (i, t) for i, t in view.tools}
+        for i, action in view.actions:
+            loc: Loc = ("grader", "expected_actions", i)
+            if action.name not in view.declared:
+                self.diag((*loc, "name"), "unknown-tool",
+                          f"expected action names tool {action.name!r}, which the task does not declare",
+                          did_you_mean(action.name, sorted(view.declared)))
+                continue
+            if action.name not in names or names[action.name][0] in bad_tools:
+                continue  # its tool did not validate, or its schema is already an error
+            props = set(_properties(names[action.name][1].parameters))
+            for arg in sorted(set(action.arguments) - props):
+                self.diag((*loc, "arguments", arg), "unknown-parameter",
+                          f"tool {action.name!r} has no parameter {arg!r}", did_you_mean(arg, props))
+        if view.expected_state is not None:
+            self._state_keys(("grader", "expected_state"), view.expected_state, keys, reasons)
+        for i, turn in view.per_turn:
+            if view.user_turns is not None and i >= view.user_turns:
+                self.diag(("grader", "per_turn", i), "per-turn-count",
+                          f"per_turn entry {i} is for user turn {i} (0-based), but the scripted user has "
+                          f"{view.user_turns} turn(s)", "one entry per user turn, first to last")
+                continue
+            if turn.expected_state is not None:
+                self._state_keys(("grader", "per_turn", i, "expected_state"), turn.expected_state, keys, reasons)
+
+    def _state_keys(self, loc: Loc, expected: dict[str, Any], keys: list[frozenset[str] | None],
+                    reasons: list[str | None]) -> None:
+        view = self.view
+        if not view.components_complete or not view.components:
+            return
+        if view.flat:
+            self._keys_in(loc, expected, keys[0], reasons[0], "the environment's state")
+            return
+        by_name = {c.spec.component_name: i for i, c in enumerate(view.components)}
+        for name, value in expected.items():
+            if name not in by_name:
+                self.diag((*loc, name), "unknown-state-key",
+                          f"the state has no component {name!r} (the state of a component list is keyed by "
+                          "component name)", did_you_mean(name, by_name))
+                continue
+            if isinstance(value, dict):
+                index = by_name[name]
+                self._keys_in((*loc, name), value, keys[index], reasons[index], f"component {name!r}'s state")
+
+    def _keys_in(self, loc: Loc, expected: dict[str, Any], keys: frozenset[str] | None, reason: str | None,
+                 what: str) -> None:
+        if keys is None:
+            if reason is not None and reason not in ("the component was not read", "the component was not constructed",
+                                                     "the state could not be encoded"):
+                self.unchecked(loc, f"{'.'.join(map(str, loc))} keys were not checked: {reason}")
+            return
+        for key in sorted(set(expected) - keys):
+            self.diag((*loc, key), "unknown-state-key", f"{what} has no key {key!r}", did_you_mean(key, keys))
+
+    def _function_loc(self) -> Loc:
+        task = self.view.task
+        function = task.grader.function if task is not None and task.grader is not None else None
+        return ("grader", "function", "ref") if isinstance(function, GraderFunction) else ("grader", "function")
 
 
-def _single_environment(task: TaskFile) -> str:
-    components = task.components
-    if len(components) != 1 or not task.flat_state:
-        raise EnvironmentLoadError("an environment of several components is not loaded by this version")
-    return components[0].ref
+def _schema_ok(checks: _Checks, i: int, parameters: dict[str, Any]) -> bool:
+    """The tool's parameters are a usable object schema (each problem is a diagnostic)."""
+    problem = _schema_problem(json.dumps(parameters, sort_keys=True, default=str))
+    if problem is None:
+        return True
+    where, code, message, hint = problem
+    checks.diag(("tools", i, "parameters", *where), code, message, hint)
+    return False
 
 
-def _unchecked(source: SourceFile, loc: tuple[str | int, ...], message: str) -> Diagnostic:
-    return source.diag(loc, "not-checked-statically", message, IMPORT_FLAG_HINT, severity="warning")
+@functools.lru_cache(maxsize=4096)
+def _schema_problem(schema_json: str) -> tuple[tuple[str | int, ...], str, str, str | None] | None:
+    """What is wrong with a tool's parameter schema, or None; cached: a pack's tasks share their tools."""
+    schema = json.loads(schema_json)
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return tuple(exc.absolute_path), "tool-schema", f"not a valid JSON Schema: {_schema_message(exc)}", None
+    except RecursionError:
+        return (), "tool-schema", "the schema is nested too deeply", None
+    if schema.get("type", "object") != "object":
+        return ("type",), "tool-schema", "tool parameters must be an object schema", \
+            "use `type: object` with `properties:`"
+    if not isinstance(schema.get("properties", {}), dict):
+        return ("properties",), "tool-schema", "properties must be a mapping of parameter names to schemas", None
+    return None
 
 
 def signature_of(method: Callable[..., Any], cls: type[Any], name: str) -> Signature | None:
@@ -219,35 +744,6 @@ def signature_of(method: Callable[..., Any], cls: type[Any], name: str) -> Signa
     accepted = tuple(p.name for p in params if p.kind in kinds)
     required = frozenset(p.name for p in params if p.kind in kinds and p.default is inspect.Parameter.empty)
     return Signature(accepted, required, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params))
-
-
-def _check_tools(source: SourceFile, task: TaskFile) -> tuple[list[Diagnostic], set[int]]:
-    """Duplicate names and each tool's parameter schema; also the indexes of tools whose schema is unusable."""
-    diags: list[Diagnostic] = []
-    bad: set[int] = set()
-    seen: set[str] = set()
-    for i, tool in enumerate(task.tools):
-        if tool.name in seen:
-            diags.append(source.diag(("tools", i, "name"), "duplicate-tool", f"tool {tool.name!r} is declared twice"))
-        seen.add(tool.name)
-        try:
-            jsonschema.Draft202012Validator.check_schema(tool.parameters)
-        except jsonschema.SchemaError as exc:
-            where = ("tools", i, "parameters", *exc.absolute_path)
-            diags.append(source.diag(where, "tool-schema", f"not a valid JSON Schema: {_schema_message(exc)}"))
-            bad.add(i)
-            continue
-        except RecursionError:
-            diags.append(source.diag(("tools", i, "parameters"), "tool-schema", "the schema is nested too deeply"))
-            bad.add(i)
-            continue
-        if tool.parameters.get("type", "object") != "object":
-            diags.append(source.diag(("tools", i, "parameters", "type"), "tool-schema",
-                                     "tool parameters must be an object schema", "use `type: object` with `properties:`"))
-            bad.add(i)
-        elif not isinstance(tool.parameters.get("properties", {}), dict):
-            bad.add(i)
-    return diags, bad
 
 
 def _schema_message(exc: jsonschema.SchemaError) -> str:
@@ -265,91 +761,7 @@ def _properties(schema: dict[str, Any]) -> dict[str, Any]:
     return props if isinstance(props, dict) else {}
 
 
-def _check_methods(source: SourceFile, task: TaskFile, methods: dict[str, Signature | None], uncertain: set[str],
-                   bad_tools: set[int]) -> list[Diagnostic]:
-    """Declared tools against the environment's public methods (``"*"`` in ``uncertain``: the list may be incomplete)."""
-    diags: list[Diagnostic] = []
-    declared = {t.name for t in task.tools}
-    for i, tool in enumerate(task.tools):
-        if tool.name not in methods:
-            if tool.name in uncertain or "*" in uncertain:
-                continue  # defined in a way lint cannot read: the warning about the class says so
-            diags.append(source.diag(("tools", i, "name"), "unknown-tool",
-                                     f"environment {task.environment} has no method {tool.name!r}",
-                                     did_you_mean(tool.name, methods)))
-            continue
-        signature = methods[tool.name]
-        if signature is not None and i not in bad_tools:
-            diags += _check_signature(source, ("tools", i, "parameters"), tool.name, tool.parameters, signature)
-    for name in sorted(set(methods) - declared):
-        diags.append(source.diag(("tools",), "undeclared-method",
-                                 f"environment {task.environment} has public method {name!r}, which the task does not declare",
-                                 "declare it under tools:, or rename it with a leading underscore if it is not a tool"))
-    return diags
-
-
-def _check_signature(source: SourceFile, loc: tuple[str | int, ...], name: str, schema: dict[str, Any],
-                     signature: Signature) -> list[Diagnostic]:
-    if signature.var_keyword:
-        return []
-    accepted = set(signature.accepted)
-    props = set(_properties(schema))
-    diags = [
-        source.diag((*loc, "properties", prop), "unknown-parameter", f"method {name}() has no parameter {prop!r}",
-                    did_you_mean(prop, accepted))
-        for prop in sorted(props - accepted)
-    ]
-    missing = sorted(signature.required - props)
-    if missing:
-        diags.append(source.diag(loc, "missing-parameter",
-                                 f"method {name}() requires {', '.join(map(repr, missing))}, which the schema does not declare"))
-    return diags
-
-
-def _check_arguments(source: SourceFile, task: TaskFile, init: Signature) -> list[Diagnostic]:
-    """``environment_args`` against the constructor's signature (what constructing it would have raised)."""
-    diags: list[Diagnostic] = []
-    given = set(task.environment_args)
-    if not init.var_keyword:
-        for key in sorted(given - set(init.accepted)):
-            diags.append(source.diag(("environment_args", key), "environment-args",
-                                     f"{task.environment}() has no parameter {key!r}", did_you_mean(key, init.accepted)))
-    missing = sorted(init.required - given)
-    if missing:
-        diags.append(source.diag(("environment_args",), "environment-args",
-                                 f"{task.environment}() requires {', '.join(map(repr, missing))}, "
-                                 "which environment_args does not give"))
-    return diags
-
-
-def _check_actions(source: SourceFile, task: TaskFile, bad_tools: set[int]) -> list[Diagnostic]:
-    grader = task.grader
-    if grader is None:
-        return []
-    diags: list[Diagnostic] = []
-    names = [t.name for t in task.tools]
-    for i, action in enumerate(grader.expected_actions or []):
-        tool = task.tool(action.name)
-        if tool is None:
-            diags.append(source.diag(("grader", "expected_actions", i, "name"), "unknown-tool",
-                                     f"expected action names tool {action.name!r}, which the task does not declare",
-                                     did_you_mean(action.name, names)))
-            continue
-        if task.tools.index(tool) in bad_tools:
-            continue  # its schema is already an error
-        props = set(_properties(tool.parameters))
-        for arg in sorted(set(action.arguments) - props):
-            diags.append(source.diag(("grader", "expected_actions", i, "arguments", arg), "unknown-parameter",
-                                     f"tool {action.name!r} has no parameter {arg!r}", did_you_mean(arg, props)))
-    return diags
-
-
-def _check_state_keys(source: SourceFile, expected: dict[str, Any], keys: set[str]) -> list[Diagnostic]:
-    return [source.diag(("grader", "expected_state", key), "unknown-state-key",
-                        f"the environment's state has no key {key!r}", did_you_mean(key, keys))
-            for key in sorted(set(expected) - keys)]
-
-
 def resolve_function(target: str, task_dir: Path | None = None) -> Any:
-    """Import ``package.module:function`` (by path from ``task_dir``); :class:`LookupError` names what is missing."""
+    """Import ``package.module:function`` or ``rel/path.py:function`` (by path from ``task_dir``);
+    :class:`LookupError` names what is missing."""
     return _resolve_function(target, task_dir)
