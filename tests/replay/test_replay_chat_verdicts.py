@@ -127,3 +127,49 @@ def test_a_parameter_refused_by_the_baseline_is_dropped_for_every_request(serve,
     assert "temperature" in sent[0].body and all("temperature" not in r.body for r in sent[1:])
     (meta,) = [c for c in read_jsonl(out / "calls.jsonl") if c["step"] == "meta"]
     assert meta["knobs"]["temperature"] is None and meta["knobs"]["effort"] == "low"
+
+
+def test_opaque_alone_without_a_carrier_is_not_measured_with_the_reason(serve, harness, tmp_path, keyed):
+    # every turn 1 answered 200 in text: nothing to replay, which says nothing about a baseline
+    chatty = ChatProvider(key=FAKE_KEY, turn1_tool="unforced")
+    out = measure(serve, harness, tmp_path, chatty, "--steps", "opaque")
+    r = row(out, "fake-model")
+    assert r["verdict"] == "not-measured"
+    assert "no tool call with a reasoning carrier" in r["notes"][0] and "--turn1-tool-choice" in r["notes"][0]
+    assert r["turn1"]["status"] == 200 and r["turn1"]["tool_choice"] == "auto"
+
+
+@pytest.mark.parametrize(("choice", "sent"), [
+    ("required", "required"),
+    ("tool", {"type": "function", "function": {"name": "get_weather"}}),
+])
+def test_a_forced_turn1_tool_call_reaches_step_2_and_is_recorded(serve, harness, tmp_path, keyed, choice, sent):
+    chatty = ChatProvider(key=FAKE_KEY, turn1_tool="unforced", fingerprint="b7000-abc")
+    server = serve(chatty)
+    out = tmp_path / "out"
+    done = harness(*custom_run(server.url, out, prices_file(tmp_path), "--steps", "opaque",
+                               "--turn1-tool-choice", choice))
+    assert done.code == 0, done.err
+    turn1 = [r.body for r in server.posts() if not any(m["role"] == "tool" for m in r.body["messages"])]
+    assert turn1 and all(b["tool_choice"] == sent for b in turn1)
+    # turn 2 is the measured request: it is sent as the eval defines it, with no forced choice
+    assert all("tool_choice" not in r.body for r in server.posts() if r.body not in turn1)
+    assert harness("report", "--out", out, "--overlay", "--overlay-route", "llamacpp").code == 0
+    r = row(out, "fake-model")
+    assert r["verdict"] == "consumes-all-turns" and r["tool_choice"] == choice
+    assert r["turn1"]["tool_choice"] == choice and r["fingerprint"] == "b7000-abc"
+    snippet = (out / "overlay_snippet.yaml").read_text()
+    assert '\n  "llamacpp":\n    "fake-model":\n' in snippet
+    assert f'tool_choice: "{choice}"' in snippet and 'fingerprint: "b7000-abc"' in snippet
+
+
+def test_a_route_refusing_the_forced_choice_is_asked_again_without_it(serve, harness, tmp_path, keyed):
+    picky = ChatProvider(key=FAKE_KEY, rejects_params={"tool_choice": "tool_choice is not supported"})
+    server = serve(picky)
+    out = tmp_path / "out"
+    assert harness(*custom_run(server.url, out, prices_file(tmp_path), "--steps", "opaque",
+                               "--turn1-tool-choice", "required")).code == 0
+    records = [c for c in read_jsonl(out / "calls.jsonl") if c["step"] == "opaque_turn1"]
+    assert [(c["status"], c["tool_choice"]) for c in records] == [(400, "required"), (200, "auto")]
+    assert harness("report", "--out", out).code == 0
+    assert row(out, "fake-model")["verdict"] == "consumes-all-turns"

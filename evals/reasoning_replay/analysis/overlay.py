@@ -19,21 +19,26 @@ PHRASES = {"consumed": "consumed", "ignored": "accepted and ignored", "partial":
            "no-baseline": "had no baseline"}
 
 
-def render(table: list[dict[str, Any]], meta: dict[str, Any]) -> str:
-    """The snippet text for every measured row of ``table``."""
+def render(table: list[dict[str, Any]], meta: dict[str, Any], route_as: str | None = None) -> str:
+    """The snippet text for every measured row of ``table``.
+
+    capplan applies an entry to the plans of the provider key it is filed under, so ``route_as``
+    files every row under that key (the harness's ``custom`` route means nothing to capplan).
+    """
     today = time.strftime("%Y-%m-%d", time.gmtime())
     t = meta["trace_tokens"]
     lines = [
         "# capplan overlay snippet: reasoning-replay consumption measured on the wire.",
         f"# From {meta['out']} on {today}; T = {t:.0f} trace tokens; consumed = text delta "
         f">= {CONSUMED_FRACTION * t:.0f}, opaque verbatim delta > 25.",
-        "# Review, then merge the entries you trust into an operator overlay (--presets-file).",
+        "# Review, then merge the entries you trust into an operator overlay (--presets-file); capplan",
+        "# then replays reasoning only where it was measured to be read (docs/replay.md).",
         "reasoning_replay:",
     ]
     nested: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for row in table:
         if row["verdict"] != "not-measured":
-            nested.setdefault(row["route"], {}).setdefault(row["model"], []).append(row)
+            nested.setdefault(route_as or row["route"], {}).setdefault(row["model"], []).append(row)
     if not nested:
         lines[-1] = "reasoning_replay: {}"
     for route, models in nested.items():
@@ -51,6 +56,10 @@ def _entry(row: dict[str, Any], t: float) -> list[str]:
              f"        verdict: {_q(row['verdict'])}",
              f"        measured: {_q(date)}",
              f"        complete: {'true' if row['complete'] else 'false'}"]
+    if row.get("fingerprint"):
+        lines.append(f"        fingerprint: {_q(row['fingerprint'])}")
+    if row.get("tool_choice") and row["tool_choice"] != "auto":
+        lines.append(f"        tool_choice: {_q(row['tool_choice'])}")
     carriers: dict[str, dict[str, str]] = {}
     for cell in row["cells"]:
         name = cell["variant"] if cell["step"] == "text" else f"opaque:{cell['variant']}"

@@ -86,6 +86,8 @@ def _model_rows(key: tuple[str, str], records: list[dict[str, Any]], states: lis
         row["id_prefixes"] = sorted({str(r.get("id_prefix")) for r in lane_records} - {"-"})
         row["calls"] = len(lane_records)
         row["turn1"] = _turn1(records, lane)
+        row["fingerprint"] = fingerprint(lane_records)
+        row["tool_choice"] = (row["turn1"] or {}).get("tool_choice")
         if row["verdict"] == "baseline-failed":
             row["notes"].append(_baseline_reason(records, states))
         out.append(row)
@@ -106,6 +108,7 @@ def _row(route: str, model: str, lane: str, verdict_: str, complete: bool,
     return {"route": route, "model": model, "lane": lane, "lanes": bool(known and known.lanes),
             "verdict": verdict_,
             "complete": complete, "cells": [], "notes": [], "id_prefixes": [], "turn1": None,
+            "fingerprint": None, "tool_choice": None,
             "calls": 0, "measured_on": measured_on,
             "cost": round(sum(float(r.get("cost") or 0) for r in on_lane), 6)}
 
@@ -115,9 +118,17 @@ def _unmeasured_row(route: str, model: str, records: list[dict[str, Any]],
     seen = {str(r.get("lane")) for r in records}
     lane = seen.pop() if len(seen) == 1 else "-"
     sent = bool(records) or any(s.get("state") == "baseline-failed" for s in states)
-    row = _row(route, model, lane, "baseline-failed" if sent else NOT_MEASURED, complete, records)
+    # every call answered, but turn 1 gave nothing to replay (no tool call or no carrier): step 2
+    # had nothing to measure, which says nothing about the baseline
+    answered = bool(records) and all(r.get("ok") and r.get("step") in ("params", "opaque_turn1") for r in records)
+    no_carrier = [s for s in states if s.get("state") == "no-carrier" and s.get("reason")]
+    verdict_ = NOT_MEASURED if (answered and no_carrier) or not sent else "baseline-failed"
+    row = _row(route, model, lane, verdict_, complete, records)
     row["calls"] = len(records)
-    row["notes"] = [_baseline_reason(records, states)]
+    row["notes"] = [str(no_carrier[-1]["reason"])[:240] if answered and no_carrier else _baseline_reason(records, states)]
+    row["turn1"] = _turn1(records, lane)
+    row["tool_choice"] = (row["turn1"] or {}).get("tool_choice")
+    row["fingerprint"] = fingerprint(records)
     return row
 
 
@@ -149,5 +160,14 @@ def _turn1(records: list[dict[str, Any]], lane: str) -> dict[str, Any] | None:
     last = turn1[-1]
     summary = dict(last.get("turn1") or {})
     summary.update({"status": last.get("status"), "effort": last.get("effort"),
-                    "reasoning_tokens": last.get("reasoning_tokens")})
+                    "reasoning_tokens": last.get("reasoning_tokens"),
+                    "tool_choice": last.get("tool_choice") or "auto"})
     return summary
+
+
+def fingerprint(records: list[dict[str, Any]]) -> str | None:
+    """The one system_fingerprint the measured calls report, ``mixed:…`` for several, else None."""
+    seen = sorted({str(r["fingerprint"]) for r in records if r.get("ok") and r.get("fingerprint")})
+    if not seen:
+        return None
+    return seen[0] if len(seen) == 1 else "mixed:" + ",".join(seen)

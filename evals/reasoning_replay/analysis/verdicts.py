@@ -8,7 +8,9 @@
   direct-lane-not-reached  a --want-direct id only ever reached the OpenRouter lane
 
 ``not-measured`` is not a verdict: the row's cells were planned but no request was sent
-(budget reached or run interrupted before them); rerunning resumes them.
+(budget reached or run interrupted before them; rerunning resumes them), or every call was
+answered but step 2's turn 1 returned no tool call with a carrier, so there was nothing to replay
+(the row's note says why; ``--turn1-tool-choice required`` forces the call).
 """
 
 from __future__ import annotations

@@ -114,6 +114,10 @@ def build_parser(prog: str = "harness.py") -> argparse.ArgumentParser:
                      help="output allowance of measured requests (default 512)")
     run.add_argument("--turn1-max-tokens", type=int, default=1024, metavar="N",
                      help="output allowance of the live turn 1 (default 1024)")
+    run.add_argument("--turn1-tool-choice", choices=("auto", "required", "tool"), default="auto",
+                     help="force step 2's live turn-1 tool call so its carriers are captured: required, or "
+                          "tool (get_weather by name); recorded in the row. A route that refuses the field "
+                          "(4xx) is asked again without it. Default auto: send no tool_choice")
     run.add_argument("--effort-param", choices=("reasoning", "reasoning_effort", "none"),
                      help="how a chat route asks for reasoning effort (default: the route's)")
     run.add_argument("--workers", type=int, default=4, metavar="N", help="cells measured at once (default 4)")
@@ -133,6 +137,10 @@ def build_parser(prog: str = "harness.py") -> argparse.ArgumentParser:
     report.add_argument("--overlay", nargs="?", const="", default=None, metavar="FILE",
                         help="also write a capplan overlay snippet with each verdict as dated "
                              "evidence (default FILE: <out>/overlay_snippet.yaml)")
+    report.add_argument("--overlay-route", default=None, metavar="PROVIDER",
+                        help="key the snippet's entries by this capplan provider key instead of the "
+                             "harness route name (capplan applies a verdict to that provider's plans), "
+                             "e.g. llamacpp for --route custom against a local llama-server")
     report.add_argument("--no-heatmap", action="store_true", help="skip heatmap.svg")
     return parser
 

@@ -39,7 +39,7 @@ def report_command(args: argparse.Namespace) -> int:
         written.append(_write(out.path / "heatmap.svg", heatmap.render(table, title)))
     if args.overlay is not None:
         target = Path(args.overlay) if args.overlay else out.path / "overlay_snippet.yaml"
-        written.append(_write(target, overlay.render(table, meta)))
+        written.append(_write(target, overlay.render(table, meta, route_as=args.overlay_route)))
     print(markdown)
     print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     return 0

@@ -86,7 +86,8 @@ def _options(args: argparse.Namespace, route: Route) -> Options:
     return Options(variants=check_variants(route.kind, _split(args.variants)),
                    positions=tuple(positions), steps=tuple(steps), want_direct=want_direct,
                    lane_attempts=args.lane_attempts, max_tokens=args.max_tokens,
-                   turn1_max_tokens=args.turn1_max_tokens, probe=args.probe)
+                   turn1_max_tokens=args.turn1_max_tokens, probe=args.probe,
+                   turn1_tool_choice=args.turn1_tool_choice)
 
 
 def _context(args: argparse.Namespace, route: Route, options: Options, out: OutDir,

@@ -30,6 +30,9 @@ class OpaqueFlavour(Protocol):
     def turn1_payload(self) -> Payload:
         """The live turn-1 conversation (system/user task, no history)."""
 
+    def force_tool(self, choice: str) -> dict[str, Any]:
+        """Body fields that make turn 1 call the tool: ``required`` (any tool) or ``tool`` (by name)."""
+
     def capture(self, body: dict[str, Any], route: Route) -> Capture:
         """The carriers in a turn-1 response."""
 

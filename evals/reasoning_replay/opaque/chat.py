@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from capplan.evals.reasoning_replay.fixture import SYSTEM, USER_TASK
+from capplan.evals.reasoning_replay.fixture import SYSTEM, TOOL_NAME, USER_TASK
 from capplan.evals.reasoning_replay.opaque.capture import Capture, Payload
 from capplan.evals.reasoning_replay.routes import Route
 from capplan.evals.reasoning_replay.wire.base import dig
@@ -21,6 +21,11 @@ class ChatFlavour:
 
     def turn1_payload(self) -> Payload:
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER_TASK}]
+
+    def force_tool(self, choice: str) -> dict[str, Any]:
+        if choice == "tool":
+            return {"tool_choice": {"type": "function", "function": {"name": TOOL_NAME}}}
+        return {"tool_choice": "required"}
 
     def capture(self, body: dict[str, Any], route: Route) -> Capture:
         message = dig(body, "choices", 0, "message") or {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capplan.evals.reasoning_replay.fixture import USER_TASK
+from capplan.evals.reasoning_replay.fixture import TOOL_NAME, USER_TASK
 from capplan.evals.reasoning_replay.opaque.capture import Capture, Payload
 from capplan.evals.reasoning_replay.routes import Route
 from capplan.evals.reasoning_replay.wire.base import dig
@@ -17,6 +17,12 @@ class GeminiFlavour:
 
     def turn1_payload(self) -> Payload:
         return [{"role": "user", "parts": [{"text": USER_TASK}]}]
+
+    def force_tool(self, choice: str) -> dict[str, Any]:
+        config: dict[str, Any] = {"mode": "ANY"}
+        if choice == "tool":
+            config["allowedFunctionNames"] = [TOOL_NAME]
+        return {"toolConfig": {"functionCallingConfig": config}}
 
     def capture(self, body: dict[str, Any], route: Route) -> Capture:
         parts = [p for p in dig(body, "candidates", 0, "content", "parts") or [] if isinstance(p, dict)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capplan.evals.reasoning_replay.fixture import USER_TASK
+from capplan.evals.reasoning_replay.fixture import TOOL_NAME, USER_TASK
 from capplan.evals.reasoning_replay.opaque.capture import Capture, Payload
 from capplan.evals.reasoning_replay.routes import Route
 from capplan.evals.reasoning_replay.wire.carriers import responses_tail
@@ -18,6 +18,11 @@ class ResponsesFlavour:
 
     def turn1_payload(self) -> Payload:
         return [{"role": "user", "content": USER_TASK}]
+
+    def force_tool(self, choice: str) -> dict[str, Any]:
+        if choice == "tool":
+            return {"tool_choice": {"type": "function", "name": TOOL_NAME}}
+        return {"tool_choice": "required"}
 
     def capture(self, body: dict[str, Any], route: Route) -> Capture:
         output = [o for o in body.get("output") or [] if isinstance(o, dict)]

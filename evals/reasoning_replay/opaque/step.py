@@ -1,7 +1,10 @@
 """Step 2 for one model: a live turn 1, then turn 2 with the real carriers verbatim vs stripped.
 
 Turn 1 is retried at a higher reasoning effort (low → medium → high) while it returns no tool
-call or no carrier; if it never does, the opaque cells stay empty and say why.
+call or no carrier; if it never does, the opaque cells stay empty and say why. With
+``--turn1-tool-choice required|tool`` turn 1 is forced to call the tool (a model that answers in
+text at every effort never reaches step 2 otherwise); a route that refuses the field with a 4xx
+is asked again without it, and each turn-1 record says which ``tool_choice`` it was sent with.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from capplan.evals.reasoning_replay.opaque.chat import ChatFlavour
 from capplan.evals.reasoning_replay.opaque.gemini import GeminiFlavour
 from capplan.evals.reasoning_replay.opaque.responses import ResponsesFlavour
 from capplan.evals.reasoning_replay.outcome import CellOutcome, baseline_failure
-from capplan.evals.reasoning_replay.provider.client import CallSpec
+from capplan.evals.reasoning_replay.provider.client import CallSpec, Result
 from capplan.evals.reasoning_replay.run.context import RunContext
 from capplan.evals.reasoning_replay.run.sampling import backfill, sample
 from capplan.evals.reasoning_replay.wire.knobs import EFFORTS
@@ -68,18 +71,30 @@ def _turn1(ctx: RunContext, model: str, flavour: OpaqueFlavour, cell: str
         captured["last"] = capture
         return {"turn1": capture.summary, "replay": capture.turns.get("verbatim")}
 
+    choice = ctx.options.turn1_tool_choice
     for effort in efforts:
         captured.clear()
-        spec = CallSpec(model=model, step="opaque_turn1", position="-", variant=f"effort:{effort}",
-                        probe="-", payload=flavour.turn1_payload(), knobs=knobs.with_effort(effort),
-                        max_tokens=ctx.options.turn1_max_tokens, cell=cell)
-        last = sample(ctx.client, spec, ctx.want_direct(model), ctx.options.lane_attempts, annotate)[-1]
+        forced = choice != "auto"
+
+        def turn1(forced: bool) -> Result:
+            spec = CallSpec(model=model, step="opaque_turn1", position="-", variant=f"effort:{effort}",
+                            probe="-", payload=flavour.turn1_payload(), knobs=knobs.with_effort(effort),
+                            max_tokens=ctx.options.turn1_max_tokens, cell=cell,
+                            extra=flavour.force_tool(choice) if forced else None,
+                            tool_choice=choice if forced else "auto")
+            return sample(ctx.client, spec, ctx.want_direct(model), ctx.options.lane_attempts, annotate)[-1]
+
+        last = turn1(forced)
+        if forced and not last.ok and 400 <= int(last.record.get("status") or 0) < 500:
+            last = turn1(False)  # the route refuses a forced call: measure what it does unforced
         if not last.ok:
             return None, baseline_failure(last.record, "turn 1")
         capture = captured.get("last")
         if capture is not None and capture.usable:
             return capture, CellOutcome("done", final=True)
     tried = ", ".join(str(e) for e in efforts)
+    hint = "" if choice != "auto" else "; --turn1-tool-choice required forces the call"
     return None, CellOutcome("no-carrier", final=True,
                              reason=f"turn 1 returned no tool call with a reasoning carrier "
-                                    f"(effort tried: {tried}); opaque cells left empty")
+                                    f"(effort tried: {tried}, tool_choice: {choice}); opaque cells left "
+                                    f"empty{hint}")

@@ -43,6 +43,7 @@ class CallSpec:
     extra: dict[str, Any] | None = None
     attempt: int = 0
     cell: str = ""
+    tool_choice: str | None = None  # turn 1 only: auto | required | tool, as sent
 
     def again(self, attempt: int) -> "CallSpec":
         """The same request as another sample (lane resampling)."""
@@ -167,6 +168,7 @@ class Client:
             "answer": parsed.answer[:200],
             "canary_in_answer": canary in parsed.answer.lower(),
             "canary_in_reasoning": canary in parsed.reasoning_text.lower(),
+            "fingerprint": parsed.fingerprint, "tool_choice": spec.tool_choice,
             "request_sha256": hashlib.sha256(data).hexdigest(), "request_bytes": len(data),
             "seconds": round(reply.seconds, 3),
         }

@@ -25,6 +25,7 @@ class Options:
     max_tokens: int
     turn1_max_tokens: int
     probe: str
+    turn1_tool_choice: str = "auto"  # auto (send none) | required | tool (get_weather by name)
 
 
 @dataclass

@@ -21,6 +21,9 @@ class Parsed:
     answer: str = ""
     reasoning_text: str = ""
     provider: str | None = None
+    # what the endpoint says it is (system_fingerprint: server build, model, template); lets a
+    # later reader tell whether a verdict was measured against what is served now
+    fingerprint: str | None = None
 
 
 class Wire(Protocol):

@@ -47,6 +47,7 @@ class ChatWire:
             answer=_answer(message),
             reasoning_text=reasoning_text(message),
             provider=body.get("provider") if isinstance(body.get("provider"), str) else None,
+            fingerprint=body.get("system_fingerprint") if isinstance(body.get("system_fingerprint"), str) else None,
         )
 
 

@@ -35,6 +35,10 @@ class ChatProvider:
     turn1_fields: tuple[str, ...] = ("reasoning_content", "reasoning_details")
     turn1_min_effort: str = "low"  # below this effort turn 1 returns no reasoning
     rejects_params: dict[str, str] = field(default_factory=dict)  # body key -> 400 message
+    # "unforced": turn 1 answers in text unless tool_choice forces the call (as every real
+    # template served by llama.cpp did); "always": it calls the tool whatever is sent
+    turn1_tool: str = "always"
+    fingerprint: str | None = None  # system_fingerprint on every answer
     _ids: Any = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -106,6 +110,8 @@ class ChatProvider:
         message: dict[str, Any] = {"role": "assistant", "content": "", "tool_calls": [
             {"id": "call_live_1", "type": "function",
              "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]}
+        if self.turn1_tool == "unforced" and body.get("tool_choice") in (None, "auto"):
+            message = {"role": "assistant", "content": "It is probably mild in Paris."}
         if thinks:
             if "reasoning_content" in self.turn1_fields:
                 message["reasoning_content"] = TURN1_REASONING
@@ -121,6 +127,8 @@ class ChatProvider:
         rid = f"{self.id_prefix}{n:06d}"
         body: dict[str, Any] = {"id": rid, "object": "chat.completion",
                                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+        if self.fingerprint is not None:
+            body["system_fingerprint"] = self.fingerprint
         if not self.no_usage:
             usage: dict[str, Any] = {"prompt_tokens": count(prompt), "completion_tokens": completion,
                                      "total_tokens": count(prompt) + completion,
