@@ -10,7 +10,7 @@ import click
 from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option
 from capplan.core.diagnostics import render_all
 from capplan.core.diagnostics import Diagnostic, InputError
-from capplan.compiler.lint import KINDS, bundled_index_note, lint_file
+from capplan.compiler.lint import KINDS, bundled_index_note, lint_file, once_each
 from capplan.core.yaml_source import read_source
 
 
@@ -71,6 +71,7 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_conf
         diagnostics += (_lint_task(path, import_environments) if _is_task(path, kind)
                         else lint_file(path, kind, data_dir, run_config))
     checked = len(files) - skipped
+    diagnostics = once_each(diagnostics)  # a run config linted beside an overlay compiled with it: reported once
     output = render_all(diagnostics, fmt)
     if output or fmt == "json":
         click.echo(output)

@@ -67,8 +67,13 @@ def known_providers(inputs: Inputs) -> set[str]:
             | {binding_key(cfg.provider) for cfg in inputs.run.model.models.values()})
 
 
-def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None) -> Compiled:
-    """Compile ``models`` (default: every model of the run config / catalogue)."""
+def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None, *,
+                   keep_going: bool = False) -> Compiled:
+    """Compile ``models`` (default: every model of the run config / catalogue).
+
+    ``keep_going`` (lint only): errors are returned among the diagnostics instead of raised, with
+    the plans of every model, so checks that look at all models still run; nothing is written.
+    """
     chosen = inputs.run.model.models if models is None else models
     candidates, warnings = candidates_of(inputs.presets, inputs.overlays)
     matcher = Matcher(candidates)
@@ -88,7 +93,7 @@ def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None)
         problems += diags
         plans[key] = plan
     errors = errors_only(problems)
-    if errors:
+    if errors and not keep_going:
         raise InputError(errors + warnings)
     return Compiled(plans, build_manifest(inputs, plans), warnings + problems, input_sources(inputs))
 

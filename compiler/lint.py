@@ -75,16 +75,18 @@ def detect_kind(path: Path) -> str:
 
 def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None,
               run_config: Path | None = None) -> list[Diagnostic]:
-    """All diagnostics for ``path`` (errors and warnings).
+    """All diagnostics for ``path`` (errors and warnings), in one pass.
 
     Every check compile runs that needs only the file and the base data runs always; with
-    ``run_config`` an overlay is also compiled with it, and checked against its models.
+    ``run_config`` an overlay is also compiled with it, and checked against its models. A schema
+    error stops nothing: the semantic checks run on every block that validated, and the checks
+    that need the base data or a compile run on the file without its broken parts.
     """
     if kind == "auto":
         kind = detect_kind(path)
     if kind == "run-config":
         return _lint_by_compiling(run_config=path, overlays=[], data_dir=data_dir)
-    loaded, diags = load_file(path, _model_for(kind), str(path))
+    loaded, diags = load_file(path, _model_for(kind), str(path), partial=True)
     if loaded is None:
         return diags
     model = loaded.model
@@ -92,22 +94,31 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None,
         from capplan.compiler.compile import engine_version_gate
 
         presets = Loaded(model, loaded.source)
-        return (check_blocks(loaded.source, blocks_of(model.default, model.presets, model.providers))
-                + engine_version_gate(presets))
+        return sorted(set(diags + check_blocks(loaded.source, blocks_of(model.default, model.presets, model.providers))
+                          + engine_version_gate(presets)))
     if isinstance(model, OverlayFile):
         overlay = Loaded(model, loaded.source)
-        own = (check_blocks(loaded.source, blocks_of(None, model.presets, model.providers))
-               + check_bindings(loaded.source, ("bindings",)))
-        if any(d.severity == "error" for d in own):
-            return own
-        found = own + _overlay_against_base(overlay, data_dir)
+        found = (diags + check_blocks(loaded.source, blocks_of(None, model.presets, model.providers))
+                 + check_bindings(loaded.source, ("bindings",)) + _overlay_against_base(overlay, data_dir))
         if run_config is not None:
             found += _lint_by_compiling(run_config=run_config, overlays=[path], data_dir=data_dir)
-        return sorted(set(found))
+        return once_each(found)
     if kind == "providers":
-        own = check_bindings(loaded.source)
-        return own if own else _providers_against_bundled(loaded)
-    return []
+        return sorted(set(diags + check_bindings(loaded.source) + _providers_against_bundled(loaded)))
+    return diags
+
+
+def once_each(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Each problem once, sorted: the file's own checks and a compile can find the same one (the
+    compile's wording, with the run's names in its hint, is the second and is dropped)."""
+    seen: set[tuple[str, int, int, str, str]] = set()
+    out = []
+    for d in diagnostics:
+        key = (d.file, d.line, d.col, d.code, d.path)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return sorted(out)
 
 
 def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -> list[Diagnostic]:
@@ -166,19 +177,30 @@ def catalogue_routes() -> set[str]:
 
 
 def _lint_by_compiling(*, run_config: Path | None, overlays: list[Path], data_dir: Path | None) -> list[Diagnostic]:
-    """Compile against the base data to find what needs the whole picture (shadowing, gates, models)."""
+    """Compile against the base data to find what needs the whole picture (shadowing, gates, models).
+
+    Files with schema errors take part without their broken parts (``partial``), so a broken
+    model block does not hide the problems of the others.
+    """
     from capplan.compiler.compile import compile_models
     from capplan.compiler.loading import load_inputs
     from capplan.compiler.usage_checks import unused_by_models
 
     try:
-        inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=overlays)
-        compiled = compile_models(inputs)
+        inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=overlays, partial=True)
     except InputError as exc:
         return list(exc.diagnostics)
-    diags = list(compiled.warnings)
-    for ov in inputs.overlays:
-        diags += unused_by_models(ov, inputs.run.model.models, compiled.plans, inputs.run.source.display)
+    try:
+        compiled = compile_models(inputs, keep_going=True)
+    except InputError as exc:  # a failure that leaves no plan to look at (e.g. a model that cannot be built)
+        return inputs.errors + list(exc.diagnostics) + _rate_limit_names(inputs, [])
+    diags = inputs.errors + compiled.warnings
+    models = inputs.run.model.models
+    # "no model uses it" needs a plan of every model the run names
+    run_complete = (not any(d.file == inputs.run.source.display for d in inputs.errors)
+                    and set(compiled.plans) == set(models))
+    for ov in inputs.overlays if run_complete else ():
+        diags += unused_by_models(ov, models, compiled.plans, inputs.run.source.display)
     if run_config is not None:
         diags += _rate_limit_names(inputs, compiled.plans.values())
     return diags
@@ -196,13 +218,31 @@ def _rate_limit_names(inputs: Inputs, plans: Iterable[Plan]) -> list[Diagnostic]
     keys = {b.api_key_env for b in bindings.values() if b.api_key_env}
     keys |= {p.binding.binding.api_key_env for p in plans if p.binding.binding.api_key_env}
     limits, source = inputs.run.model.rate_limits, inputs.run.source
+    # a name that is not a name (a pasted key, a path) is reported by check_run_config without being
+    # quoted; saying here that no binding has it would print it
     out = [source.diag(("rate_limits", "providers", name), "unknown-provider",
                        f"no provider binding is called {name!r}", did_you_mean(name, providers))
-           for name in limits.providers if name not in providers]
+           for name in limits.providers if name not in providers and _plain_name(name, provider=True)]
     out += [source.diag(("rate_limits", "keys", name), "unknown-key-variable",
                         f"no provider binding reads its key from {name!r}", did_you_mean(name, keys))
-            for name in limits.keys if name not in keys]
+            for name in limits.keys if name not in keys and _plain_name(name, provider=False)]
     return out
 
 
-__all__ = ["KINDS", "Loaded", "detect_kind", "lint_file"]
+def _plain_name(name: str, *, provider: bool) -> bool:
+    """Whether ``name`` is safe to quote: a binding key or variable name, not something pasted."""
+    from capplan.core.env_var_names import env_var_name, looks_like_credential
+    from capplan.core.safe_names import name_problem
+
+    if looks_like_credential(name):
+        return False
+    if provider:
+        return name_problem(name) is None
+    try:
+        env_var_name(name)
+    except ValueError:
+        return False
+    return True
+
+
+__all__ = ["KINDS", "Loaded", "detect_kind", "lint_file", "once_each"]

@@ -55,6 +55,8 @@ class Inputs:
     run_role: str  # "catalogue" or "run_config"
     overlays: list[Loaded[OverlayFile]] = field(default_factory=list)
     warnings: list[Diagnostic] = field(default_factory=list)
+    #: with ``load_inputs(partial=True)`` (lint): the errors of files loaded in part; compile never sees any
+    errors: list[Diagnostic] = field(default_factory=list)
 
 
 def bundled_dir() -> Path:
@@ -67,28 +69,45 @@ def display_path(path: Path, label: str | None) -> str:
     return f"{label}:{path.name}" if label else str(path)
 
 
-def load_file(path: Path, cls: type[M], display: str, name: str | None = None, *, bundled: bool = False
-              ) -> tuple[Loaded[M] | None, list[Diagnostic]]:
+def load_file(path: Path, cls: type[M], display: str, name: str | None = None, *, bundled: bool = False,
+              partial: bool = False) -> tuple[Loaded[M] | None, list[Diagnostic]]:
     """Parse and validate one file; problems are returned, not raised. ``name`` is its stable name.
 
     ``bundled`` marks capplan's own data files, which are read without positions until needed.
+    With ``partial`` (lint only), a file that parsed but failed its schema comes back as the
+    model of the parts that validated, beside every schema error, so the semantic checks still
+    run on its sibling blocks (see :mod:`capplan.compiler.partial_model`); without it, or when
+    nothing validates, the model is None.
     """
+    parsed: SourceFile | None = None  # set once the file parsed: its schema errors leave parts to check
     try:
         if path.suffix == ".json":
             source = read_json_fast(path, display)
         else:
             source = read_bundled(path, display, lookup) if bundled else read_source(path, display)
         try:
+            parsed = source
             model = parse(source, cls)
         except InputError:
             if len(source.positions) > 1:
                 raise
             source = read_source(path, display)  # re-read with positions to locate the problems
+            parsed = source
             model = parse(source, cls)
     except InputError as exc:
-        return None, list(exc.diagnostics)
+        rest = _validated_parts(parsed, cls) if partial and parsed is not None else None
+        if rest is not None:
+            rest.source.name = name
+        return rest, list(exc.diagnostics)
     source.name = name
     return Loaded(model, source), []
+
+
+def _validated_parts(source: SourceFile, cls: type[M]) -> Loaded[M] | None:
+    from capplan.compiler.partial_model import validate_parts
+
+    model = validate_parts(source.data, cls)
+    return None if model is None else Loaded(model, source)
 
 
 def check_run_config(run: Loaded[RunConfig]) -> list[Diagnostic]:
@@ -122,11 +141,14 @@ def read_json_fast(path: Path, display: str) -> SourceFile:
 
 
 def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: list[Path],
-                root: Path | None = None) -> Inputs:
+                root: Path | None = None, partial: bool = False) -> Inputs:
     """Load base data (bundled or ``data_dir``), the run config (or catalogue) and overlays.
 
     ``root`` is the project root files are named relative to in plans (default: found from the
-    current directory, see :mod:`capplan.compiler.project_root`).
+    current directory, see :mod:`capplan.compiler.project_root`). With ``partial`` (lint), files
+    with errors are kept as the parts that validated and the errors are returned in
+    ``Inputs.errors`` instead of raised, so the checks that need the whole picture still run;
+    it raises only when a file has no usable part.
     """
     # imported here for start-up cost only (no cycle): linting one overlay builds none of these models
     from capplan.compiler.inputs.pricing_file import PricingFile
@@ -141,7 +163,7 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
     def one(path: Path, cls: type[M], lab: str | None, outside: str = "external") -> Loaded[M] | None:
         display = display_path(path, lab)
         loaded, diags = load_file(path, cls, display, display if lab else stable_name(path, project, outside),
-                                  bundled=lab == "bundled")
+                                  bundled=lab == "bundled", partial=partial)
         problems.extend(diags)
         return loaded
 
@@ -175,7 +197,41 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
     if run is not None:
         problems += check_run_config(run)
     errors = errors_only(problems)
+    warnings = [d for d in problems if d.severity == "warning"]
+    if partial and presets is not None and providers is not None and pricing is not None and run is not None:
+        return _compilable_parts(Inputs(presets, providers, pricing, run, role, loaded_overlays, warnings, errors))
     if errors or presets is None or providers is None or pricing is None or run is None:
         raise InputError(errors or problems)
-    return Inputs(presets, providers, pricing, run, role, loaded_overlays,
-                  [d for d in problems if d.severity == "warning"])
+    return Inputs(presets, providers, pricing, run, role, loaded_overlays, warnings)
+
+
+def _compilable_parts(inputs: Inputs) -> Inputs:
+    """``inputs`` without the blocks an error is about (lint): what is left can be compiled.
+
+    A model whose provider's binding was left out is left out too: compiled without it, it would
+    report the binding missing, which is not the problem.
+    """
+    from capplan.compiler.inputs.providers_file import binding_key
+    from capplan.compiler.inputs.run_config import RunConfig
+    from capplan.compiler.partial_model import without_broken_blocks
+
+    if not inputs.errors:
+        return inputs
+    overlays: list[Loaded[OverlayFile]] = []
+    dropped: set[str] = set()
+    for ov in inputs.overlays:
+        kept = without_broken_blocks(ov.source.data, OverlayFile, inputs.errors, ov.source.display,
+                                     ("presets", "providers", "bindings", "litellm_models"))
+        if kept is None:
+            continue
+        dropped |= set(ov.model.bindings) - set(kept.bindings)
+        overlays.append(Loaded(kept, ov.source))
+    run = without_broken_blocks(inputs.run.source.data, RunConfig, inputs.errors, inputs.run.source.display,
+                                ("models",))
+    if run is not None and dropped:
+        models = {k: m for k, m in run.models.items() if binding_key(m.provider) not in dropped}
+        run = run.model_copy(update={"models": models}) if models else None
+    if run is None:  # nothing of the run config can be compiled: the checks that need it have nothing to check
+        raise InputError(inputs.errors + inputs.warnings)
+    return Inputs(inputs.presets, inputs.providers, inputs.pricing, Loaded(run, inputs.run.source), inputs.run_role,
+                  overlays, inputs.warnings, inputs.errors)
