@@ -52,7 +52,7 @@ class _ErrorTolerance(click.ParamType):  # type: ignore[type-arg]  # generic sin
 
 @click.group("trial")
 def trial_cmd() -> None:
-    """Run agent tasks from compiled plans (run), or re-render a run's summary (report)."""
+    """Run agent tasks from compiled plans (run), compare runs (report), or show them as one HTML page (view)."""
 
 
 @trial_cmd.command("run")
@@ -303,30 +303,11 @@ def _backend_options(backend: str, address: str | None, workers: int | None, con
     return {"address": address, "workers": workers, "limits": limits}
 
 
-@trial_cmd.command("report")
-@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
-def report_cmd(run_dir: Path) -> None:
-    """Re-render RUN_DIR's summary.md and summary.json from its runs.jsonl, and print summary.md.
+# ``capplan trial report`` and ``capplan trial view``: runs read back, compared and shown, a module of their own
+from capplan.cli.trial_results_cmd import report_cmd, view_cmd  # noqa: E402
 
-    runs.jsonl is only read: a line that does not read back is a located error (exit 2) and
-    nothing is written; a torn last line is reported and left for the next run to set aside.
-
-    \b
-      capplan trial report runs/demo
-    """
-    from capplan.trials import confined
-    from capplan.trials.confined import ConfinedPathError
-    from capplan.trials.driver import write_summary
-    from capplan.trials.run_folder import RunFolder, RunFolderError
-
-    folder = RunFolder(run_dir, notify=_note)
-    folder.check(report=True)
-    try:
-        write_summary(folder)
-        text = confined.read_bytes(run_dir, ("summary.md",)) or b""
-    except ConfinedPathError as exc:  # the folder changed since it was checked
-        raise RunFolderError([exc.diagnostic()]) from None
-    click.echo(text.decode("utf-8"), nl=False)
+trial_cmd.add_command(report_cmd)
+trial_cmd.add_command(view_cmd)
 
 
 # ``capplan trial import``: benchmark importers, a module of their own

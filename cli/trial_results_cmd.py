@@ -1,0 +1,107 @@
+"""``capplan trial report`` and ``capplan trial view``: runs read back, compared, and shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+# plain data: importing them loads neither the runner nor jinja2
+_FORMATS = ("md", "json", "csv")
+_GROUP_BY = ("model", "task", "pack")
+
+
+def _note(text: str) -> None:
+    """What a run folder reports without failing (a torn line, a repeated line), on stderr."""
+    from capplan.trials.report.text import plain
+
+    click.echo(plain(text), err=True)
+
+
+@click.command("report")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--format", "fmt", type=click.Choice(_FORMATS), default=None,
+              help="md (what the terminal shows), json, or csv (one row per trial). Without --format and --by, "
+                   "one RUN re-renders and prints its summary.md as before.")
+@click.option("--by", type=click.Choice(_GROUP_BY), default=None,
+              help="Group the pass-rate table by model (the default), task or task pack.")
+def report_cmd(runs: tuple[Path, ...], fmt: str | None, by: str | None) -> None:
+    """Compare RUN folders side by side, or re-render one RUN's summary.
+
+    With one RUN and neither --format nor --by, RUN's summary.md and summary.json are
+    re-rendered from its runs.jsonl and summary.md is printed. Otherwise nothing is written:
+    the runs are joined on (task id, trial index), one column per plan of each run with its
+    fingerprint, and the report shows the pass rate (95 % Wilson interval, pass^k) grouped
+    --by model, task or pack, a per-task matrix, and for every column after the first the
+    paired difference in pass rate against the first with an exact McNemar test and a
+    one-line verdict. Every name is printed with escape sequences and control characters
+    removed and pipes escaped.
+
+    runs.jsonl is only read: a line that does not read back is a located error (exit 2); a
+    torn last line is reported and left for the next run to set aside.
+
+    \b
+      capplan trial report runs/demo
+      capplan trial report runs/demo runs/again             # side by side, with the paired verdict
+      capplan trial report runs/demo runs/again --by task --format csv > trials.csv
+    """
+    if len(runs) == 1 and fmt is None and by is None:
+        _summary(runs[0])
+        return
+    from capplan.trials.report.compare import compare
+    from capplan.trials.report.formats import render
+    from capplan.trials.report.run_data import load_runs
+
+    comparison = compare(load_runs(list(runs), notify=_note), by=by or "model")  # type: ignore[arg-type]
+    click.echo(render(comparison, fmt or "md"), nl=False)  # type: ignore[arg-type]
+
+
+def _summary(run_dir: Path) -> None:
+    """Today's single-run report: summary.md and summary.json re-rendered, summary.md printed."""
+    from capplan.trials import confined
+    from capplan.trials.confined import ConfinedPathError
+    from capplan.trials.driver import write_summary
+    from capplan.trials.run_folder import RunFolder, RunFolderError
+
+    folder = RunFolder(run_dir, notify=_note)
+    folder.check(report=True)
+    try:
+        write_summary(folder)
+        text = confined.read_bytes(run_dir, ("summary.md",)) or b""
+    except ConfinedPathError as exc:  # the folder changed since it was checked
+        raise RunFolderError([exc.diagnostic()]) from None
+    click.echo(text.decode("utf-8"), nl=False)
+
+
+@click.command("view")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("report.html"),
+              show_default=True, help="The HTML file to write (never inside a run folder).")
+@click.option("--open", "open_page", is_flag=True, default=False, help="Open the page in the default browser.")
+def view_cmd(runs: tuple[Path, ...], out: Path, open_page: bool) -> None:
+    """Write one self-contained HTML page of RUN folders: runs, model × task matrix, every trial.
+
+    The page needs no server and no network (styles and script inline; it opens from
+    file://): the run header (run id, times, capplan version, plans with fingerprints and
+    effective presets, task packs with digests, spend, exit status and why); a model × task
+    matrix coloured by outcome (passed, failed, error, aborted, interrupted, ungraded) with
+    pass rate, 95 % interval and pass^k per model, filtered by outcome, termination reason,
+    pack and text; and one view per trial, opened from its matrix cell: the conversation
+    as a chat (tool calls with arguments, full tool results, harness feedback, handoff
+    summaries, guard rejections), retries and waits with their reason, the grader's verdict
+    per check, and per call its usage, cost, route and generation id. Every recorded text
+    is shown as text, never run. The run folders are only read.
+
+    \b
+      capplan trial view runs/demo                      # writes report.html
+      capplan trial view runs/demo runs/again --out compare.html   # add --open to open it
+    """
+    from capplan.trials.view.write import write_view
+
+    written = write_view(list(runs), out, notify=_note)
+    click.echo(f"wrote {out} ({written.size_bytes / 1024:.0f} KiB, {written.trials} trial(s))", err=True)
+    if open_page:
+        import webbrowser
+
+        if not webbrowser.open(written.path.resolve().as_uri()):
+            click.echo(f"note: no browser could be started; open {written.path.resolve()} yourself", err=True)
