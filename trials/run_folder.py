@@ -488,10 +488,19 @@ class RunFolder:
                          + (f"; {unknown} call(s) of unknown cost not in it" if unknown else "") + ")")
         if superseded:
             parts.append(f"superseded attempts of rerun trials ${superseded:.4f}")
+        from capplan.trials.summary import split_unknown
+
+        old = [line for line in self.finished().values() if split_unknown(line)]
+        note = ""
+        if old:
+            combined = sum(line["cost_usd"] or 0.0 for line in old)
+            note = (f"\n**Split unknown**: {len(old)} trial(s) were recorded by an older capplan, whose cost_usd is "
+                    f"agent + user simulator combined (${combined:.4f}, in the total); their agent and user "
+                    "columns say unknown.\n")
         if not parts:
-            return ""
+            return note
         return ("\n**Spend in no row** (in the total above): " + "; ".join(parts) +
-                f". run.json lists each trial; {JOURNAL_FILE} has every call.\n")
+                f". run.json lists each trial; {JOURNAL_FILE} has every call.\n" + note)
 
     def _note_torn(self, lines: _Lines) -> None:
         """``report`` leaves a torn line where it is: a run may still be appending to the file."""

@@ -61,14 +61,20 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 9)
 
 
+def split_unknown(line: dict[str, Any]) -> bool:
+    """A line written before the user simulator's cost had its own field: its cost_usd is agent + user combined."""
+    return line.get("user_cost_source") is None and line.get("user_cost_usd") is None
+
+
 def _agent_cost(line: dict[str, Any]) -> float | None:
+    if split_unknown(line):
+        return None  # the agent's part of a combined cost is unknown; the total still counts it
     return line.get("cost_usd")
 
 
 def _user_cost(line: dict[str, Any]) -> float | None:
-    # a line written before the user's cost had its own field folded it into cost_usd
-    if "user_cost_usd" not in line:
-        return 0.0
+    if split_unknown(line):
+        return None
     value = line["user_cost_usd"]
     if value is None and line.get("user_cost_source") in (None, "none"):
         return 0.0  # no simulator call: nothing was spent, which is known
@@ -109,7 +115,8 @@ def _row(plan_key: str, pack: str, group: list[dict[str, Any]]) -> SummaryRow:
            if fewest > 1 else None)
     agent = [_agent_cost(g) for g in group]
     user = [_user_cost(g) for g in group]
-    both = [a + u if a is not None and u is not None else None for a, u in zip(agent, user)]
+    both = [g.get("cost_usd") if split_unknown(g) else a + u if a is not None and u is not None else None
+            for g, a, u in zip(group, agent, user)]
     known_both = [b for b in both if b is not None]
     agent_tokens, user_tokens = _tokens(group, "usage"), _tokens(group, "user_usage")
     calls = [g["n_calls"] for g in group if g.get("n_calls") is not None]
@@ -151,8 +158,11 @@ def summarize(lines: Iterable[dict[str, Any]], *, unfinished_cost_usd: float = 0
     user = [_user_cost(g) for g in all_lines]
     agent_total = sum(v for v in agent if v is not None)
     user_total = sum(v for v in user if v is not None)
-    unknown = sum(1 for a, u in zip(agent, user) if a is None or u is None)
-    return Summary(rows=rows, total_cost_usd=round(agent_total + user_total + unfinished_cost_usd, 9),
+    # older lines' combined cost is known and spent: in the total, though in neither the agent's nor the user's part
+    unsplit = sum(g["cost_usd"] for g in all_lines if split_unknown(g) and g.get("cost_usd") is not None)
+    unknown = sum(1 for g, a, u in zip(all_lines, agent, user)
+                  if (a is None or u is None) and not (split_unknown(g) and g.get("cost_usd") is not None))
+    return Summary(rows=rows, total_cost_usd=round(agent_total + user_total + unsplit + unfinished_cost_usd, 9),
                    agent_cost_usd=round(agent_total, 9), user_cost_usd=round(user_total, 9),
                    unfinished_cost_usd=round(unfinished_cost_usd, 9), unknown_cost_trials=unknown,
                    trials=len(all_lines))

@@ -148,3 +148,19 @@ def test_a_ray_workers_buffer_hands_each_call_over_once() -> None:
     second.record(call(0.4))
     assert [e["call"]["cost_usd"] for e in buffer.take(first.execution)] == [0.3]
     assert [e["call"]["cost_usd"] for e in buffer.drain()] == [0.4] and buffer.drain() == []
+
+
+def test_an_older_line_without_a_user_cost_reads_as_split_unknown(
+        opened: tuple[RunFolder, list[TrialSpec]]) -> None:
+    folder, specs = opened
+    records = run_trial(specs[0], RunContext())
+    old = {k: v for k, v in records.run_line.items() if k not in ("user_cost_usd", "user_cost_source")}
+    folder.write(dataclasses.replace(records, run_line={**old, "cost_usd": 0.03, "cost_source": "pricing"}))
+    write_summary(folder)
+    summary = json.loads((folder.root / "summary.json").read_text())
+    assert summary["total_cost_usd"] == pytest.approx(0.03)  # spent: in the total
+    assert summary["agent_cost_usd"] == 0.0 and summary["unknown_cost_trials"] == 0  # but not read as the agent's
+    [row] = summary["rows"]
+    assert row["agent_cost"]["total_usd"] is None and row["agent_cost"]["unknown_trials"] == 1
+    assert row["mean_cost_usd"] == pytest.approx(0.03)
+    assert "**Split unknown**: 1 trial(s) were recorded by an older capplan" in (folder.root / "summary.md").read_text()
