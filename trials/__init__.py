@@ -16,4 +16,29 @@ the executor never imports it. The seams, one module each:
 - ``grading``       expected_actions, expected_state, ``module:function``
 - ``run_folder``    the driver's writer: atomic files, ``runs.jsonl``, resume
 - ``backends``      where trials execute (``local`` threads by default)
+- ``report``, ``view``  runs read back, compared (``trial report``) and shown as HTML (``trial view``)
+- ``api``           ``run(tasks, plans, out=…)`` and ``load_run(path)`` for notebooks, re-exported here
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from capplan.trials.api import RunResult, run
+    from capplan.trials.report.run_data import LoadedRun, TrialResult, load_run
+
+#: the Python API, loaded when first used: importing the runner's package stays cheap (lint imports parts of it)
+_API = {"run": "capplan.trials.api", "RunResult": "capplan.trials.api", "load_run": "capplan.trials.report.run_data",
+        "LoadedRun": "capplan.trials.report.run_data", "TrialResult": "capplan.trials.report.run_data"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        import importlib
+
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["LoadedRun", "RunResult", "TrialResult", "load_run", "run"]
