@@ -1,4 +1,29 @@
-"""Graders: the built-in ``expected_actions`` and ``expected_state``, and ``module:function``.
+"""Graders: the built-in checks and custom functions.
+
+Built-in checks, each failing with one reason per failed check:
+
+- ``expected_actions``: these tool calls appear in order among the calls that ran;
+- ``expected_state``: the listed keys of the final state hold these values (for a component
+  list, keys two levels deep: ``{component: {attribute: value}}``);
+- ``expected_outputs``: these tool outputs (as text) are an unordered sub-multiset of every
+  output of the agent's tool calls;
+- ``per_turn``: entry i is checked on the checkpoint at the end of user turn i: the state on its
+  listed keys, and the outputs cumulatively (a sub-multiset of the outputs of turns 0..i).
+
+A custom grader (``function: pkg.mod:fn`` or ``{ref, args, when}``) is called as::
+
+    fn(trajectory, final_state, task, **args)
+
+plus, as keywords, whichever of ``metadata`` (the task's metadata), ``checkpoints`` (the
+:class:`~capplan.trials.records.TurnCheckpoint` list as dicts, up to the state graded) and
+``turn`` (the user turn graded, None for the end) it declares or that ``**kwargs`` takes, so a
+grader written for ``(trajectory, final_state, task)`` keeps working. ``when: each_turn`` calls
+it once per checkpoint, with that checkpoint's state as ``final_state``; ``end`` once with the
+final state. It returns ``bool`` or ``{passed: bool, score?: number, detail?: JSON}``.
+
+A grader that raises (``SystemExit`` and ``KeyboardInterrupt`` included), cannot be imported, or
+returns anything else raises :class:`GraderError` with the reason; the runner records that as
+the trial's error (a harness failure, not the model's), never as an exception escaping the run.
 
 A trial passes when every grader its task names passes. Only a trial that reached a terminal
 the model is answerable for (``completed`` or ``failed``) is graded, and only when the agent
@@ -10,13 +35,26 @@ aborted and interrupted trials are neither graded nor counted.
 
 from __future__ import annotations
 
+import inspect
+import json
+import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from capplan.trials.outcome import TrialStatus
-from capplan.trials.records import CallRecord, Grade, GraderResult, ToolCallRecord
-from capplan.trials.taskfile import ExpectedAction, Grader, TaskFile
+from capplan.trials.records import CallRecord, Grade, GraderResult, ToolCallRecord, TurnCheckpoint
+from capplan.trials.taskfile import ExpectedAction, GraderFunction, TaskFile
 from capplan.trials.tasks import resolve_function
+
+#: the keywords a custom grader may declare to receive
+GRADER_KEYWORDS = ("metadata", "checkpoints", "turn")
+#: how much of a value a reason quotes
+_SHOWN_CHARS = 200
+
+
+class GraderError(Exception):
+    """A grader failed to give a verdict (raised, missing, or returned something that is not one)."""
 
 
 def verdict_for(task: TaskFile | None, status: TrialStatus, calls: Sequence[CallRecord],
@@ -37,19 +75,35 @@ def verdict_for(task: TaskFile | None, status: TrialStatus, calls: Sequence[Call
 
 
 def grade(task: TaskFile, tool_calls: list[ToolCallRecord], final_state: dict[str, Any] | None,
-          trajectory: dict[str, Any]) -> Grade:
-    """Every grader's verdict; ``passed`` None when the task has no grader."""
+          trajectory: dict[str, Any], *, checkpoints: Sequence[TurnCheckpoint] | None = None) -> Grade:
+    """Every grader's verdict; ``passed`` None when the task has no grader.
+
+    ``checkpoints`` default to the trajectory's own; ``trajectory["final_state_error"]`` says why
+    ``final_state`` is None. Raises :class:`GraderError` for a grader that gives no verdict.
+    """
     grader = task.grader
     if grader is None:
         return Grade(passed=None)
+    if checkpoints is None:
+        checkpoints = [TurnCheckpoint.model_validate(c) for c in trajectory.get("checkpoints") or []]
+    state_error = trajectory.get("final_state_error")
     results = []
     if grader.expected_actions is not None:
         results.append(expected_actions(grader.expected_actions, tool_calls))
     if grader.expected_state is not None:
-        results.append(expected_state(grader.expected_state, final_state or {}))
-    if grader.function is not None:
-        results.append(custom(grader, trajectory, final_state, task))
+        results.append(expected_state(grader.expected_state, final_state, nested=not task.flat_state,
+                                      state_error=state_error))
+    if grader.expected_outputs is not None:
+        results.append(expected_outputs(grader.expected_outputs, [c.output for c in tool_calls]))
+    if grader.per_turn is not None:
+        results.append(per_turn(task, checkpoints))
+    function = grader.function_ref
+    if function is not None:
+        results.append(custom(function, trajectory, final_state, task, checkpoints))
     return Grade(passed=all(r.passed for r in results), graders=results)
+
+
+# --- built-in checks -------------------------------------------------------------------------------
 
 
 def expected_actions(expected: list[ExpectedAction], calls: list[ToolCallRecord]) -> GraderResult:
@@ -57,37 +111,199 @@ def expected_actions(expected: list[ExpectedAction], calls: list[ToolCallRecord]
     ran = [c for c in calls if c.error is None]
     position = 0
     missing = []
-    for action in expected:
-        found = next((i for i in range(position, len(ran)) if _matches(action, ran[i])), None)
+    reasons = []
+    for i, action in enumerate(expected):
+        found = next((j for j in range(position, len(ran)) if _matches(action, ran[j])), None)
         if found is None:
             missing.append({"name": action.name, "arguments": action.arguments})
+            reasons.append(f"expected action {i} ({action.name} with {_shown(action.arguments)}) was not called "
+                           "after the previous expected action")
         else:
             position = found + 1
-    return GraderResult(name="expected_actions", passed=not missing, detail={"missing": missing} if missing else None)
+    return GraderResult(name="expected_actions", passed=not missing, detail={"missing": missing} if missing else None,
+                        reasons=reasons)
 
 
 def _matches(action: ExpectedAction, call: ToolCallRecord) -> bool:
     return call.name == action.name and all(call.arguments.get(k) == v for k, v in action.arguments.items())
 
 
-def expected_state(expected: dict[str, Any], final: dict[str, Any]) -> GraderResult:
+def state_differences(expected: dict[str, Any], state: dict[str, Any], *, nested: bool) -> dict[str, Any]:
+    """``{key path: {expected, actual}}`` for each listed key whose value differs (two levels when ``nested``)."""
+    diffs: dict[str, Any] = {}
+    for key, want in expected.items():
+        have = state.get(key)
+        if nested and isinstance(want, dict) and isinstance(have, dict):
+            for attr, value in want.items():
+                if have.get(attr, _MISSING) != value:
+                    diffs[f"{key}.{attr}"] = {"expected": value, "actual": have.get(attr)}
+        elif key not in state or have != want:
+            diffs[key] = {"expected": want, "actual": have}
+    return diffs
+
+
+_MISSING = object()
+
+
+def expected_state(expected: dict[str, Any], final: dict[str, Any] | None, *, nested: bool = False,
+                   state_error: str | None = None) -> GraderResult:
     """Each listed key of the final state holds exactly the expected value."""
-    diffs = {k: {"expected": v, "actual": final.get(k)} for k, v in expected.items() if final.get(k) != v}
-    return GraderResult(name="expected_state", passed=not diffs, detail=diffs or None)
+    if final is None:
+        reason = f"the final state could not be read: {state_error}" if state_error else "the final state is unknown"
+        return GraderResult(name="expected_state", passed=False, reasons=[reason])
+    diffs = state_differences(expected, final, nested=nested)
+    reasons = [f"final state: {key}: expected {_shown(d['expected'])}, actual {_shown(d['actual'])}"
+               for key, d in diffs.items()]
+    return GraderResult(name="expected_state", passed=not diffs, detail=diffs or None, reasons=reasons)
 
 
-def custom(grader: Grader, trajectory: dict[str, Any], final_state: dict[str, Any] | None,
-           task: TaskFile) -> GraderResult:
-    """``module:function(trajectory, final_state, task) -> bool | {passed, detail}``."""
-    assert grader.function is not None
-    name = grader.function_ref.ref  # type: ignore[union-attr]
+def missing_outputs(expected: Sequence[str], actual: Sequence[str]) -> list[str]:
+    """What of ``expected`` is not in ``actual`` as an unordered sub-multiset (each actual output used once)."""
+    left = Counter(actual)
+    missing = []
+    for output in expected:
+        if left[output] > 0:
+            left[output] -= 1
+        else:
+            missing.append(output)
+    return missing
+
+
+def expected_outputs(expected: list[str], actual: list[str]) -> GraderResult:
+    """The expected outputs are all among the agent's tool outputs (unordered, each output counted once)."""
+    missing = missing_outputs(expected, actual)
+    reasons = [f"tool output {_shown(m)} is missing from the agent's {len(actual)} tool output(s)" for m in missing]
+    return GraderResult(name="expected_outputs", passed=not missing,
+                        detail={"missing": missing} if missing else None, reasons=reasons)
+
+
+def per_turn(task: TaskFile, checkpoints: Sequence[TurnCheckpoint]) -> GraderResult:
+    """Entry i on the checkpoint of user turn i: state on the listed keys, outputs of turns 0..i cumulatively."""
+    assert task.grader is not None and task.grader.per_turn is not None
+    by_turn = {c.user_turn: c for c in checkpoints}
+    reasons: list[str] = []
+    detail: dict[str, Any] = {}
+    outputs: list[str] = []
+    for i, expectation in enumerate(task.grader.per_turn):
+        checkpoint = by_turn.get(i)
+        if checkpoint is None:
+            reasons.append(f"user turn {i}: no checkpoint (the trial ended before user turn {i} did)")
+            detail[str(i)] = {"checkpoint": None}
+            continue
+        outputs += checkpoint.tool_outputs
+        found: dict[str, Any] = {}
+        if expectation.expected_state is not None:
+            if checkpoint.state is None:
+                reasons.append(f"user turn {i}: the state could not be read: {checkpoint.state_error}")
+                found["state_error"] = checkpoint.state_error
+            else:
+                diffs = state_differences(expectation.expected_state, checkpoint.state, nested=not task.flat_state)
+                reasons += [f"user turn {i}: state {key}: expected {_shown(d['expected'])}, actual {_shown(d['actual'])}"
+                            for key, d in diffs.items()]
+                if diffs:
+                    found["state"] = diffs
+        if expectation.expected_outputs is not None:
+            missing = missing_outputs(expectation.expected_outputs, outputs)
+            reasons += [f"user turn {i}: tool output {_shown(m)} is missing from the agent's {len(outputs)} tool "
+                        f"output(s) so far" for m in missing]
+            if missing:
+                found["missing_outputs"] = missing
+        if found:
+            detail[str(i)] = found
+    return GraderResult(name="per_turn", passed=not reasons, detail=detail or None, reasons=reasons)
+
+
+# --- custom graders --------------------------------------------------------------------------------
+
+
+def custom(function: GraderFunction, trajectory: dict[str, Any], final_state: dict[str, Any] | None,
+           task: TaskFile, checkpoints: Sequence[TurnCheckpoint]) -> GraderResult:
+    """Run a custom grader (once at the end, or on each checkpoint) and validate what it returns."""
+    name = function.ref
     try:
-        verdict = resolve_function(name, task.folder)(trajectory, final_state, task.model_dump(mode="json"))
-    except Exception as exc:  # a grader bug fails its verdict loudly rather than passing silently
-        return GraderResult(name=name, passed=False, detail=f"grader raised {type(exc).__name__}: {exc}")
+        fn = resolve_function(name, task.folder)
+    except LookupError as exc:
+        raise GraderError(f"grader {name} cannot be loaded: {exc}") from None
+    accepts = _accepted_keywords(fn)
+    task_data = task.model_dump(mode="json")
+    dumped = [c.model_dump(mode="json") for c in checkpoints]
+    if function.when == "end" or not checkpoints:
+        return _validated(name, _call(fn, name, accepts, function, trajectory, final_state, task_data,
+                                      task.metadata, dumped, None))
+    reasons: list[str] = []
+    per_checkpoint: list[dict[str, Any]] = []
+    scores: list[float] = []
+    for index, checkpoint in enumerate(checkpoints):
+        result = _validated(name, _call(fn, name, accepts, function, trajectory, checkpoint.state, task_data,
+                                        task.metadata, dumped[: index + 1], checkpoint.user_turn))
+        per_checkpoint.append({"turn": checkpoint.user_turn, "passed": result.passed, "score": result.score,
+                               "detail": result.detail})
+        if result.score is not None:
+            scores.append(result.score)
+        if not result.passed:
+            reasons.append(f"user turn {checkpoint.user_turn}: {name} did not pass"
+                           + (f" ({_shown(result.detail)})" if result.detail is not None else ""))
+    return GraderResult(name=name, passed=not reasons, score=min(scores) if scores else None,
+                        detail={"turns": per_checkpoint}, reasons=reasons)
+
+
+def _accepted_keywords(fn: Callable[..., Any]) -> frozenset[str]:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return frozenset()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return frozenset(GRADER_KEYWORDS)
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(p.name for p in params if p.kind in kinds and p.name in GRADER_KEYWORDS)
+
+
+def _call(fn: Callable[..., Any], name: str, accepts: frozenset[str], function: GraderFunction,
+          trajectory: dict[str, Any], state: dict[str, Any] | None, task_data: dict[str, Any],
+          metadata: dict[str, Any], checkpoints: list[dict[str, Any]], turn: int | None) -> Any:
+    offered = {"metadata": metadata, "checkpoints": checkpoints, "turn": turn}
+    keywords = {k: v for k, v in offered.items() if k in accepts}
+    try:
+        return fn(trajectory, state, task_data, **keywords, **function.args)
+    except BaseException as exc:  # the task author's code: SystemExit and KeyboardInterrupt included
+        raise GraderError(f"grader {name} raised {type(exc).__name__}: {_text(exc)}") from None
+
+
+def _validated(name: str, verdict: Any) -> GraderResult:
+    """A grader's return value as a result; :class:`GraderError` saying what is wrong with anything else."""
     if isinstance(verdict, bool):
         return GraderResult(name=name, passed=verdict)
-    if isinstance(verdict, dict) and isinstance(verdict.get("passed"), bool):
-        return GraderResult(name=name, passed=verdict["passed"], detail=verdict.get("detail"))
-    return GraderResult(name=name, passed=False,
-                        detail=f"grader returned {type(verdict).__name__}, expected bool or {{passed: bool, detail: ...}}")
+    expected = "expected a bool or {passed: bool, score?: number, detail?: JSON}"
+    if not isinstance(verdict, dict):
+        raise GraderError(f"grader {name} returned a {type(verdict).__name__}; {expected}")
+    unknown = sorted(str(k) for k in verdict if k not in ("passed", "score", "detail"))
+    if unknown:
+        raise GraderError(f"grader {name} returned unknown key(s) {', '.join(map(repr, unknown))}; {expected}")
+    passed = verdict.get("passed")
+    if not isinstance(passed, bool):
+        raise GraderError(f"grader {name} returned passed={_shown(passed)} (a {type(passed).__name__}); {expected}")
+    score = verdict.get("score")
+    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)):
+        raise GraderError(f"grader {name} returned score={_shown(score)}; a score is a finite number")
+    detail = verdict.get("detail")
+    try:
+        detail = json.loads(json.dumps(detail, allow_nan=False))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise GraderError(f"grader {name} returned a detail that is not JSON data ({_text(exc)})") from None
+    return GraderResult(name=name, passed=passed, score=float(score) if score is not None else None, detail=detail,
+                        reasons=[] if passed else [f"{name} did not pass"])
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # a broken __str__ on the grader's own exception
+        return f"<{type(exc).__name__}>"
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."

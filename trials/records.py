@@ -187,8 +187,6 @@ class GraderResult(_Record):
     detail: Any = None
     reasons: list[str] = Field(default_factory=list, description="One line per failed check: which turn, which key "
                                                                  "or output, expected against actual.")
-    error: str | None = Field(None, description="Set when the grader itself failed (raised, or returned something "
-                                                "that is not a verdict): the grade is failed for that reason.")
 
 
 class Grade(_Record):

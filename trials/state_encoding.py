@@ -20,8 +20,9 @@ models. Everything is encoded deterministically (same objects, same state) by th
   their text;
 - any other object with a ``__dict__``: ``{attr: value}`` of its public attributes (names not
   starting with ``_``);
-- an object met again inside itself (a cycle) is ``{"$ref": "<path of its first occurrence>"}``:
-  a back-reference is recorded, never recursed into.
+- an object met again inside itself (a cycle) is ``{"$ref": "<path of its first occurrence>"}``,
+  the path starting at the attribute (``root.contents['docs']``): a back-reference is recorded,
+  never recursed into.
 
 Anything else (a function, a lock, a file handle, bytes, an object with neither ``__dict__`` nor
 a rule above), and a state nested deeper than :data:`MAX_DEPTH` or larger than
@@ -126,8 +127,8 @@ class _Encoder:
                               "text in a state() method")
         ident = id(value)
         if ident in active:  # a back-reference: name where the object first appeared, never recurse
-            return {"$ref": active[ident] or "(root)"}
-        active[ident] = "".join(path)
+            return {"$ref": active[ident]}
+        active[ident] = (self.attribute or "") + "".join(path) or "(root)"
         try:
             return self._container(value, path, active)
         finally:
