@@ -102,7 +102,11 @@ def _targets(task_text: str) -> list[str]:
         return []
     grader = data.get("grader")
     function = grader.get("function") if isinstance(grader, dict) else None
-    return [t for t in (data.get("environment"), function) if isinstance(t, str)]
+    environment = data.get("environment")
+    # the component list's refs and a grader's {ref: ...} form (a path.py ref is digested as that file)
+    components = [c.get("ref") for c in environment if isinstance(c, dict)] if isinstance(environment, list) else [environment]
+    function = function.get("ref") if isinstance(function, dict) else function
+    return [t for t in (*components, function) if isinstance(t, str)]
 
 
 def task_modules(specs: Sequence[TrialSpec]) -> tuple[dict[str, str], dict[str, RunInstalledModule]]:
@@ -117,7 +121,7 @@ def task_modules(specs: Sequence[TrialSpec]) -> tuple[dict[str, str], dict[str, 
         seen.add((spec.task_path, spec.task_sha256))
         folder = Path(spec.task_path).resolve().parent
         for target in _targets(spec.task_text):
-            module = target.partition(":")[0]
+            module = target.rpartition(":")[0]
             found = module_files(module, folder)
             if found is not None:
                 for path in found:
