@@ -1,7 +1,8 @@
 """Request messages become wire messages: the OpenAI-style list litellm receives.
 
 Three policies act here and nowhere else: the reasoning codec's replay payload is spliced onto
-every assistant message that carries reasoning, the message-assembly policy decides what an
+every assistant message that carries reasoning (or, for a codec whose ``replay_scope`` is
+``in_loop``, onto the one tool-call turn the request continues), the message-assembly policy decides what an
 empty tool-call turn says, and the content policy renders each tool result.
 
 A message's wire form depends only on the message and the plan's policies, never on its place in
@@ -79,12 +80,17 @@ class MessageConverter:
                     arguments = _arguments(arguments)
                 wire_calls.append({"id": call.id, "type": "function", "function": {"name": function.name, "arguments": arguments}})
             out["tool_calls"] = wire_calls
-        if msg.reasoning is not None:
-            kept, _ = split_replayable(self.codec, msg.reasoning.to_structured())
-            payload = self.codec.encode_for_replay(kept)
-            if payload:
-                out.update(payload)
+        # an in_loop codec's payload depends on the message's place: ConversationCache adds it
+        if msg.reasoning is not None and self.codec.replay_scope != "in_loop":
+            out.update(self.replay_payload(msg))
         return out
+
+    def replay_payload(self, msg: AssistantMessage) -> dict[str, Any]:
+        """The keys that replay ``msg``'s reasoning (``{}`` when nothing of it is replayable)."""
+        if msg.reasoning is None:
+            return {}
+        kept, _ = split_replayable(self.codec, msg.reasoning.to_structured())
+        return self.codec.encode_for_replay(kept)
 
     def left_out(self, messages: list[Message], start: int = 0) -> tuple[ReasoningLeftOut, ...]:
         """Every history reasoning block this plan's codec does not replay, with the reason
@@ -95,7 +101,55 @@ class MessageConverter:
                 _, left = split_replayable(self.codec, msg.reasoning.to_structured())
                 records += [ReasoningLeftOut(index, block_index, block.type, reason)
                             for block_index, block, reason in left]
+                if self.codec.replay_scope == "in_loop":
+                    # position-free: every turn is left out until ConversationCache finds the one
+                    # in-loop turn of a request and replays it (see in_loop_turn)
+                    skipped = {block_index for block_index, _, _ in left}
+                    records += [ReasoningLeftOut(index, block_index, block.type, IN_LOOP_ONLY)
+                                for block_index, block in enumerate(msg.reasoning.blocks)
+                                if block_index not in skipped]
         return tuple(records)
+
+    def place_in_loop(self, messages: list[Message], wire: list[dict[str, Any]],
+                      left_out: tuple[ReasoningLeftOut, ...]) -> tuple[list[dict[str, Any]], tuple[ReasoningLeftOut, ...]]:
+        """For an ``in_loop`` codec: the request with the in-loop turn's reasoning replayed.
+
+        ``wire`` is shared with the cache, so a changed request is a new list with a new dict
+        for that one turn; every other turn stays as converted (without reasoning).
+        """
+        if self.codec.replay_scope != "in_loop":
+            return wire, left_out
+        index = in_loop_turn(messages)
+        if index is None:
+            return wire, left_out
+        msg = messages[index]
+        assert isinstance(msg, AssistantMessage)
+        payload = self.replay_payload(msg)
+        if not payload:
+            return wire, left_out
+        placed = list(wire)
+        placed[index] = {**wire[index], **payload}
+        return placed, tuple(r for r in left_out if not (r.message == index and r.reason == IN_LOOP_ONLY))
+
+
+#: why an earlier turn's reasoning is not replayed under an in_loop codec
+IN_LOOP_ONLY = "replayed only on the tool-call turn right before the request (replay: in_loop)"
+
+
+def in_loop_turn(messages: list[Message]) -> int | None:
+    """The index of the tool-call turn the request continues, or ``None``.
+
+    That is the last assistant message when only its tool results follow it: the request is the
+    next step of the same tool loop. A user message after it (a new turn) means there is none.
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        msg = messages[index]
+        if isinstance(msg, ToolMessage):
+            continue
+        if isinstance(msg, AssistantMessage) and msg.tool_calls and msg.reasoning is not None:
+            return index
+        return None
+    return None
 
 
 #: renderings whose result for a tool result without images is its text, unchanged
@@ -167,6 +221,8 @@ class ConversationCache:
                 except KeyError:  # emptied by another thread meanwhile
                     pass
             entries[key] = converted
+        if self._converter.codec.replay_scope == "in_loop":
+            return self._converter.place_in_loop(messages, converted.wire, converted.left_out)
         return converted.wire, converted.left_out
 
 

@@ -61,6 +61,7 @@ BUILTIN_POLICIES: dict[str, dict[str, str]] = {
         "anthropic": _P + "reasoning_codec:AnthropicReasoningCodec",
         "openai": _P + "reasoning_codec:OpenAIReasoningCodec",
         "gemini": _P + "reasoning_codec:GeminiReasoningCodec",
+        "reasoning_content": _P + "reasoning_codec:ReasoningContentCodec",
     },
     "cache_policy": {
         "none": _P + "cache_policy:NoCache",

@@ -24,8 +24,9 @@ server):
 Every codec refuses what it cannot interpret (:class:`ReasoningCodecError`, a ``ValueError``)
 instead of dropping it.
 
-One module per vendor (:mod:`.anthropic`, :mod:`.openai`, :mod:`.gemini`, and :mod:`.none` for
-routes without reasoning); :mod:`.base` holds the contract and the message readers they share,
+One module per vendor (:mod:`.anthropic`, :mod:`.openai`, :mod:`.gemini`, :mod:`.reasoning_content`
+for the open-weight families on OpenAI-compatible servers, and :mod:`.none` for routes without
+reasoning); :mod:`.base` holds the contract and the message readers they share,
 :mod:`.openrouter` the ``reasoning_details`` envelope Claude and Gemini both arrive in through
 OpenRouter. Every public name stays importable from this package, where the policy registry
 and third-party codecs find them.
@@ -35,6 +36,7 @@ from capplan.executor.policies.reasoning_codec.anthropic import AnthropicReasoni
 from capplan.executor.policies.reasoning_codec.base import (
     ReasoningCodec,
     ReasoningCodecError,
+    ReplayScope,
     entry_list,
     message_field,
     provider_specific_field,
@@ -44,6 +46,7 @@ from capplan.executor.policies.reasoning_codec.base import (
 from capplan.executor.policies.reasoning_codec.gemini import GeminiReasoningCodec
 from capplan.executor.policies.reasoning_codec.none import NoReasoningCodec
 from capplan.executor.policies.reasoning_codec.openai import OpenAIReasoningCodec
+from capplan.executor.policies.reasoning_codec.reasoning_content import ReasoningContentCodec
 from capplan.executor.policies.reasoning_codec.openrouter import (
     OPENROUTER_ENCRYPTED_TYPE,
     OPENROUTER_SUMMARY_TYPE,
@@ -62,6 +65,8 @@ __all__ = [
     "OpenAIReasoningCodec",
     "ReasoningCodec",
     "ReasoningCodecError",
+    "ReasoningContentCodec",
+    "ReplayScope",
     "entry_list",
     "message_field",
     "openrouter_blocks",

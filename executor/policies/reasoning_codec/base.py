@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from capplan.executor.errors import ReasoningError
 from capplan.executor.reasoning import ReasoningBlock, StructuredReasoning
@@ -51,11 +51,26 @@ def entry_list(value: Any, where: str) -> list[Any]:
     raise ReasoningCodecError(f"{where} must be a list, got {type(value).__name__}")
 
 
+#: Which assistant turns of a request carry replayed reasoning (see :class:`ReasoningCodec`).
+ReplayScope = Literal["all_turns", "in_loop", "never"]
+
+
 class ReasoningCodec(ABC):
-    """Extract + replay contract for one provider family's reasoning shapes."""
+    """Extract + replay contract for one provider family's reasoning shapes.
+
+    ``replay_scope`` says which assistant turns a request replays reasoning on: ``all_turns``
+    (every assistant message that carries some), ``in_loop`` (only the tool-call turn right
+    before the request, i.e. the request continues that turn's tool loop) or ``never``. A codec
+    whose target reads replayed reasoning only in some positions (measured by the replay eval)
+    narrows it; the request builder applies it, since it depends on a message's place in the
+    conversation. ``replay_carrier`` names the wire field the codec replays through (``None``
+    when it replays nothing), so measured evidence about that field can be applied to it.
+    """
 
     slot: ClassVar[str] = "reasoning_codec"
     name: ClassVar[str]
+    replay_carrier: ClassVar[str | None] = None
+    replay_scope: ReplayScope = "all_turns"
 
     @abstractmethod
     def extract(self, message: Any) -> StructuredReasoning | None:
