@@ -11,17 +11,40 @@ user's stop turn).
 
 A failed generation never mutates either view, so the API-error retry replays in place
 against the unchanged prefix; that budget and the three resample budgets reset every turn.
+
+The agent's request is built incrementally: one :class:`~capplan.executor.messages.ChatRequest`
+per conversation, extended by the messages each turn adds (``ChatRequest.extended``), so every
+message is validated once and the executor converts only the new ones (its conversation cache
+recognises the shared prefix). It is rebuilt from the wire only when the wire is replaced (a
+context-window handoff) or the offered tools change. The wire is the same either way.
+
+Per-task choices the loop applies:
+
+- ``tool_choice`` and ``parallel_tool_calls`` ride on every agent request that carries tools
+  (they travel only beside tools), subject to the plan's ``param_value_rules`` like any
+  request's;
+- a tool with ``available_from_turn: k`` is offered from user turn ``k`` (0-based: 0 is the
+  opening) on; before that the request does not carry it and a call of it is an unknown tool;
+- ``max_steps_per_turn: N`` follows BFCL's step limit: the agent completions that call tools
+  within one user turn are counted, and when the count passes N (after that step's calls have
+  run, as BFCL runs them) the trial ends ``max_steps_per_turn``: force-quit, not handed back to
+  the user, and the trial is not passed (BFCL fails such an entry). A text answer ends the turn
+  and is never counted.
+
+At the end of each user turn (the agent answered in text) and at the terminal, a
+:class:`~capplan.trials.records.TurnCheckpoint` records the environment's state and that turn's
+tool outputs (full, redacted) for the per-turn graders.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from capplan.executor.messages import ReasoningIn
+from capplan.executor.messages import ChatRequest, ReasoningIn
 from capplan.executor.plan import LoopKnobs
 from capplan.executor.result import GenerationResult, ParserError, ToolCall
 from capplan.trials import handoff
@@ -29,8 +52,9 @@ from capplan.trials.classify import Classify
 from capplan.trials.outcome import TerminationReason
 from capplan.trials.terminal import Terminal
 from capplan.trials.recording import GENERATION_ID, ORIGIN, MetricsSink, Recorder, scrub
-from capplan.trials.records import ParserErrorRecord, SummarizeEvent
+from capplan.trials.records import ParserErrorRecord, SummarizeEvent, TurnCheckpoint
 from capplan.trials.retry_classes import OUTPUT_LENGTH_FEEDBACK, RetryClass, TurnBudgets, parser_error_feedback, trigger
+from capplan.trials.task_code import TaskCodeCancelled
 from capplan.trials.tool_call_ids import ToolCallIds
 from capplan.trials.tools import ToolRunner
 from capplan.trials.turn_budget import budget_spent
@@ -40,7 +64,12 @@ from capplan.trials.users import UserAdapter
 API_ERROR_RETRIES = 1
 API_ERROR_BACKOFF_S = 1.0
 
-Generate = Callable[[dict[str, Any]], GenerationResult]
+#: The agent's (and the summariser's) call: a request in, a parsed generation out.
+Generate = Callable[[ChatRequest | dict[str, Any]], GenerationResult]
+#: The environment's state now: ``(state, None)``, or ``(None, why it could not be read)``.
+ReadState = Callable[[], tuple[dict[str, Any] | None, str | None]]
+#: ``tool_choice`` as the request carries it: auto / required / none, or a named function.
+WireToolChoice = str | dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -51,6 +80,10 @@ class LoopConfig:
     max_turns: int
     api_error_retries: int = API_ERROR_RETRIES
     api_error_backoff_s: float = API_ERROR_BACKOFF_S
+    #: BFCL's step limit (see the module docstring); None: no limit within a user turn
+    max_steps_per_turn: int | None = None
+    tool_choice: WireToolChoice | None = None
+    parallel_tool_calls: bool | None = None
 
 
 @dataclass
@@ -91,12 +124,34 @@ class ToolCallingLoop:
         classify: Classify,
         cancel: threading.Event | None = None,
         route: tuple[str | None, str | None] = (None, None),
+        tool_from_turn: Mapping[str, int] | None = None,
+        read_state: ReadState | None = None,
     ) -> None:
-        """``route`` is the agent client's gateway route and kind, recorded on attempts of calls that raised."""
+        """``route`` is the agent client's gateway route and kind, recorded on attempts of calls that raised.
+
+        ``tool_from_turn`` maps a tool to the user turn it is offered from (absent: from the
+        start); ``read_state`` reads the environment for the checkpoints (None: no checkpoints).
+        """
         self._generate_raw = generate
         self.system_prompt = system_prompt
         self.tools = tools
         self.tool_names = [t["function"]["name"] for t in tools]
+        self.tool_from_turn = dict(tool_from_turn or {})
+        self.read_state = read_state
+        self.checkpoints: list[TurnCheckpoint] = []
+        #: the user turn under way (0: the opening) and where its tool calls start in the record
+        self.user_turn = 0
+        self._turn_calls_start = 0
+        self._calls_at_checkpoint = 0
+        self._steps_in_turn = 0
+        self._offered: tuple[list[dict[str, Any]], frozenset[str]] | None = None
+        self._offered_turn = -1
+        # the last agent request, the wire list it was built from and how much of it it holds
+        self._request: ChatRequest | None = None
+        self._request_wire: list[dict[str, Any]] | None = None
+        self._request_len = 0
+        self._request_tools: list[dict[str, Any]] | None = None
+        self._turns = 0
         self.tool_runner = tool_runner
         self.user = user
         self.recorder = recorder
@@ -113,34 +168,83 @@ class ToolCallingLoop:
     # --- the outer loop ---------------------------------------------------------------------
 
     def run(self) -> LoopEnd:
-        turns = 0
+        """The conversation, to its end; the checkpoint of the turn under way is taken at the terminal."""
+        self._turns = 0
+        end = self._converse()
+        if end.reason is not TerminationReason.INTERRUPTED and self._checkpointed() < self.user_turn + 1:
+            try:
+                self._checkpoint()
+            except TaskCodeCancelled:
+                return LoopEnd(TerminationReason.INTERRUPTED, end.turns, "the run was interrupted")
+        return end
+
+    def _converse(self) -> LoopEnd:
         try:
             opening = self.user.open()
             if opening.stops or not opening.text:
                 if opening.text:
                     self.recorder.message({"role": "user", "content": opening.text})
-                return LoopEnd(TerminationReason.USER_STOP, turns, "the user stopped before the agent spoke")
+                return LoopEnd(TerminationReason.USER_STOP, self._turns, "the user stopped before the agent spoke")
             self._append_both({"role": "user", "content": opening.text})
             while True:
                 if self.cancel is not None and self.cancel.is_set():
-                    return LoopEnd(TerminationReason.INTERRUPTED, turns, "the run was interrupted")
-                if budget_spent(turns, self.config.max_turns):
-                    return self._budget_end(turns)
-                result = self._run_turn(turns)
-                turns += 1
+                    return LoopEnd(TerminationReason.INTERRUPTED, self._turns, "the run was interrupted")
+                if budget_spent(self._turns, self.config.max_turns):
+                    return self._budget_end(self._turns)
+                result = self._run_turn(self._turns)
+                self._turns += 1
                 if result.tool_calls:
+                    self._steps_in_turn += 1
+                    limit = self.config.max_steps_per_turn
+                    if limit is not None and self._steps_in_turn > limit:
+                        return self._steps_end(limit)
                     continue
-                if budget_spent(turns, self.config.max_turns):
+                self._checkpoint()  # the agent answered in text: this user turn is over
+                if budget_spent(self._turns, self.config.max_turns):
                     # the conversation cannot go on: a user reply now would be generated (and billed) unread
-                    return self._budget_end(turns)
+                    return self._budget_end(self._turns)
                 reply = self.user.reply(self.recorder.messages, len(self.recorder.messages))
                 if reply.stops:
                     if reply.text:  # a stop turn is what the user said; the end of a script says nothing
                         self.recorder.message({"role": "user", "content": reply.text})
-                    return LoopEnd(TerminationReason.USER_STOP, turns)
+                    return LoopEnd(TerminationReason.USER_STOP, self._turns)
+                self._next_user_turn()
                 self._append_both({"role": "user", "content": reply.text})
         except Terminal as end:
-            return LoopEnd(end.reason, turns, end.detail)
+            return LoopEnd(end.reason, self._turns, end.detail)
+        except TaskCodeCancelled:  # a tool or a state read was under way when the run was interrupted
+            return LoopEnd(TerminationReason.INTERRUPTED, self._turns, "the run was interrupted")
+
+    def _steps_end(self, limit: int) -> LoopEnd:
+        self.recorder.marker(f"Step limit of {limit} tool-calling completions in user turn {self.user_turn} "
+                             "passed; trial ended.", "max_steps_per_turn")
+        return LoopEnd(TerminationReason.MAX_STEPS_PER_TURN, self._turns,
+                       f"user turn {self.user_turn}: the agent made {self._steps_in_turn} tool-calling completions "
+                       f"(max_steps_per_turn: {limit})")
+
+    # --- user turns and checkpoints --------------------------------------------------------
+
+    def _next_user_turn(self) -> None:
+        self.user_turn += 1
+        self._steps_in_turn = 0
+        self._turn_calls_start = len(self.recorder.tool_calls)
+
+    def _checkpointed(self) -> int:
+        return len(self.checkpoints)
+
+    def calls_since_checkpoint(self) -> int:
+        """Tool calls run since the last checkpoint was taken (all of them, when none was)."""
+        return len(self.recorder.tool_calls) - self._calls_at_checkpoint
+
+    def _checkpoint(self) -> None:
+        """The state and this user turn's tool outputs, once per user turn (raises TaskCodeCancelled)."""
+        if self.read_state is None or self._checkpointed() > self.user_turn:
+            return
+        state, error = self.read_state()
+        outputs = [c.output for c in self.recorder.tool_calls[self._turn_calls_start:]]
+        self.checkpoints.append(TurnCheckpoint(user_turn=self.user_turn, state=state, state_error=error,
+                                               tool_outputs=outputs))
+        self._calls_at_checkpoint = len(self.recorder.tool_calls)
 
     def _budget_end(self, turns: int) -> LoopEnd:
         self.recorder.marker(f"Turn budget of {self.config.max_turns} agent turns reached; trial ended.", "turn_budget")
@@ -199,15 +303,45 @@ class ToolCallingLoop:
                 return self._accept(result, turn)
 
     def _agent_generate(self, turn: int) -> GenerationResult:
-        request = {"system": self.system_prompt, "messages": self.wire, "tools": self.tools}
         try:
-            result = self._generate_raw(request)
+            result = self._generate_raw(self._agent_request())
         except Exception as exc:
             self.sink.failed("agent", turn, exc, self.route)
             raise
         self.sink.call("agent", turn, result)
         self.recorder.generation(result, turn)
         return result
+
+    def _offered_tools(self) -> tuple[list[dict[str, Any]], frozenset[str]]:
+        """The tools the agent is offered in the current user turn (their specs, and their names)."""
+        if self._offered is None or self._offered_turn != self.user_turn:
+            if self.tool_from_turn:
+                specs = [t for t in self.tools if self.tool_from_turn.get(t["function"]["name"], 0) <= self.user_turn]
+            else:
+                specs = self.tools
+            self._offered = (specs, frozenset(t["function"]["name"] for t in specs))
+            self._offered_turn = self.user_turn
+        return self._offered
+
+    def _agent_request(self) -> ChatRequest:
+        """The last request extended by the wire's new messages; rebuilt when the wire or the tools were replaced."""
+        tools = self._offered_tools()[0]
+        last = self._request
+        if last is not None and self._request_wire is self.wire and self._request_tools is tools:
+            if self._request_len == len(self.wire):
+                return last  # a replay of the same request (an API-error retry, a resample)
+            request = last.extended(self.wire[self._request_len:])
+        else:
+            body: dict[str, Any] = {"system": self.system_prompt, "messages": self.wire, "tools": tools}
+            if tools:  # both travel only beside tools
+                if self.config.tool_choice is not None:
+                    body["tool_choice"] = self.config.tool_choice
+                if self.config.parallel_tool_calls is not None:
+                    body["parallel_tool_calls"] = self.config.parallel_tool_calls
+            request = ChatRequest.model_validate(body)
+            self._request_tools = tools
+        self._request, self._request_wire, self._request_len = request, self.wire, len(self.wire)
+        return request
 
     def _inspect(self, result: GenerationResult, state: _TurnState) -> bool:
         """Apply the returned-result retry classes; True when ``result`` is to be accepted."""
@@ -260,8 +394,9 @@ class ToolCallingLoop:
         if result.reasoning is not None:
             message["reasoning"] = ReasoningIn.from_structured(result.reasoning).model_dump(mode="json", exclude_none=True)
         self._append_both(message, generation_id=result.openrouter_generation_id)
+        offered = self._offered_tools()[1]
         for call, new_id, coerced in calls:
-            content = self.tool_runner.run(call, new_id, turn, coerced, result.validation_errors)
+            content = self.tool_runner.run(call, new_id, turn, coerced, result.validation_errors, offered)
             self._append_both({"role": "tool", "tool_call_id": new_id, "content": content})
         return result
 
@@ -289,7 +424,7 @@ class ToolCallingLoop:
         self.sink.last_prompt_tokens = None  # one summarise per event: the next check needs a new generation
 
     def _summarize_generate(self, turn: int) -> Generate:
-        def generate(request: dict[str, Any]) -> GenerationResult:
+        def generate(request: ChatRequest | dict[str, Any]) -> GenerationResult:
             try:
                 result = self._generate_raw(request)
             except Exception as exc:

@@ -17,6 +17,8 @@ class TerminationReason(str, Enum):
 
     USER_STOP = "user_stop"  # the user sent the stop signal or ran out of scripted turns
     MAX_TURNS = "max_turns"
+    # the agent passed the task's max_steps_per_turn within one user turn (BFCL's force-quit): the model's failure
+    MAX_STEPS_PER_TURN = "max_steps_per_turn"
     EMPTY_COMPLETION = "empty_completion"
     CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
     API_ERROR = "api_error"
@@ -42,6 +44,7 @@ class TrialStatus(str, Enum):
 _STATUS = {
     TerminationReason.USER_STOP: TrialStatus.COMPLETED,
     TerminationReason.MAX_TURNS: TrialStatus.COMPLETED,
+    TerminationReason.MAX_STEPS_PER_TURN: TrialStatus.FAILED,
     TerminationReason.EMPTY_COMPLETION: TrialStatus.FAILED,
     TerminationReason.CONTEXT_WINDOW_EXCEEDED: TrialStatus.FAILED,
     TerminationReason.API_ERROR: TrialStatus.FAILED,

@@ -5,6 +5,17 @@ writes the run folder and never raises for anything a trial can do: provider fai
 environment bugs, refused user replies and harness defects all come back as records with a
 typed termination reason.
 
+Task code -- the environment's construction and setup, its tools, reading its state, the
+graders -- runs on the trial's task-code worker (:mod:`capplan.trials.task_code`): whatever it
+raises, ``SystemExit`` and ``KeyboardInterrupt`` included, is that trial's recorded error (a
+tool's is the agent's ``Error:`` result), and a call that hangs ends at its timeout.
+
+After a tool call times out, the trial goes on with the same environment instances: later calls
+run on them (on a fresh worker) while the timed-out call, if it never returns, keeps running
+alone in the background and may still change them; the state checkpoints read whatever the
+instances hold then. A call still running when the trial ends is marked ``running_at_end`` on its
+tool-call record, and its late result, if any, is discarded.
+
 Per process, a :class:`RunContext` caches what trials share: verified plans, one client per
 plan (shared by all of that plan's trials, as the executor's client is thread-safe), and
 loaded task files. ``run_trial(spec)`` uses the process-wide default context, so a remote
@@ -29,20 +40,58 @@ from capplan.executor.probe_stats import ProbeStats
 from capplan.executor.result import GenerationResult
 from capplan.trials.usersim import SIMULATOR_SCHEMA_VERSION, GuardEvent
 from capplan.trials.grading import grade, verdict_for
-from capplan.trials.environment import final_state
-from capplan.trials.loop import LoopConfig, LoopEnd, ToolCallingLoop
+from capplan.trials.environment import TrialEnvironment
+from capplan.trials.loop import LoopConfig, LoopEnd, ToolCallingLoop, WireToolChoice
 from capplan.trials.terminal import Terminal
-from capplan.trials.outcome import TerminationReason, counts_against_model, status_for
+from capplan.trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
 from capplan.trials.recording import MetricsSink, Recorder, scrub, secret_values
 from capplan.trials.costs import known_cost, line_usage, rounded_calls
-from capplan.trials.records import Metrics, RunLine, Termination, Trajectory, TrialIdentity
+from capplan.trials.records import Grade, Metrics, RunLine, Termination, Trajectory, TrialIdentity, TurnCheckpoint
 from capplan.trials.spec import TrialRecords, TrialSpec
+from capplan.trials.task_code import (
+    DEFAULT_TIMEOUT_S,
+    TaskCodeCancelled,
+    TaskCodeFailed,
+    TaskCodeRunner,
+    TaskCodeTimedOut,
+)
 from capplan.trials.tasks import LoadedTask, load_task_text
 from capplan.trials.taskfile import LlmUser as LlmUserConfig
-from capplan.trials.tools import ToolRunner
+from capplan.trials.taskfile import NamedToolChoice, TaskFile
+from capplan.trials.tools import ToolRunner, tool_call_what
 from capplan.trials.turn_budget import resolve_max_turns
 from capplan.trials.users import LlmUser, ScriptedUser, UserAdapter
 from capplan.trials.classify import classifier
+
+
+#: Seconds the task's graders may take together: they may replay a benchmark's ground truth.
+GRADING_TIMEOUT_S = 300.0
+
+
+class _TrialEnds(Exception):
+    """The trial ends here, before or after its conversation, with this end."""
+
+    def __init__(self, end: LoopEnd) -> None:
+        super().__init__(end.detail)
+        self.end = end
+
+
+def task_code_timeout(task: TaskFile) -> float:
+    """The timeout of the task's code outside its tools (construction, setup, state): the task's tool timeout."""
+    return task.tool_timeout_s if task.tool_timeout_s is not None else DEFAULT_TIMEOUT_S
+
+
+def tool_timeouts(task: TaskFile) -> dict[str, float]:
+    """Each tool's timeout: its own ``timeout_s``, else the task's ``tool_timeout_s``, else the default."""
+    base = task_code_timeout(task)
+    return {t.name: t.timeout_s if t.timeout_s is not None else base for t in task.tools}
+
+
+def wire_tool_choice(choice: str | NamedToolChoice | None) -> WireToolChoice | None:
+    """The task's ``tool_choice`` as a request carries it (a named tool is OpenAI's function form)."""
+    if isinstance(choice, NamedToolChoice):
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice
 
 
 def plan_from_text(text: str, fingerprint: str) -> Plan:
@@ -141,6 +190,9 @@ class _Trial:
         self.task: LoadedTask | None = None
         self.max_turns = 0
         self.state: dict[str, Any] | None = None
+        self.state_error: str | None = None
+        self.checkpoints: list[TurnCheckpoint] = []
+        self.code = TaskCodeRunner(cancel=context.cancel, name=f"task-code {spec.trial_id}")
         self.probe = RateLimitProbeConfig.model_validate(spec.rate_limit_probe) if spec.rate_limit_probe else None
         # one census per trial, returned with its records: the driver sums trials wherever they ran
         self.probe_stats = (ProbeStats(bucket_width_s=self.probe.bucket_width_s, max_buckets=self.probe.max_buckets)
@@ -148,10 +200,51 @@ class _Trial:
 
     def run(self) -> TrialRecords:
         try:
-            end = self._converse()
-        except Exception as exc:  # a harness defect must still leave a record, never kill the run
-            end = LoopEnd(TerminationReason.ERROR, 0, f"{type(exc).__name__}: {scrub(str(exc), self.recorder.secrets)[:1000]}")
-        return self._records(end)
+            try:
+                end = self._converse()
+            except _TrialEnds as stop:
+                end = stop.end
+            except Exception as exc:  # a harness defect must still leave a record, never kill the run
+                end = LoopEnd(TerminationReason.ERROR, 0,
+                              f"{type(exc).__name__}: {scrub(str(exc), self.recorder.secrets)[:1000]}")
+            self._mark_still_running()
+            try:
+                return self._records(end)
+            except Exception as exc:  # e.g. a record that does not validate: the trial still leaves one
+                detail = f"recording the trial failed: {type(exc).__name__}: {scrub(str(exc), self.recorder.secrets)[:1000]}"
+                return self._records(LoopEnd(TerminationReason.ERROR, end.turns, detail), graded=False)
+        finally:
+            self.code.close()
+
+    def _mark_still_running(self) -> None:
+        """A tool call that timed out and has not returned yet is recorded as still running."""
+        running = set(self.code.abandoned_running())
+        calls = self.recorder.tool_calls
+        for i, call in enumerate(calls):
+            if call.error == "timeout":
+                calls[i] = call.model_copy(update={"running_at_end": tool_call_what(call.name, call.id) in running})
+
+    def _create_environment(self, loaded: LoadedTask) -> TrialEnvironment:
+        """A fresh set of the task's components, built and set up on the task-code worker."""
+        refs = ", ".join(c.ref for c in loaded.task.components)
+        try:
+            return self.code.call(f"building the environment ({refs})", TrialEnvironment.create, loaded,
+                                  timeout_s=task_code_timeout(loaded.task))
+        except (TaskCodeFailed, TaskCodeTimedOut) as exc:
+            raise _TrialEnds(LoopEnd(TerminationReason.ERROR, 0, scrub(str(exc), self.recorder.secrets)[:2000])) from None
+        except TaskCodeCancelled:
+            raise _TrialEnds(LoopEnd(TerminationReason.INTERRUPTED, 0, "the run was interrupted")) from None
+
+    def _read_state(self, env: TrialEnvironment, timeout_s: float) -> tuple[dict[str, Any] | None, str | None]:
+        """The environment's state, or why it could not be read (raises TaskCodeCancelled)."""
+        try:
+            return self.code.call("reading the state", env.state, timeout_s=timeout_s), None
+        except TaskCodeFailed as exc:
+            # a StateEncodingError names its component and attribute; anything else, what raised
+            text = exc.message if exc.kind == "StateEncodingError" else str(exc)
+            return None, scrub(text, self.recorder.secrets)[:2000]
+        except TaskCodeTimedOut as exc:
+            return None, str(exc)
 
     def _converse(self) -> LoopEnd:
         spec, ctx = self.spec, self.context
@@ -162,20 +255,38 @@ class _Trial:
         self.task = loaded = ctx.task(spec)
         task = loaded.task
         self.max_turns = resolve_max_turns(task.max_turns, spec.max_turns_cap, plan.loop.default_max_turns)
-        instance = loaded.environment(**task.environment_args)
+        user = self._user()
+        env = self._create_environment(loaded)
         tools = task.tool_specs()
         prepared = client.builder.tool_memo.prepare(json.dumps(tools, separators=(",", ":")).encode("utf-8"))
-        runner = ToolRunner(instance, prepared=prepared, plan_cap=plan.loop.tool_output_max_chars,
-                            tool_caps={t.name: t.output_max_chars for t in task.tools}, recorder=self.recorder)
+        runner = ToolRunner(env.method, prepared=prepared, plan_cap=plan.loop.tool_output_max_chars,
+                            tool_caps={t.name: t.output_max_chars for t in task.tools}, recorder=self.recorder,
+                            code=self.code, timeouts=tool_timeouts(task), argument_validation=task.argument_validation)
+        state_timeout = task_code_timeout(task)
         loop = ToolCallingLoop(
             generate=functools.partial(client.generate, role="agent", probe_stats=self.probe_stats),
             system_prompt=task.system_prompt, tools=tools, tool_runner=runner,
-            user=self._user(), recorder=self.recorder, sink=self.sink,
-            config=LoopConfig(knobs=plan.loop, max_turns=self.max_turns), sleep=ctx.sleep,
-            classify=classifier(client.classify_loop_error), cancel=ctx.cancel, route=_route_of(client),
+            user=user, recorder=self.recorder, sink=self.sink,
+            config=LoopConfig(knobs=plan.loop, max_turns=self.max_turns, max_steps_per_turn=task.max_steps_per_turn,
+                              tool_choice=wire_tool_choice(task.tool_choice),
+                              parallel_tool_calls=task.parallel_tool_calls),
+            sleep=ctx.sleep, classify=classifier(client.classify_loop_error), cancel=ctx.cancel,
+            route=_route_of(client),
+            tool_from_turn={t.name: t.available_from_turn for t in task.tools if t.available_from_turn},
+            read_state=lambda: self._read_state(env, state_timeout),
         )
         end = loop.run()
-        self.state = final_state(instance)
+        self.checkpoints = loop.checkpoints
+        if end.reason is TerminationReason.INTERRUPTED:
+            return end
+        last = loop.checkpoints[-1] if loop.checkpoints else None
+        if last is not None and loop.calls_since_checkpoint() == 0:
+            self.state, self.state_error = last.state, last.state_error  # nothing ran since: the same state
+        else:
+            try:
+                self.state, self.state_error = self._read_state(env, state_timeout)
+            except TaskCodeCancelled:
+                return LoopEnd(TerminationReason.INTERRUPTED, end.turns, "the run was interrupted")
         return end
 
     def _user(self) -> UserAdapter:
@@ -216,7 +327,7 @@ class _Trial:
         return LlmUser(generate, trial_id=spec.trial_id, backstory=user.backstory,
                        initial_message=user.initial_message, on_guard_event=on_guard_event)
 
-    def _records(self, end: LoopEnd) -> TrialRecords:
+    def _records(self, end: LoopEnd, *, graded: bool = True) -> TrialRecords:
         spec = self.spec
         status = status_for(end.reason)
         identity = TrialIdentity(
@@ -236,11 +347,23 @@ class _Trial:
             messages=rec.messages, tool_calls=rec.tool_calls, retries=rec.retries,
             summarize_events=rec.summarize_events, user_reply_guard_events=rec.guard_events,
             value_substitutions=rec.value_substitutions, parser_errors=rec.parser_errors,
-            schema_violations=rec.schema_violations, final_state=self.state, termination=termination,
+            schema_violations=rec.schema_violations, final_state=self.state, final_state_error=self.state_error,
+            checkpoints=self.checkpoints, metadata=task.metadata if task else {}, termination=termination,
         )
         trajectory_data = trajectory.model_dump(mode="json")
         sink = self.sink
-        verdict = verdict_for(task, status, sink.calls, lambda t: grade(t, rec.tool_calls, self.state, trajectory_data))
+        if graded:
+            verdict, failed = self._grade(task, status, end, trajectory_data)
+        else:
+            verdict, failed = Grade(passed=None if task is None or task.grader is None else False,
+                                    note="not graded: the trial's records could not be made"), None
+        if failed is not None:
+            # grader code that raised, hung or was interrupted: the trial's own error, in every record
+            end = failed
+            status = status_for(end.reason)
+            termination = Termination(reason=end.reason, status=status, turns=end.turns, max_turns=self.max_turns,
+                                      detail=scrub(end.detail, self.recorder.secrets))
+            trajectory_data["termination"] = termination.model_dump(mode="json")
         usage = sink.usage("agent", "summarize")
         user_usage = sink.usage("user")
         agent_cost, user_cost = known_cost(sink.calls, ("agent", "summarize")), known_cost(sink.calls, ("user",))
@@ -274,6 +397,33 @@ class _Trial:
             probe=self.probe_stats.to_json() if self.probe_stats is not None else None,
         )
 
+
+
+    def _grade(self, task: TaskFile | None, status: TrialStatus, end: LoopEnd,
+               trajectory: dict[str, Any]) -> tuple[Grade, LoopEnd | None]:
+        """The verdict, graders run on the task-code worker; a grader failure is returned as the trial's new end."""
+        rec = self.recorder
+
+        def run_graders(t: TaskFile) -> Grade:
+            verdict: Grade = self.code.call("grading", grade, t, rec.tool_calls, self.state, trajectory,
+                                            checkpoints=self.checkpoints, timeout_s=GRADING_TIMEOUT_S)
+            return verdict
+
+        try:
+            verdict = verdict_for(task, status, self.sink.calls, run_graders)
+        except (TaskCodeFailed, TaskCodeTimedOut) as exc:
+            # GraderError says which grader gave no verdict and why; anything else is what the grader code raised
+            why = exc.message if isinstance(exc, TaskCodeFailed) and exc.kind == "GraderError" else str(exc)
+            return (Grade(passed=False, note="harness error: not graded; counted in the denominator as not passed"),
+                    LoopEnd(TerminationReason.ERROR, end.turns, f"grader: {scrub(why, rec.secrets)[:2000]}"))
+        except TaskCodeCancelled:
+            return (Grade(passed=None, note="not graded: the run was interrupted"),
+                    LoopEnd(TerminationReason.INTERRUPTED, end.turns, "the run was interrupted while grading"))
+        if end.reason is TerminationReason.MAX_STEPS_PER_TURN and verdict.passed:
+            # BFCL fails a force-quit entry whatever its state: the graders' findings are kept, the verdict is not
+            verdict = verdict.model_copy(update={
+                "passed": False, "note": "not passed: the agent passed max_steps_per_turn (force-quit)"})
+        return verdict, None
 
 
 def unstarted_records(spec: TrialSpec, reason: TerminationReason, detail: str) -> TrialRecords:
