@@ -199,7 +199,7 @@ class _View:
     task: TaskFile | None
     tools: list[tuple[int, TaskTool]]
     declared: set[str]  # every tool name the file declares, also of tools that did not validate
-    tools_complete: bool
+    tools_complete: bool  # ``declared`` is every tool's name
     components: list[_Component]
     components_complete: bool
     flat: bool
@@ -207,6 +207,7 @@ class _View:
     expected_state: dict[str, Any] | None = None
     per_turn: list[tuple[int, TurnExpectation]] = field(default_factory=list)
     function: GraderFunction | None = None
+    function_loc: Loc = ("grader", "function")
     user_turns: int | None = None  # a scripted user's turn count
     tool_choice: NamedToolChoice | None = None
 
@@ -248,8 +249,10 @@ def _view(source: SourceFile, path: Path) -> tuple[_View, list[Diagnostic]]:
                  grader.expected_state if grader else None,
                  list(enumerate(grader.per_turn or [])) if grader else [],
                  grader.function_ref if grader else None,
-                 len(task.user.turns) if isinstance(task.user, ScriptedUser) else None,
-                 task.tool_choice if isinstance(task.tool_choice, NamedToolChoice) else None)
+                 user_turns=len(task.user.turns) if isinstance(task.user, ScriptedUser) else None,
+                 tool_choice=task.tool_choice if isinstance(task.tool_choice, NamedToolChoice) else None)
+    if grader is not None and isinstance(grader.function, GraderFunction):
+        view.function_loc = ("grader", "function", "ref")
     return view, []
 
 
@@ -281,10 +284,10 @@ def _partial_view(data: Any, folder: Path) -> _View:
     for i, raw in enumerate(raw_tools if isinstance(raw_tools, list) else []):
         if isinstance(raw, dict) and isinstance(raw.get("name"), str):
             declared.add(raw["name"])
-        tool = _valid(TaskTool, raw)
-        if tool is None:
-            complete = False
         else:
+            complete = False  # a tool whose name is unknown: the set of declared names is not known
+        tool = _valid(TaskTool, raw)
+        if tool is not None:
             tools.append((i, tool))
     components: list[_Component] = []
     env = data.get("environment")
@@ -324,6 +327,8 @@ def _partial_view(data: Any, folder: Path) -> _View:
                 view.per_turn.append((i, turn))
         function = _field_value(Grader, "function", grader)
         view.function = GraderFunction(ref=function) if isinstance(function, str) else function
+        if isinstance(function, GraderFunction):
+            view.function_loc = ("grader", "function", "ref")
     user = data.get("user")
     if isinstance(user, dict) and user.get("mode") == "scripted":
         scripted = _valid(ScriptedUser, user)
@@ -353,6 +358,7 @@ class _Checks:
         self.source = source
         self.view = view
         self.diags: list[Diagnostic] = []
+        self.bad_setup: set[Loc] = set()  # components whose setup is already an error: not called
 
     def diag(self, loc: Loc, code: str, message: str, hint: str | None = None) -> None:
         self.diags.append(self.source.diag(loc, code, message, hint))
@@ -388,15 +394,15 @@ class _Checks:
         their state; also the classes (None when one did not load)."""
         view = self.view
         bad_tools = self._tools()
-        classes: list[type[Any]] = []
+        loaded_classes: list[type[Any] | None] = []
         found: list[_Found | None] = []
         for component in view.components:
             cls = self._import_component(component)
-            if cls is not None:
-                classes.append(cls)
+            loaded_classes.append(cls)
             found.append(self._imported_found(component, cls) if cls is not None else None)
+        classes = [c for c in loaded_classes if c is not None]
         self._methods(found, bad_tools)
-        instances = self._construct(classes) if len(classes) == len(view.components) else None
+        instances = self._construct(loaded_classes)
         keys: list[frozenset[str] | None] = [None] * len(view.components)
         reasons: list[str | None] = ["the component was not constructed"] * len(view.components)
         if instances is not None and view.components_complete:
@@ -557,13 +563,16 @@ class _Checks:
             self.unchecked(loc, f"setup method {setup.method!r} of {component.spec.ref} was not checked")
             return
         if setup.method not in functions:
+            self.bad_setup.add(component.loc)
             self.diag(loc, "setup-method", f"{component.spec.ref} has no method {setup.method!r} to call as setup",
-                      did_you_mean(setup.method, functions))
+                      did_you_mean(setup.method, [n for n in functions if not n.startswith("__")]))
             return
         signature = functions[setup.method]
         if signature is None or signature.var_keyword:
             return
         args_loc = (*component.loc, "setup", "args")
+        if not set(setup.args) <= set(signature.accepted) or not signature.required <= set(setup.args):
+            self.bad_setup.add(component.loc)
         for key in sorted(set(setup.args) - set(signature.accepted)):
             self.diag((*args_loc, key), "setup-args", f"{setup.method}() has no parameter {key!r}",
                       did_you_mean(key, signature.accepted))
@@ -598,10 +607,12 @@ class _Checks:
         candidates = _candidates(spec, set(public), self.view.declared)
         return _Found({n: public[n] for n in candidates}, set(public), functions, set(), None, None)
 
-    def _construct(self, classes: list[type[Any]]) -> list[Any] | None:
-        """One instance per component, set up; None when one failed (each failure is a diagnostic)."""
+    def _construct(self, classes: list[type[Any] | None]) -> list[Any] | None:
+        """Each loaded component constructed and set up (each failure a diagnostic); None unless all were."""
         instances: list[Any] = []
         for component, cls in zip(self.view.components, classes):
+            if cls is None:
+                continue
             spec = component.spec
             try:
                 instance = cls(**spec.args)
@@ -609,7 +620,9 @@ class _Checks:
                 what = "environment_args" if self.view.flat else "args"
                 self.diag(component.args_loc, "environment-args",
                           f"{spec.ref}(**{what}) raised {type(exc).__name__}: {exc}")
-                return None
+                continue
+            if spec.setup is not None and component.loc in self.bad_setup:
+                continue  # calling it would only raise what its diagnostic says
             if spec.setup is not None:
                 try:
                     getattr(instance, spec.setup.method)(**spec.setup.args)
@@ -617,9 +630,9 @@ class _Checks:
                     self.diag((*component.loc, "setup"), "environment-setup",
                               f"{spec.component_name}.{spec.setup.method}(**setup.args) raised "
                               f"{type(exc).__name__}: {exc}")
-                    return None
+                    continue
             instances.append(instance)
-        return instances
+        return instances if len(instances) == len(self.view.components) else None
 
     def _imported_state(self, instances: list[Any]) -> tuple[list[frozenset[str] | None], list[str | None]]:
         view = self.view
@@ -699,9 +712,7 @@ class _Checks:
             self.diag((*loc, key), "unknown-state-key", f"{what} has no key {key!r}", did_you_mean(key, keys))
 
     def _function_loc(self) -> Loc:
-        task = self.view.task
-        function = task.grader.function if task is not None and task.grader is not None else None
-        return ("grader", "function", "ref") if isinstance(function, GraderFunction) else ("grader", "function")
+        return self.view.function_loc
 
 
 def _schema_ok(checks: _Checks, i: int, parameters: dict[str, Any]) -> bool:

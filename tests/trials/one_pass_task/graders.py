@@ -1,0 +1,2 @@
+def ok(trajectory, final_state, task):
+    return True
