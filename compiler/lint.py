@@ -99,7 +99,8 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None,
     if isinstance(model, OverlayFile):
         overlay = Loaded(model, loaded.source)
         found = (diags + check_blocks(loaded.source, blocks_of(None, model.presets, model.providers))
-                 + check_bindings(loaded.source, ("bindings",)) + _overlay_against_base(overlay, data_dir))
+                 + check_bindings(loaded.source, ("bindings",)) + _overlay_against_base(overlay, data_dir)
+                 + _replay_evidence(overlay))
         if run_config is not None:
             found += _lint_by_compiling(run_config=run_config, overlays=[path], data_dir=data_dir)
         return once_each(found)
@@ -119,6 +120,15 @@ def once_each(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
             seen.add(key)
             out.append(d)
     return sorted(out)
+
+
+def _replay_evidence(overlay: Loaded[OverlayFile]) -> list[Diagnostic]:
+    """Replay verdicts too old, or measured against another fingerprint, to trust (warnings)."""
+    if not overlay.model.reasoning_replay:
+        return []
+    from capplan.compiler.replay_evidence import evidence_warnings
+
+    return evidence_warnings(overlay)
 
 
 def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -> list[Diagnostic]:

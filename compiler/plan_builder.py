@@ -16,6 +16,7 @@ from capplan.compiler.loading import Inputs
 from capplan.compiler.matching import Matcher
 from capplan.compiler.policy_checks import check_plan_policies
 from capplan.compiler.provenance_lines import LineIndex, Located
+from capplan.compiler.replay_evidence import apply_replay_evidence
 from capplan.core.yaml_source import SourceFile
 from capplan.executor.plan import (
     PLAN_VERSION,
@@ -112,6 +113,8 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
                 layer=f"model:{key}", file=run_src.stable_name, key=run_src.key_path((*mloc, fld)))
 
     diags = _configured_value_checks(cfg, params, rules, decl, run_src, key)
+    # measured replay verdicts narrow the codec's replay scope (capplan.compiler.replay_evidence)
+    diags += apply_replay_evidence(inputs, identity, binding_ref.key, policies, provenance)
     located = _located_provenance(inputs, provenance)
     diags += check_plan_policies(policies, located, run_src.display, key)
     diags += _loop_checks(values, located, run_src.display)

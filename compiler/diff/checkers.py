@@ -76,12 +76,20 @@ class Checker:
 #: The name of the checker whose changes are facts about the run, reported once (see engine).
 INPUTS = "inputs"
 
+#: the reasoning codec's replay scope and the evidence behind it (capplan.compiler.replay_evidence)
+_REPLAY: tuple[Path, ...] = (("policies", "reasoning_codec", "params", "replay"),
+                             ("policies", "reasoning_codec", "params", "evidence"))
+
 #: name -> checker, in report order
 CHECKERS: dict[str, Checker] = {c.name: c for c in (
     Checker("preset", "effective_preset (which preset matched) and the model identity",
             owns=(("effective_preset",), ("model",)), source=preset_source),
     Checker("policies", "policy name per slot, and constructor params of every slot except params_policy",
-            owns=(("policies",),), excludes=(("policies", "params_policy", "params"),)),
+            owns=(("policies",),), excludes=(("policies", "params_policy", "params"), *_REPLAY)),
+    # a new replay verdict changes which turns carry reasoning: a behaviour change of its own
+    Checker("replay", "reasoning replay: which assistant turns replay reasoning, and the measured verdict "
+                      "(overlay reasoning_replay evidence) that decided it",
+            owns=_REPLAY),
     Checker("params", "params_policy flags: seed support, reasoning routing, sampling drops, budgets",
             owns=(("policies", "params_policy", "params"),)),
     Checker("value_rules", "param_value_rules: per parameter and value, the action and its evidence",

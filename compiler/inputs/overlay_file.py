@@ -33,6 +33,20 @@ class ReplayMeasurement(Strict):
     carriers: dict[str, dict[str, str]] = Field(
         default_factory=dict, description="Carrier → position → result, e.g. {in_loop: 'consumed +412'}.")
     evidence: str = Field(min_length=1, pattern=r"\S", description="The dated claim, with the deltas it rests on.")
+    fingerprint: str | None = Field(
+        None, min_length=1, description="What the endpoint reported it was when measured (its system_fingerprint: "
+        "server build, model and template); compared with reasoning_replay_checks.fingerprints by lint.")
+    tool_choice: str | None = Field(
+        None, min_length=1, description="The tool_choice the harness forced on turn 1 to reach step 2, if any.")
+
+
+class ReplayChecks(Strict):
+    """How lint judges the recorded replay evidence: its age, and what the endpoints serve today."""
+
+    max_age_days: int = Field(180, ge=1, le=36500, description="A measurement older than this is a lint warning.")
+    fingerprints: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="Route → model → the fingerprint served now; evidence measured "
+        "against another one is a lint warning.")
 
 
 class OverlayFile(Strict):
@@ -58,5 +72,8 @@ class OverlayFile(Strict):
     reasoning_replay: dict[str, dict[str, dict[str, ReplayMeasurement]]] = Field(
         default_factory=dict,
         description="Measured evidence, route → model → lane: whether replayed reasoning is consumed. "
-        "Recorded for review beside the presets it justifies; it does not change a plan.",
+        "The route is a provider key; a verdict sets the replay scope of that provider's plans for the model "
+        "(consumes-all-turns, in-loop-only, accepted-ignored, rejected).",
     )
+    reasoning_replay_checks: ReplayChecks = Field(
+        default_factory=ReplayChecks, description="How old replay evidence may be, and the fingerprints it must match.")
