@@ -83,6 +83,16 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(ray_cluster: RayCl
             for line in lines}
     assert backend.stats.lost_attempts >= 1  # the kill landed while trials were running
     assert sum(lost.values()) == backend.stats.lost_attempts
+    # the killed attempts' calls that reached the driver are in calls.jsonl, counted as died in flight
+    journal = [json.loads(x) for x in (request.out / "calls.jsonl").read_text().splitlines()]
+    died = RunFolder(request.out).died_in_flight()
+    lost_lines = [e for e in journal if e["kind"] == "lost"]  # a kill before the first drain leaves none
+    assert len(lost_lines) <= backend.stats.lost_attempts
+    assert sorted(d.execution for d in died) == sorted(e["execution"] for e in lost_lines)
+    assert all(d.calls >= 1 and d.agent_cost_usd is not None for d in died)
+    written = {e["execution"] for e in journal if e["kind"] == "end"}
+    assert len(written) == 8 and all(e["execution"] in written or e["execution"] in {d.execution for d in died}
+                                     for e in journal if e["kind"] == "call")
     for line in lines:  # a rerun trial is whole: every turn of its one recorded attempt
         assert line["turns"] == 4 and line["status"] == "completed"
     lanes = backend.stats.limiter["lanes"]
