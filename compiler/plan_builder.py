@@ -17,6 +17,7 @@ from capplan.compiler.matching import Matcher
 from capplan.compiler.policy_checks import check_plan_policies
 from capplan.compiler.provenance_lines import LineIndex, Located
 from capplan.compiler.replay_evidence import apply_replay_evidence
+from capplan.compiler.wire_route import wire_route
 from capplan.core.yaml_source import SourceFile
 from capplan.executor.plan import (
     PLAN_VERSION,
@@ -115,6 +116,11 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
     diags = _configured_value_checks(cfg, params, rules, decl, run_src, key)
     # measured replay verdicts narrow the codec's replay scope (capplan.compiler.replay_evidence)
     diags += apply_replay_evidence(inputs, identity, binding_ref.key, policies, provenance)
+    wire, wire_diags = wire_route(identity, binding, cfg.transport, run_src, key)
+    diags += wire_diags
+    if cfg.transport is not None:
+        provenance["wire.transport"] = Provenance(layer=f"model:{key}", file=run_src.stable_name,
+                                                  key=run_src.key_path((*mloc, "transport")))
     located = _located_provenance(inputs, provenance)
     diags += check_plan_policies(policies, located, run_src.display, key)
     diags += _loop_checks(values, located, run_src.display)
@@ -135,6 +141,7 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
         "pricing": pricing,
         "request_defaults": defaults,
         "provenance": dict(sorted(provenance.items())),
+        "wire": wire,
     }
     return Plan.seal(body), diags
 

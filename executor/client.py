@@ -2,8 +2,10 @@
 
 The client only wires the parts together: the request builder shapes the call (the gateway,
 when configured, reroutes it), the retry controller repeats transient failures, key rotation
-moves past spent keys, and the response parser interprets the answer. litellm is imported on
-the first real send, never at import time (it takes seconds to import).
+moves past spent keys, and the response parser interprets the answer. A plan whose route speaks
+``openai-chat`` with ``transport: direct`` is sent by :mod:`capplan.executor.direct`; every other
+one through litellm, which is imported on the first real send, never at import time (it takes
+seconds to import).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capplan.executor import mock_provider
 from capplan.executor.attempts import AttemptLog
@@ -44,6 +46,9 @@ from capplan.executor.run_extra import require_litellm
 from capplan.executor.retrying import RetryContext, default_retrying, probe_retrying
 from capplan.executor.timeout_retry import DEFAULT_TIMEOUT_RETRIES, call_with_timeout_retry
 from capplan.executor.transport import missing_key_message
+
+if TYPE_CHECKING:
+    from capplan.executor.direct.sender import DirectCompletion
 
 Completion = Callable[..., Any]
 
@@ -110,6 +115,12 @@ class Client:
         self._gateway_key_pinned = bool(self.gateway and self.gateway.decision.via_gateway and config and config.api_key)
         self.keys = KeyChain(keys, key_source) if keys and not self._gateway_key_pinned else None
         self._credentials = credentials
+        # an OpenAI-compatible route the plan sends directly: capplan's HTTP client replaces litellm.completion
+        self.direct: DirectCompletion | None = None
+        if not self.mock and completion is None and plan.wire is not None and plan.wire.transport == "direct":
+            from capplan.executor.direct.sender import DirectCompletion
+
+            self.direct = DirectCompletion(plan, credentials)
         secrets = _credentials_in_play(plan, credentials, config, keys, api_base)
         self.redactor = Redactor(secrets)
         register_secrets(secrets)
@@ -185,7 +196,7 @@ class Client:
     @property
     def calls_through_litellm(self) -> bool:
         """Whether this client's calls go out through litellm (not the mock, not a caller's own completion)."""
-        return not self.mock and self._completion is None
+        return not self.mock and self._completion is None and self.direct is None
 
     def require_credentials(self) -> None:
         """Raise :class:`MissingCredentialError` (naming the variable) when a call would go out without a key.
@@ -212,7 +223,7 @@ class Client:
             latency = time.monotonic() - started
             result = self.parser.parse(response, built, latency_s=latency, synthetic=True)
             return dataclasses.replace(result, attempts=(Attempt(status="ok", wait_s=0.0, latency_s=latency),))
-        completion = self._completion or _litellm_completion()
+        completion = self._completion or self.direct or _litellm_completion()
         self._learn_litellm_keys(built.kwargs)
         self._warn_direct_fallback()
         # every attempt (outer retries, timeout retries, key rotation) goes through the log's
@@ -276,7 +287,7 @@ class Client:
         completion function that is not litellm reads no variable of litellm's, and importing
         litellm only to ask would cost seconds.
         """
-        if self.plan.binding.binding.api_key_env or "litellm" not in sys.modules:
+        if self.plan.binding.binding.api_key_env or self.direct is not None or "litellm" not in sys.modules:
             return
         model = litellm_model(str(kwargs.get("model", "")), kwargs.get("custom_llm_provider"))
         if model in self._asked_litellm:
@@ -334,6 +345,11 @@ def _credentials_in_play(
     values = list(keys)
     if binding.api_key_env:
         values.append(credentials.get(binding.api_key_env, ""))
+    if plan.wire is not None and plan.wire.transport == "direct":
+        # the direct transport reads these itself where the binding names no key variable (as litellm would)
+        values += [credentials.get(name, "") for name in plan.wire.key_envs]
+        for name in plan.wire.base_url_envs:
+            values += url_credentials(credentials.get(name) or None)
     if config is not None:
         values += [config.api_key or "", *config.headers.values()]
     bases = [api_base, binding.endpoint, credentials.get(binding.api_base_env, "") if binding.api_base_env else None]

@@ -133,3 +133,35 @@ class CredentialsMissingError(ExecutorError):
         where = self.location or "capplan"
         return "\n".join(f"{where}: error[{self.code}]: {problem}" for problem in self.problems)
 
+
+
+class ProviderHTTPError(RuntimeError):
+    """A provider answered a direct-transport call with a non-2xx status (or a body that is not a response).
+
+    ``status_code`` is the status off the wire, which is what the retry controllers, the 429
+    classifier and the loop's error classes read; ``response`` keeps the HTTP response (its
+    headers carry ``Retry-After``). The message quotes the provider's error text, which the client
+    scrubs of credentials before anyone sees it.
+    """
+
+    def __init__(self, message: str, *, status_code: int, response: object = None, body: object = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.response = response
+        self.body = body
+
+
+class ProviderRateLimitError(ProviderHTTPError):
+    """HTTP 429 from the provider."""
+
+
+class ContextWindowExceededError(ProviderHTTPError):
+    """The provider refused the request because the prompt does not fit the model's context window."""
+
+
+class ProviderConnectionError(ConnectionError):
+    """The connection to the provider failed or dropped before a complete response arrived."""
+
+
+class ProviderTimeoutError(TimeoutError):
+    """One attempt of a direct-transport call exceeded the plan's per-attempt timeout."""

@@ -48,7 +48,13 @@ import enum
 import sys
 from dataclasses import dataclass
 
-from capplan.executor.errors import ApiTimeoutError, CredentialSpentError
+from capplan.executor.errors import (
+    ApiTimeoutError,
+    ContextWindowExceededError,
+    CredentialSpentError,
+    ProviderConnectionError,
+    ProviderTimeoutError,
+)
 from capplan.executor.rate_limit import Patterns, cause_chain, is_typed_rate_limit_exception, matches_rate_limit_text, wire_status
 
 
@@ -123,6 +129,8 @@ def _is_provider_failure(exc: BaseException) -> bool:
     for link in cause_chain(exc):
         if wire_status(link) is not None:
             return True
+        if isinstance(link, (ProviderConnectionError, ProviderTimeoutError)):
+            return True  # the direct transport's own failures of the wire
         module = type(link).__module__ or ""
         if module.startswith(("litellm", "openai", "httpx")):
             return True
@@ -133,7 +141,8 @@ def classify_loop_error(exc: BaseException, patterns: Patterns) -> LoopErrorDeci
     """Classify a turn-loop exception (see the module docstring for the full contract)."""
     text = " ".join(str(exc).split())
     window = _litellm_class("ContextWindowExceededError")
-    if window is not None and any(isinstance(link, window) for link in cause_chain(exc)):
+    windows = (ContextWindowExceededError, window) if window is not None else (ContextWindowExceededError,)
+    if any(isinstance(link, windows) for link in cause_chain(exc)):
         return LoopErrorDecision(LoopErrorReason.CONTEXT_WINDOW_EXCEEDED, f"Context window exceeded: {text}")
     if (problem := configuration_problem(exc)) is not None:
         return LoopErrorDecision(

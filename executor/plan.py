@@ -28,6 +28,7 @@ from capplan.executor.plan_integrity import canonical_and_sealed, with_fingerpri
 from capplan.executor.reasoning import ReasoningConfig
 from capplan.core.safe_names import name_problem
 from capplan.executor.value_rules import ValueRule
+from capplan.executor.wire_dialect import CHAT_PATH, TransportName, WireProtocol
 from capplan.core.value_types import (
     MAX_TOKENS,
     CharCount,
@@ -208,6 +209,31 @@ class RequestDefaults(_Frozen):
         return value
 
 
+class WireRoute(_Frozen):
+    """Which wire the route speaks and, for ``openai-chat``, everything the direct transport's request needs.
+
+    Decided at compile time (``capplan.executor.wire_dialect``): nothing here is worked out per call.
+    Credentials are never in it, only the names of the variables they are read from.
+    """
+
+    protocol: WireProtocol = Field(description="openai-chat: an OpenAI-compatible chat endpoint (OpenAI, OpenRouter, "
+                                   "xAI, Azure AI, custom endpoint bindings, gateways); litellm: a native protocol.")
+    transport: TransportName = Field(description="direct: capplan's own HTTP client sends the request; litellm: "
+                                     "litellm.completion does (the run config's `transport:`).")
+    provider: str = Field(description="The litellm provider of the route; its prefix is stripped off the model on the wire.")
+    base_url: str | None = Field(None, description="The provider's default base URL when neither the call, the "
+                                 "binding nor base_url_envs names one.")
+    base_url_envs: tuple[str, ...] = Field((), description="Variables read for the base URL, in order, after the "
+                                           "binding's own.")
+    key_envs: tuple[str, ...] = Field((), description="Variables the key is read from when the binding names none.")
+    path: str = Field(CHAT_PATH, description="Appended to the base URL.")
+    headers: dict[str, HeaderValue] = Field(default_factory=dict, description="Static request headers (no secret).")
+    body: dict[str, Any] = Field(default_factory=dict, description="Fields every request body carries.")
+    renames: dict[str, str] = Field(default_factory=dict, description="Body keys sent under another name "
+                                    "(max_tokens -> max_completion_tokens on OpenAI reasoning models).")
+    system_role: Literal["system", "user"] = Field("system", description="The role a system message is sent with.")
+
+
 class Provenance(_Frozen):
     """Which layer set a field, and where."""
 
@@ -239,6 +265,8 @@ class Plan(_Frozen):
     pricing: PricingEntry | None = Field(description="Price entry; null when pricing.json has no key for the model.")
     request_defaults: RequestDefaults
     provenance: dict[str, Provenance] = Field(description="Dotted field path -> the layer that set it.")
+    wire: WireRoute | None = Field(None, description="The route's wire and transport; null (plans built without it): "
+                                   "every call goes through litellm.")
     fingerprint: str = Field(description="sha256 of the canonical plan body without this field.")
 
     @field_validator("param_value_rules")

@@ -73,6 +73,12 @@ def missing_variables(client: Client, *, api_base: str | None = None,
     variable = client.plan.binding.binding.api_key_env
     if variable:
         return [] if credentials.get(variable, "").strip() else [variable]
+    wire = client.plan.wire
+    if client.direct is not None and wire is not None:
+        # the direct transport reads the variables its plan names, as litellm would for this route
+        if not wire.key_envs or any(credentials.get(name, "").strip() for name in wire.key_envs):
+            return []
+        return [", ".join(wire.key_envs)]
     return _litellm_missing(client, api_base)
 
 

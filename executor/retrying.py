@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import tenacity
 
-from capplan.executor.errors import ApiTimeoutError, CredentialSpentError
+from capplan.executor.errors import ApiTimeoutError, CredentialSpentError, ProviderConnectionError, ProviderTimeoutError
 from capplan.executor.loop_errors import configuration_problem
 from capplan.executor.probe import RateLimitProbeConfig, rate_limit_wait
 from capplan.executor.probe_stats import ProbeStats
@@ -55,6 +55,8 @@ def is_transient(exc: BaseException) -> bool:
     if status is not None:
         # the upstream's own status: litellm may have relabelled a 400 from its message text
         return status in _TRANSIENT_STATUS or status >= 500
+    if any(isinstance(link, (ProviderConnectionError, ProviderTimeoutError)) for link in cause_chain(exc)):
+        return True  # the direct transport's dropped connection or timed-out attempt: litellm's APIConnectionError, Timeout
     litellm = sys.modules.get("litellm")
     if litellm is not None:
         classes = tuple(getattr(litellm, name) for name in _TRANSIENT_LITELLM if hasattr(litellm, name))

@@ -33,6 +33,7 @@ COMPILER_MAY_USE = frozenset({
     "capplan.executor.rate_limits",
     "capplan.executor.probe",
     "capplan.executor.reasoning",
+    "capplan.executor.wire_dialect",  # which wire a route speaks, recorded in the plan's `wire`
 })
 
 #: which capplan packages each layer may import (itself always); None: any

@@ -72,6 +72,10 @@ class ModelConfig(Strict):
     api_call_timeout_s: TimeoutSeconds | None = Field(None, description="Per-attempt timeout in seconds; beats the preset's.")
     openrouter: OpenRouterUserConfig | None = Field(None, description="OpenRouter upstream routing.")
     capabilities: LegacyCapabilities | None = Field(None, description="Legacy capability overrides.")
+    transport: Literal["direct", "litellm"] | None = Field(
+        None, description="Who sends this model's requests: direct (capplan's HTTP client; OpenAI-compatible chat "
+        "routes only) or litellm. Default: direct on OpenAI-compatible chat routes, litellm on native ones."
+    )
 
 
 class EngineConfig(Strict):

@@ -1,0 +1,93 @@
+"""A loopback server for the transport comparison tests: records every request, replays scripted answers.
+
+Unlike :mod:`tests.executor.loopback` it answers with raw bytes, so a script can send a body cut
+short (``{"id": "x", "choi``) or drop the connection after reading the request, which is what the
+two transports must classify alike. Bound to 127.0.0.1 on a free port; stopped by ``with``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.serving import ServedOnLoopback
+
+
+@dataclass
+class Seen:
+    """One request as it arrived."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class Answer:
+    """One scripted answer: ``raw`` bytes with a status and headers, or ``drop`` the connection unanswered."""
+
+    raw: bytes = b""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    drop: bool = False
+
+
+def json_answer(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Answer:
+    """An answer whose body is ``body`` as JSON."""
+    return Answer(json.dumps(body).encode("utf-8"), status, dict(headers or {}))
+
+
+class RecordingServer(ServedOnLoopback):
+    """Records requests; answers each with the next scripted answer (a 500 when the script is empty)."""
+
+    def __init__(self) -> None:
+        self.seen: list[Seen] = []
+        self._script: deque[Answer] = deque()
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                seen = Seen("POST", self.path, {k.lower(): v for k, v in self.headers.items()},
+                            json.loads(raw) if raw else None)
+                with server._lock:
+                    server.seen.append(seen)
+                    answer = server._script.popleft() if server._script else json_answer(
+                        {"error": {"message": "no answer scripted"}}, 500)
+                if answer.drop:
+                    self.close_connection = True
+                    self.connection.shutdown(2)  # SHUT_RDWR: the client reads end-of-stream, no status line
+                    return
+                self.send_response(answer.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer.raw)))
+                for name, value in answer.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(answer.raw)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._serve(self._httpd)
+
+    @property
+    def base(self) -> str:
+        """``http://127.0.0.1:<port>/v1``: the base URL the plans are pointed at."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, *answers: Answer) -> None:
+        """Replace the script with ``answers`` and forget what was recorded."""
+        with self._lock:
+            self._script = deque(answers)
+            self.seen.clear()

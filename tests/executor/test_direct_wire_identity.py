@@ -1,0 +1,159 @@
+"""The direct transport sends what litellm sends: every golden conversation × every openai-chat plan × each call variant.
+
+Both transports send the same built request for the same plan to one loopback server, which
+records method, path, headers and body. Compared: method, path, the body as parsed JSON, and
+every header except those that describe the sender rather than the request (``user-agent``,
+the openai SDK's ``x-stainless-*`` telemetry, ``accept-encoding``, which depends on the
+compression packages installed) and the connection's own (``host``, ``content-length``,
+``connection``). Every other difference fails, except the rows of ``docs/deviations.md`` this
+module names (:data:`LITELLM_REFUSES`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capplan.core.errors import UserError
+from capplan.executor import golden_wire
+from capplan.executor.client import Client, _litellm_completion
+from capplan.executor.messages import ChatRequest
+from capplan.executor.plan import Plan
+from tests.executor.recording_server import RecordingServer, Seen, json_answer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+KEYS = {
+    "OPENROUTER_API_KEY": "sk-or-wire", "OPENAI_API_KEY": "sk-oa-wire", "XAI_API_KEY": "sk-x-wire",
+    "AZURE_AI_API_KEY": "sk-az-wire", "NOVA_API_KEY": "sk-nova-wire",
+}
+
+#: headers that say who sent the request, not what it asks
+SENDER_HEADERS = frozenset({"user-agent", "accept-encoding", "host", "content-length", "connection"})
+
+#: (plan, conversation, variant) litellm refuses before sending, from its own model map, while the
+#: direct transport sends the request as built (docs/deviations.md, "litellm's per-call parameter check")
+LITELLM_REFUSES = {
+    # reasoning_effort on a model litellm's map says has no reasoning
+    *{("gpt-4o", "summary_replay", variant) for variant in ("as_built", "parallel_off", "max_tokens")},
+    # parallel_tool_calls on an o-series model
+    *{("o3", conversation, "parallel_off") for conversation in (
+        "dict_map_tools", "discriminated_union", "empty_assistant_content", "recursive_ref", "signed_thinking_replay",
+        "tool_result_images")},
+}
+
+ANSWER = {
+    "id": "chatcmpl-w", "object": "chat.completion", "created": 1767225600, "model": "m",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+    "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
+}
+
+
+def _openai_chat_plans() -> list[Plan]:
+    plans = [Plan.load(path) for path in golden_wire.plan_files(ROOT)]
+    return [p for p in plans if p.wire is not None and p.wire.protocol == "openai-chat"]
+
+
+PLANS = _openai_chat_plans()
+CONVERSATIONS = golden_wire.conversations(ROOT)
+
+
+def _variants(request: ChatRequest) -> dict[str, ChatRequest]:
+    """The call variants: the conversation as built, and with the settings a run or a task changes."""
+    out = {"as_built": request, "max_tokens": request.model_copy(update={"max_tokens": 333})}
+    if request.tools:
+        out["tool_choice_required"] = request.model_copy(update={"tool_choice": "required"})
+        out["parallel_off"] = request.model_copy(update={"parallel_tool_calls": False})
+    else:
+        out["parallel_off"] = request
+    return out
+
+
+CASES = [
+    pytest.param(plan, name, variant, id=f"{plan.model.key}-{name}-{variant}")
+    for plan in PLANS for name, conversation in CONVERSATIONS.items() for variant in _variants(conversation)
+]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RecordingServer]:
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in KEYS.items():
+            mp.setenv(name, value)  # litellm's own routes read os.environ
+        with RecordingServer() as srv:
+            yield srv
+
+
+@pytest.fixture(scope="module")
+def litellm_completion() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    return _litellm_completion()
+
+
+@pytest.fixture
+def _quiet() -> Iterator[None]:
+    # a seed or temperature a plan does not send is logged once per plan; it is not this test's subject
+    logger = logging.getLogger("capplan")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    yield
+    logger.setLevel(level)
+
+
+def _sent(server: RecordingServer, client: Client, request: ChatRequest) -> Seen | BaseException:
+    server.script(json_answer(ANSWER))
+    try:
+        client.generate(request)
+    except Exception as exc:  # noqa: BLE001 - a refusal is compared, not raised
+        return exc
+    assert len(server.seen) == 1, "one attempt, one request"
+    return server.seen[0]
+
+
+def _comparable(seen: Seen) -> dict[str, Any]:
+    headers = {k: v for k, v in seen.headers.items() if k not in SENDER_HEADERS and not k.startswith("x-stainless-")}
+    return {"method": seen.method, "path": seen.path, "headers": headers, "body": seen.body}
+
+
+def test_every_openai_chat_route_of_the_catalogue_is_compared() -> None:
+    # the issue's count: OpenRouter × 11, OpenAI × 3 (and nova's OpenAI endpoint), xAI, Azure AI
+    providers = sorted(p.wire.provider for p in PLANS if p.wire is not None)
+    assert len(PLANS) == 17, [p.model.key for p in PLANS]
+    assert set(providers) == {"openai", "openrouter", "xai", "azure_ai"}
+    assert all(p.wire is not None and p.wire.transport == "direct" for p in PLANS)
+
+
+@pytest.mark.usefixtures("_quiet")
+@pytest.mark.parametrize(("plan", "conversation", "variant"), CASES)
+def test_direct_request_equals_litellms(server: RecordingServer, litellm_completion: Any, plan: Plan,
+                                        conversation: str, variant: str) -> None:
+    request = _variants(CONVERSATIONS[conversation])[variant]
+    env = {**KEYS}
+    direct = Client(plan, env=env, api_base=server.base, sleep=lambda s: None)
+    via_litellm = Client(plan, env=env, api_base=server.base, completion=litellm_completion, sleep=lambda s: None)
+    assert direct.direct is not None and via_litellm.direct is None
+    try:
+        direct.build(request)
+    except UserError:
+        return  # the plan refuses the conversation while building: nothing goes out on either transport
+    theirs = _sent(server, via_litellm, request)
+    ours = _sent(server, direct, request)
+    assert isinstance(ours, Seen), f"direct transport failed: {ours!r}"
+    if (plan.model.key, conversation, variant) in LITELLM_REFUSES:
+        assert type(theirs).__name__ == "UnsupportedParamsError", theirs
+        return
+    assert isinstance(theirs, Seen), f"litellm failed where no deviation is documented: {theirs!r}"
+    assert _comparable(ours) == _comparable(theirs)
+
+
+def test_the_documented_refusals_still_happen() -> None:
+    # an entry that no longer occurs must leave LITELLM_REFUSES and docs/deviations.md
+    keys = {p.model.key for p in PLANS}
+    for key, conversation, variant in LITELLM_REFUSES:
+        assert key in keys and conversation in CONVERSATIONS
+        assert variant in _variants(CONVERSATIONS[conversation])
