@@ -53,7 +53,8 @@ from capplan.trials.outcome import TerminationReason
 from capplan.trials.terminal import Terminal
 from capplan.trials.recording import GENERATION_ID, ORIGIN, MetricsSink, Recorder, scrub
 from capplan.trials.records import ParserErrorRecord, SummarizeEvent, TurnCheckpoint
-from capplan.trials.retry_classes import OUTPUT_LENGTH_FEEDBACK, RetryClass, TurnBudgets, parser_error_feedback, trigger
+from capplan.trials.retry_classes import (OUTPUT_LENGTH_FEEDBACK, RetryClass, TurnBudgets, empty_cause,
+                                          parser_error_feedback, trigger)
 from capplan.trials.task_code import TaskCodeCancelled
 from capplan.trials.tool_call_ids import ToolCallIds
 from capplan.trials.tools import ToolRunner
@@ -351,11 +352,11 @@ class ToolCallingLoop:
         turn = state.turn
         if retry is RetryClass.EMPTY_COMPLETION:
             if state.budgets.take(retry):
-                self._resampled(retry, turn, state.attempt(retry), f"finish_reason={result.finish_reason}")
+                self._resampled(retry, turn, state.attempt(retry), empty_cause(result))
                 return False
             self.recorder.marker("The model returned an empty completion; trial ended.", "empty_completion")
             raise Terminal(TerminationReason.EMPTY_COMPLETION,
-                            f"empty completion after {state.attempts.get(retry, 0)} resample(s)")
+                            f"empty completion after {state.attempts.get(retry, 0)} resample(s); {empty_cause(result)}")
         if retry is RetryClass.PARSER_ERROR:
             resample = state.budgets.take(retry)
             for err in result.parser_errors:

@@ -49,6 +49,21 @@ def parser_error_feedback(errors: Sequence[ParserError], tool_names: Sequence[st
     return "\n".join(lines)
 
 
+def empty_cause(result: GenerationResult) -> str:
+    """Why an empty-shape result came back empty, for the retry record and the terminal detail.
+
+    The spec classes a ``finish_reason == "length"`` result with no text and no tool calls as an
+    empty completion (the output-length retry is for content-carrying truncations only): when the
+    response carried reasoning, the model spent its whole output allowance thinking, a
+    reasoning-budget exhaustion, and the record says so rather than only "empty".
+    """
+    thought = result.reasoning is not None and any(block.text for block in result.reasoning.blocks)
+    if result.finish_reason == "length" and thought:
+        return ("finish_reason=length with reasoning and no text: reasoning-budget exhaustion "
+                "(every output token went to reasoning; raise max_tokens or lower the reasoning effort)")
+    return f"finish_reason={result.finish_reason}"
+
+
 def trigger(result: GenerationResult) -> RetryClass | None:
     """Which returned-result retry class ``result`` triggers, if any (precedence as documented)."""
     if not result.text and not result.tool_calls:

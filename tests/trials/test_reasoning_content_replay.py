@@ -103,3 +103,32 @@ def test_never_replays_nothing_but_still_records_the_reasoning(server: AgentServ
     assert all(value is None for i in range(4) for value in replayed(server, i))
     assistant = [m for m in records.trajectory["messages"] if m["role"] == "assistant"]
     assert assistant[-1]["reasoning"]["blocks"][0]["text"] == "R4: be polite."
+
+
+def test_a_length_cut_spent_on_reasoning_is_an_empty_completion_that_says_so(server: AgentServer, task: Path) -> None:
+    # the spec: text == "" with no tool calls is the empty-completion class, finish_reason
+    # "length" included (the output-length retry is for content-carrying cuts only)
+    cut = thinking("", "R: weighing every option at great length")
+    cut["choices"][0]["finish_reason"] = "length"
+    server.queue(cut)
+    records = run(server, task, "all_turns")
+    assert records.termination_reason is TerminationReason.EMPTY_COMPLETION
+    detail = records.trajectory["termination"]["detail"]
+    assert detail.startswith("empty completion after 0 resample(s); finish_reason=length with reasoning and no text")
+    assert "reasoning-budget exhaustion" in detail and "raise max_tokens" in detail
+    assert len(server.requests) == 1
+
+
+def test_a_length_cut_spent_on_reasoning_is_resampled_under_the_empty_budget(server: AgentServer, task: Path) -> None:
+    cut = thinking("", "R: weighing every option at great length")
+    cut["choices"][0]["finish_reason"] = "length"
+    server.queue(cut)
+    script(server)
+    body = plan("all_turns").body()
+    body["loop"] = {**body["loop"], "empty_retry_count": 1}
+    records = run_trial(spec_for(task, Plan.seal(body), api_base=server.base), RunContext(sleep=lambda _s: None))
+    assert records.termination_reason is TerminationReason.USER_STOP
+    (retry,) = records.trajectory["retries"]
+    assert retry["retry_class"] == "empty_completion" and "reasoning-budget exhaustion" in retry["detail"]
+    # the discarded cut is never sent back: the resample sees the same prefix
+    assert server.requests[1]["messages"] == server.requests[0]["messages"]
