@@ -8,9 +8,10 @@ libyaml, runs only when needed:
   with YAML 1.2 core-schema scalars, exactly what the careful reader gives;
 - anything where the two readers could differ or where the careful reader has a guard (an
   alias past the alias bounds or to a node that contains it, an explicit tag, a duplicate or non-scalar key, a merge key, a second
-  document, deep nesting, a plain scalar that YAML 1.2 could read as a number, date or special
-  value in a form not handled here) hands the whole file to the careful reader, which reads it
-  or reports the located error;
+  document, deep nesting) hands the whole file to the careful reader, which reads it or reports
+  the located error; a plain scalar that YAML 1.2 may read as a number, date or special value
+  in a form not decoded here (``0x1f``, ``1_000``, ``2026-01-02``, ``2026.3.23``) is read by
+  the careful reader alone, as ``x: <scalar>``;
 - positions are computed (by the careful reader) the first time a diagnostic asks for one:
   a file without problems never pays for them.
 
@@ -21,6 +22,7 @@ scalar form above.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import re
 from pathlib import Path
@@ -236,8 +238,21 @@ def _scalar(text: str) -> Any:
     if _FLOAT.fullmatch(text):
         return float(text)
     if _DOUBT.fullmatch(text):
-        raise _Doubt
+        return _careful_scalar(text)
     return text
+
+
+@functools.lru_cache(maxsize=4096)
+def _careful_scalar(text: str) -> Any:
+    """What the careful reader makes of one plain scalar (a version ``2026.3.23``, a date, ``0x1f``): it reads
+    ``x: <text>`` itself, so the two readers cannot disagree; :class:`_Doubt` when that is not one scalar."""
+    try:
+        data = source_from_bytes(b"x: " + text.encode("utf-8"), "<scalar>").data
+    except InputError:
+        raise _Doubt from None
+    if not isinstance(data, dict) or list(data) != ["x"] or isinstance(data["x"], (dict, list)):
+        raise _Doubt
+    return data["x"]
 
 
 __all__ = ["LazySource", "Loc", "fast_data", "read_task_source", "task_source_from_bytes"]

@@ -596,9 +596,7 @@ class _Checks:
     def _imported_found(self, component: _Component, cls: type[Any]) -> _Found | None:
         spec = component.spec
         try:
-            public = {name: signature_of(member, cls, name) for name, member in tool_methods(cls).items()}
-            functions = {name: signature_of(member, cls, name)
-                         for name, member in inspect.getmembers(cls, predicate=inspect.isfunction)}
+            public, functions = _class_signatures(cls)
         except BaseException as exc:  # listing members runs the class's descriptors: the task author's code
             self.diag(component.loc, "environment-import",
                       f"listing the methods of {spec.ref} raised {type(exc).__name__}: {exc}")
@@ -741,6 +739,24 @@ def _schema_problem(schema_json: str) -> tuple[tuple[str | int, ...], str, str, 
     if not isinstance(schema.get("properties", {}), dict):
         return ("properties",), "tool-schema", "properties must be a mapping of parameter names to schemas", None
     return None
+
+
+#: the signatures of a class's methods, by class: a pack's tasks share their component classes
+_SIGNATURES: dict[type[Any], tuple[dict[str, Signature | None], dict[str, Signature | None]]] = {}
+_SIGNATURES_LOCK = threading.Lock()
+
+
+def _class_signatures(cls: type[Any]) -> tuple[dict[str, Signature | None], dict[str, Signature | None]]:
+    """(public methods, every method) of ``cls`` with their keyword signatures; the caller contains what raises."""
+    with _SIGNATURES_LOCK:
+        hit = _SIGNATURES.get(cls)
+    if hit is not None:
+        return hit
+    public = {name: signature_of(member, cls, name) for name, member in tool_methods(cls).items()}
+    functions = {name: signature_of(member, cls, name)
+                 for name, member in inspect.getmembers(cls, predicate=inspect.isfunction)}
+    with _SIGNATURES_LOCK:
+        return _SIGNATURES.setdefault(cls, (public, functions))
 
 
 def signature_of(method: Callable[..., Any], cls: type[Any], name: str) -> Signature | None:
