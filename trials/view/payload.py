@@ -30,8 +30,9 @@ from capplan.trials.summary import summarize
 
 #: the trajectory keys the chat and the side panels render; every other key is shown as recorded
 _SHOWN_TRAJECTORY = {"format", "version", "trial", "system_prompt", "tools", "messages", "tool_calls", "retries",
-                     "summarize_events", "user_reply_guard_events", "termination", "final_state"}
-_SHOWN_METRICS = {"format", "version", "trial", "calls", "grade"}
+                     "summarize_events", "user_reply_guard_events", "termination", "final_state", "checkpoints", "metadata"}
+_SHOWN_METRICS = {"format", "version", "trial", "calls", "grade", "status", "termination_reason", "counts_against_model",
+                  "turns", "max_turns", "n_calls"}
 
 
 @dataclass
@@ -156,15 +157,20 @@ def _detail(trial: TrialResult, shared: _Shared, redact: Callable[[str], str]) -
         detail["system_prompt"] = shared.ref(trajectory.get("system_prompt"))
         detail["tools"] = shared.ref(trajectory.get("tools"))
         for name in ("messages", "tool_calls", "retries", "summarize_events", "user_reply_guard_events",
-                     "termination", "final_state"):
+                     "termination", "final_state", "checkpoints", "metadata"):
             detail[name] = trajectory.get(name)
-        detail["trajectory_other"] = {k: v for k, v in trajectory.items() if k not in _SHOWN_TRAJECTORY}
+        detail["trajectory_other"] = _other(trajectory, _SHOWN_TRAJECTORY)
     if metrics is not None:
         detail["calls"] = metrics.get("calls")
         detail["grade"] = metrics.get("grade")
-        detail["metrics_other"] = {k: v for k, v in metrics.items() if k not in _SHOWN_METRICS}
+        detail["metrics_other"] = _other(metrics, _SHOWN_METRICS)
     scrubbed: dict[str, Any] = _scrubbed(detail, redact)
     return scrubbed
+
+
+def _other(data: dict[str, Any], shown: set[str]) -> dict[str, Any]:
+    """The fields the page has no section for (parser errors, value substitutions, fields added later), when set."""
+    return {k: v for k, v in data.items() if k not in shown and v is not None and v != [] and v != {}}
 
 
 def _scrubbed(value: Any, redact: Callable[[str], str]) -> Any:

@@ -1,0 +1,193 @@
+"""``capplan trial view`` opened in headless Chromium: click a matrix cell, filter, read the trial; nothing hostile runs.
+
+Screenshots of the matrix and of one trial are saved under the test's tmp folder; with
+``CAPPLAN_SCREENSHOTS=DIR`` they are also copied to DIR (the docs' images:
+``CAPPLAN_SCREENSHOTS=docs/img .venv/bin/python -m pytest -q tests/trials/results/test_view_browser.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from capplan.cli import main
+from capplan.trials.report.run_data import load_run
+from capplan.trials.view.write import render_runs
+from tests.trials.results import browser
+from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns
+
+pytestmark = pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))
+
+REPO = Path(__file__).resolve().parents[3]
+#: what the page shows for HOSTILE: every control character made visible, the ESC as ␛
+SHOWN = HOSTILE.replace("\x1b", "\u241b").replace("\x07", "\\x07")
+
+
+@pytest.fixture(scope="module")
+def page(hostile_runs: HostileRuns, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("view") / "report.html"
+    result = CliRunner().invoke(main, ["trial", "view", *map(str, hostile_runs.paths), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with browser.chromium(tmp_path_factory.mktemp("chromium")) as session:
+        yield session
+
+
+def open_page(driver: Any, path: Path) -> None:
+    driver.get(path.resolve().as_uri())
+    browser.wait_for(driver, "body[data-ready='1']")
+
+
+def not_pwned(driver: Any) -> None:
+    assert driver.execute_script("return window.__pwned === undefined") is True
+    assert driver.execute_script("return document.querySelectorAll('img, iframe, object, embed').length") == 0
+    hrefs = driver.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))")
+    assert all(h == "#" or h.startswith("#trial-") for h in hrefs), hrefs
+
+
+def save(driver: Any, name: str, folder: Path) -> None:
+    path = folder / name
+    driver.save_screenshot(str(path))
+    assert path.stat().st_size > 0
+    target = os.environ.get("CAPPLAN_SCREENSHOTS")
+    if target:
+        destination = Path(target) if Path(target).is_absolute() else REPO / target
+        destination.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, destination / name)
+
+
+def cells(driver: Any) -> list[Any]:
+    from selenium.webdriver.common.by import By
+
+    return list(driver.find_elements(By.CSS_SELECTOR, "#matrix a.cell"))
+
+
+def test_matrix_cell_opens_the_trial_and_its_conversation(page: Path, driver: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    open_page(driver, page)
+    not_pwned(driver)
+    assert len(cells(driver)) == 2 * len(TASKS)
+    stats = driver.find_element(By.ID, "stats").text
+    assert "agent-a" in stats and "91.7 %" in stats and "8.3 %" in stats
+    assert driver.find_element(By.ID, "shown-count").text == f"{2 * len(TASKS)} of {2 * len(TASKS)} trials shown"
+    driver.execute_script("document.getElementById('stats-section').scrollIntoView()")
+    save(driver, "trial-view-matrix.png", tmp_path)
+
+    row = driver.find_element(By.CSS_SELECTOR, "#matrix tr[data-task='t00']")
+    a_cell, b_cell = row.find_elements(By.CSS_SELECTOR, "a.cell")
+    assert "o-failed" in a_cell.get_attribute("class") and "o-passed" in b_cell.get_attribute("class")
+    b_cell.click()
+    title = browser.wait_for(driver, "#trial-title")
+    assert title.text == "trial agent-b/t00/0"
+    assert driver.find_element(By.ID, "trial-outcome").text == "passed"
+    assert driver.find_element(By.ID, "overview").is_displayed() is False
+    chat = driver.find_element(By.ID, "chat")
+    bubbles = chat.find_elements(By.CSS_SELECTOR, ".msg")
+    roles = [b.get_attribute("data-role") for b in bubbles]
+    assert roles[:4] == ["user", "agent", "tool", "agent"]
+    assert bubbles[0].find_element(By.CSS_SELECTOR, "pre").get_attribute("textContent") == SHOWN
+    call = bubbles[1].text
+    assert "tool call add" in call and '"amount": 2' in call and '"memo"' in call
+    long_result = bubbles[2].find_element(By.CSS_SELECTOR, "details.long")
+    assert long_result.get_attribute("open") is None  # collapsed past the length …
+    assert "END-OF-OUTPUT" in long_result.find_element(By.CSS_SELECTOR, "pre").get_attribute("textContent")  # … but whole
+    long_result.find_element(By.TAG_NAME, "summary").click()
+    assert long_result.find_element(By.CSS_SELECTOR, "pre").is_displayed()
+    assert "agent says " + SHOWN in bubbles[3].text.replace("\n", "") or \
+        bubbles[3].find_element(By.CSS_SELECTOR, "pre").get_attribute("textContent") == "agent says " + SHOWN
+    grade = driver.find_element(By.ID, "grade").text
+    assert "verdict: passed" in grade and "expected_state" in grade
+    calls = driver.find_elements(By.CSS_SELECTOR, ".calls-table tbody tr")
+    assert len(calls) == 3  # the agent's turn with the tool call, its answer, the answer after "thanks"
+    not_pwned(driver)
+    save(driver, "trial-view-trial.png", tmp_path)
+
+    driver.find_element(By.ID, "back").click()
+    browser.wait_for(driver, "#matrix a.cell")
+    assert driver.find_element(By.ID, "overview").is_displayed()
+
+
+def test_filters_work_without_a_server(page: Path, driver: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    open_page(driver, page)
+    driver.find_element(By.ID, "f-outcome-passed").click()
+    assert driver.find_element(By.ID, "shown-count").text == f"12 of {2 * len(TASKS)} trials shown"
+    assert {c.get_attribute("class") for c in cells(driver)} == {"cell o-failed"}
+    driver.find_element(By.ID, "f-outcome-passed").click()
+    search = driver.find_element(By.ID, "f-search")
+    search.send_keys("t03")
+    assert [c.get_attribute("title").split(" ")[0] for c in cells(driver)] == ["agent-a/t03/0", "agent-b/t03/0"]
+    search.clear()
+    search.send_keys("agent-b/t0")
+    assert len(cells(driver)) == 10
+    search.clear()
+    search.send_keys("x")  # clear() sends no input event: type and delete to reset the filter
+    search.send_keys("\b")
+    Select(driver.find_element(By.ID, "f-reason")).select_by_value("user_stop")
+    assert len(cells(driver)) == 2 * len(TASKS)
+    Select(driver.find_element(By.ID, "f-pack")).select_by_value("desk")
+    assert len(cells(driver)) == 2 * len(TASKS)
+    assert [o.get_attribute("value") for o in Select(driver.find_element(By.ID, "f-pack")).options] == ["", "desk"]
+
+
+def test_hostile_task_ids_model_keys_and_packs_are_shown_as_text(hostile_runs: HostileRuns, driver: Any,
+                                                                 tmp_path: Path) -> None:
+    """The loader refuses such names; the page must not depend on that, so it is fed them directly."""
+    from selenium.webdriver.common.by import By
+
+    run = load_run(hostile_runs.a.out)
+    hostile = tuple(dataclasses.replace(t, task_id=f"{HOSTILE} {t.task_id}", task_pack=HOSTILE, plan_key=HOSTILE)
+                    for t in run.trials)
+    page = tmp_path / "hostile.html"
+    page.write_text(render_runs([dataclasses.replace(run, trials=hostile, label=HOSTILE)]), encoding="utf-8")
+    open_page(driver, page)
+    not_pwned(driver)
+    first = driver.find_element(By.CSS_SELECTOR, "#matrix tbody tr")
+    pack, task = first.find_elements(By.TAG_NAME, "td")[:2]
+    assert pack.get_attribute("textContent") == SHOWN and task.get_attribute("textContent") == f"{SHOWN} t00"
+    assert driver.find_element(By.CSS_SELECTOR, "#matrix thead th:nth-child(3)").get_attribute("textContent") == SHOWN
+    cells(driver)[0].click()
+    assert browser.wait_for(driver, "#trial-title").get_attribute("textContent").startswith(f"trial agent-a/t00/0")
+    not_pwned(driver)
+
+
+def _benchmark() -> Any:
+    spec = importlib.util.spec_from_file_location("trial_view_benchmark", REPO / "benchmarks" / "trial_view.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_page_of_1000_trials_opens_and_pages(driver: Any, tmp_path: Path) -> None:
+    """Prints the page's load time (run with -s); asserts only on what is shown, never on time."""
+    from selenium.webdriver.common.by import By
+
+    run = _benchmark().write_synthetic_run(tmp_path / "run", 1000)
+    page = tmp_path / "view.html"
+    result = CliRunner().invoke(main, ["trial", "view", str(run), "--out", str(page)])
+    assert result.exit_code == 0, result.output
+    open_page(driver, page)
+    timing = driver.execute_script(
+        "const t = performance.getEntriesByType('navigation')[0]; return [t.domContentLoadedEventEnd, t.loadEventEnd];")
+    print(f"\ntrial view of 1000 trials: {page.stat().st_size / 2**20:.1f} MB, DOMContentLoaded "
+          f"{timing[0]:.0f} ms, load {timing[1]:.0f} ms (headless Chromium, file://)")
+    assert driver.find_element(By.ID, "shown-count").text == "1000 of 1000 trials shown"
+    rows = driver.find_elements(By.CSS_SELECTOR, "#matrix tbody tr")
+    assert len(rows) == 125  # 1000 trials = 4 models x 125 tasks x 2: one page of rows
+    cells(driver)[-1].click()
+    assert browser.wait_for(driver, "#trial-title").text.startswith("trial ")

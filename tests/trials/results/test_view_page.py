@@ -1,0 +1,120 @@
+"""The ``trial view`` page as a file: self-contained, data escaped, written only where it may be, trial files read defensively."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from capplan.cli import main
+from capplan.trials.view.page import script_json
+from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns
+
+
+def view(*args: str | Path) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["trial", "view", *map(str, args)])
+    return result.exit_code, result.output
+
+
+def blocks(html: str) -> dict[str, object]:
+    """Every JSON block of the page by element id, parsed as the browser parses it."""
+    found = re.findall(r'<script type="application/json" id="([^"]+)">(.*?)</script>', html, flags=re.S)
+    return {name: json.loads(text) for name, text in found}
+
+
+def copy_run(hostile_runs: HostileRuns, tmp_path: Path) -> Path:
+    copy = tmp_path / "run"
+    shutil.copytree(hostile_runs.a.out, copy)
+    return copy
+
+
+def test_the_page_needs_nothing_else_and_no_text_escapes_its_element(hostile_runs: HostileRuns, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    code, output = view(*hostile_runs.paths, "--out", out)
+    assert code == 0, output
+    html = out.read_text(encoding="utf-8")
+    # nothing fetched: no URL anywhere a browser would load one, and a policy refusing any
+    assert not re.search(r'\b(?:src|href)\s*=\s*["\']?(?:https?:|//|javascript:)', html, flags=re.I)
+    assert "default-src 'none'" in html and "<link" not in html
+    # exactly the page's own script elements: the index, one detail per trial, the code
+    assert html.count("<script") == html.count("</script>") == 1 + 2 * len(TASKS) + 1
+    assert "<!--" not in html.split("<body>", 1)[1]
+    data = blocks(html)
+    assert len(data) == 1 + 2 * len(TASKS)
+    details = [d for name, d in data.items() if name.startswith("d-")]
+    outputs = [c["output"] for d in details for c in d["tool_calls"]]  # type: ignore[index]
+    assert all(HOSTILE in o and o.endswith("END-OF-OUTPUT") for o in outputs)  # whole, escapes kept as data
+    users = [m["content"] for d in details for m in d["messages"] if m["role"] == "user"]  # type: ignore[index]
+    assert HOSTILE in users
+    # the title is autoescaped, the folder names never raw
+    assert "<b>|" not in html and "&lt;b&gt;|" in html.split("</title>")[0]
+
+
+def test_script_json_cannot_close_its_element() -> None:
+    text = str(script_json({"a": "</script><!-- & \u2028"}))
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == {"a": "</script><!-- & \u2028"}
+
+
+def test_out_inside_a_run_folder_is_refused_and_nothing_is_written(hostile_runs: HostileRuns, tmp_path: Path) -> None:
+    run = copy_run(hostile_runs, tmp_path)
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    code, output = view(run, "--out", run / "trials" / "view.html")
+    assert code == 2 and "error[VIEW_OUT]" in output and "inside the run folder" in output and "hint:" in output
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+
+
+def test_out_through_a_link_is_refused(hostile_runs: HostileRuns, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.html"
+    target.write_text("keep")
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "report.html").symlink_to(target)
+    code, output = view(hostile_runs.a.out, "--out", tmp_path / "pages" / "report.html")
+    assert code == 2 and "error[VIEW_OUT]" in output
+    assert target.read_text() == "keep"
+
+
+def test_unknown_damaged_and_bomb_trial_files_do_not_stop_the_page(hostile_runs: HostileRuns, tmp_path: Path) -> None:
+    run = copy_run(hostile_runs, tmp_path)
+    trials = run / "trials" / "agent-a"
+    # a field a later capplan adds is passed through to the page
+    path = trials / "t01" / "0" / "trajectory.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["future_field"] = {"per_call_journal": ["<script>x</script>"]}
+    path.write_text(yaml.safe_dump(data))
+    # a file that is not YAML, and one whose aliases expand past the bound
+    (trials / "t02" / "0" / "metrics.yaml").write_text("calls: [unclosed\n")
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(7))
+    (trials / "t03" / "0" / "trajectory.yaml").write_text(bomb)
+    (trials / "t04" / "0" / "trajectory.yaml").unlink()
+    out = tmp_path / "report.html"
+    code, output = view(run, "--out", out)
+    assert code == 0, output
+    details = {d["key"]: d for d in _details_by_key(out.read_text(encoding="utf-8"))}
+    assert details["agent-a/t01/0"]["trajectory_other"] == {"future_field": {"per_call_journal": ["<script>x</script>"]}}
+    [problem] = details["agent-a/t02/0"]["problems"]
+    assert "t02/0/metrics.yaml:2:1: error[RUN_DATA]: is not valid YAML" in problem and "hint:" in problem
+    [problem] = details["agent-a/t03/0"]["problems"]
+    assert "expands to more than 2000000 values" in problem
+    assert details["agent-a/t04/0"]["problems"] == ["trials/agent-a/t04/0/trajectory.yaml is missing"]
+    assert details["agent-a/t05/0"]["problems"] == [] and details["agent-a/t05/0"]["messages"]
+
+
+def _details_by_key(html: str) -> list[dict[str, object]]:
+    data = blocks(html)
+    index = data["view-index"]
+    assert isinstance(index, dict)
+    key_at = index["trial_fields"].index("key")
+    out = []
+    for i, trial in enumerate(index["trials"]):
+        detail = data[f"d-{i}"]
+        assert isinstance(detail, dict)
+        out.append({**detail, "key": trial[key_at]})
+    return out
