@@ -14,7 +14,18 @@ Measured in one run:
   executor on the clock, litellm not), and through real litellm, whose own per-call CPU is
   printed beside it with the floor it sets (calls x CPU per call, all under one GIL): on a
   2-core machine it, not the runner, bounds the second figure;
-* peak RSS of this process (ru_maxrss) after the throughput run.
+* peak RSS of this process (ru_maxrss) after the throughput run;
+* turn cost by history length — the CPU time (all of this process's threads: the tool runs on
+  the trial's task-code worker) one agent turn takes through the real loop
+  (``ToolCallingLoop._run_turn``: building the request, the executor's build, an instant
+  in-process completion, parsing, running the tool, recording) when the conversation holds
+  about 30, 300 and 1 000 messages, medians over the turns near each length in a few long
+  trials; target: the cost at 300 <= 1.5x the cost at 30. The loop extends one request, so its
+  own work and the executor's build cost what the new messages cost; printed beside it, the
+  same turns less the time the client spends deep-copying the built kwargs before handing them
+  to litellm (``copy.deepcopy`` in ``executor/client.py``, linear in the history), and the turns
+  of a run with that copy skipped (the stub completion mutates nothing): what the loop and the
+  executor's build cost without it.
 
 Run from the project root:  python benchmarks/trial_loop.py [--trials 500] [--concurrency 32]
 """
@@ -22,6 +33,7 @@ Run from the project root:  python benchmarks/trial_loop.py [--trials 500] [--co
 from __future__ import annotations
 
 import argparse
+import copy
 import http.client
 import io
 import json
@@ -42,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.pop("LLM_PROXY_BASE_URL", None)
 
+from capplan.executor import client as client_module  # noqa: E402
 from capplan.executor.plan import Plan  # noqa: E402
 from tests.executor.plans import make_plan  # noqa: E402
 from tests.trials.agent_server import default_responder  # noqa: E402
@@ -168,16 +181,97 @@ def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
     return wall, turns
 
 
+#: History lengths the turn-cost row reports, and how near a turn's history must be to count.
+TURN_COST_SIZES = (30, 300, 1000)
+TURN_COST_WINDOW = 8
+
+
+class _TimedCopy:
+    """Stands in for the ``copy`` module in ``capplan.executor.client``: its ``deepcopy`` is timed, or skipped."""
+
+    def __init__(self, skip: bool = False) -> None:
+        self.spent = 0.0
+        self.skip = skip
+
+    def deepcopy(self, value: Any) -> Any:
+        if self.skip:  # the completion stub never mutates what it is given
+            return value
+        started = time.process_time()
+        try:
+            return copy.deepcopy(value)
+        finally:
+            self.spent += time.process_time() - started
+
+
+def turn_cost(folder: Path, plan: Plan, trials: int = 5, *, skip_copy: bool = False) -> dict[int, tuple[float, float]]:
+    """(seconds per agent turn, the same without the client's deepcopy) through the real loop at
+    each of ``TURN_COST_SIZES`` history lengths.
+
+    One scripted user turn adds four messages (user, the tool call, its result, the answer), so
+    a trial of 260 user turns passes every size; each turn is timed around ``_run_turn`` with
+    the wire's length when it started.
+    """
+    user_turns = max(TURN_COST_SIZES) // 4 + 10
+    task = write_task(folder, task_id="long", turns=[f"add one, step {i}" for i in range(user_turns)],
+                      extra=f"max_turns: {2 * user_turns + 2}\n")
+    samples: dict[int, list[float]] = {size: [] for size in TURN_COST_SIZES}
+    without_copy: dict[int, list[float]] = {size: [] for size in TURN_COST_SIZES}
+    original = ToolCallingLoop._run_turn
+    copier = _TimedCopy(skip=skip_copy)
+
+    def timed(self: ToolCallingLoop, turn: int) -> Any:
+        size = len(self.wire)
+        copier.spent = 0.0
+        started = time.process_time()
+        try:
+            return original(self, turn)
+        finally:
+            elapsed = time.process_time() - started
+            for wanted in TURN_COST_SIZES:
+                if abs(size - wanted) <= TURN_COST_WINDOW:
+                    samples[wanted].append(elapsed)
+                    without_copy[wanted].append(elapsed - copier.spent)
+
+    context = RunContext(completion=instant_completion)
+    run_trial(spec_for(task, plan, index=trials), context)  # warm: plan, client, task, tool memo
+    for wanted in TURN_COST_SIZES:
+        samples[wanted].clear()
+    ToolCallingLoop._run_turn = timed  # type: ignore[method-assign]
+    client_module.copy = copier  # type: ignore[assignment]
+    try:
+        for i in range(trials):
+            records = run_trial(spec_for(task, plan, index=i), context)
+            assert records.metrics["termination_reason"] == "user_stop", records.trajectory["termination"]
+    finally:
+        ToolCallingLoop._run_turn = original  # type: ignore[method-assign]
+        client_module.copy = copy
+    return {size: (statistics.median(samples[size]), statistics.median(without_copy[size])) for size in TURN_COST_SIZES}
+
+
+def print_turn_cost(costs: dict[int, tuple[float, float]], skipped: dict[int, tuple[float, float]]) -> None:
+    rows = ((costs, "", 0), (costs, ", less the client's deepcopy", 1), (skipped, ", the client's deepcopy skipped", 0))
+    for costs, label, which in rows:
+        base = costs[TURN_COST_SIZES[0]][which]
+        row = ", ".join(f"{size} messages {cost[which] * 1e3:.3f} ms ({cost[which] / base:.2f}x)"
+                        for size, cost in costs.items())
+        print(f"turn cost (CPU) through the real loop{label}: {row} (target: 300 <= 1.5x 30)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--overhead-trials", type=int, default=200)
+    parser.add_argument("--turn-cost-only", action="store_true", help="Only the turn-cost row.")
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-benchmark-loopback")
     with tempfile.TemporaryDirectory() as tmp:
         task = write_task(Path(tmp) / "pack", turns=["add one", "and one more", "thanks, that's all"])
         plan = make_plan("openai", "agent-model", key="bench")
+        print_turn_cost(turn_cost(Path(tmp) / "long", plan),
+                        turn_cost(Path(tmp) / "long-no-copy", plan, skip_copy=True))
+        if args.turn_cost_only:
+            return
         runner_s, executor_s = loop_overhead(task, plan, args.overhead_trials)
         print(f"loop overhead per agent turn (runner only): {runner_s * 1e3:.3f} ms = "
               f"{runner_s / LATENCY_S:.4f} of a 50 ms round trip (target <= 0.02)")
