@@ -173,3 +173,22 @@ def test_a_route_refusing_the_forced_choice_is_asked_again_without_it(serve, har
     assert [(c["status"], c["tool_choice"]) for c in records] == [(400, "required"), (200, "auto")]
     assert harness("report", "--out", out).code == 0
     assert row(out, "fake-model")["verdict"] == "consumes-all-turns"
+
+
+def test_the_snippet_compiles_into_the_measured_replay_scope(serve, harness, tmp_path, keyed):
+    # measured -> snippet -> operator overlay -> plan: a Qwen3-style template gets in_loop
+    from capplan.compiler.compile import compile_paths
+
+    qwen3 = ChatProvider(key=FAKE_KEY, reads=("reasoning_content",), scope="after_last_user",
+                         turn1_fields=("reasoning_content",), fingerprint="b7000-qwen3")
+    out = measure(serve, harness, tmp_path, qwen3, "--steps", "text")
+    snippet = tmp_path / "measured.yaml"
+    assert harness("report", "--out", out, "--overlay", str(snippet), "--overlay-route", "llamacpp").code == 0
+    run = tmp_path / "run.yaml"
+    run.write_text("models:\n  local: {provider: llamacpp, name: fake-model}\n")
+    base = tmp_path / "base.yaml"
+    base.write_text("bindings:\n  llamacpp: {endpoint: 'http://127.0.0.1:8080/v1', custom_llm_provider: openai}\n"
+                    "presets:\n  local:\n    match: [fake-model]\n    reasoning_codec: reasoning_content\n")
+    plan = compile_paths(run_config=run, overlays=[base, snippet]).plans["local"]
+    params = plan.policies["reasoning_codec"].params
+    assert params["replay"] == "in_loop" and params["evidence"].startswith("in-loop-only (external:measured.yaml")
