@@ -13,6 +13,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import click
@@ -31,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "replay": "capplan.cli.replay_cmd:replay_cmd",
     "gateway": "capplan.cli.gateway_cmd:gateway_cmd",
     "trial": "capplan.cli.trial_cmd:trial_cmd",
+    "init": "capplan.cli.init_cmd:init_cmd",
 }
 
 #: commands that hold nothing open once they return (they read files, write through atomic
@@ -51,6 +53,7 @@ SHORT_HELP: dict[str, str] = {
     "replay": "Reasoning-replay consumption eval (models | run | report).",
     "gateway": "Check how each plan routes through the LLM gateway (LLM_PROXY_*).",
     "trial": "Run agent tasks from compiled plans (run | report).",
+    "init": "Write a commented starter project (capplan.yaml, run config, overlay, one task).",
 }
 
 
@@ -135,18 +138,40 @@ def _module_exists(target: str) -> bool:
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="capplan")
-def main() -> None:
+@click.option("--project", "project_file", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
+              help="Project file to read instead of the nearest capplan.yaml (or pyproject.toml with [tool.capplan]).")
+@click.option("--no-project", is_flag=True, default=False, help="Read no project file; only the flags given count.")
+@click.pass_context
+def main(ctx: click.Context, project_file: Path | None, no_project: bool) -> None:
     """capplan: compile every provider and model quirk into a frozen capability plan.
 
     \b
     Typical use:
+      capplan init my-evals                 # a starter project that lints and runs offline
       capplan compile --out plans/          # the bundled catalogue, one plan per model
       capplan lint examples/overlays/*.yaml # every problem in every file, located
       capplan explain kimi-k3 policies.message_assembly_policy
       capplan diff --base origin/main       # what a change does to every plan
 
+    A project file (capplan.yaml at the project root, found from the working directory up to
+    the git root; or [tool.capplan] in pyproject.toml) names the run config, overlays, data,
+    plans and golden folders and trial defaults, so commands need no repeated flags; a flag
+    given beats it. Shell completion: see docs/commands.md (eval "$(_CAPPLAN_COMPLETE=bash_source capplan)").
+
     Exit codes: 0 ok, 1 findings or differences, 2 usage or input error.
     """
+    from capplan.cli.common import note_project_in_help, read_project
+
+    if ctx.resilient_parsing:  # shell completion: read nothing, fail on nothing
+        return
+    read_project(ctx, project_file, no_project)
+    name = ctx.invoked_subcommand
+    command = self_command = ctx.command
+    if name is not None and isinstance(self_command, click.Group):
+        found = self_command.get_command(ctx, name)
+        if found is not None:
+            command = found
+    note_project_in_help(command)
 
 
 def run() -> None:

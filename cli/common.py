@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from capplan.core.diagnostics import Diagnostic
+from capplan.core.diagnostics import Diagnostic, InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -50,3 +50,89 @@ def print_diagnostics(diagnostics: tuple[Diagnostic, ...] | list[Diagnostic]) ->
     """Located diagnostics, one per problem, on stderr."""
     for d in sorted(diagnostics):
         click.echo(d.render(), err=True)
+
+
+# --- the project file (capplan.yaml / [tool.capplan]) ------------------------------------------
+
+_PROJECT_KEY = "capplan.project"
+
+
+def read_project(ctx: click.Context, explicit: Path | None, ignore: bool) -> None:
+    """Find and load the project file for this invocation; its settings become every command's defaults.
+
+    Called by the ``capplan`` group before the command runs (and before its ``--help``), so an
+    explicit flag beats the file through click's own ``default_map``. A broken project file stops
+    every command but ``lint``, which reports its problems with the rest.
+    """
+    from capplan.core.project_file import find_project_file, load_project, project_defaults
+
+    ctx.meta[_PROJECT_KEY] = None
+    path = None if ignore else (explicit or find_project_file())
+    if path is None:
+        return
+    shown = _shown(path)
+    project, problems = load_project(path, shown)
+    ctx.meta[_PROJECT_KEY] = (path, project)
+    if project is None:
+        if ctx.invoked_subcommand == "lint":
+            ctx.default_map = {"lint": {"files": (Path(shown),)}}
+            return
+        raise InputError(problems)
+    ctx.default_map = project_defaults(project)
+
+
+def _shown(path: Path) -> str:
+    import os
+
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def project_file_used() -> Path | None:
+    """The project file this invocation read (valid or not), or None."""
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None and _PROJECT_KEY not in ctx.meta:
+        ctx = ctx.parent
+    found = ctx.meta.get(_PROJECT_KEY) if ctx is not None else None
+    return found[0] if found else None
+
+
+def project_note() -> str | None:
+    """``project file: capplan.yaml (its settings are the defaults; flags override them)``, or None."""
+    path = project_file_used()
+    return None if path is None else f"project file: {_shown(path)} (its settings are the defaults; flags override them)"
+
+
+def note_project_in_help(command: click.Command) -> None:
+    """End ``command``'s help (and its subcommands') with the project file in use, or with nothing.
+
+    The epilog is reset on every invocation, so one process running several (tests) never shows
+    another's file.
+    """
+    note = project_note()
+    stack = [command]
+    while stack:
+        cmd = stack.pop()
+        original = cmd.__dict__.setdefault("_capplan_epilog", cmd.epilog)
+        cmd.epilog = "\n\n".join(p for p in (original, note) if p) or None
+        if isinstance(cmd, click.Group):
+            stack.extend(cmd.commands.values())
+
+
+def next_hint(command: str, *, quiet: bool = False) -> None:
+    """``next: <command>`` on stderr: what a newcomer runs after this command.
+
+    Shown only where someone reads it as it happens (stderr is a terminal), as the progress
+    display's live line is; never in a CI log, a pipe or with ``quiet``.
+    """
+    if quiet or not _stderr_is_terminal():
+        return
+    click.echo(f"next: {command}", err=True)
+
+
+def _stderr_is_terminal() -> bool:
+    import sys
+
+    return sys.stderr.isatty()

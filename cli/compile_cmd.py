@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, input_options, print_diagnostics
+from capplan.cli.common import EXIT_FINDINGS, input_options, next_hint, print_diagnostics
 from capplan.compiler.compile import compile_paths
 from capplan.compiler.golden import REGEN_COMMAND, compare, default_golden_dir
 from capplan.compiler.plan_output import write_plan_set
@@ -73,6 +73,17 @@ def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: P
     written = write_plan_set(result.plans, result.manifest, out_dir, keep_others=keep_others)
     _report_removed(written.removed)
     click.echo(f"compiled {len(result.plans)} plan(s) into {out_dir}")
+    next_hint(_next_after_compile(out_dir, sorted(result.plans)))
+
+
+def _next_after_compile(out_dir: Path, keys: list[str]) -> str:
+    """A trial run on the plans just written: the project's own when it names one, else a template."""
+    ctx = click.get_current_context()
+    trial_defaults = (ctx.find_root().default_map or {}).get("trial", {}).get("run", {})
+    if "tasks" in trial_defaults and "plans" in trial_defaults:
+        return "capplan trial run    # the tasks and plans capplan.yaml names"
+    first = keys[0] if keys else "MODEL"
+    return f"capplan trial run TASKS --plan {out_dir / (first + '.json')} --out runs/first"
 
 
 def _report_removed(removed: list[str]) -> None:

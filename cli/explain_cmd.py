@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from capplan.cli.common import input_options
+from capplan.cli.common import input_options, project_note
 from capplan.compiler.compile import compile_paths
 from capplan.compiler.explain import explain, unknown_field_hint
 from capplan.compiler.provenance_lines import LineIndex
@@ -29,6 +29,9 @@ def explain_cmd(model: str, field: str | None, run_config: Path | None, overlays
       capplan explain gemini-3.1-pro-preview param_value_rules --presets-file examples/overlays/ops-overlay.yaml
     """
     result = compile_paths(data_dir=data_dir, run_config=run_config, overlays=list(overlays), model=model)
+    note = project_note()
+    if note is not None:  # which defaults the inputs above came from
+        click.echo(f"# {note}")
     for key, plan in result.plans.items():
         click.echo(f"# {key}: {plan.model.model_id} (wire {plan.model.wire_model}), "
                    f"preset {plan.effective_preset}, fingerprint {plan.fingerprint[:12]}")

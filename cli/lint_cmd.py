@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option
+from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, project_file_used
 from capplan.core.diagnostics import render_all
 from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.compiler.lint import KINDS, bundled_index_note, lint_file, once_each
@@ -62,6 +63,9 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_conf
     """
     diagnostics: list[Diagnostic] = []
     skipped = 0
+    project = project_file_used()
+    if project is not None and project.resolve() not in {f.resolve() for f in files}:
+        files = (*files, Path(os.path.relpath(project)))  # lint checks the project file whenever one is in use
     for path in files:
         note = bundled_index_note(path) if kind == "auto" else None
         if note is not None:  # capplan's own parse index (presets/*.json matches it): a note, never a failure

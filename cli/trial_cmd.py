@@ -85,7 +85,8 @@ def trial_cmd() -> None:
               help="Run config (as for capplan compile) whose run policies apply: rate_limit_probe (absorb 429s "
                    "at a fixed interval; telemetry in the run folder's probe.json) on every backend; rate_limits "
                    "(requests per minute and calls in flight, per provider and per key, cluster-wide) on "
-                   "--backend ray only.")
+                   "--backend ray only; trials (tool_choice, parallel_tool_calls, tool_timeout_s for every task, "
+                   "winning over each task's own).")
 @click.option("--api-base", default=None, help="Send agent calls to this base URL instead of the binding's.")
 @click.option("--user-api-base", default=None, help="Send user-simulator calls to this base URL.")
 @click.option("--fail-on-error", "fail_on_error", type=_ErrorTolerance(), default="0", show_default=True,
@@ -172,7 +173,8 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     try:
         config = _run_config(run_config, backend)
         if config is not None:
-            request = dataclasses.replace(request, rate_limit_probe=config.model.rate_limit_probe)
+            request = dataclasses.replace(request, rate_limit_probe=config.model.rate_limit_probe,
+                                          trial_choices=config.model.trials.model_dump(mode="json", exclude_none=True))
         specs, settings = build_run(request)
         # the folder is checked before a backend starts or a key is looked at: a folder of foreign
         # files, a damaged runs.jsonl or a planted link is refused with nothing written
@@ -191,6 +193,10 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     for line in stats.report() if stats is not None else []:
         click.echo(line, err=True)
     click.echo(f"run folder: {out}  (summary: {out / 'summary.md'})", err=True)
+    if not outcome.interrupted and not outcome.not_started and outcome.configuration_error is None:
+        from capplan.cli.common import next_hint
+
+        next_hint(f"capplan trial report {out}    # pass rate, cost and tokens per model and task pack")
     if outcome.configuration_error is not None:
         click.echo(f"capplan trial run: error[CONFIGURATION]: run stopped: {outcome.configuration_error}; the remaining "
                    "trials are recorded aborted (fix it, then rerun with --retry-aborted)", err=True)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # lint must not pay for the plan model unless it compiles
     from capplan.compiler.loading import Inputs
     from capplan.executor.plan import Plan
 
-KINDS = ("auto", "presets", "overlay", "providers", "pricing", "run-config")
+KINDS = ("auto", "presets", "overlay", "providers", "pricing", "run-config", "project")
 # imported per kind, so linting an overlay does not pay for the plan model and the others
 _MODELS = {"presets": "capplan.compiler.inputs.preset_file:PresetFile", "overlay": "capplan.compiler.inputs.overlay_file:OverlayFile",
            "providers": "capplan.compiler.inputs.providers_file:ProvidersFile",
@@ -59,7 +59,8 @@ def _model_for(kind: str) -> type[BaseModel]:
 
 def detect_kind(path: Path) -> str:
     """Guess a file's kind from its name, then from its top-level keys."""
-    by_name = {"model_presets.yaml": "presets", "providers.yaml": "providers", "pricing.json": "pricing"}
+    by_name = {"model_presets.yaml": "presets", "providers.yaml": "providers", "pricing.json": "pricing",
+               "capplan.yaml": "project", "pyproject.toml": "project"}
     if path.name in by_name:
         return by_name[path.name]
     try:
@@ -86,6 +87,10 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None,
         kind = detect_kind(path)
     if kind == "run-config":
         return _lint_by_compiling(run_config=path, overlays=[], data_dir=data_dir)
+    if kind == "project":
+        from capplan.core.project_file import load_project
+
+        return load_project(path, str(path))[1]
     loaded, diags = load_file(path, _model_for(kind), str(path), partial=True)
     if loaded is None:
         return diags

@@ -24,6 +24,7 @@ SCHEMAS: dict[str, str] = {
     "run-line": "capplan.trials.records:RunLine",
     "trial-summary": "capplan.trials.records:Summary",
     "probe-census": "capplan.trials.probe_census:ProbeCensus",
+    "project": "capplan.core.project_file:ProjectFile",
 }
 
 

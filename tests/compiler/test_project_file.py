@@ -1,0 +1,151 @@
+"""The project file and `capplan init`, end to end through the command line, as a new user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+STARTER = ["capplan.yaml", "run.yaml", "overlays/team.yaml", "tasks/order-01-status.yaml", "tasks/order_env.py"]
+
+
+def capplan(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`capplan ARGS` as a process in ``cwd`` (offline; stderr is a pipe, so no hints)."""
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return subprocess.run([sys.executable, "-m", "capplan.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_init_writes_a_starter_that_lints_clean_and_runs_offline(tmp_path: Path) -> None:
+    made = capplan(tmp_path, "init", "my-evals")
+    assert made.returncode == 0, made.stderr
+    project = tmp_path / "my-evals"
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()) == sorted(STARTER)
+    assert "next: cd my-evals && capplan lint && capplan compile && capplan trial run" in made.stdout
+    assert all(project.joinpath(name).read_text().startswith(("#", '"""')) for name in STARTER)  # commented
+
+    lint = capplan(project, "lint")
+    assert (lint.returncode, lint.stdout.strip()) == (0, "capplan lint: 4 file(s) checked: no problems")
+
+    compiled = capplan(project, "compile")  # plans folder and run config from capplan.yaml
+    assert compiled.returncode == 0, compiled.stderr
+    assert sorted(p.name for p in (project / "plans").iterdir()) == ["manifest.json", "mock-echo.json"]
+
+    run = capplan(project, "trial", "run")  # tasks, plans, out and trials from capplan.yaml
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(x) for x in (project / "runs/starter/runs.jsonl").read_text().splitlines()]
+    assert len(lines) == 2 and {line["task_id"] for line in lines} == {"order-01-status"}
+    assert all(line["status"] == "completed" and line["passed"] for line in lines), lines
+
+
+def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "run.yaml").write_text("mine\n")
+    done = capplan(tmp_path, "init")
+    assert done.returncode == 2
+    assert "run.yaml:1:1: error[file-exists]: exists already; capplan init never overwrites" in done.stderr
+    assert (tmp_path / "run.yaml").read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.yaml"]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project whose capplan.yaml names the example run config and overlay."""
+    root = tmp_path / "proj"
+    (root / "overlays").mkdir(parents=True)
+    (root / "sub" / "deeper").mkdir(parents=True)
+    shutil.copy(REPO / "examples/run.yaml", root / "run.yaml")
+    shutil.copy(REPO / "examples/overlays/ops-overlay.yaml", root / "overlays/ops.yaml")
+    (root / "capplan.yaml").write_text("run_config: run.yaml\noverlays: [overlays/ops.yaml]\nplans: build/plans\n")
+    return root
+
+
+def test_every_command_reads_the_project_file_from_below_and_flags_override_it(project: Path) -> None:
+    here = project / "sub" / "deeper"
+    done = capplan(here, "compile")
+    assert done.returncode == 0, done.stderr
+    # the overlay's in-house model compiled: run config and overlay both came from capplan.yaml
+    assert sorted(p.name for p in (project / "build/plans").iterdir()) == [
+        "acme-support.json", "claude-opus.json", "grok.json", "manifest.json"]
+    done = capplan(here, "compile", "--model", "grok", "--out", "mine")  # flags beat the file
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (here / "mine").iterdir()) == ["grok.json", "manifest.json"]
+    explained = capplan(here, "explain", "acme-support", "binding.key")
+    assert explained.returncode == 0, explained.stderr
+    first, second = explained.stdout.splitlines()[:2]
+    assert first == "# project file: ../../capplan.yaml (its settings are the defaults; flags override them)"
+    assert second.startswith("# acme-support: acme/support-ft-3")
+    ignored = capplan(here, "--no-project", "explain", "acme-support")  # not a catalogue key without the file
+    assert ignored.returncode == 2 and "project file" not in ignored.stdout
+
+
+def test_help_says_which_project_file_is_used(project: Path, tmp_path: Path) -> None:
+    for args in (["compile", "--help"], ["trial", "run", "--help"], ["lint", "--help"]):
+        helped = capplan(project / "sub", *args)
+        assert helped.returncode == 0
+        assert "project file: ../capplan.yaml (its settings are the defaults; flags override" in " ".join(
+            helped.stdout.split()), args
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert "project file:" not in capplan(elsewhere, "compile", "--help").stdout
+
+
+def test_a_broken_project_file_is_linted_in_one_pass_and_stops_other_commands(project: Path) -> None:
+    (project / "capplan.yaml").write_text(
+        "run_conifg: run.yaml\n"
+        "overlays: [overlays/ops.yaml, ../outside.yaml, missing.yaml]\n"
+        "plans: 5\n"
+        "trial: {trials: 0, concurency: 3, tasks: [nowhere/]}\n")
+    lint = capplan(project, "lint", "capplan.yaml")
+    assert lint.returncode == 2
+    errors = [line for line in lint.stdout.splitlines() if ": error[" in line]
+    assert errors == [
+        "capplan.yaml:1:1: error[unknown-key]: run_conifg: unknown key 'run_conifg'",
+        "capplan.yaml:2:31: error[path-outside-project]: overlays[1]: the path leads outside the project root",
+        "capplan.yaml:2:48: error[missing-file]: overlays[2]: no such file: missing.yaml",
+        "capplan.yaml:3:1: error[wrong-type]: plans: Input should be a valid string (got 5)",
+        "capplan.yaml:4:9: error[wrong-type]: trial.trials: Input should be greater than or equal to 1 (got 0)",
+        "capplan.yaml:4:20: error[unknown-key]: trial.concurency: unknown key 'concurency'",
+        "capplan.yaml:4:43: error[missing-file]: trial.tasks[0]: no such file or folder: nowhere/",
+    ]
+    assert "did you mean 'run_config'?" in lint.stdout and "did you mean 'concurrency'?" in lint.stdout
+    compiled = capplan(project, "compile")
+    assert compiled.returncode == 2 and "capplan.yaml:1:1: error[unknown-key]" in compiled.stderr
+    assert not (project / "build").exists()
+
+
+def test_lint_checks_the_project_file_beside_the_files_it_is_given(project: Path) -> None:
+    (project / "capplan.yaml").write_text("run_config: run.yaml\noverlays: [overlays/ops.yaml]\ngoldne: g\n")
+    lint = capplan(project / "sub", "lint", "../overlays/ops.yaml")
+    assert lint.returncode == 2
+    assert "../capplan.yaml:3:1: error[unknown-key]: goldne: unknown key 'goldne'" in lint.stdout
+    assert lint.stderr.strip() == "capplan lint: 2 file(s) checked: 1 error(s), 0 warning(s)"
+
+
+def test_pyproject_tool_capplan_is_a_project_file_with_located_errors(tmp_path: Path) -> None:
+    shutil.copy(REPO / "examples/run.yaml", tmp_path / "run.yaml")
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.capplan]\nrun_config = "run.yaml"\nplans = "out/plans"\n\n'
+        '[tool.capplan.trial]\nconcurrency = "four"\n')
+    lint = capplan(tmp_path, "lint", "pyproject.toml")
+    assert lint.returncode == 2
+    assert "pyproject.toml:9:1: error[wrong-type]: trial.concurrency: Input should be a valid integer" in lint.stdout
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.capplan]\nrun_config = "run.yaml"\nplans = "out/plans"\n')
+    done = capplan(tmp_path, "compile", "--model", "claude-opus")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out/plans/claude-opus.json").is_file()
+
+
+def test_the_walk_up_stops_at_the_git_root(tmp_path: Path) -> None:
+    (tmp_path / "capplan.yaml").write_text("plans: never-used\n")
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    done = capplan(checkout, "compile", "--model", "mock-echo")
+    assert done.returncode == 0, done.stderr
+    assert (checkout / "plans/mock-echo.json").is_file() and not (checkout / "never-used").exists()
