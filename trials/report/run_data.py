@@ -121,6 +121,8 @@ class LoadedRun:
     trials: tuple[TrialResult, ...]
     lines: tuple[dict[str, Any], ...] = field(repr=False)
     notes: tuple[str, ...] = ()
+    #: spent but in no trial's row: interrupted trials, trials that died in flight, superseded attempts
+    unfinished_spent_usd: float = 0.0
 
     @property
     def run_id(self) -> str | None:
@@ -133,7 +135,7 @@ class LoadedRun:
 
     def summary(self) -> Summary:
         """What ``summary.json`` holds, computed from the trials' lines."""
-        return summarize(list(self.lines), unfinished_cost_usd=self.manifest.interrupted_spend_usd)
+        return summarize(list(self.lines), unfinished_cost_usd=self.unfinished_spent_usd)
 
     def to_pandas(self) -> Any:
         """The trials as a ``pandas.DataFrame``, one row per trial (pandas must be installed; it is not a dependency)."""
@@ -173,8 +175,10 @@ def load_run(path: Path | str, *, label: str | None = None, notify: Callable[[st
         if key not in lines:
             trials.append(_interrupted(name, root, key, manifest))
     trials.sort(key=lambda t: (t.plan_key, t.task_pack, t.task_id, t.index))
+    # the same amount summary.json counts apart (its rows hold finished trials only)
+    unfinished = folder.unfinished_spent_usd() + folder.superseded_spent_usd()
     return LoadedRun(path=root, label=name, manifest=manifest, trials=tuple(trials),
-                     lines=tuple(lines.values()), notes=tuple(folder.notes))
+                     lines=tuple(lines.values()), notes=tuple(folder.notes), unfinished_spent_usd=unfinished)
 
 
 def load_runs(paths: list[Path], notify: Callable[[str], None] | None = None) -> list[LoadedRun]:
