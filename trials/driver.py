@@ -57,6 +57,8 @@ class RunRequest:
     user_api_base: str | None = None
     rate_limit_probe: RateLimitProbeConfig | None = None
     run_config: Path | None = None  # --config: its digest is part of the run's identity
+    #: the run config's ``trials:`` choices that are set, as plain data; each wins over the task's own
+    trial_choices: dict[str, Any] | None = None
 
 
 @dataclass
@@ -119,6 +121,7 @@ def build_specs(request: RunRequest) -> list[TrialSpec]:
         raise UsageProblem(f"task(s) {', '.join(needs_user)} have an llm user: pass --user-plan PLAN "
                            "(the user simulator's model)")
     probe = request.rate_limit_probe.model_dump(mode="json") if request.rate_limit_probe is not None else None
+    _check_choices(request, tasks)
     names = {task.path: relative_name(task.path) for task in tasks}
     specs = []
     for plan in plans:
@@ -132,9 +135,21 @@ def build_specs(request: RunRequest) -> list[TrialSpec]:
                     user_plan_json=user_plan.to_bytes().decode("utf-8") if user_plan else None,
                     user_plan_fingerprint=user_plan.fingerprint if user_plan else None,
                     max_turns_cap=request.max_turns, api_base=request.api_base, user_api_base=request.user_api_base,
-                    rate_limit_probe=probe,
+                    rate_limit_probe=probe, trial_choices=request.trial_choices or None,
                 ))
     return specs
+
+
+def _check_choices(request: RunRequest, tasks: Sequence[LoadedTask]) -> None:
+    """A run-wide named tool_choice must name a tool every task declares (else its requests could not be built)."""
+    choice = (request.trial_choices or {}).get("tool_choice")
+    if not isinstance(choice, dict):
+        return
+    missing = [t.task.id for t in tasks if t.task.tool(str(choice.get("name"))) is None]
+    if missing:
+        where = f"{request.run_config}: " if request.run_config is not None else ""
+        raise UsageProblem(f"{where}trials.tool_choice names tool {choice.get('name')!r}, which task(s) "
+                           f"{', '.join(missing)} do not declare; name a tool every task has, or set it per task")
 
 
 def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concurrency: int,

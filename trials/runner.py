@@ -76,6 +76,20 @@ class _TrialEnds(Exception):
         self.end = end
 
 
+def applied_choices(task: TaskFile, choices: dict[str, Any] | None) -> TaskFile:
+    """The task with the run config's ``trials:`` choices in place of its own (those set win)."""
+    if not choices:
+        return task
+    update: dict[str, Any] = {}
+    if choices.get("tool_choice") is not None:
+        choice = choices["tool_choice"]
+        update["tool_choice"] = NamedToolChoice(name=choice["name"]) if isinstance(choice, dict) else choice
+    for name in ("parallel_tool_calls", "tool_timeout_s"):
+        if choices.get(name) is not None:
+            update[name] = choices[name]
+    return task.model_copy(update=update) if update else task
+
+
 def task_code_timeout(task: TaskFile) -> float:
     """The timeout of the task's code outside its tools (construction, setup, state): the task's tool timeout."""
     return task.tool_timeout_s if task.tool_timeout_s is not None else DEFAULT_TIMEOUT_S
@@ -224,12 +238,12 @@ class _Trial:
             if call.error == "timeout":
                 calls[i] = call.model_copy(update={"running_at_end": tool_call_what(call.name, call.id) in running})
 
-    def _create_environment(self, loaded: LoadedTask) -> TrialEnvironment:
+    def _create_environment(self, loaded: LoadedTask, timeout_s: float) -> TrialEnvironment:
         """A fresh set of the task's components, built and set up on the task-code worker."""
         refs = ", ".join(c.ref for c in loaded.task.components)
         try:
             return self.code.call(f"building the environment ({refs})", TrialEnvironment.create, loaded,
-                                  timeout_s=task_code_timeout(loaded.task))
+                                  timeout_s=timeout_s)
         except (TaskCodeFailed, TaskCodeTimedOut) as exc:
             raise _TrialEnds(LoopEnd(TerminationReason.ERROR, 0, scrub(str(exc), self.recorder.secrets)[:2000])) from None
         except TaskCodeCancelled:
@@ -253,10 +267,10 @@ class _Trial:
         binding = plan.binding.binding
         self.recorder.secrets = secret_values((binding.api_key_env,))
         self.task = loaded = ctx.task(spec)
-        task = loaded.task
+        task = applied_choices(loaded.task, spec.trial_choices)
         self.max_turns = resolve_max_turns(task.max_turns, spec.max_turns_cap, plan.loop.default_max_turns)
         user = self._user()
-        env = self._create_environment(loaded)
+        env = self._create_environment(loaded, task_code_timeout(task))
         tools = task.tool_specs()
         prepared = client.builder.tool_memo.prepare(json.dumps(tools, separators=(",", ":")).encode("utf-8"))
         runner = ToolRunner(env.method, prepared=prepared, plan_cap=plan.loop.tool_output_max_chars,

@@ -63,6 +63,9 @@ class TrialSpec:
     user_api_base: str | None = None
     #: the run config's ``rate_limit_probe`` block as plain data (``RateLimitProbeConfig.model_dump``)
     rate_limit_probe: dict[str, Any] | None = None
+    #: the run config's ``trials:`` choices set (tool_choice, parallel_tool_calls, tool_timeout_s), as plain
+    #: data; each wins over the task's own (``capplan.trials.runner.applied_choices``)
+    trial_choices: dict[str, Any] | None = None
     #: the task file as the records name it (project-relative, see ``capplan.trials.run_identity``);
     #: ``task_path`` is where the trial reads and imports it from, which depends on the machine
     task_name: str | None = None

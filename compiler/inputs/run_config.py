@@ -86,6 +86,25 @@ class EngineConfig(Strict):
     )
 
 
+class TrialToolChoice(Strict):
+    """A ``tool_choice`` forcing one named tool."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$", description="The tool every task's agent must call.")
+
+
+class TrialChoices(Strict):
+    """The run's loop choices for every task (`capplan trial run --config`); each one set wins over the task's own."""
+
+    tool_choice: Literal["auto", "required", "none"] | TrialToolChoice | None = Field(
+        None, description="Sent with every agent request that carries tools, instead of the task's tool_choice; "
+        "a named tool must be one every task declares.")
+    parallel_tool_calls: bool | None = Field(
+        None, description="Sent with every agent request that carries tools, instead of the task's.")
+    tool_timeout_s: TimeoutSeconds | None = Field(
+        None, description="Seconds a tool call may take, instead of the task's tool_timeout_s (a tool's own "
+        "timeout_s still wins).")
+
+
 class RunConfig(Strict):
     """A run config (also the format of the bundled model catalogue)."""
 
@@ -101,4 +120,9 @@ class RunConfig(Strict):
         default_factory=RateLimits,
         description="Run-wide call limits per provider and per key, shared by every trial worker "
         "(`capplan trial run --config`); never part of a plan.",
+    )
+    trials: TrialChoices = Field(
+        default_factory=TrialChoices,
+        description="Loop choices for every task of a `capplan trial run --config` (tool_choice, "
+        "parallel_tool_calls, tool_timeout_s), each winning over the task's own; never part of a plan.",
     )
