@@ -31,10 +31,12 @@ def turn_steps(trajectory: dict[str, Any]) -> list[list[list[str]]]:
     """The agent's tool calls per user turn, per step (one step per assistant message with calls).
 
     A user turn starts at each user message the scripted user spoke (harness-authored user
-    messages, such as parser-error feedback, carry an origin and start nothing). A step whose
-    calls are all empty is left out, as the benchmark leaves out an empty decoded step.
+    messages, such as parser-error feedback, carry an origin and start nothing). Each call is
+    decoded from the assistant message -- the arguments exactly as the model sent them (a tool
+    may keep and later change an argument object it was passed, so what the call record holds
+    after the trial can differ) -- and a call the benchmark's decoder could not decode is left
+    out, as is a step left with no call.
     """
-    by_id = {call["id"]: call for call in trajectory.get("tool_calls") or []}
     turns: list[list[list[str]]] = []
     for message in trajectory.get("messages") or []:
         role = message.get("role")
@@ -43,24 +45,21 @@ def turn_steps(trajectory: dict[str, Any]) -> list[list[list[str]]]:
             continue
         if role != "assistant" or not message.get("tool_calls") or not turns:
             continue
-        decoded = (_decoded(call, by_id) for call in message["tool_calls"])
+        decoded = (_decoded(call) for call in message["tool_calls"])
         step = [text for text in decoded if text is not None]
         if step:
             turns[-1].append(step)
     return turns
 
 
-def _decoded(call: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str | None:
-    record = by_id.get(str(call.get("id")))
-    if record is not None:
-        return model_call_text(record["name"], record.get("arguments") or {})
-    # a call the loop kept no record of: decode it from the message, as the benchmark would
+def _decoded(call: dict[str, Any]) -> str | None:
     function = call.get("function") or {}
-    try:
-        arguments = json.loads(function.get("arguments") or "{}")
-    except (TypeError, ValueError):
-        return None  # the benchmark's decoder fails on it too, and skips the step's call
     name = function.get("name")
+    raw = function.get("arguments")
+    try:
+        arguments = raw if isinstance(raw, dict) else json.loads(raw or "{}")
+    except (TypeError, ValueError):
+        return None  # BFCL's decoder (json.loads) fails on it too
     return model_call_text(str(name), arguments) if name and isinstance(arguments, dict) else None
 
 

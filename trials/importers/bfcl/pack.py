@@ -9,8 +9,8 @@ One task file per benchmark entry:
   function held out until a later turn (``miss_func``) has ``available_from_turn``;
 - ``user``: the benchmark's question turns as a scripted user (at a turn that adds functions,
   the message the benchmark sends there);
-- ``max_steps_per_turn``: the benchmark's step limit (it allows that many tool-calling steps and
-  stops the turn at the next one), ``argument_validation: off`` (the benchmark runs what the
+- ``max_steps_per_turn``: the benchmark's step limit (tool-calling steps in one user turn; one
+  more force-quits the entry), ``argument_validation: off`` (the benchmark runs what the
   model sends);
 - ``metadata.bfcl``: the entry's id, category, involved classes and ground truth;
 - ``grader``: ``per_turn`` expectations computed by replaying the ground truth on a fresh
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -147,10 +147,11 @@ def task_document(bench: Benchmark, entry: BfclEntry, grader: GraderChoice) -> t
         "environment": components,
         "tools": tools,
         "user": {"mode": "scripted", "turns": turns},
-        # the step limit bounds every user turn; this only keeps the run-wide budget from cutting in first
-        "max_turns": len(turns) * (bench.step_limit + 2),
-        # BFCL counts a step after running its calls and stops the turn once the count passes its limit
-        "max_steps_per_turn": bench.step_limit + 1,
+        # the step limit bounds every user turn (its tool-calling steps and one text answer); this
+        # only keeps a plan's default turn budget from cutting in first
+        "max_turns": len(turns) * (bench.step_limit + 1),
+        # counted as BFCL counts: tool-calling completions of one user turn, force-quit once passed
+        "max_steps_per_turn": bench.step_limit,
         "argument_validation": "off",
         "metadata": {"bfcl": {
             "id": entry.id, "category": entry.category, "version": bench.version,
@@ -169,8 +170,11 @@ def dump(document: dict[str, Any], header: str) -> str:
 
 
 def import_category(category: str, out: Path, *, grader: GraderChoice = "builtin", force: bool = False,
-                    limit: int | None = None) -> ImportResult:
-    """Write ``category`` as task files into ``out``; the folder must be new or empty unless ``force``."""
+                    limit: int | None = None, entry_ids: Collection[str] | None = None) -> ImportResult:
+    """Write ``category`` as task files into ``out``; the folder must be new or empty unless ``force``.
+
+    ``limit`` keeps the first N entries, ``entry_ids`` only the entries named.
+    """
     bench = source.load(category)
     existing = _existing(out)
     if existing and not force:
@@ -180,22 +184,29 @@ def import_category(category: str, out: Path, *, grader: GraderChoice = "builtin
 
     result = ImportResult(category=category, version=bench.version)
     entries = bench.entries if limit is None else bench.entries[:limit]
+    if entry_ids is not None:
+        unknown = sorted(set(entry_ids) - {e.id for e in bench.entries})
+        if unknown:
+            raise BfclDataError(f"{category} has no entry {unknown[0]!r}", hint=f"ids look like {category}_0")
+        entries = [e for e in entries if e.id in entry_ids]
     header = (f"# BFCL {category} entry, written by `capplan trial import bfcl --category {category}` "
               f"from bfcl-eval {bench.version}\n")
-    names = set()
-    out.mkdir(parents=True, exist_ok=True)
+    # every file is built (and its ground truth replayed) before the first is written: an entry
+    # that cannot be imported leaves the folder as it was
+    texts: dict[str, str] = {}
     for entry in entries:
         document, calls = task_document(bench, entry, grader)
         name = f"{entry.id}.yaml"
         if grader in ("builtin", "both"):
             per_turn = replay_ground_truth(dump(document, header), out / name, calls)
-            document.setdefault("grader", {})["per_turn"] = per_turn
-            # keep the documented key order: per_turn first, the custom grader after it
-            document["grader"] = dict(sorted(document["grader"].items(), key=lambda kv: kv[0] != "per_turn"))
-        write_atomic(out, [name], dump(document, header).encode("utf-8"), mode=0o644)
+            # per_turn first, the custom grader (when --grader both) after it
+            document["grader"] = {"per_turn": per_turn, **document.get("grader", {})}
+        texts[name] = dump(document, header)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        write_atomic(out, [name], text.encode("utf-8"), mode=0o644)
         result.written.append(out / name)
-        names.add(name)
-    result.kept = sorted(n for n in existing if n not in names)
+    result.kept = sorted(n for n in existing if n not in texts)
     return result
 
 

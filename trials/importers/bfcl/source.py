@@ -82,8 +82,10 @@ def _import(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
+        missing = "the BFCL benchmark (bfcl-eval) is not installed" if (exc.name or "").startswith("bfcl_eval") \
+            else f"the BFCL benchmark cannot be imported: module {exc.name!r} is missing"
         raise BfclNotInstalled(
-            f"the BFCL benchmark is not importable here: module {exc.name!r} is missing",
+            missing,
             hint=f"install it into capplan's environment: {INSTALL_COMMAND}") from None
 
 
@@ -120,12 +122,11 @@ def load(category: str) -> Benchmark:
     """The installed benchmark's entries of ``category`` and the constants an import uses."""
     if category not in CATEGORIES:
         raise BfclDataError(f"unknown BFCL category {category!r}", hint="one of: " + ", ".join(CATEGORIES))
+    backend = _import("bfcl_eval.constants.executable_backend_config")
     try:
         version = importlib.metadata.version("bfcl-eval")
-    except importlib.metadata.PackageNotFoundError:
-        raise BfclNotInstalled("the BFCL benchmark (bfcl-eval) is not installed",
-                               hint=f"install it into capplan's environment: {INSTALL_COMMAND}") from None
-    backend = _import("bfcl_eval.constants.executable_backend_config")
+    except importlib.metadata.PackageNotFoundError:  # importable, but not installed as a distribution
+        version = "unknown"
     paths = _import("bfcl_eval.constants.eval_config")
     prefix = _import("bfcl_eval.constants.category_mapping").VERSION_PREFIX
     prompts = _import("bfcl_eval.constants.default_prompts")

@@ -1,0 +1,77 @@
+"""Imported BFCL tasks run by ``capplan trial run`` against scripted agents on a loopback server.
+
+The ground-truth agent passes every task under both graders -- the built-in per-turn checks
+and BFCL's own ``multi_turn_checker`` -- and agents that deviate from the ground truth (one
+call left out, one argument changed, a flight booked again and cancelled, an extra read-only
+call) are judged alike by both, trial by trial. A subset keeps the suite fast; the full table
+over all 200 entries of every category is ``python -m tests.trials.bfcl.agreement``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed: pip install --no-deps bfcl-eval==2026.3.23 "
+                                        "mpmath==1.3.0 (.ci/run installs it)")
+
+from capplan.trials.importers.bfcl.pack import import_category  # noqa: E402
+from tests.trials.bfcl.agreement import GROUND_TRUTH, Verdict, plan_file, run_agent, scripted  # noqa: E402
+
+#: entries per (category, agent) in the normal suite
+SUBSET = {GROUND_TRUTH: 8, "omit_one_call": 5, "change_one_argument": 5, "book_then_cancel": 3,
+          "extra_harmless_call": 4}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    mp = pytest.MonkeyPatch()
+    mp.setenv("OPENAI_API_KEY", "sk-bfcl-scripted-agent-key")
+    mp.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    mp.delenv("LLM_PROXY_BASE_URL", raising=False)
+    yield tmp_path_factory.mktemp("bfcl")
+    mp.undo()
+
+
+def _run(work: Path, category: str, agent: str) -> list[Verdict]:
+    tasks = scripted(category, agent, limit=SUBSET[agent])
+    assert tasks, f"{agent} applies to no {category} entry"
+    pack = work / "tasks" / category / agent
+    import_category(category, pack, grader="both", entry_ids={t.entry_id for t in tasks})
+    plan = work / "agent.json"
+    if not plan.exists():
+        plan_file(work)
+    verdicts = run_agent(pack, tasks, work / "runs" / category / agent, plan, concurrency=4)
+    assert [v.task_id for v in verdicts] == sorted(t.entry_id for t in tasks)
+    return verdicts
+
+
+@pytest.mark.parametrize("category", ["multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
+                                      "multi_turn_long_context"])
+def test_the_ground_truth_passes_under_both_graders(work: Path, category: str) -> None:
+    verdicts = _run(work, category, GROUND_TRUTH)
+    assert all(v.status == "completed" for v in verdicts), verdicts
+    assert [(v.task_id, v.builtin, v.bfcl) for v in verdicts] == [(v.task_id, True, True) for v in verdicts]
+
+
+@pytest.mark.parametrize("agent", ["omit_one_call", "change_one_argument", "book_then_cancel", "extra_harmless_call"])
+def test_a_deviating_agent_fails_where_bfcls_checker_fails(work: Path, agent: str) -> None:
+    verdicts = _run(work, "multi_turn_base", agent)
+    disagreements = [v for v in verdicts if v.builtin != v.bfcl]
+    assert not disagreements, disagreements
+    assert all(v.builtin is not None and v.bfcl is not None for v in verdicts)
+    if agent == "omit_one_call":
+        # a ground-truth call left out: its result is missing from the turn's outputs
+        assert not any(v.bfcl for v in verdicts), verdicts
+    if agent == "change_one_argument":
+        assert any(not v.bfcl for v in verdicts), verdicts
+    if agent == "extra_harmless_call":
+        # extra outputs are allowed (a sub-multiset) and a read-only call leaves the state alone
+        assert all(v.bfcl for v in verdicts), verdicts
+
+
+def test_a_deviation_in_another_category_is_judged_alike(work: Path) -> None:
+    verdicts = _run(work, "multi_turn_miss_func", "omit_one_call")
+    assert [(v.builtin, v.bfcl) for v in verdicts] == [(False, False)] * len(verdicts)
