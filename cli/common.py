@@ -31,10 +31,32 @@ def input_options(func: F) -> F:
     return func
 
 
+class HttpUrl(click.ParamType):  # type: ignore[type-arg]  # generic since click 8.2; plain for older ones
+    """An http(s) base URL with a host and no credentials: the rule an input file's ``endpoint`` follows.
+
+    A refused value is never repeated in the message (a URL may carry a password).
+    """
+
+    name = "URL"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from capplan.core.value_types import http_url_problem
+
+        text = str(value)
+        problem = http_url_problem(text)
+        if problem is not None:
+            self.fail(f"the URL {problem}", param, ctx)
+        return text
+
+
+HTTP_URL = HttpUrl()
+
+
 def request_options(func: F) -> F:
     """--plan PLAN, --api-base URL and the REQUEST_FILE argument (preview and send)."""
     func = click.argument("request_file", type=click.Path(dir_okay=False))(func)
-    func = click.option("--api-base", default=None, help="Send to this base URL instead of the binding's.")(func)
+    func = click.option("--api-base", default=None, type=HTTP_URL,
+                        help="Send to this base URL instead of the binding's.")(func)
     func = click.option("--plan", "plan_path", required=True, type=click.Path(dir_okay=False),
                         help="Compiled plan file.")(func)
     return func

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_OK
+from capplan.cli.common import EXIT_FINDINGS, EXIT_OK, HTTP_URL
 from capplan.cli.errors import EXIT_INTERRUPTED  # Ctrl-C: the shell convention for "ended by SIGINT"
 from capplan.core.diagnostics import Diagnostic
 from capplan.core.errors import UserError
@@ -87,8 +87,8 @@ def trial_cmd() -> None:
                    "(requests per minute and calls in flight, per provider and per key, cluster-wide) on "
                    "--backend ray only; trials (tool_choice, parallel_tool_calls, tool_timeout_s for every task, "
                    "winning over each task's own).")
-@click.option("--api-base", default=None, help="Send agent calls to this base URL instead of the binding's.")
-@click.option("--user-api-base", default=None, help="Send user-simulator calls to this base URL.")
+@click.option("--api-base", default=None, type=HTTP_URL, help="Send agent calls to this base URL instead of the binding's.")
+@click.option("--user-api-base", default=None, type=HTTP_URL, help="Send user-simulator calls to this base URL.")
 @click.option("--fail-on-error", "fail_on_error", type=_ErrorTolerance(), default="0", show_default=True,
               help="Trials that may end error (harness) or aborted (rate limit, timeout, infrastructure, "
                    "configuration) before the run exits 1: a count N, or a fraction of the run's trials in (0, 1).")

@@ -150,3 +150,16 @@ fine:
     assert findings(out) == {("providers.yaml", n, "bad-url") for n in (2, 4, 6, 8)}
     assert "must be an http:// or https:// URL" in out and "must name a host" in out
     assert "must not carry credentials" in out and "hunter2" not in out
+
+
+def test_base_url_flags_follow_the_endpoint_rule_and_never_echo_the_value(write: Callable[[str, str], Path]) -> None:
+    request = write("request.json", '{"messages": [{"role": "user", "content": "hi"}]}')
+    plan = REPO / "golden/plans/gpt-4o.json"
+    for url, problem in (("not-a-url", "must be an http:// or https:// URL"),
+                         ("https://admin:hunter2@llm.example.com/v1", "must not carry credentials"),
+                         ("http:///v1", "must name a host")):
+        code, out = invoke("preview", "--plan", str(plan), "--api-base", url, str(request))
+        assert code == 2 and f"Invalid value for '--api-base': the URL {problem}" in out, out
+        assert "hunter2" not in out
+    code, out = invoke("trial", "run", str(request), "--plan", str(plan), "--out", "x", "--user-api-base", "ftp://h/")
+    assert code == 2 and "Invalid value for '--user-api-base': the URL must be an http:// or https:// URL" in out
