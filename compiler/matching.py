@@ -79,20 +79,78 @@ def _has_class(glob: str) -> bool:
     return "?" in glob or "[" in glob
 
 
+def literal_runs(glob: str) -> tuple[str, str, list[str]]:
+    """``(head, tail, runs)``: the literal text before the first wildcard, after the last one, and every run.
+
+    Wildcards are ``*``, ``?`` and a ``[...]`` class, read exactly as :func:`fnmatch.translate` reads
+    them (an unclosed ``[`` is a literal; ``]`` right after ``[`` or ``[!`` belongs to the class). Any
+    text the glob matches starts with ``head``, ends with ``tail`` and contains every run. For a glob
+    with no wildcard, ``head`` and ``tail`` are the glob and ``runs`` is ``[glob]``.
+    """
+    runs: list[str] = []
+    current: list[str] = []
+    wild = False
+    head: str | None = None
+    i, n = 0, len(glob)
+    while i < n:
+        c = glob[i]
+        i += 1
+        if c in "*?":
+            is_wild = True
+        elif c == "[":
+            j = i
+            if j < n and glob[j] == "!":
+                j += 1
+            if j < n and glob[j] == "]":
+                j += 1
+            while j < n and glob[j] != "]":
+                j += 1
+            is_wild = j < n
+            if is_wild:
+                i = j + 1
+        else:
+            is_wild = False
+        if not is_wild:
+            current.append(c)
+            continue
+        if head is None:
+            head = "".join(current)
+        wild = True
+        if current:
+            runs.append("".join(current))
+        current = []
+    if current:
+        runs.append("".join(current))
+    if not wild:
+        return glob, glob, [glob] if glob else []
+    return head or "", "".join(current), runs
+
+
 class GlobIndex:
     """Globs by owner position, answering "the first owner with a glob that matches this text".
 
-    A scan tries every glob of every owner; the index looks only where a match is possible. A
-    glob without wildcards is a dict key. A glob whose only wildcard is ``*`` sits under its
-    literal prefix, and only the buckets of the text's own prefixes are tried (as many as the
-    text has characters). Globs with ``?`` or ``[`` are few and tried in order. Everything is
-    compared lower-cased, as matching does.
+    A scan tries every glob of every owner; the index looks only where a match is possible, so a
+    lookup costs about the text's length times the number of distinct key lengths, whatever the
+    number of globs or their shape. Every glob is filed under one literal key that any text it
+    matches must have (see :func:`literal_runs`): a glob without wildcards under its whole text (a
+    dict key); else under the longest of its literal prefix, its literal suffix and its longest
+    literal run — as a prefix, suffix or infix key. A lookup tries the buckets of the text's own
+    prefixes, suffixes and substrings of the lengths some key has; only globs with no literal at all
+    (``*``, ``?*``) are tried for every text, and a glob already indexed for an earlier owner is
+    not indexed again (it could never be the first match), so that list stays as short as the
+    distinct literal-free globs. Buckets are in position order, so a bucket is left at its first
+    match or at the best position found so far. Everything is compared lower-cased, as matching
+    does; a glob is tested with :func:`star_match` when ``*`` is its only wildcard, else fnmatch.
     """
 
     def __init__(self) -> None:
         self._literal: dict[str, int] = {}
-        self._by_prefix: dict[str, list[tuple[int, str]]] = {}
-        self._other: list[tuple[int, str]] = []
+        self._seen: set[str] = set()
+        # kind -> key -> [(position, glob, stars_only)] in position order; kind -> the key lengths in use
+        self._buckets: dict[str, dict[str, list[tuple[int, str, bool]]]] = {"prefix": {}, "suffix": {}, "infix": {}}
+        self._lengths: dict[str, set[int]] = {"prefix": set(), "suffix": set(), "infix": set()}
+        self._sorted: dict[str, list[int]] = {}
+        self._anywhere: list[tuple[int, str, bool]] = []
 
     def add(self, position: int, glob: str, *, stars_only: bool = False) -> None:
         """Index ``glob`` for the owner at ``position`` (added in increasing order).
@@ -100,34 +158,81 @@ class GlobIndex:
         ``stars_only`` leaves out globs with ``?`` or ``[`` (coverage is never claimed for them).
         """
         lowered = glob.lower()
-        if _has_class(lowered):
-            if not stars_only:
-                self._other.append((position, lowered))
-        elif "*" not in lowered:
+        classy = _has_class(lowered)
+        if (classy and stars_only) or lowered in self._seen:
+            return
+        self._seen.add(lowered)
+        if not classy and "*" not in lowered:
             self._literal.setdefault(lowered, position)
-        else:
-            self._by_prefix.setdefault(lowered.split("*", 1)[0], []).append((position, lowered))
+            return
+        head, tail, runs = literal_runs(lowered)
+        longest = max(runs, key=len, default="")
+        # the longest key is the most selective; on a tie, the kind with the fewest lookups
+        kind, key = max((("prefix", head), ("suffix", tail), ("infix", longest)),
+                        key=lambda pair: (len(pair[1]), pair[0] == "prefix", pair[0] == "suffix"))
+        entry = (position, lowered, not classy)
+        if not key:
+            self._anywhere.append(entry)
+            return
+        self._buckets[kind].setdefault(key, []).append(entry)
+        if len(key) not in self._lengths[kind]:
+            self._lengths[kind].add(len(key))
+            self._sorted.pop(kind, None)
+
+    def _lengths_of(self, kind: str) -> list[int]:
+        found = self._sorted.get(kind)
+        if found is None:
+            found = self._sorted[kind] = sorted(self._lengths[kind])
+        return found
 
     def first(self, text: str, before: int | None = None) -> int | None:
         """The lowest position whose glob matches ``text`` (only positions below ``before``)."""
         lowered = text.lower()
-        limit = before if before is not None else float("inf")
+        size = len(lowered)
         best = self._literal.get(lowered)
-        if best is not None and best >= limit:
+        limit = before if before is not None else None
+        if best is not None and limit is not None and best >= limit:
             best = None
-        for k in range(len(lowered) + 1):
-            for position, glob in self._by_prefix.get(lowered[:k], ()):
-                if position >= limit or (best is not None and position >= best):
-                    break  # buckets are in position order
-                if star_match(lowered, glob):
-                    best = position
-                    break
-        for position, glob in self._other:
-            if position >= limit or (best is not None and position >= best):
+        if limit is not None and (best is None or limit < best):
+            best_or_limit = limit
+        else:
+            best_or_limit = best
+
+        def scan(entries: list[tuple[int, str, bool]]) -> None:
+            nonlocal best, best_or_limit
+            for position, glob, stars in entries:
+                if best_or_limit is not None and position >= best_or_limit:
+                    return  # entries are in position order
+                if star_match(lowered, glob) if stars else fnmatchcase(lowered, glob):
+                    best = best_or_limit = position
+                    return
+
+        prefix, suffix, infix = self._buckets["prefix"], self._buckets["suffix"], self._buckets["infix"]
+        for length in self._lengths_of("prefix"):
+            if length > size:
                 break
-            if fnmatchcase(lowered, glob):
-                best = position
+            hit = prefix.get(lowered[:length])
+            if hit:
+                scan(hit)
+        for length in self._lengths_of("suffix"):
+            if length > size:
                 break
+            hit = suffix.get(lowered[size - length:])
+            if hit:
+                scan(hit)
+        for length in self._lengths_of("infix"):
+            if length > size:
+                break
+            tried: set[str] = set()
+            for at in range(size - length + 1):
+                piece = lowered[at:at + length]
+                if piece in tried:
+                    continue
+                tried.add(piece)
+                hit = infix.get(piece)
+                if hit:
+                    scan(hit)
+        scan(self._anywhere)
         return best
 
 
