@@ -10,9 +10,8 @@ import click
 
 from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, project_file_used
 from capplan.core.diagnostics import render_all
-from capplan.core.diagnostics import Diagnostic, InputError
+from capplan.core.diagnostics import Diagnostic
 from capplan.compiler.lint import KINDS, bundled_index_note, lint_file, once_each
-from capplan.core.yaml_source import read_source
 
 
 @click.command("lint")
@@ -92,12 +91,9 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_conf
 def _is_task(path: Path, kind: str) -> bool:
     if kind != "auto":
         return kind == "task"
-    from capplan.trials.task_kind import looks_like_task
+    from capplan.trials.task_kind import looks_like_task_file
 
-    try:
-        return looks_like_task(read_source(path).data)
-    except InputError:
-        return False  # the regular lint reports why the file cannot be read
+    return looks_like_task_file(path)  # False when unreadable: the regular lint reports why
 
 
 def _lint_task(path: Path, import_environments: bool) -> list[Diagnostic]:

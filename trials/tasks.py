@@ -715,12 +715,26 @@ class _Checks:
 
 def _schema_ok(checks: _Checks, i: int, parameters: dict[str, Any]) -> bool:
     """The tool's parameters are a usable object schema (each problem is a diagnostic)."""
-    problem = _schema_problem(json.dumps(parameters, sort_keys=True, default=str))
+    problem = _schema_problem(json.dumps(_without_prose(parameters), sort_keys=True, default=str))
     if problem is None:
         return True
     where, code, message, hint = problem
     checks.diag(("tools", i, "parameters", *where), code, message, hint)
     return False
+
+
+#: keywords whose value the meta-schema only requires to be a string: every string checks the same
+_PROSE = frozenset({"description", "title", "$comment"})
+
+
+def _without_prose(value: Any) -> Any:
+    """``value`` with every string-valued description / title / comment emptied: the schema check's cache key
+    (tasks of a benchmark share tool schemas whose descriptions differ task by task)."""
+    if isinstance(value, dict):
+        return {k: "" if k in _PROSE and isinstance(v, str) else _without_prose(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_prose(v) for v in value]
+    return value
 
 
 @functools.lru_cache(maxsize=4096)
