@@ -642,8 +642,7 @@ class _Checks:
             index = next((i for i, c in enumerate(view.components) if c.spec.component_name == exc.component), 0)
             self.diags.append(self.source.diag(
                 view.components[index].loc, "state-encoding", f"the state cannot be recorded: {exc}",
-                "give the component a state() method returning plain data, or keep the part in an attribute "
-                "starting with _",
+                None if view.reads_state else "a trial records why its state is missing; no grader here reads it",
                 severity="error" if view.reads_state else "warning"))
             return [None] * len(instances), ["the state could not be encoded"] * len(instances)
         if view.flat:
