@@ -83,12 +83,16 @@ def read_project(ctx: click.Context, explicit: Path | None, ignore: bool) -> Non
     """Find and load the project file for this invocation; its settings become every command's defaults.
 
     Called by the ``capplan`` group before the command runs (and before its ``--help``), so an
-    explicit flag beats the file through click's own ``default_map``. A broken project file stops
-    every command but ``lint``, which reports its problems with the rest.
+    explicit flag beats the file through click's own ``default_map``. Only the commands that take
+    something from it read it (:data:`PROJECT_COMMANDS`; ``init``, ``schema`` or ``guard`` work
+    in a project with a broken file). A broken project file stops them, but ``lint``, which
+    reports its problems with the rest.
     """
-    from capplan.core.project_file import find_project_file, load_project, project_defaults
+    from capplan.core.project_file import PROJECT_COMMANDS, find_project_file, load_project, project_defaults
 
     ctx.meta[_PROJECT_KEY] = None
+    if ctx.invoked_subcommand not in PROJECT_COMMANDS:
+        return
     path = None if ignore else (explicit or find_project_file())
     if path is None:
         return
@@ -133,14 +137,16 @@ def note_project_in_help(command: click.Command) -> None:
     The epilog is reset on every invocation, so one process running several (tests) never shows
     another's file.
     """
+    from capplan.core.project_file import PROJECT_COMMANDS
+
     note = project_note()
-    stack = [command]
+    stack: list[tuple[click.Command, object]] = [(command, PROJECT_COMMANDS.get(command.name or ""))]
     while stack:
-        cmd = stack.pop()
+        cmd, reads = stack.pop()  # reads: True, or the subcommands (by name) that read the file
         original = cmd.__dict__.setdefault("_capplan_epilog", cmd.epilog)
-        cmd.epilog = "\n\n".join(p for p in (original, note) if p) or None
+        cmd.epilog = "\n\n".join(p for p in (original, note if reads is True else None) if p) or None
         if isinstance(cmd, click.Group):
-            stack.extend(cmd.commands.values())
+            stack.extend((sub, isinstance(reads, dict) and reads.get(name)) for name, sub in cmd.commands.items())
 
 
 def next_hint(command: str, *, quiet: bool = False) -> None:

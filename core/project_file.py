@@ -25,6 +25,10 @@ from capplan.core.diagnostics import Diagnostic, InputError, errors_only
 from capplan.core.input_limits import MAX_CONFIG_BYTES, InputLimitError, read_limited
 from capplan.core.yaml_source import Loc, SourceFile, limit_diagnostic, read_source
 
+#: the commands that take defaults from the project file (a group: which of its subcommands do)
+PROJECT_COMMANDS: dict[str, Any] = {"compile": True, "explain": True, "diff": True, "lint": True,
+                                    "trial": {"run": True}}
+
 PROJECT_FILE = "capplan.yaml"
 PYPROJECT = "pyproject.toml"
 

@@ -117,6 +117,8 @@ def test_a_broken_project_file_is_linted_in_one_pass_and_stops_other_commands(pr
     compiled = capplan(project, "compile")
     assert compiled.returncode == 2 and "capplan.yaml:1:1: error[unknown-key]" in compiled.stderr
     assert not (project / "build").exists()
+    made = capplan(project, "init", "another")  # a command that takes nothing from the file does not read it
+    assert made.returncode == 0, made.stderr
 
 
 def test_lint_checks_the_project_file_beside_the_files_it_is_given(project: Path) -> None:
