@@ -191,3 +191,49 @@ def test_a_page_of_1000_trials_opens_and_pages(driver: Any, tmp_path: Path) -> N
     assert len(rows) == 125  # 1000 trials = 4 models x 125 tasks x 2: one page of rows
     cells(driver)[-1].click()
     assert browser.wait_for(driver, "#trial-title").text.startswith("trial ")
+
+
+def test_harness_turns_handoffs_guard_rejections_retries_and_waits_are_marked(hostile_runs: HostileRuns, driver: Any,
+                                                                             tmp_path: Path) -> None:
+    """The loop's own records, added to one real trial as the loop writes them, each shown for what it is."""
+    import yaml
+    from selenium.webdriver.common.by import By
+
+    run = tmp_path / "run"
+    shutil.copytree(hostile_runs.a.out, run)
+    folder = run / "trials" / "agent-a" / "t05" / "0"
+    trajectory = yaml.safe_load((folder / "trajectory.yaml").read_text())
+    trajectory["messages"][1:1] = [
+        {"role": "user", "content": "Your tool call's arguments were not valid JSON; call it again.",
+         "origin": "parser_feedback"},
+        {"role": "system", "content": "Context summarized before turn 2: the user wants 2 added.", "origin": "summary"},
+    ]
+    trajectory["user_reply_guard_events"] = [{"message_index": 0, "outcome": "regenerated",
+                                              "rejections": ["role_flip: the reply speaks as the agent"]}]
+    trajectory["retries"] = [{"retry_class": "empty_completion", "turn": 1, "attempt": 1, "detail": "no content"}]
+    (folder / "trajectory.yaml").write_text(yaml.safe_dump(trajectory, sort_keys=False))
+    metrics = yaml.safe_load((folder / "metrics.yaml").read_text())
+    metrics["calls"][0].update(wait_s=1.5, attempt=2, error_class=None, gateway_route="openai/agent-model",
+                               gateway_route_kind="exact", openrouter_generation_id="gen-123", cost_usd=0.00042)
+    metrics["calls"].insert(0, {**metrics["calls"][0], "status": "error", "outcome": "failed", "attempt": 1,
+                                "error_class": "rate_limit", "error_type": "RateLimitError", "wait_s": 0.0})
+    (folder / "metrics.yaml").write_text(yaml.safe_dump(metrics, sort_keys=False))
+    page = tmp_path / "view.html"
+    assert CliRunner().invoke(main, ["trial", "view", str(run), "--out", str(page)]).exit_code == 0
+    open_page(driver, page)
+    driver.find_element(By.CSS_SELECTOR, "#matrix tr[data-task='t05'] a.cell").click()
+    browser.wait_for(driver, "#chat")
+    guard = driver.find_element(By.CSS_SELECTOR, "#chat .msg.guard")
+    # the "who" line is upper-cased by the style sheet: compared case-blind
+    assert "reply guard: regenerated" in guard.text.lower() and "role_flip" in guard.text
+    feedback = driver.find_element(By.CSS_SELECTOR, "#chat .msg.feedback")
+    assert "harness feedback (parser_feedback)" in feedback.text.lower()
+    summary = driver.find_element(By.CSS_SELECTOR, "#chat .msg.summary")
+    assert "context handoff summary" in summary.text.lower() and "the user wants 2 added" in summary.text
+    retries = driver.find_element(By.ID, "retries").text
+    assert "retry empty_completion at turn 1, attempt 1: no content" in retries
+    assert "waited 1.500 s before attempt 2" in retries and "failed: rate_limit (RateLimitError)" in retries
+    first, second = driver.find_elements(By.CSS_SELECTOR, ".calls-table tbody tr")[:2]
+    assert "rate_limit (RateLimitError)" in first.text
+    assert "openai/agent-model (exact)" in second.text and "gen-123" in second.text and "$0.000420" in second.text
+    not_pwned(driver)
