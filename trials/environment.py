@@ -11,6 +11,7 @@ attributes, through the one encoder (:mod:`capplan.trials.state_encoding`).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib
 import importlib.machinery
@@ -261,9 +262,11 @@ class TrialEnvironment:
         task = loaded.task
         instances: list[tuple[EnvironmentComponent, Any]] = []
         for component, klass in zip(task.components, loaded.classes):
-            instance = klass(**component.args)
+            # deep copies: task code may keep and change what it is given (BFCL's classes keep the
+            # scenario's lists), and the parsed task is shared by every trial of it in this process
+            instance = klass(**copy.deepcopy(component.args))
             if component.setup is not None:
-                getattr(instance, component.setup.method)(**component.setup.args)
+                getattr(instance, component.setup.method)(**copy.deepcopy(component.setup.args))
             instances.append((component, instance))
         return cls(instances, loaded.tool_owners, flat=task.flat_state, declared={t.name for t in task.tools})
 

@@ -56,7 +56,8 @@ def scripted(category: str, agent: str, *, limit: int | None = None) -> list[Scr
     return tasks[:limit]
 
 
-def run_agent(pack: Path, tasks: list[ScriptedTask], out: Path, plan: Path, *, concurrency: int = 8) -> list[Verdict]:
+def run_agent(pack: Path, tasks: list[ScriptedTask], out: Path, plan: Path, *, concurrency: int = 8,
+              trials: int = 1) -> list[Verdict]:
     """Run the scripted ``tasks`` (imported into ``pack``) through ``capplan trial run``; each trial's two verdicts."""
     if not tasks:
         return []
@@ -64,7 +65,8 @@ def run_agent(pack: Path, tasks: list[ScriptedTask], out: Path, plan: Path, *, c
     responder = ScriptedAgent(tasks)
     with AgentServer(responder) as server:
         result = CliRunner().invoke(capplan_main, ["trial", "run", *files, "--plan", str(plan), "--out", str(out),
-                                                   "--api-base", server.base, "--concurrency", str(concurrency)])
+                                                   "--api-base", server.base, "--concurrency", str(concurrency),
+                                                   "--trials", str(trials)])
     assert not responder.unmatched, responder.unmatched[:3]
     assert result.exit_code == 0, result.output  # every trial finished (passed or not); none ended error
     verdicts = []

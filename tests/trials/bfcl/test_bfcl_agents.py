@@ -75,3 +75,49 @@ def test_a_deviating_agent_fails_where_bfcls_checker_fails(work: Path, agent: st
 def test_a_deviation_in_another_category_is_judged_alike(work: Path) -> None:
     verdicts = _run(work, "multi_turn_miss_func", "omit_one_call")
     assert [(v.builtin, v.bfcl) for v in verdicts] == [(False, False)] * len(verdicts)
+
+
+def test_the_wire_carries_bfcls_conversation_and_offers_held_out_tools_from_their_turn(work: Path) -> None:
+    from click.testing import CliRunner
+
+    from capplan.cli import main
+    from capplan.trials.importers.bfcl import source
+    from tests.trials.agent_server import AgentServer
+    from tests.trials.bfcl.scripted_agent import ScriptedAgent
+
+    [task] = scripted("multi_turn_miss_func", GROUND_TRUTH, limit=1)
+    pack = work / "wire"
+    import_category("multi_turn_miss_func", pack, entry_ids={task.entry_id})
+    plan = plan_file(work / "wire")
+    with AgentServer(ScriptedAgent([task])) as server:
+        result = CliRunner().invoke(main, ["trial", "run", str(pack), "--plan", str(plan), "--out", str(work / "wire-run"),
+                                           "--api-base", server.base])
+        requests = list(server.requests)
+    assert result.exit_code == 0, result.output
+    bench = source.load("multi_turn_miss_func")
+    entry = next(e for e in bench.entries if e.id == task.entry_id)
+    [(held_turn, held_names)] = entry.missed_function.items()
+    # no system message: BFCL's function-calling handlers open with the user's question
+    assert requests[0]["messages"] == [{"role": "user", "content": entry.question[0][0]["content"]}]
+    for body in requests:
+        turn = sum(1 for m in body["messages"] if m["role"] == "user") - 1
+        offered = {t["function"]["name"] for t in body["tools"]}
+        assert (set(held_names) <= offered) == (turn >= int(held_turn)), (turn, sorted(offered))
+    assert {sum(1 for m in b["messages"] if m["role"] == "user") for b in requests} == set(range(1, len(entry.question) + 1))
+    # the turn that adds the functions says what BFCL says there
+    said = [m["content"] for m in requests[-1]["messages"] if m["role"] == "user"]
+    assert said[int(held_turn)] == bench.added_functions_prompt
+    assert said[:int(held_turn)] == [turn[0]["content"] for turn in entry.question[:int(held_turn)]]
+
+
+def test_every_trial_of_a_task_starts_from_its_initial_configuration(work: Path) -> None:
+    # BFCL's classes keep the lists of the scenario they are loaded with and change them: a later
+    # trial of the same task in the same process must not start from what an earlier one left
+    tasks = [t for t in scripted("multi_turn_base", GROUND_TRUTH) if t.entry_id in ("multi_turn_base_140",
+                                                                                    "multi_turn_base_153")]
+    pack = work / "tasks" / "repeat"
+    import_category("multi_turn_base", pack, grader="both", entry_ids={t.entry_id for t in tasks})
+    verdicts = run_agent(pack, tasks, work / "runs" / "repeat", plan_file(work / "tasks" / "repeat"), concurrency=1,
+                         trials=3)
+    assert len(verdicts) == 6
+    assert [(v.builtin, v.bfcl) for v in verdicts] == [(True, True)] * 6, verdicts
