@@ -6,8 +6,11 @@ UUID4, so the gateway adds next to nothing to building a request.
 On a resolved route (``exact`` / ``wildcard``) the model becomes the route name in the OpenAI
 dialect (``custom_llm_provider="openai"``): the OpenRouter dialect would add its
 ``usage: {include: true}`` body field, which every non-OpenRouter upstream rejects. On the
-``untranslated`` path only ``api_base``, ``api_key`` and the headers change (and an ``openai/``
-model keeps its prefix on the wire, see :func:`dialect_model`). The OpenRouter
+``untranslated`` path only ``api_base``, ``api_key`` and the headers change: the model string goes
+to litellm exactly as it would without a gateway, so litellm's own prefix strip decides the wire
+name — which is what the spec's manual route pin relies on (``provider: openai`` with
+``name: openrouter/anthropic/claude-opus-4.7`` puts ``openrouter/anthropic/claude-opus-4.7`` on the
+wire, the gateway's route name, when the catalog cannot be read). The OpenRouter
 upstream pin (``extra_body.provider``) rides exactly when the wire name's first segment is the
 model's own provider namespace; otherwise it is dropped, with one warning per client.
 """
@@ -106,10 +109,6 @@ class GatewayTransport:
         if self._model is not None:
             kwargs["model"] = self._model
             kwargs["custom_llm_provider"] = "openai"
-        elif kwargs.get("custom_llm_provider") in (None, "openai"):
-            # untranslated in the OpenAI dialect: without the extra prefix litellm would strip the
-            # model's own "openai/" and send a name that is not the untranslated one
-            kwargs["model"] = dialect_model(kwargs["model"])
         engine = kwargs.get("extra_headers")
         merged = self._merged
         if merged is None or engine != merged[0]:

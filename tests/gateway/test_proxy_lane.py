@@ -121,12 +121,14 @@ def test_foreign_wildcard_never_routes(lane: Gateway) -> None:
 
 def test_unreadable_catalog_keeps_the_gateway_untranslated(lane: Gateway) -> None:
     lane.front.catalog_broken = True
-    result = send(lane, direct_plan(lane, "openai", "gpt-gw"), gateway_env(lane))
-    assert (result.gateway_route_kind, result.gateway_route) == ("untranslated", "openai/gpt-gw")
+    # the spec's manual route pin: provider openai, named the way the gateway names the route
+    plan = direct_plan(lane, "openai", "openrouter/anthropic/claude-gw")
+    result = send(lane, plan, gateway_env(lane))
+    assert (result.gateway_route_kind, result.gateway_route) == ("untranslated", "openai/openrouter/anthropic/claude-gw")
     [call] = lane.front.calls()
-    assert call.body["model"] == "openai/gpt-gw"
+    assert call.body["model"] == "openrouter/anthropic/claude-gw"  # litellm's one "openai/" strip, nothing added
     assert call.headers["authorization"] == f"Bearer {MASTER_KEY}" and call.headers["x-order-id"] == ORDER_ID
-    assert lane.a.models() == ["gpt-gw-upstream"] and not lane.direct.seen
+    assert lane.a.models() == ["claude-gw-upstream"] and not lane.direct.seen
 
 
 def test_unreadable_catalog_keeps_the_provider_dialect(lane: Gateway) -> None:
