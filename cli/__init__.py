@@ -52,7 +52,7 @@ SHORT_HELP: dict[str, str] = {
     "guard": "Audit user-simulator replies offline with the reply guard.",
     "replay": "Reasoning-replay consumption eval (models | run | report).",
     "gateway": "Check how each plan routes through the LLM gateway (LLM_PROXY_*).",
-    "trial": "Run agent tasks from compiled plans (run | report).",
+    "trial": "Run agent tasks from compiled plans, compare and view the results (run | report | view | import).",
     "init": "Write a commented starter project (capplan.yaml, run config, overlay, one task).",
 }
 
