@@ -71,6 +71,9 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_conf
             click.echo(f"capplan lint: {note}", err=True)
             skipped += 1
             continue
+        if project is not None and path.resolve() == project.resolve():  # whatever its name (--project FILE)
+            diagnostics += lint_file(path, "project")
+            continue
         diagnostics += (_lint_task(path, import_environments) if _is_task(path, kind)
                         else lint_file(path, kind, data_dir, run_config))
     checked = len(files) - skipped

@@ -82,6 +82,13 @@ def test_every_command_reads_the_project_file_from_below_and_flags_override_it(p
     assert second.startswith("# acme-support: acme/support-ft-3")
     ignored = capplan(here, "--no-project", "explain", "acme-support")  # not a catalogue key without the file
     assert ignored.returncode == 2 and "project file" not in ignored.stdout
+    (project / "other.yaml").write_text("plans: other-plans\n")
+    chosen = capplan(here, "--project", "../../other.yaml", "compile", "--model", "mock-echo")
+    assert chosen.returncode == 0, chosen.stderr
+    assert (project / "other-plans/mock-echo.json").is_file()
+    (project / "other.yaml").write_text("plans: other-plans\nplan: typo\n")
+    linted = capplan(here, "--project", "../../other.yaml", "lint")
+    assert linted.returncode == 2 and "../../other.yaml:2:1: error[unknown-key]: plan: unknown key 'plan'" in linted.stdout
 
 
 def test_help_says_which_project_file_is_used(project: Path, tmp_path: Path) -> None:
