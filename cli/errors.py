@@ -8,7 +8,9 @@ subcommands through it):
   "N error(s); nothing was written" line) on stderr, through the redactor, and ends the command
   with the error's ``exit_code``; one with no place of its own is placed at the command
   (``capplan gateway check: error[GATEWAY]: …``);
-- Ctrl-C that a command does not handle itself ends it with one line and exit status 130;
+- Ctrl-C that a command does not handle itself ends it with one line and exit status 130, at
+  once: threads still running then (trials a second Ctrl-C left in their provider calls) are
+  not waited for;
 - click's own usage errors and exits pass through untouched (click prints them, exit 2);
 - anything else is a bug in capplan: one line saying so, then the traceback.
 
@@ -19,7 +21,9 @@ those exit codes themselves; bad input never does.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 
 import click
@@ -31,6 +35,18 @@ EXIT_INTERRUPTED = 130
 
 BUG_MESSAGE = (f"{PROGRAM}: internal error: this is a bug in capplan, not a problem with your input; "
                "please report it with the traceback below")
+
+
+def _exit_without_waiting(code: int) -> None:
+    """End the process now when live threads would hold the interpreter's exit (it joins them first).
+
+    Ctrl-C means now: what had to be recorded was recorded before the interrupt reached here.
+    """
+    main = threading.main_thread()
+    if any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def render_user_error(exc: UserError) -> str:
@@ -55,6 +71,7 @@ def errors_reported(command: Callable[[], str] = lambda: PROGRAM) -> Iterator[No
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo(f"\n{PROGRAM}: interrupted", err=True)
+        _exit_without_waiting(EXIT_INTERRUPTED)
         sys.exit(EXIT_INTERRUPTED)
     except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
         raise

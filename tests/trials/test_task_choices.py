@@ -231,3 +231,38 @@ def test_the_run_configs_trial_choices_win_over_the_tasks(server: AgentServer, t
     assert refused.exit_code == 2, refused.output
     assert "trials.tool_choice names tool 'nope'" in refused.output and "count" in refused.output
     assert not (tmp_path / "run2").exists()
+
+
+def test_a_state_that_cannot_be_read_is_a_checkpoint_error_not_a_lost_trial(server: AgentServer, tmp_path: Path) -> None:
+    folder = tmp_path / "pack"
+    folder.mkdir()
+    (folder / "ledger_env.py").write_text('''
+class Ledger:
+    def __init__(self) -> None:
+        self.total = 0
+
+    def add(self, amount: int) -> dict:
+        self.total += amount
+        return {"total": self.total}
+
+    def state(self) -> dict:
+        if self.total > 1:
+            raise RuntimeError("the ledger is sealed")
+        return {"total": self.total}
+''')
+    task = folder / "ledger.yaml"
+    task.write_text("id: ledger\nsystem_prompt: You keep a ledger.\nenvironment: ledger_env:Ledger\n"
+                    "tools:\n  - {name: add, description: Add., parameters: {type: object, properties: "
+                    "{amount: {type: integer}}, required: [amount]}}\n"
+                    "user: {mode: scripted, turns: [one, two]}\n")
+    server.queue(completion(None, [tool_call("a", "add", {"amount": 1})]))
+    server.queue(completion("1"))
+    server.queue(completion(None, [tool_call("b", "add", {"amount": 1})]))
+    server.queue(completion("2"))
+    records = run(server, task)
+    assert records.termination_reason is TerminationReason.USER_STOP
+    first, second = records.trajectory["checkpoints"]
+    assert (first["state"], first["state_error"]) == ({"total": 1}, None)
+    assert second["state"] is None and "Ledger" in second["state_error"] and "sealed" in second["state_error"]
+    assert records.trajectory["final_state"] is None
+    assert "sealed" in records.trajectory["final_state_error"]

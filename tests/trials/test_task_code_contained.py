@@ -143,3 +143,32 @@ def test_two_ctrl_c_end_a_run_with_a_hung_tool_at_once_and_resume_finishes_it(se
     line = lines(out)["t-hang"]
     assert line["status"] == "completed"
     assert trajectory(out, line)["tool_calls"][0]["output"] == "released"
+
+
+def test_a_second_ctrl_c_exits_at_once_with_provider_calls_in_flight(tmp_path: Path) -> None:
+    from tests.trials.helpers import write_task
+
+    task = write_task(tmp_path / "pack")
+    out, plan = tmp_path / "run", plan_file(tmp_path)
+    with AgentServer(delay_s=60) as slow:  # every answer would take a minute
+        base = [*command(task, plan, out, slow.base), "--trials", "2"]
+        proc = subprocess.Popen(base, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 120
+            while len(slow.requests) < 2:
+                assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "child exited"
+                assert time.monotonic() < deadline, "no call reached the server"
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+    assert proc.returncode == 130, err.decode()
+    assert b"interrupted" in err
+    manifest = json.loads((out / "run.json").read_text())
+    assert sorted(str(key) for key in manifest["interrupted"]) == ["agent/count/0", "agent/count/1"]
+    assert not (out / "runs.jsonl").exists() or not (out / "runs.jsonl").read_text().strip()

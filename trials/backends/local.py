@@ -41,7 +41,9 @@ class LocalBackend:
         context.cancel = stop
         pending = iter(specs)
         running: set[Future[TrialRecords]] = set()
-        with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="trial") as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="trial")
+        wait_for_trials = True
+        try:
             exhausted = False
             while True:
                 while not exhausted and not stop.is_set() and len(running) < concurrency:
@@ -56,6 +58,12 @@ class LocalBackend:
                 done, running = _wait(running)
                 for future in done:
                     yield redact_records(future.result())
+        except KeyboardInterrupt:
+            # a second Ctrl-C ends the run now: running trials are left behind (the driver records them unfinished)
+            wait_for_trials = False
+            raise
+        finally:
+            pool.shutdown(wait=wait_for_trials, cancel_futures=not wait_for_trials)
 
 
 def _run_journalled(spec: TrialSpec, context: RunContext, log: CallLog | None) -> TrialRecords:
