@@ -118,3 +118,26 @@ def _details_by_key(html: str) -> list[dict[str, object]]:
         assert isinstance(detail, dict)
         out.append({**detail, "key": trial[key_at]})
     return out
+
+
+def test_an_interrupted_trial_is_shown_as_such(hostile_runs: HostileRuns, tmp_path: Path) -> None:
+    run = copy_run(hostile_runs, tmp_path)
+    lines = (run / "runs.jsonl").read_text().splitlines()
+    (run / "runs.jsonl").write_text("\n".join(line for line in lines if '"agent-a/t06/0"' not in line) + "\n")
+    manifest = json.loads((run / "run.json").read_text())
+    manifest["interrupted"] = ["agent-a/t06/0"]
+    (run / "run.json").write_text(json.dumps(manifest))
+    out = tmp_path / "report.html"
+    code, output = view(run, "--out", out)
+    assert code == 0, output
+    html = out.read_text(encoding="utf-8")
+    index = blocks(html)["view-index"]
+    assert isinstance(index, dict)
+    fields = index["trial_fields"]
+    [trial] = [t for t in index["trials"] if t[fields.index("key")] == "agent-a/t06/0"]
+    assert index["outcomes"][trial[fields.index("outcome")]] == "interrupted"
+    assert index["runs"][0]["exit"]["status"] == "130 (interrupted)"
+    details = {d["key"]: d for d in _details_by_key(html)}
+    assert details["agent-a/t06/0"]["problems"] == [] and "messages" not in details["agent-a/t06/0"]
+    reported = CliRunner().invoke(main, ["trial", "report", str(run), "--format", "md"])
+    assert reported.exit_code == 0 and "| desk | t06 | — · 1 interrupted |" in reported.output
