@@ -48,12 +48,15 @@ def report_cmd(runs: tuple[Path, ...], fmt: str | None, by: str | None) -> None:
     if len(runs) == 1 and fmt is None and by is None:
         _summary(runs[0])
         return
-    from capplan.trials.report.compare import compare
-    from capplan.trials.report.formats import render
+    from typing import cast
+
+    from capplan.trials.report.compare import GroupBy, compare
+    from capplan.trials.report.formats import Format, render
     from capplan.trials.report.run_data import load_runs
 
-    comparison = compare(load_runs(list(runs), notify=_note), by=by or "model")  # type: ignore[arg-type]
-    click.echo(render(comparison, fmt or "md"), nl=False)  # type: ignore[arg-type]
+    # click.Choice has checked both values against the same names the Literal types list
+    comparison = compare(load_runs(list(runs), notify=_note), by=cast(GroupBy, by or "model"))
+    click.echo(render(comparison, cast(Format, fmt or "md")), nl=False)
 
 
 def _summary(run_dir: Path) -> None:

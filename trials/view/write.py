@@ -54,7 +54,9 @@ def render_runs(runs: list[LoadedRun]) -> str:
         __version__ = version("capplan")
     except PackageNotFoundError:  # a checkout without an install
         __version__ = "(not installed)"
-    labels = ", ".join(run.label for run in runs)
+    from capplan.trials.report.text import plain
+
+    labels = ", ".join(plain(run.label) for run in runs)  # a folder name's escapes have no place in a title
     payload = build_payload(runs, generated_by=f"capplan {__version__} trial view")
     return render_page(payload, title=f"capplan trial view: {labels}")
 

@@ -107,3 +107,11 @@ def test_a_damaged_run_is_a_located_error(hostile_runs: HostileRuns, tmp_path: P
         f.write("not json\n")
     code, text = report(copy, hostile_runs.b.out)
     assert code == 2 and "runs.jsonl:13:1: error[" in text
+
+
+def test_the_command_offers_exactly_the_formats_and_groups_the_report_has() -> None:
+    from capplan.cli import trial_results_cmd
+    from capplan.trials.report.compare import GROUP_BY
+    from capplan.trials.report.formats import FORMATS
+
+    assert trial_results_cmd._FORMATS == FORMATS and trial_results_cmd._GROUP_BY == GROUP_BY
