@@ -380,6 +380,18 @@ def _refuse_redirects(litellm: Any) -> None:
         litellm.client_session = DefaultHttpxClient(follow_redirects=False)
 
 
+def default_completion(plan: Plan, env: Mapping[str, str] | None = None) -> Completion:
+    """What sends ``plan``'s calls when no caller supplies a completion: the direct transport or litellm.
+
+    For wrappers that need the per-attempt callable itself (a run's rate limiter on a Ray worker).
+    """
+    if plan.wire is not None and plan.wire.transport == "direct" and not mock_provider.is_mock(plan.model.provider):
+        from capplan.executor.direct.sender import DirectCompletion
+
+        return DirectCompletion(plan, os.environ if env is None else env)
+    return _litellm_completion()
+
+
 def _litellm_completion() -> Completion:
     # Without this litellm first tries to download its model cost map on import.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

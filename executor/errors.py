@@ -165,3 +165,13 @@ class ProviderConnectionError(ConnectionError):
 
 class ProviderTimeoutError(TimeoutError):
     """One attempt of a direct-transport call exceeded the plan's per-attempt timeout."""
+
+
+class ProviderRequestTimeout(ProviderTimeoutError):
+    """HTTP 408 from the provider: a timeout like one of our own (retried by the timeout retry, as litellm's ``Timeout``)."""
+
+    def __init__(self, message: str, *, status_code: int, response: object = None, body: object = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.response = response
+        self.body = body

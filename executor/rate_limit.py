@@ -135,3 +135,38 @@ def is_transient_rate_limit(exc: BaseException, patterns: Patterns) -> bool:
     if evidence is not Evidence.NONE:
         return False
     return matches_rate_limit_text(str(exc), patterns)
+
+
+#: The longest ``Retry-After`` a retry waits for: a provider asking for an hour is answered by the
+#: caller's own budget, not by a silent hour-long sleep.
+MAX_RETRY_AFTER_S = 300.0
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The ``Retry-After`` seconds (numeric form) the provider sent with ``exc``'s response, bounded.
+
+    Read off the headers a link of the cause chain keeps (litellm's ``litellm_response_headers``, the
+    direct transport's ``.response``); an HTTP-date form or a missing header is None.
+    """
+    for link in cause_chain(exc):
+        value = None
+        # litellm keeps the upstream's headers on its exception; its `.response` is often a stand-in without them
+        for headers in (getattr(link, "litellm_response_headers", None),
+                        getattr(getattr(link, "response", None), "headers", None)):
+            getter = getattr(headers, "get", None)
+            try:
+                value = getter("retry-after") if getter is not None else None
+            except Exception:  # noqa: BLE001 - headers that cannot be read carry no hint
+                value = None
+            if value is not None:
+                break
+        if value is None:
+            continue
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            return None
+        if seconds != seconds or seconds < 0:  # NaN or negative: no usable hint
+            return None
+        return min(seconds, MAX_RETRY_AFTER_S)
+    return None

@@ -12,7 +12,8 @@ once, and so does one refused for its configuration (401, 403, 404, missing cred
 gateway key: see :func:`~capplan.executor.loop_errors.configuration_problem`), even when litellm
 labels it an ``InternalServerError``. A spent key chain and an exhausted timeout retry are terminal here too: no wait clears them.
 Both controllers share one ``before_sleep`` hook, so retry logs and probe telemetry are the
-same on either path.
+same on either path. Neither retries sooner than the ``Retry-After`` a failed attempt's response
+asked for (numeric form, at most :data:`~capplan.executor.rate_limit.MAX_RETRY_AFTER_S`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from capplan.executor.errors import ApiTimeoutError, CredentialSpentError, Provi
 from capplan.executor.loop_errors import configuration_problem
 from capplan.executor.probe import RateLimitProbeConfig, rate_limit_wait
 from capplan.executor.probe_stats import ProbeStats
-from capplan.executor.rate_limit import Patterns, cause_chain, is_transient_rate_limit, wire_status
+from capplan.executor.rate_limit import Patterns, cause_chain, is_transient_rate_limit, retry_after_s, wire_status
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,18 @@ def exponential() -> tenacity.wait.wait_base:
     return tenacity.wait_exponential(multiplier=2, min=4, max=60)
 
 
+def honouring_retry_after(wait: Callable[[tenacity.RetryCallState], float]) -> Callable[[tenacity.RetryCallState], float]:
+    """``wait``, but never shorter than the ``Retry-After`` the failed attempt's response asked for."""
+
+    def waited(state: tenacity.RetryCallState) -> float:
+        planned = float(wait(state))
+        exc = state.outcome.exception() if state.outcome is not None else None
+        asked = retry_after_s(exc) if exc is not None else None
+        return max(planned, asked) if asked is not None else planned
+
+    return waited
+
+
 @dataclass(frozen=True)
 class RetryContext:
     """What one call's controller needs besides the policy: 429 patterns, clock, sleep, telemetry."""
@@ -90,7 +103,7 @@ def default_retrying(sleep: Callable[[float], None], context: RetryContext | Non
     patterns = context.patterns
     return tenacity.Retrying(
         stop=tenacity.stop_after_attempt(MAX_ATTEMPTS),
-        wait=exponential(),
+        wait=honouring_retry_after(exponential()),
         retry=tenacity.retry_if_exception(lambda exc: is_transient(exc) or is_transient_rate_limit(exc, patterns)),
         sleep=sleep,
         reraise=True,
@@ -119,6 +132,7 @@ def probe_retrying(config: RateLimitProbeConfig, context: RetryContext, *, rng_s
             return context.clock() - started >= config.per_call_budget_s
         return state.attempt_number - seen_429 >= MAX_ATTEMPTS
 
+    @honouring_retry_after
     def wait(state: tenacity.RetryCallState) -> float:
         return float(wait_429(state) if is_429(state) else wait_other(state))
 

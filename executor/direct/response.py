@@ -8,7 +8,8 @@ reasoning codecs read that shape: ``reasoning_content`` from ``reasoning_content
 ``_hidden_params.additional_headers`` (where OpenRouter's ``x-generation-id`` is read). A failure
 status becomes :class:`~capplan.executor.errors.ProviderHTTPError` (429:
 :class:`~capplan.executor.errors.ProviderRateLimitError`; a context-window refusal, recognised by
-the texts litellm recognises: :class:`~capplan.executor.errors.ContextWindowExceededError`).
+the texts litellm recognises, and OpenRouter's: :class:`~capplan.executor.errors.ContextWindowExceededError`;
+408: :class:`~capplan.executor.errors.ProviderRequestTimeout`, a timeout).
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from capplan.executor.errors import ContextWindowExceededError, ProviderHTTPError, ProviderRateLimitError
+from capplan.executor.errors import (
+    ContextWindowExceededError,
+    ProviderHTTPError,
+    ProviderRateLimitError,
+    ProviderRequestTimeout,
+)
 
 #: litellm's ``Message`` fields; any other key of a response message is provider-specific.
 MESSAGE_FIELDS = frozenset({
@@ -42,6 +48,10 @@ CONTEXT_WINDOW_TEXTS = (
     "prompt is too long",
 )
 
+#: Added here: OpenRouter's wording ("This endpoint's maximum context length is N tokens. However, you
+#: requested about M tokens ..."), which litellm reads as a plain bad request (docs/deviations.md).
+OWN_CONTEXT_WINDOW_TEXTS = ("maximum context length is",)
+
 _THINK = re.compile(r"<(?:think|thinking|budget:thinking)>(.*?)</(?:think|thinking|budget:thinking)>(.*)", re.DOTALL)
 
 #: How much of an error body a message quotes.
@@ -53,12 +63,12 @@ def is_context_window_text(text: str) -> bool:
     lower = text.lower()
     if "string_above_max_length" in lower or ("invalid 'user'" in lower and "string too long" in lower):
         return False
-    if any(marker in lower for marker in CONTEXT_WINDOW_TEXTS):
+    if any(marker in lower for marker in CONTEXT_WINDOW_TEXTS + OWN_CONTEXT_WINDOW_TEXTS):
         return True
     return "current length is" in lower and "while limit is" in lower
 
 
-def failure(status: int, text: str, response: object, provider: str) -> ProviderHTTPError:
+def failure(status: int, text: str, response: object, provider: str) -> ProviderHTTPError | ProviderRequestTimeout:
     """The typed error for a non-2xx answer."""
     body: Any = None
     try:
@@ -67,6 +77,8 @@ def failure(status: int, text: str, response: object, provider: str) -> Provider
         body = None
     message = _error_message(body) or text[:_MAX_QUOTED] or "(empty body)"
     shown = f"{provider} HTTP {status}: {message}"
+    if status == 408:
+        return ProviderRequestTimeout(shown, status_code=status, response=response, body=body)
     if status == 429:
         return ProviderRateLimitError(shown, status_code=status, response=response, body=body)
     if status < 500 and is_context_window_text(text):

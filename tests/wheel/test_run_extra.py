@@ -37,7 +37,8 @@ def no_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_send_on_a_real_plan_names_the_extra(no_litellm: None) -> None:
-    result = CliRunner().invoke(main, ["send", "--plan", str(PLANS / "gpt-4o.json"), str(REQUEST)])
+    # a native route (Anthropic's) is sent by litellm only
+    result = CliRunner().invoke(main, ["send", "--plan", str(PLANS / "claude-opus-4.7.json"), str(REQUEST)])
     assert result.exit_code == 2, result.output
     assert f"capplan send {LINE}" in result.output
     assert "Traceback" not in result.output
@@ -46,7 +47,8 @@ def test_send_on_a_real_plan_names_the_extra(no_litellm: None) -> None:
 def test_a_trial_on_a_real_plan_is_refused_before_it_starts(no_litellm: None, tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = CliRunner().invoke(main, ["trial", "run", str(REPO / "examples" / "trials" / "inventory_desk"),
-                                       "--plan", str(PLANS / "gpt-4o.json"), "--user-plan", str(PLANS / "gpt-4o.json"),
+                                       "--plan", str(PLANS / "claude-opus-4.7.json"),
+                                       "--user-plan", str(PLANS / "claude-opus-4.7.json"),
                                        "--out", str(out)])
     assert result.exit_code == 2, result.output
     assert f"capplan trial run {LINE}" in result.output
@@ -60,4 +62,21 @@ def test_mock_plans_need_no_litellm(no_litellm: None, tmp_path: Path) -> None:
     ran = CliRunner().invoke(main, ["trial", "run", str(REPO / "examples" / "trials" / "inventory_desk"),
                                     "--plan", mock, "--user-plan", mock, "--out", str(tmp_path / "run")])
     assert ran.exit_code == 0, ran.output
+    assert "litellm" not in sys.modules
+
+
+def test_an_openai_compatible_route_is_sent_directly_without_litellm(no_litellm: None,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.executor.loopback import LoopbackServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-direct-no-litellm")
+    with LoopbackServer() as server:
+        server.queue({"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                      "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}],
+                      "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}})
+        result = CliRunner().invoke(main, ["send", "--plan", str(PLANS / "gpt-4o.json"), "--api-base",
+                                           f"{server.base}/v1", str(REQUEST)])
+        assert result.exit_code == 0, result.output
+        assert server.last().path == "/v1/chat/completions"
+    assert "hi" in result.output
     assert "litellm" not in sys.modules

@@ -146,9 +146,10 @@ def test_the_replay_harness_runs_as_a_script(installed: Installed) -> None:
 def test_a_real_provider_call_names_the_run_extra(installed: Installed) -> None:
     work = installed.work / "send"
     work.mkdir()
-    assert _run([installed.capplan, "compile", "--model", "gpt-4o", "--out", "plans"], cwd=work).returncode == 0
+    # a native route (Anthropic's): only litellm sends it; OpenAI-compatible routes go out directly
+    assert _run([installed.capplan, "compile", "--model", "claude-opus-4.7", "--out", "plans"], cwd=work).returncode == 0
     request = REPO / "golden" / "conversations" / "dict_map_tools.json"
-    sent = _run([installed.capplan, "send", "--plan", "plans/gpt-4o.json", request], cwd=work)
+    sent = _run([installed.capplan, "send", "--plan", "plans/claude-opus-4.7.json", request], cwd=work)
     assert sent.returncode == 2, sent.stdout + sent.stderr
     assert sent.stderr.strip() == "capplan send needs the run extra: pip install 'capplan[run]'"
 

@@ -101,6 +101,7 @@ class TrialWorker:
 
 
 def _limited(plan: Plan, gate: RayCallGate) -> Completion:
-    from capplan.executor.client import _litellm_completion
+    from capplan.executor.client import default_completion
 
-    return LimitedCompletion(_litellm_completion(), gate, plan)
+    # the plan's own sender (direct on OpenAI-compatible routes, else litellm) under the run's limiter
+    return LimitedCompletion(default_completion(plan), gate, plan)
