@@ -190,13 +190,10 @@ class GlobIndex:
         lowered = text.lower()
         size = len(lowered)
         best = self._literal.get(lowered)
-        limit = before if before is not None else None
-        if best is not None and limit is not None and best >= limit:
+        if best is not None and before is not None and best >= before:
             best = None
-        if limit is not None and (best is None or limit < best):
-            best_or_limit = limit
-        else:
-            best_or_limit = best
+        # what a candidate must beat: the best position so far, else the limit (None: anything)
+        best_or_limit: int | None = best if best is not None else before
 
         def scan(entries: list[tuple[int, str, bool]]) -> None:
             nonlocal best, best_or_limit
