@@ -1,8 +1,10 @@
 """The gateway transport, read once per client from seven ``LLM_PROXY_*`` variables.
 
 Setting ``LLM_PROXY_BASE_URL`` turns the gateway on; the others are optional companions. Values
-come from the process environment, then from a ``.env`` file in the working directory (the
-environment wins). Every malformed value, and every companion set while the base URL is empty,
+come from the process environment, then from the container's secrets payload
+(``TOLOKAFORGE_SECRETS_JSON``: a JSON object of names to strings, which the spec's runner
+container is started with), then from a ``.env`` file in the working directory (the first source
+that sets a name wins). Every malformed value, and every companion set while the base URL is empty,
 raises :class:`GatewayConfigError` naming the variable when the client is built: a typo must
 never run a whole evaluation straight at the providers with unattributed spend.
 
@@ -22,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from capplan.core.dotenv_file import DotenvError, read_dotenv
-from capplan.core.input_limits import MAX_NESTING, InputLimitError, check_flow_nesting
+from capplan.core.input_limits import MAX_CONFIG_BYTES, MAX_NESTING, InputLimitError, check_flow_nesting
 from capplan.executor.errors import GatewayError
 from capplan.executor.gateway.secret_refs import SecretReferenceError, expand_secret_refs
 
@@ -124,26 +126,42 @@ def uuid4_text() -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+#: The container secrets payload the spec's runner container gets: a JSON object of names to strings.
+CONTAINER_SECRETS = "TOLOKAFORGE_SECRETS_JSON"
+
+
 class EnvSource:
-    """Variables from a mapping (the process environment by default), then a ``.env`` file."""
+    """Variables from a mapping (the process environment by default), then the container secrets payload
+    (:data:`CONTAINER_SECRETS` in that mapping), then a ``.env`` file."""
 
     def __init__(self, env: Mapping[str, str] | None = None, dotenv: Path | None = None) -> None:
         self._env: Mapping[str, str] = os.environ if env is None else env
         self._dotenv_path = Path(".env") if dotenv is None and env is None else dotenv
         self._dotenv: dict[str, str] | None = None
+        self._payload: dict[str, str] | None = None
 
     def get(self, name: str) -> str | None:
         """The variable's value, or None when set nowhere."""
         value = self._env.get(name)
+        if value is not None:
+            return value
+        value = self._container().get(name)
         if value is not None or self._dotenv_path is None:
             return value
         return self._file().get(name)
 
     def values(self, names: tuple[str, ...]) -> dict[str, str | None]:
-        """``{name: get(name)}`` for each of ``names`` (read in one C-level pass when no ``.env`` is consulted)."""
-        if self._dotenv_path is None:
+        """``{name: get(name)}`` for each of ``names`` (read in one C-level pass when only the mapping is consulted)."""
+        if self._dotenv_path is None and CONTAINER_SECRETS not in self._env:
             return dict(zip(names, map(self._env.get, names)))
         return {name: self.get(name) for name in names}
+
+    def _container(self) -> dict[str, str]:
+        """The container secrets payload, validated once; a malformed one is refused naming the variable only."""
+        if self._payload is None:
+            raw = self._env.get(CONTAINER_SECRETS)
+            self._payload = {} if raw is None or not raw.strip() else _parse_payload(raw)
+        return self._payload
 
     def _file(self) -> dict[str, str]:
         if self._dotenv is None:
@@ -157,6 +175,27 @@ class EnvSource:
                     raise GatewayConfigError(f"{where}: {exc.message} (capplan reads LLM_PROXY_* variables from it)",
                                              location=where) from None
         return self._dotenv
+
+
+def _parse_payload(raw: str) -> dict[str, str]:
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise GatewayConfigError(f"{CONTAINER_SECRETS} is {len(raw)} characters long; the limit is {MAX_CONFIG_BYTES}")
+    try:
+        data = json.loads(raw, parse_constant=_not_a_string)
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        raise GatewayConfigError(f"{CONTAINER_SECRETS} must be a JSON object of variable names to strings "
+                                 "(the container's secrets payload); it does not parse as one")
+    bad = sum(1 for k, v in data.items() if not isinstance(k, str) or not isinstance(v, str))
+    if bad:
+        raise GatewayConfigError(f"{CONTAINER_SECRETS}: {bad} entr{'y is' if bad == 1 else 'ies are'} not a string "
+                                 "value; every secret in the payload is text")
+    return data
+
+
+def _not_a_string(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def resolve_gateway_config(source: EnvSource | None = None) -> GatewayConfig | None:

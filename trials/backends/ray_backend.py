@@ -39,6 +39,7 @@ from capplan.executor.rate_limits import RateLimits
 from capplan.core.redaction import redact_text
 from capplan.trials.call_journal import CallJournal
 from capplan.trials.cluster.credentials import credential_names, secret_names
+from capplan.trials.cluster.gateway_check import check_gateway
 from capplan.trials.cluster.limiter_actor import start_limiter
 from capplan.trials.cluster.session import ClusterUsageError, EnvironmentSource, Session
 from capplan.trials.cluster.worker import TrialResult, TrialWorker, WorkerIdentity
@@ -147,7 +148,8 @@ class RayBackend:
         self.journal = journal
 
     def prepare(self, specs: Sequence[TrialSpec]) -> None:
-        """Join the cluster with the task environments in its runtime env; check every node's credentials."""
+        """Join the cluster with the task environments in its runtime env; check every node's credentials
+        and that every node resolves the gateway (``LLM_PROXY_*``) as the driver does."""
         if not specs or self._session is not None:
             return
         plans = _plans(specs)
@@ -155,6 +157,7 @@ class RayBackend:
         self._session = Session(self.address, _environment_sources(specs), secret_names(plans), local_cpus=self.workers)
         try:
             self._session.check_credentials(self._credentials)
+            check_gateway(self._session)  # every node must route as the driver does (LLM_PROXY_*)
         except BaseException:
             self.close()
             raise
