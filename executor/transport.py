@@ -15,6 +15,7 @@ from typing import Any
 
 from capplan.core import redaction
 from capplan.executor.errors import MissingCredentialError, PlanInconsistencyError
+from capplan.executor.openrouter_base import openrouter_base_url
 from capplan.executor.plan import OpenRouterRouting, Plan, SlugRewrite
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,8 @@ class Transport:
             # the call rather than published into os.environ, so nothing process-global changes.
             base_env = self._base_env
             base = env.get(base_env) if base_env else None
+            if not base and self.custom_llm_provider == "openrouter":
+                base = openrouter_base_url(env)  # OPENROUTER_BASE_URL or OPENROUTER_API_BASE, reconciled
             base = base or self._endpoint
         if base:
             out["api_base"] = base
