@@ -22,8 +22,7 @@ One task file per benchmark entry:
 from __future__ import annotations
 
 import inspect
-import os
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -211,15 +210,10 @@ def import_category(category: str, out: Path, *, grader: GraderChoice = "builtin
 
 
 def _existing(out: Path) -> list[str]:
-    try:
-        return sorted(entry.name for entry in _scan(out))
-    except FileNotFoundError:
+    """The names already in ``out`` (none when it does not exist yet)."""
+    if not out.exists():
         return []
-    except NotADirectoryError:
+    if not out.is_dir():
         raise BfclDataError("the output path is a file, not a folder", location=str(out),
-                            hint="give --out a folder (new, empty, or with --force one to write over)") from None
-
-
-def _scan(out: Path) -> Iterator[os.DirEntry[str]]:
-    with os.scandir(out) as entries:
-        yield from entries
+                            hint="give --out a folder (new, empty, or with --force one to write over)")
+    return sorted(entry.name for entry in out.iterdir())
