@@ -38,9 +38,9 @@ def bfcl_cmd(category: str, out: Path, grader: str, force: bool, limit: int | No
     \b
       pip install --no-deps bfcl-eval==2026.3.23 mpmath==1.3.0
       capplan trial import bfcl --category multi_turn_base --out tasks/bfcl/
-      capplan trial run tasks/bfcl/ --plan plans/gpt-5.json --out runs/bfcl --concurrency 16
 
-    Each entry becomes one task file: one environment component per API class the entry
+    The pack then runs as any other, e.g. `capplan trial run tasks/bfcl/ --plan plans/gpt-5.json
+    --out runs/bfcl --concurrency 16` (docs/bfcl.md). Each entry becomes one task file: one environment component per API class the entry
     involves (the benchmark's installed classes, loaded with its initial configuration), the
     function docs as tools (converted as BFCL's OpenAI handler converts them), the question
     turns as a scripted user, BFCL's per-turn step limit, argument validation off, the ground
