@@ -9,15 +9,20 @@ history plus one system marker. One summarise per event, never iterated. Three l
 end the trial as ``CONTEXT_WINDOW_EXCEEDED``: an empty recap, the summariser's own call
 exceeding the window, and the retry after a summarise exceeding it again.
 
-The summariser is an LLM call through the trial's own client (the same model that produced
-the history), billed to the trial.
+The summarise step is a policy seam (:class:`SummarizePolicy`, the loop's
+``LoopConfig.summarize_policy``), as in the spec: the loop decides *when* (the watermark or the
+window error) and what the wire becomes; the policy decides *how* the recap is written. The
+default, :class:`LlmSummarizer`, is an LLM call through the trial's own client (the same model that
+produced the history), billed to the trial; any policy gets the same ``generate`` (so its calls
+are billed and recorded as ``summarize`` calls) and the same loud failure on an empty recap.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from capplan.executor.plan import LoopKnobs
 from capplan.executor.result import GenerationResult
@@ -71,19 +76,51 @@ def render_transcript(messages: Sequence[dict[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def summarize(generate: Callable[[dict[str, Any]], GenerationResult], system_prompt: str,
-              messages: Sequence[dict[str, Any]]) -> tuple[str, GenerationResult]:
-    """One summarise call; raises :class:`SummarizerFailedError` on an empty recap (provider errors propagate)."""
-    request = {
-        "system": SUMMARIZER_SYSTEM,
-        "messages": [{
-            "role": "user",
-            "content": f"The assistant's instructions were:\n{system_prompt}\n\nThe conversation so far:\n\n"
-                       f"{render_transcript(messages)}\n\nWrite the recap now.",
-        }],
-    }
-    result = generate(request)
-    recap = result.text.strip()
+Generate = Callable[[dict[str, Any]], GenerationResult]
+
+
+class SummarizePolicy(Protocol):
+    """How a recap is written from the wire history (the loop decides when, and what the wire becomes).
+
+    ``generate`` sends one request (``{"system": …, "messages": […]}``) through the trial's client,
+    billed and recorded as a ``summarize`` call; a policy may call it once or not at all. It returns
+    the recap and the generation that produced it. Provider errors propagate (the loop classifies
+    them); an empty recap is refused by :func:`summarize` whatever the policy.
+    """
+
+    def summarize(self, generate: Generate, system_prompt: str,
+                  messages: Sequence[dict[str, Any]]) -> tuple[str, GenerationResult]:
+        ...
+
+
+@dataclass(frozen=True)
+class LlmSummarizer:
+    """The default policy: the trial's own model recaps the transcript under ``instructions``."""
+
+    instructions: str = SUMMARIZER_SYSTEM
+
+    def summarize(self, generate: Generate, system_prompt: str,
+                  messages: Sequence[dict[str, Any]]) -> tuple[str, GenerationResult]:
+        request = {
+            "system": self.instructions,
+            "messages": [{
+                "role": "user",
+                "content": f"The assistant's instructions were:\n{system_prompt}\n\nThe conversation so far:\n\n"
+                           f"{render_transcript(messages)}\n\nWrite the recap now.",
+            }],
+        }
+        result = generate(request)
+        return result.text, result
+
+
+DEFAULT_SUMMARIZER: SummarizePolicy = LlmSummarizer()
+
+
+def summarize(generate: Generate, system_prompt: str, messages: Sequence[dict[str, Any]],
+              policy: SummarizePolicy = DEFAULT_SUMMARIZER) -> tuple[str, GenerationResult]:
+    """One summarise through ``policy``; raises :class:`SummarizerFailedError` on an empty recap."""
+    recap, result = policy.summarize(generate, system_prompt, messages)
+    recap = recap.strip()
     if not recap:
         raise SummarizerFailedError("the summariser returned an empty recap")
     return recap, result
