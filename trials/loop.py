@@ -320,7 +320,10 @@ class ToolCallingLoop:
                 specs = [t for t in self.tools if self.tool_from_turn.get(t["function"]["name"], 0) <= self.user_turn]
             else:
                 specs = self.tools
-            self._offered = (specs, frozenset(t["function"]["name"] for t in specs))
+            names = frozenset(t["function"]["name"] for t in specs)
+            if self._offered is None or self._offered[1] != names:
+                # a new list only when the set changed: the request is rebuilt when its tools list is replaced
+                self._offered = (specs, names)
             self._offered_turn = self.user_turn
         return self._offered
 

@@ -226,6 +226,8 @@ class _Trial:
                 return self._records(end)
             except Exception as exc:  # e.g. a record that does not validate: the trial still leaves one
                 detail = f"recording the trial failed: {type(exc).__name__}: {scrub(str(exc), self.recorder.secrets)[:1000]}"
+                # what the task's code produced is the likeliest culprit: the error record goes without it
+                self.state, self.state_error, self.checkpoints = None, "not recorded: " + detail, []
                 return self._records(LoopEnd(TerminationReason.ERROR, end.turns, detail), graded=False)
         finally:
             self.code.close()
