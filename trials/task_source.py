@@ -1,4 +1,4 @@
-"""Reading a task file fast: libyaml for the data, the careful reader only for positions or doubt.
+"""Reading a task file fast: libyaml for the data and, when a diagnostic needs them, the positions.
 
 Task packs are large (a benchmark's 200 files of ~30 KB each) and are read on every run, so
 the position-recording ruamel parse (:mod:`capplan.core.yaml_source`), ~25x slower than
@@ -12,8 +12,8 @@ libyaml, runs only when needed:
   the located error; a plain scalar that YAML 1.2 may read as a number, date or special value
   in a form not decoded here (``0x1f``, ``1_000``, ``2026-01-02``, ``2026.3.23``) is read by
   the careful reader alone, as ``x: <scalar>``;
-- positions are computed (by the careful reader) the first time a diagnostic asks for one:
-  a file without problems never pays for them.
+- positions are computed the first time a diagnostic asks for one (from libyaml's node marks,
+  else by the careful reader): a file without problems never pays for them.
 
 A test holds that both readers give the same data for the example task packs and for every
 scalar form above.
@@ -37,7 +37,7 @@ from capplan.core.input_limits import (
     InputLimitError,
     read_limited,
 )
-from capplan.core.yaml_source import Loc, SourceFile, read_source, source_from_bytes
+from capplan.core.yaml_source import Loc, SourceFile, parse_with_libyaml, read_source, source_from_bytes
 
 _NULL = frozenset({"", "~", "null", "Null", "NULL"})
 _TRUE = frozenset({"true", "True", "TRUE"})
@@ -65,6 +65,12 @@ class LazySource(SourceFile):
         if self._positioned:
             return
         self._positioned = True
+        # libyaml's node marks are the careful reader's positions (a test holds it for the bundled files and
+        # the example tasks), at a tenth of the cost: a pack whose every file has a warning stays fast
+        parsed = parse_with_libyaml(self._raw)
+        if parsed is not None:
+            self.positions = parsed[1]
+            return
         try:
             self.positions = source_from_bytes(self._raw, self.display).positions
         except InputError:  # the fast reader read it, so this does not happen; a diagnostic then sits at 1:1

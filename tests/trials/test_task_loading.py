@@ -100,3 +100,12 @@ def test_a_run_reads_and_validates_each_task_file_once(tmp_path: Path, monkeypat
     with pytest.raises(InputError):
         load_task_text(path.read_text(), str(path))
     assert len(parses) == 2
+
+
+def test_positions_for_a_diagnostic_are_the_careful_reader_s(tmp_path: Path) -> None:
+    files = [*sorted(EXAMPLES.glob("*/*.yaml")), Path(__file__).parent / "one_pass_task" / "broken.yaml"]
+    for path in files:
+        raw = path.read_bytes()
+        lazy = task_source_from_bytes(raw, str(path))
+        careful = source_from_bytes(raw, str(path))
+        assert [lazy.position(loc) for loc in careful.positions] == list(careful.positions.values()), path
