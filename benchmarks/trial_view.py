@@ -101,29 +101,34 @@ def _trial_files(identity: dict[str, Any], status: str, reason: str, passed: boo
     return dump_yaml(trajectory), dump_yaml(metrics)
 
 
-def write_synthetic_run(root: Path, trials: int, *, seed: int = 0) -> Path:
-    """A run folder of ``trials`` trials (rounded down to whole tasks) under ``root``; returns it."""
+def write_synthetic_run(root: Path, trials: int, *, seed: int = 0, models: int = len(MODELS),
+                        trials_per_task: int = TRIALS_PER_TASK) -> Path:
+    """A run folder of ``trials`` trials (rounded down to whole tasks) under ``root``; returns it.
+
+    ``models`` of :data:`MODELS` run every task ``trials_per_task`` times.
+    """
     rng = random.Random(seed)
-    n_tasks = max(1, trials // (len(MODELS) * TRIALS_PER_TASK))
+    chosen = MODELS[:models]
+    n_tasks = max(1, trials // (len(chosen) * trials_per_task))
     tasks = {f"task-{i:05d}": {"path": f"tasks/inventory/task-{i:05d}.yaml", "sha256": _sha(f"task {i}"),
                                "pack": "inventory" if i % 3 else "travel"} for i in range(n_tasks)}
-    plans = {model: _sha(model) for model in MODELS}
+    plans = {model: _sha(model) for model in chosen}
     root.mkdir(parents=True, exist_ok=True)
     manifest = RunManifest.model_validate({
         "run_id": hashlib.md5(str(seed).encode()).hexdigest(),  # noqa: S324 - an id, not a digest
         "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T01:00:00Z",
-        "command": ["capplan", "trial", "run", "tasks/", "--trials", str(TRIALS_PER_TASK)],
+        "command": ["capplan", "trial", "run", "tasks/", "--trials", str(trials_per_task)],
         "plans": plans, "tasks": tasks,
-        "settings": {"user_plan_fingerprint": None, "max_turns": None, "trials": TRIALS_PER_TASK,
+        "settings": {"user_plan_fingerprint": None, "max_turns": None, "trials": trials_per_task,
                      "run_config_sha256": None, "module_files": {}, "installed_modules": {},
                      "capplan_version": "0.1.0", "litellm_version": None},
     })
     (root / "run.json").write_text(manifest.model_dump_json(indent=2))
     lines = []
-    for model in MODELS:
+    for model in chosen:
         skill = 0.35 + 0.15 * MODELS.index(model)
         for task_id, task in tasks.items():
-            for index in range(TRIALS_PER_TASK):
+            for index in range(trials_per_task):
                 draw = rng.random()
                 status, reason, passed = (_OUTCOMES[0] if draw < skill else _OUTCOMES[1] if draw < 0.9
                                           else _OUTCOMES[2] if draw < 0.95 else _OUTCOMES[3] if draw < 0.98

@@ -177,7 +177,8 @@ def test_a_page_of_1000_trials_opens_and_pages(driver: Any, tmp_path: Path) -> N
     """Prints the page's load time (run with -s); asserts only on what is shown, never on time."""
     from selenium.webdriver.common.by import By
 
-    run = _benchmark().write_synthetic_run(tmp_path / "run", 1000)
+    # 2 models x 250 tasks x 2 trials: the matrix has two pages of rows
+    run = _benchmark().write_synthetic_run(tmp_path / "run", 1000, models=2, trials_per_task=2)
     page = tmp_path / "view.html"
     result = CliRunner().invoke(main, ["trial", "view", str(run), "--out", str(page)])
     assert result.exit_code == 0, result.output
@@ -188,9 +189,13 @@ def test_a_page_of_1000_trials_opens_and_pages(driver: Any, tmp_path: Path) -> N
           f"{timing[0]:.0f} ms, load {timing[1]:.0f} ms (headless Chromium, file://)")
     assert driver.find_element(By.ID, "shown-count").text == "1000 of 1000 trials shown"
     rows = driver.find_elements(By.CSS_SELECTOR, "#matrix tbody tr")
-    assert len(rows) == 125  # 1000 trials = 4 models x 125 tasks x 2: one page of rows
+    assert len(rows) == 200 and rows[0].get_attribute("data-task") == "task-00001"  # pack inventory first
+    assert "tasks 1–200 of 250" in driver.find_element(By.ID, "pager").text
+    driver.find_element(By.ID, "page-next").click()
+    rows = driver.find_elements(By.CSS_SELECTOR, "#matrix tbody tr")
+    assert len(rows) == 50 and rows[-1].get_attribute("data-task") == "task-00249"
     cells(driver)[-1].click()
-    assert browser.wait_for(driver, "#trial-title").text.startswith("trial ")
+    assert browser.wait_for(driver, "#trial-title").text == "trial model-b/task-00249/1"
 
 
 def test_harness_turns_handoffs_guard_rejections_retries_and_waits_are_marked(hostile_runs: HostileRuns, driver: Any,
