@@ -43,8 +43,7 @@ class LoadedComponents(Protocol):
     def tool_owners(self) -> Mapping[str, int]: ...
 
 __all__ = ["EnvironmentLoadError", "StateEncodingError", "TrialEnvironment", "component_file", "load_class",
-           "load_component_class", "import_task_module", "module_files", "resolve_function", "tool_methods",
-           "final_state"]
+           "load_component_class", "import_task_module", "module_files", "resolve_function", "tool_methods"]
 
 _IMPORT_LOCK = threading.RLock()
 #: Prefix of the names task modules are imported under (never the name the task file gives).
@@ -234,11 +233,6 @@ def tool_methods(cls: type[Any]) -> dict[str, Any]:
         for name, member in inspect.getmembers(cls, predicate=inspect.isfunction)
         if not name.startswith("_")
     }
-
-
-def final_state(instance: Any) -> dict[str, Any]:
-    """One instance's public attributes as JSON-safe data (the string form's flat state)."""
-    return encode_attributes(instance, type(instance).__name__)
 
 
 #: the method name that, on a component, is its state hook (unless a tool has that name)

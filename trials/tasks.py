@@ -83,11 +83,6 @@ class LoadedTask:
     #: tool name -> index of the component that serves it
     tool_owners: Mapping[str, int] = field(default_factory=dict)
 
-    @property
-    def environment(self) -> type[Any]:
-        """The first component's class (the only one of the string form)."""
-        return self.classes[0]
-
     @functools.cached_property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
