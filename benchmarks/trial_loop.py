@@ -25,7 +25,9 @@ Measured in one run:
   same turns less the time the client spends deep-copying the built kwargs before handing them
   to litellm (``copy.deepcopy`` in ``executor/client.py``, linear in the history), and the turns
   of a run with that copy skipped (the stub completion mutates nothing): what the loop and the
-  executor's build cost without it.
+  executor's build cost without it. A last row sends the same turns through a catalogue plan's
+  direct transport (gpt-5) to a loopback server in another process answering at once, which
+  makes no such copy: this process's CPU per turn, HTTP client and response parsing included;
 
 Run from the project root:  python benchmarks/trial_loop.py [--trials 500] [--concurrency 32]
 """
@@ -203,7 +205,8 @@ class _TimedCopy:
             self.spent += time.process_time() - started
 
 
-def turn_cost(folder: Path, plan: Plan, trials: int = 5, *, skip_copy: bool = False) -> dict[int, tuple[float, float]]:
+def turn_cost(folder: Path, plan: Plan, trials: int = 5, *, skip_copy: bool = False,
+              api_base: str | None = None) -> dict[int, tuple[float, float]]:
     """(seconds per agent turn, the same without the client's deepcopy) through the real loop at
     each of ``TURN_COST_SIZES`` history lengths.
 
@@ -232,20 +235,43 @@ def turn_cost(folder: Path, plan: Plan, trials: int = 5, *, skip_copy: bool = Fa
                     samples[wanted].append(elapsed)
                     without_copy[wanted].append(elapsed - copier.spent)
 
-    context = RunContext(completion=instant_completion)
-    run_trial(spec_for(task, plan, index=trials), context)  # warm: plan, client, task, tool memo
+    # with an api_base the plan's own sender talks to that server; else the in-process stub answers
+    context = RunContext() if api_base is not None else RunContext(completion=instant_completion)
+    run_trial(spec_for(task, plan, index=trials, api_base=api_base), context)  # warm: plan, client, task, tool memo
     for wanted in TURN_COST_SIZES:
         samples[wanted].clear()
     ToolCallingLoop._run_turn = timed  # type: ignore[method-assign]
     client_module.copy = copier  # type: ignore[assignment]
     try:
         for i in range(trials):
-            records = run_trial(spec_for(task, plan, index=i), context)
+            records = run_trial(spec_for(task, plan, index=i, api_base=api_base), context)
             assert records.metrics["termination_reason"] == "user_stop", records.trajectory["termination"]
     finally:
         ToolCallingLoop._run_turn = original  # type: ignore[method-assign]
         client_module.copy = copy
     return {size: (statistics.median(samples[size]), statistics.median(without_copy[size])) for size in TURN_COST_SIZES}
+
+
+def direct_turn_cost(folder: Path) -> dict[int, tuple[float, float]]:
+    """``turn_cost`` for a catalogue plan on the direct transport (gpt-5), against a loopback server
+    in another process answering at once: this process's CPU per turn, HTTP client included."""
+    plan = Plan.load(ROOT / "golden" / "plans" / "gpt-5.json")
+    assert plan.wire is not None and plan.wire.transport == "direct", "gpt-5's plan no longer sends directly"
+    server = subprocess.Popen([sys.executable, "-m", "tests.trials.agent_server", "0"], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        return turn_cost(folder, plan, api_base=server.stdout.readline().strip())
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+
+
+def print_direct_turn_cost(costs: dict[int, tuple[float, float]]) -> None:
+    base = costs[TURN_COST_SIZES[0]][0]
+    row = ", ".join(f"{size} messages {cost[0] * 1e3:.3f} ms ({cost[0] / base:.2f}x)" for size, cost in costs.items())
+    print(f"turn cost (CPU) through the real loop, direct transport to a loopback server: {row} "
+          "(target: 300 <= 1.5x 30)")
 
 
 def print_turn_cost(costs: dict[int, tuple[float, float]], skipped: dict[int, tuple[float, float]]) -> None:
