@@ -296,6 +296,7 @@ def main() -> None:
         plan = make_plan("openai", "agent-model", key="bench")
         print_turn_cost(turn_cost(Path(tmp) / "long", plan),
                         turn_cost(Path(tmp) / "long-no-copy", plan, skip_copy=True))
+        print_direct_turn_cost(direct_turn_cost(Path(tmp) / "long-direct"))
         if args.turn_cost_only:
             return
         runner_s, executor_s = loop_overhead(task, plan, args.overhead_trials)
