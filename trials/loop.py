@@ -85,6 +85,8 @@ class LoopConfig:
     max_steps_per_turn: int | None = None
     tool_choice: WireToolChoice | None = None
     parallel_tool_calls: bool | None = None
+    #: how the context handoff writes its recap (the spec's summarise policy seam)
+    summarize_policy: handoff.SummarizePolicy = handoff.DEFAULT_SUMMARIZER
 
 
 @dataclass
@@ -409,7 +411,8 @@ class ToolCallingLoop:
     def _summarize(self, turn: int, trigger_name: str) -> None:
         prompt_tokens = self.sink.last_prompt_tokens
         try:
-            recap, _ = handoff.summarize(self._summarize_generate(turn), self.system_prompt, self.wire)
+            recap, _ = handoff.summarize(self._summarize_generate(turn), self.system_prompt, self.wire,
+                                         self.config.summarize_policy)
         except handoff.SummarizerFailedError as exc:
             raise Terminal(TerminationReason.CONTEXT_WINDOW_EXCEEDED, f"summarise failed: {exc}") from None
         except Exception as exc:  # the summariser's own call: a window error is the second loud failure

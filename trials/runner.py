@@ -41,6 +41,7 @@ from capplan.executor.result import GenerationResult
 from capplan.trials.usersim import SIMULATOR_SCHEMA_VERSION, GuardEvent
 from capplan.trials.grading import grade, verdict_for
 from capplan.trials.environment import TrialEnvironment
+from capplan.trials.handoff import DEFAULT_SUMMARIZER, SummarizePolicy
 from capplan.trials.loop import LoopConfig, LoopEnd, ToolCallingLoop, WireToolChoice
 from capplan.trials.terminal import Terminal
 from capplan.trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
@@ -130,11 +131,13 @@ class RunContext:
         completion_for: Callable[[Plan], Completion] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        summarize_policy: SummarizePolicy = DEFAULT_SUMMARIZER,
     ) -> None:
         """``completion_for`` builds a plan's completion function (the Ray worker's limiter gate needs
         the plan's provider and key); it wins over ``completion``. ``clock`` (the probe's per-call
         budget) and ``wall_clock`` (telemetry windows) go to every client, beside ``sleep``."""
         self.sleep = sleep
+        self.summarize_policy = summarize_policy  # the context handoff's recap writer, for every trial here
         self.clock = clock
         self.wall_clock = wall_clock
         self.cancel = cancel
@@ -285,7 +288,7 @@ class _Trial:
             user=user, recorder=self.recorder, sink=self.sink,
             config=LoopConfig(knobs=plan.loop, max_turns=self.max_turns, max_steps_per_turn=task.max_steps_per_turn,
                               tool_choice=wire_tool_choice(task.tool_choice),
-                              parallel_tool_calls=task.parallel_tool_calls),
+                              parallel_tool_calls=task.parallel_tool_calls, summarize_policy=ctx.summarize_policy),
             sleep=ctx.sleep, classify=classifier(client.classify_loop_error), cancel=ctx.cancel,
             route=_route_of(client),
             tool_from_turn={t.name: t.available_from_turn for t in task.tools if t.available_from_turn},
@@ -336,7 +339,7 @@ class _Trial:
             count = len(event.rejections)
             # one answered attempt per generation the guard judged (failed attempts were retried)
             user_calls = [c for c in self.sink.calls if c.role == "user" and c.status == "ok"]
-            rejected = user_calls[-count:] if event.outcome == "refused" else user_calls[-count - 1:-1]
+            rejected = user_calls[-count:] if event.outcome in ("refused", "provider_failed") else user_calls[-count - 1:-1]
             for call in rejected:
                 call.outcome = "guard_rejected"
 

@@ -11,4 +11,10 @@ class Terminal(Exception):
     def __init__(self, reason: TerminationReason, detail: str = "") -> None:
         super().__init__(detail)
         self.reason = reason
-        self.detail = detail
+        self._detail = detail
+
+    @property
+    def detail(self) -> str:
+        """The reason's detail, then every note added on the way out (e.g. the user reply guard's discards)."""
+        notes = [str(n) for n in getattr(self, "__notes__", ())]
+        return "; ".join([self._detail, *notes]) if notes else self._detail

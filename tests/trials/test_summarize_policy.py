@@ -65,3 +65,25 @@ def test_an_empty_recap_fails_loudly_whatever_the_policy(generate: Any) -> None:
     server.queue(completion("   "))
     with pytest.raises(handoff.SummarizerFailedError, match="empty recap"):
         handoff.summarize(gen, "x", HISTORY)
+
+
+def test_a_runs_policy_writes_the_recap_the_loop_hands_over(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from capplan.trials.runner import RunContext, run_trial
+    from tests.trials.agent_server import tool_call
+    from tests.trials.helpers import spec_for, write_task
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-summarize-policy-test")
+    monkeypatch.delenv("LLM_PROXY_BASE_URL", raising=False)
+    task = write_task(tmp_path / "pack", turns=["add one please"])
+    policy = handoff.LlmSummarizer(instructions="Recap in one line.")
+    plan = openai_plan(loop={"max_context_tokens": 1000, "context_watermark": 100})
+    with AgentServer() as server:
+        server.queue(completion(None, [tool_call("c1", "add", {"amount": 1})], prompt_tokens=950))  # over the mark
+        server.queue(completion("added one"))
+        server.queue(completion("The counter is 1."))
+        records = run_trial(spec_for(task, plan, api_base=server.base), RunContext(summarize_policy=policy))
+        summarise, after = server.requests[1], server.requests[2]
+    assert summarise["messages"][0] == {"role": "system", "content": "Recap in one line."}
+    assert after["messages"][-1] == {"role": "user", "content": "Summary of the conversation so far:\nadded one"}
+    assert records.trajectory["summarize_events"][0]["recap"] == "added one"
+    assert [c["role"] for c in records.metrics["calls"]] == ["agent", "summarize", "agent"]

@@ -36,7 +36,9 @@ Tuple order is inspection order and the first detector to flag a reply owns it, 
 appended here cannot move the reason code recorded for a reply an earlier one already claims.
 """
 
-Outcome = Literal["delivered", "refused"]
+#: ``delivered``: a later attempt passed; ``refused``: every attempt was flagged; ``provider_failed``:
+#: the simulator's call failed after one or more attempts had been discarded
+Outcome = Literal["delivered", "refused", "provider_failed"]
 G = TypeVar("G", bound=GenerationLike)
 
 
@@ -175,7 +177,10 @@ class UserReplyGuard:
         """The first clean generation, with the defects discarded before it.
 
         Calls ``generate`` up to ``max_attempts`` times. A ``generate`` failure after one or
-        more discards re-raises with the discarded reason codes attached as a note. When every
+        more discards re-raises with the discarded reason codes attached as a note (which the trial's
+        termination detail carries, see :class:`~capplan.trials.terminal.Terminal`) after giving
+        ``record_event`` the ``provider_failed`` event, so the discarded attempts are in the
+        trajectory. When every
         attempt is flagged, ``record_event`` (if given) receives the refused event before
         :class:`UserReplyRefused` is raised, so a trial that dies here still carries the
         evidence; it also receives the delivered event of any turn that needed regeneration.
@@ -190,6 +195,8 @@ class UserReplyGuard:
                         f"user reply guard: {len(rejected)} generation attempt(s) were discarded "
                         f"before this error: {', '.join(reason_codes(rejected))}"
                     )
+                    if record_event is not None:
+                        record_event(GuardEvent(message_index, "provider_failed", tuple(rejected)))
                 raise
             defect = self.inspect(generation.text)
             if defect is None:
