@@ -71,6 +71,10 @@ class BrokenDesk(Desk):
 
 def grader_that_exits(trajectory, final_state, task):
     raise SystemExit(9)
+
+
+def grader_with_odd_detail(trajectory, final_state, task):
+    return {"passed": True, "detail": object()}
 '''
 
 TOOLS = """\

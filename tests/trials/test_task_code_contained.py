@@ -62,14 +62,17 @@ def test_what_task_code_raises_is_recorded_and_the_run_goes_on(server: AgentServ
     write_desk_task(pack, "t-broken", ["call add"], flags=flags, env_class="BrokenDesk")
     write_desk_task(pack, "t-grader", ["call add"], flags=flags,
                     extra="grader:\n  function: desk_env:grader_that_exits\n")
+    write_desk_task(pack, "t-odd-grader", ["call add"], flags=flags,
+                    extra="grader:\n  function: desk_env:grader_with_odd_detail\n")
     write_desk_task(pack, "t-hang", ["call hang", "call add", "thanks"], flags=flags, extra="tool_timeout_s: 0.5\n")
     out, plan = tmp_path / "run", plan_file(tmp_path)
     done = subprocess.run(command(pack, plan, out, server.base), env=child_env(), capture_output=True, timeout=300)
     err = done.stderr.decode()
-    assert done.returncode == 1, err  # two trials ended error: the run says so, after running every trial
+    assert done.returncode == 1, err  # three trials ended error: the run says so, after running every trial
     assert "Traceback" not in err
     found = lines(out)
-    assert sorted(found) == ["t-broken", "t-close_gen", "t-grader", "t-hang", "t-interrupt", "t-leave", "t-mixed"]
+    assert sorted(found) == ["t-broken", "t-close_gen", "t-grader", "t-hang", "t-interrupt", "t-leave", "t-mixed",
+                             "t-odd-grader"]
 
     expected = {"leave": "Error: SystemExit: 3", "interrupt": "Error: KeyboardInterrupt", "close_gen": "Error: GeneratorExit"}
     for name, text in expected.items():
@@ -94,6 +97,10 @@ def test_what_task_code_raises_is_recorded_and_the_run_goes_on(server: AgentServ
     assert graded["status"] == "error" and graded["passed"] is False
     termination = trajectory(out, graded)["termination"]
     assert termination["reason"] == "error" and "grader" in termination["detail"] and "SystemExit" in termination["detail"]
+    odd = found["t-odd-grader"]
+    assert odd["status"] == "error" and odd["passed"] is False
+    assert "not JSON data" in trajectory(out, odd)["termination"]["detail"]
+
     hang = found["t-hang"]
     assert hang["status"] == "completed"
     hung, added = trajectory(out, hang)["tool_calls"]
