@@ -56,6 +56,8 @@ def bfcl_cmd(category: str, out: Path, grader: str, force: bool, limit: int | No
         raise InputError([exc.diagnostic()]) from None
     click.echo(f"wrote {len(result.written)} task file(s) to {out} "
                f"(BFCL {category}, bfcl-eval {result.version}, grader: {grader})")
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
     if result.kept:
         click.echo(f"note: {len(result.kept)} other file(s) in {out} were left as they are", err=True)
     click.echo(f"next: capplan trial run {out} --plan PLAN.json --out runs/bfcl-{category}")

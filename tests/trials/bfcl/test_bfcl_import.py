@@ -138,3 +138,12 @@ def test_the_import_writes_one_task_per_entry_and_refuses_a_non_empty_folder(tmp
     assert "3 other file(s)" in forced.output
     grader = yaml.safe_load((out / "multi_turn_base_0.yaml").read_text())["grader"]
     assert grader == {"function": {"ref": "capplan.trials.importers.bfcl.checker:bfcl_multi_turn_checker", "args": {}}}
+
+
+def test_a_ground_truth_call_of_a_tool_before_its_turn_is_named(tmp_path: Path) -> None:
+    from capplan.trials.importers.bfcl.pack import import_category
+
+    result = import_category("multi_turn_miss_func", tmp_path / "out", entry_ids={"multi_turn_miss_func_49",
+                                                                                  "multi_turn_miss_func_0"})
+    assert result.notes == ["multi_turn_miss_func_49: the ground truth calls tail at user turn 1, before user turn 3 "
+                            "offers it; a trial answers that call as an unknown tool (docs/bfcl.md)"]

@@ -56,6 +56,8 @@ class ImportResult:
     written: list[Path] = field(default_factory=list)
     #: files already in the folder that this import did not write (kept as they are)
     kept: list[str] = field(default_factory=list)
+    #: what a user should know about particular entries
+    notes: list[str] = field(default_factory=list)
 
 
 class OutFolderNotEmpty(BfclDataError):
@@ -97,7 +99,7 @@ def _user_turns(bench: Benchmark, entry: BfclEntry) -> list[str]:
 def task_document(bench: Benchmark, entry: BfclEntry, grader: GraderChoice) -> tuple[dict[str, Any], list[list[Call]]]:
     """The task file's content without its per-turn expectations, and the ground truth as tool calls."""
     long_context = "long_context" in entry.category
-    held_out = {name: int(turn) for turn, names in entry.missed_function.items() for name in names}
+    held = held_out(entry)
     components: list[dict[str, Any]] = []
     tools: list[dict[str, Any]] = []
     methods: dict[str, Callable[..., Any]] = {}
@@ -112,8 +114,8 @@ def task_document(bench: Benchmark, entry: BfclEntry, grader: GraderChoice) -> t
         declared = []
         for doc in bench.func_docs[class_name]:
             tool = convert_tool(doc, bench.type_mapping, where=f"{class_name} function docs")
-            if tool["name"] in held_out:
-                tool["available_from_turn"] = held_out[tool["name"]]
+            if tool["name"] in held:
+                tool["available_from_turn"] = held[tool["name"]]
             tools.append(tool)
             declared.append(tool["name"])
         ignored = sorted(set(public) - set(declared))
@@ -121,7 +123,7 @@ def task_document(bench: Benchmark, entry: BfclEntry, grader: GraderChoice) -> t
             component["ignore_methods"] = ignored
         components.append(component)
         methods.update(public)
-    unknown = sorted(set(held_out) - {t["name"] for t in tools})
+    unknown = sorted(set(held) - {t["name"] for t in tools})
     if unknown:
         raise BfclDataError(f"entry {entry.id} holds out functions no involved class documents: {', '.join(unknown)}",
                             location=entry.location)
@@ -160,6 +162,24 @@ def task_document(bench: Benchmark, entry: BfclEntry, grader: GraderChoice) -> t
     if grader in ("bfcl", "both"):
         document["grader"] = {"function": {"ref": CHECKER_REF, "args": {}}}
     return document, calls
+
+
+def held_out(entry: BfclEntry) -> dict[str, int]:
+    """Tool name -> the user turn from which it is offered, for the entry's held-out functions."""
+    return {name: int(turn) for turn, names in entry.missed_function.items() for name in names}
+
+
+def early_calls(entry: BfclEntry, calls: list[list[Call]], held: dict[str, int]) -> list[str]:
+    """Ground-truth calls of a tool before the turn that offers it.
+
+    BFCL's executor runs any method of the involved classes, so its ground truth can call a
+    held-out function early (``multi_turn_miss_func_49`` calls ``tail`` at turn 1, offered from
+    turn 3); a trial answers such a call as an unknown tool, so an agent replaying that ground
+    truth fails the per-turn grader there while BFCL's checker passes it.
+    """
+    return [f"{entry.id}: the ground truth calls {call.name} at user turn {turn}, before user turn {held[call.name]} "
+            "offers it; a trial answers that call as an unknown tool (docs/bfcl.md)"
+            for turn, turn_calls in enumerate(calls) for call in turn_calls if held.get(call.name, 0) > turn]
 
 
 def dump(document: dict[str, Any], header: str) -> str:
@@ -201,6 +221,7 @@ def import_category(category: str, out: Path, *, grader: GraderChoice = "builtin
             # per_turn first, the custom grader (when --grader both) after it
             document["grader"] = {"per_turn": per_turn, **document.get("grader", {})}
         texts[name] = dump(document, header)
+        result.notes += early_calls(entry, calls, held_out(entry))
     out.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():
         write_atomic(out, [name], text.encode("utf-8"), mode=0o644)
