@@ -57,7 +57,8 @@ def bfcl_row(work: Path, *, concurrency: int = 16, latency_s: float = 0.05, grad
         base = server.stdout.readline().strip()
         out = work / "run"
         started = time.process_time()
-        specs = build_specs(RunRequest(tasks=[pack], plans=[plan], out=out, api_base=base, concurrency=concurrency))
+        files = sorted(pack.glob("*.yaml"))  # what `trial run tasks/` expands the folder to
+        specs = build_specs(RunRequest(tasks=files, plans=[plan], out=out, api_base=base, concurrency=concurrency))
         load_cpu = time.process_time() - started
         backend = LocalBackend(RunContext())
         run_trial(specs[0], backend.context)  # warm up: litellm's import and first call stay off the clock

@@ -289,7 +289,16 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--overhead-trials", type=int, default=200)
     parser.add_argument("--turn-cost-only", action="store_true", help="Only the turn-cost row.")
+    parser.add_argument("--bfcl", action="store_true",
+                        help="Only the BFCL row: the 200 imported multi_turn_base tasks against a scripted agent with "
+                             "50 ms latency at --concurrency 16 (benchmarks/bfcl_trial_loop.py; needs bfcl-eval).")
     args = parser.parse_args()
+    if args.bfcl:
+        from benchmarks.bfcl_trial_loop import bfcl_row, print_bfcl_row
+
+        with tempfile.TemporaryDirectory() as tmp:
+            print_bfcl_row(bfcl_row(Path(tmp), concurrency=16), 16)
+        return
     os.environ.setdefault("OPENAI_API_KEY", "sk-benchmark-loopback")
     with tempfile.TemporaryDirectory() as tmp:
         task = write_task(Path(tmp) / "pack", turns=["add one", "and one more", "thanks, that's all"])
