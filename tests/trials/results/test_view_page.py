@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -141,3 +142,15 @@ def test_an_interrupted_trial_is_shown_as_such(hostile_runs: HostileRuns, tmp_pa
     assert details["agent-a/t06/0"]["problems"] == [] and "messages" not in details["agent-a/t06/0"]
     reported = CliRunner().invoke(main, ["trial", "report", str(run), "--format", "md"])
     assert reported.exit_code == 0 and "| desk | t06 | — · 1 interrupted |" in reported.output
+
+
+def test_open_hands_the_written_file_to_the_browser(hostile_runs: HostileRuns, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import webbrowser
+
+    opened: list[str] = []
+    monkeypatch.setattr(webbrowser, "open", lambda uri: opened.append(uri) or False)
+    out = tmp_path / "report.html"
+    code, output = view(hostile_runs.a.out, "--out", out, "--open")
+    assert code == 0 and opened == [out.resolve().as_uri()]
+    assert "no browser could be started" in output  # open() said it could not
