@@ -158,6 +158,8 @@ class MetricsSink:
     def __init__(self, log: CallLog | None = None) -> None:
         self.calls: list[CallRecord] = []
         self.log = log if log is not None else current_log()
+        #: what the agent's first answered request carried as its system prompt (the trajectory keeps it)
+        self.effective_system_prompt: str | None = None
         self.last_prompt_tokens: int | None = None
         # the loop's own backoff (the API-error replay) is charged to the next attempt's wait_s
         self._pending_wait = 0.0
@@ -184,6 +186,8 @@ class MetricsSink:
         self._add(record)
         if role == "agent":
             self.last_prompt_tokens = result.usage.prompt_tokens
+            if self.effective_system_prompt is None:
+                self.effective_system_prompt = result.effective_system_prompt
         return record
 
     def failed(self, role: Role, turn: int, exc: BaseException | None = None,

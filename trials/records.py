@@ -125,6 +125,9 @@ class Trajectory(_Record):
     trial: TrialIdentity
     simulator_schema_version: int | None = None
     system_prompt: str
+    effective_system_prompt: str | None = Field(
+        None, description="The system prompt the agent's first request carried: the task's prompt with what the "
+                          "plan's prompt policies added (e.g. tool-use hints); null when no agent call was built.")
     tools: list[dict[str, Any]]
     messages: list[dict[str, Any]] = Field(description="The recorded view: full history, summarise markers included.")
     tool_calls: list[ToolCallRecord]

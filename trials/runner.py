@@ -363,6 +363,7 @@ class _Trial:
             trial=identity,
             simulator_schema_version=SIMULATOR_SCHEMA_VERSION if task and task.user.mode == "llm" else None,
             system_prompt=task.system_prompt if task else "", tools=task.tool_specs() if task else [],
+            effective_system_prompt=self.sink.effective_system_prompt,
             messages=rec.messages, tool_calls=rec.tool_calls, retries=rec.retries,
             summarize_events=rec.summarize_events, user_reply_guard_events=rec.guard_events,
             value_substitutions=rec.value_substitutions, parser_errors=rec.parser_errors,
