@@ -44,11 +44,9 @@ from typing import Any
 
 from capplan.trials.outcome import TrialStatus
 from capplan.trials.records import CallRecord, Grade, GraderResult, ToolCallRecord, TurnCheckpoint
-from capplan.trials.taskfile import ExpectedAction, GraderFunction, TaskFile
+from capplan.trials.taskfile import GRADER_KEYWORDS, ExpectedAction, GraderFunction, TaskFile
 from capplan.trials.tasks import resolve_function
 
-#: the keywords a custom grader may declare to receive
-GRADER_KEYWORDS = ("metadata", "checkpoints", "turn")
 #: how much of a value a reason quotes
 _SHOWN_CHARS = 200
 

@@ -131,20 +131,32 @@ def environment_class(target: str, folder: Path) -> StaticClass:
     return found
 
 
-def grader_function(target: str, folder: Path) -> None:
-    """Check that ``module:function`` is a function defined at the top of its module under ``folder``."""
+def grader_function(target: str, folder: Path) -> Signature | None:
+    """Check that ``module:function`` is a function defined at the top of its module under ``folder``; its
+    signature when it is a plain ``def`` (None for a class or a decorated function)."""
     module_name, _, name = target.rpartition(":")
     module = _module_of(module_name, folder)
     kind, node = module.bindings.get(name, ("missing", None))
-    if kind in ("function", "class"):
-        return
+    if kind == "function" and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return _after_three(node.args) if not node.decorator_list else None
+    if kind == "class":
+        return None
     if kind == "assign" and isinstance(node, ast.Lambda):
-        return
+        return _after_three(node.args)
     if kind == "missing" and not module.star_import:
         functions = sorted(n for n, (k, _) in module.bindings.items() if k == "function" and not n.startswith("_"))
         raise StaticLookupError(f"module {module_name!r} has no function {name!r}"
                                 + (f" (functions: {', '.join(functions[:20])})" if functions else ""))
     raise NotStatic(f"{name!r} in module {module_name!r} is {_binding_text(kind)}, which lint cannot follow statically")
+
+
+def _after_three(args: ast.arguments) -> Signature:
+    """A grader's keywords: its parameters after the three positional ones (trajectory, final_state, task)."""
+    positional = [*args.posonlyargs, *args.args]
+    first_default = len(positional) - len(args.defaults)
+    rest = [(a.arg, i >= first_default) for i, a in enumerate(positional)][3:]
+    rest += [(a.arg, d is not None) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
+    return Signature(tuple(n for n, _ in rest), frozenset(n for n, has in rest if not has), args.kwarg is not None)
 
 
 # --- reading a module ---------------------------------------------------------------------------

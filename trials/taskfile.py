@@ -158,6 +158,10 @@ class ExpectedAction(_Model):
     )
 
 
+#: the keywords capplan passes a custom grader that declares them (its own ``args`` may not use these names)
+GRADER_KEYWORDS = ("metadata", "checkpoints", "turn")
+
+
 class GraderFunction(_Model):
     """A custom grader: a function, its keyword arguments, and when it runs."""
 

@@ -56,6 +56,7 @@ from capplan.trials.static_environment import NotStatic, Signature, StaticLookup
 from capplan.trials.task_kind import looks_like_task  # noqa: F401  (its home before task_kind; kept importable here)
 from capplan.trials.task_source import task_source_from_bytes
 from capplan.trials.taskfile import (
+    GRADER_KEYWORDS,
     EnvironmentComponent,
     ExpectedAction,
     GraderFunction,
@@ -376,7 +377,7 @@ class _Checks:
         function = self.view.function
         if function is not None:
             try:
-                static_environment.grader_function(function.ref, self.view.folder)
+                self._grader_args(static_environment.grader_function(function.ref, self.view.folder))
             except StaticLookupError as exc:
                 self.diag(self._function_loc(), "grader-import", str(exc),
                           "the module is looked up by path in the task file's folder")
@@ -406,9 +407,11 @@ class _Checks:
         function = view.function
         if function is not None:
             try:
-                _resolve_function(function.ref, view.folder)
+                resolved = _resolve_function(function.ref, view.folder)
             except LookupError as exc:
                 self.diag(self._function_loc(), "grader-import", str(exc))
+            else:
+                self._grader_args(_function_signature(resolved))
         loaded = classes if len(classes) == len(view.components) and view.components_complete else None
         return self.diags, loaded
 
@@ -663,6 +666,11 @@ class _Checks:
             for arg in sorted(set(action.arguments) - props):
                 self.diag((*loc, "arguments", arg), "unknown-parameter",
                           f"tool {action.name!r} has no parameter {arg!r}", did_you_mean(arg, props))
+        if view.function is not None:
+            loc = (*view.function_loc[:2], "args")
+            for key in sorted(set(view.function.args) & set(GRADER_KEYWORDS)):
+                self.diag((*loc, key), "grader-args", f"{key!r} is what capplan passes the grader itself",
+                          "rename the argument")
         if view.expected_state is not None:
             self._state_keys(("grader", "expected_state"), view.expected_state, keys, reasons)
         for i, turn in view.per_turn:
@@ -702,6 +710,23 @@ class _Checks:
             return
         for key in sorted(set(expected) - keys):
             self.diag((*loc, key), "unknown-state-key", f"{what} has no key {key!r}", did_you_mean(key, keys))
+
+    def _grader_args(self, signature: Signature | None) -> None:
+        """A custom grader's ``args`` against its signature: after (trajectory, final_state, task), keywords
+        it declares, never one capplan passes itself (metadata, checkpoints, turn)."""
+        function = self.view.function
+        if function is None or signature is None:
+            return
+        loc = (*self.view.function_loc[:2], "args")
+        accepted = set(signature.accepted) - set(GRADER_KEYWORDS)
+        if not signature.var_keyword:
+            for key in sorted(set(function.args) - accepted - set(GRADER_KEYWORDS)):
+                self.diag((*loc, key), "grader-args", f"grader {function.ref}() has no keyword parameter {key!r}",
+                          did_you_mean(key, accepted))
+        missing = sorted(signature.required - set(function.args) - set(GRADER_KEYWORDS))
+        if missing:
+            self.diag(loc if function.args else self.view.function_loc, "grader-args",
+                      f"grader {function.ref}() requires {', '.join(map(repr, missing))}, which its args do not give")
 
     def _function_loc(self) -> Loc:
         return self.view.function_loc
@@ -765,6 +790,18 @@ def _class_signatures(cls: type[Any]) -> tuple[dict[str, Signature | None], dict
                  for name, member in inspect.getmembers(cls, predicate=inspect.isfunction)}
     with _SIGNATURES_LOCK:
         return _SIGNATURES.setdefault(cls, (public, functions))
+
+
+def _function_signature(function: Callable[..., Any]) -> Signature | None:
+    """An imported grader's keywords: its parameters after (trajectory, final_state, task); None when unreadable."""
+    try:
+        params = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    rest = [p for p in params if p.kind in positional][3:] + [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    return Signature(tuple(p.name for p in rest), frozenset(p.name for p in rest if p.default is inspect.Parameter.empty),
+                     any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params))
 
 
 def signature_of(method: Callable[..., Any], cls: type[Any], name: str) -> Signature | None:

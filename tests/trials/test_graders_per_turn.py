@@ -209,3 +209,23 @@ def test_a_grader_that_gives_no_verdict_is_a_grader_error_never_an_escaping_exce
     with pytest.raises(GraderError) as caught:
         grade(task, [], _checkpoint(0, 1, [], []).state, {})
     assert str(caught.value) == message
+
+
+def test_lint_checks_a_custom_grader_s_args_against_its_signature(tmp_path: Path) -> None:
+    from capplan.trials.tasks import lint_task
+
+    _task(tmp_path, "grader:\n  function: {ref: graders.py:by_metadata, args: {threshold: 1}}\n")
+    path = tmp_path / "bank.yaml"
+    path.write_text(path.read_text().replace("threshold: 1", "treshold: 1"))
+    for diags in (lint_task(path), lint_task(path, import_environments=True)):
+        assert [(d.code, d.path, d.message, d.hint) for d in diags] == [
+            ("grader-args", "grader.function.args.treshold",
+             "grader graders.py:by_metadata() has no keyword parameter 'treshold'",
+             "did you mean 'threshold'? valid choices: threshold")]
+    path.write_text(path.read_text().replace("graders.py:by_metadata, args: {treshold: 1}", "limits.py:needs_limit"))
+    (tmp_path / "limits.py").write_text("def needs_limit(trajectory, final_state, task, /, *, limit):\n"
+                                        "    return True\n")
+    for diags in (lint_task(path), lint_task(path, import_environments=True)):
+        assert [(d.code, d.path, d.message) for d in diags] == [
+            ("grader-args", "grader.function.ref", "grader limits.py:needs_limit() requires 'limit', which its "
+                                                   "args do not give")]

@@ -37,6 +37,7 @@ EXPECTED = [
     ("unknown-state-key", "grader.expected_state.Ledgr", 25),  # no component Ledgr
     ("per-turn-count", "grader.per_turn[2]", 29),  # a third entry for a two-turn script
     ("grader-import", "grader.function.ref", 30),  # graders.py has no function nope
+    ("grader-args", "grader.function.args.metadata", 30),  # an argument named like one capplan passes itself
 ]
 
 
