@@ -25,6 +25,7 @@ only when there is a problem to locate (:mod:`capplan.trials.task_source`).
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import inspect
@@ -611,7 +612,7 @@ class _Checks:
                 continue
             spec = component.spec
             try:
-                instance = cls(**spec.args)
+                instance = cls(**copy.deepcopy(spec.args))  # the parsed task is shared: task code gets copies
             except BaseException as exc:  # the constructor is the task author's code, SystemExit included
                 what = "environment_args" if self.view.flat else "args"
                 self.diag(component.args_loc, "environment-args",
@@ -621,7 +622,7 @@ class _Checks:
                 continue  # calling it would only raise what its diagnostic says
             if spec.setup is not None:
                 try:
-                    getattr(instance, spec.setup.method)(**spec.setup.args)
+                    getattr(instance, spec.setup.method)(**copy.deepcopy(spec.setup.args))
                 except BaseException as exc:  # the setup is the task author's code
                     self.diag((*component.loc, "setup"), "environment-setup",
                               f"{spec.component_name}.{spec.setup.method}(**setup.args) raised "
