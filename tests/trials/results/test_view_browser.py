@@ -109,6 +109,11 @@ def test_matrix_cell_opens_the_trial_and_its_conversation(page: Path, driver: An
         bubbles[3].find_element(By.CSS_SELECTOR, "pre").get_attribute("textContent") == "agent says " + SHOWN
     grade = driver.find_element(By.ID, "grade").text
     assert "verdict: passed" in grade and "expected_state" in grade
+    checkpoints = driver.find_elements(By.CSS_SELECTOR, ".checkpoint-table tbody tr")
+    assert [row.find_element(By.TAG_NAME, "td").text for row in checkpoints] == ["0", "1"]  # one per user turn
+    state = checkpoints[0].find_element(By.CSS_SELECTOR, "details pre").get_attribute("textContent")
+    assert '"value": 2' in state
+    assert "END-OF-OUTPUT" in checkpoints[0].get_attribute("textContent")  # the turn's tool output, whole
     calls = driver.find_elements(By.CSS_SELECTOR, ".calls-table tbody tr")
     assert len(calls) == 3  # the agent's turn with the tool call, its answer, the answer after "thanks"
     not_pwned(driver)
