@@ -90,10 +90,15 @@ def load_component_class(ref: str, task_dir: Path | None) -> type[Any]:
 
 
 def component_file(relative: str, task_dir: Path | None) -> Path:
-    """The file a ``rel/path.py`` ref names (resolved); :class:`EnvironmentLoadError` when it is not there."""
+    """The file a ``rel/path.py`` ref names (resolved); :class:`EnvironmentLoadError` when it is not there.
+
+    On a Ray worker of another machine the task's folder does not exist: there the file is looked up in the
+    job's working dir (the current directory), where the Ray backend stages it, as installed modules are.
+    """
     if task_dir is None:
         raise EnvironmentLoadError(f"{relative} is relative to the task file's folder, and this task has none")
-    path = (task_dir / relative).resolve()
+    base = task_dir if task_dir.is_dir() else Path.cwd()
+    path = (base / relative).resolve()
     if not path.is_file():
         raise EnvironmentLoadError(f"no file {relative} in the task file's folder ({path.parent.name}/)")
     return path

@@ -205,3 +205,18 @@ def test_lint_with_imports_runs_setup_and_reports_what_it_raised(tmp_path: Path)
     assert [(d.code, d.path, d.message) for d in diags] == [
         ("environment-setup", "environment[0].setup", "Files._load_scenario(**setup.args) raised SystemExit: no scenario")]
     assert lint_task(path) == [d for d in lint_task(path) if d.severity == "warning"]  # statically it looks right
+
+
+def test_a_path_ref_of_a_task_whose_folder_is_elsewhere_is_found_in_the_working_dir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from capplan.trials.environment import EnvironmentLoadError, component_file
+
+    # a Ray worker on another machine: the driver's task folder is not there, the staged working dir is
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "files.py").write_text(FILES)
+    monkeypatch.chdir(tmp_path)
+    assert component_file("envs/files.py", tmp_path / "no" / "such" / "folder") == tmp_path / "envs" / "files.py"
+    # where the task's folder exists, only it is looked in
+    (tmp_path / "pack").mkdir()
+    with pytest.raises(EnvironmentLoadError, match="no file envs/files.py in the task file's folder"):
+        component_file("envs/files.py", tmp_path / "pack")
