@@ -234,9 +234,10 @@ class Client:
             probe_stats=probe_stats, role=role, model=self.plan.model.model_id, redact=self.redactor.text,
         )
         controller = probe_retrying(self._probe, context) if self._probe else default_retrying(log.sleep, context)
-        # the built kwargs share cached tool and message dicts with later builds; litellm gets
-        # its own copy, so nothing it does to a request can reach the next one
-        kwargs = copy.deepcopy(built.kwargs)
+        # the built kwargs share cached tool and message dicts with later builds; litellm (or a caller's
+        # completion) gets its own copy, so nothing it does to a request can reach the next one. The
+        # direct transport only reads them (its body is a new dict; rewritten messages are new dicts)
+        kwargs = built.kwargs if completion is self.direct else copy.deepcopy(built.kwargs)
         key_index: int | None = None
         try:
             for attempt in controller:

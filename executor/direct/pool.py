@@ -41,7 +41,8 @@ def client_for(url: str) -> httpx.Client:
         found = _clients.get(key)
         if found is None:
             found = httpx.Client(
-                http2=_HTTP2,
+                # HTTP/2 is negotiated through TLS (ALPN); a plain-http origin speaks HTTP/1.1 either way
+                http2=_HTTP2 and key[1].startswith("https:"),
                 follow_redirects=False,
                 # the per-attempt timeout travels with each request; this one only bounds what has none
                 timeout=httpx.Timeout(600.0),

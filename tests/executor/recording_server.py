@@ -47,6 +47,8 @@ class RecordingServer(ServedOnLoopback):
 
     def __init__(self) -> None:
         self.seen: list[Seen] = []
+        #: model ids ``GET …/models`` lists (a gateway's catalog); empty: the listing is refused with 404
+        self.catalog: list[str] = []
         self._script: deque[Answer] = deque()
         self._lock = threading.Lock()
         server = self
@@ -73,6 +75,16 @@ class RecordingServer(ServedOnLoopback):
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(answer.raw)
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                listed = server.catalog if self.path.split("?")[0].endswith("/models") else []
+                payload = json.dumps({"data": [{"id": m, "object": "model"} for m in listed], "object": "list"}
+                                     if listed else {"error": {"message": "not found"}}).encode("utf-8")
+                self.send_response(200 if listed else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
 
             def log_message(self, *args: Any) -> None:
                 pass

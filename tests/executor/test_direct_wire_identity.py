@@ -121,11 +121,14 @@ def _comparable(seen: Seen) -> dict[str, Any]:
 
 
 def test_every_openai_chat_route_of_the_catalogue_is_compared() -> None:
-    # the count: OpenRouter × 11, OpenAI × 3 (and nova's OpenAI endpoint), xAI, Azure AI
-    providers = sorted(p.wire.provider for p in PLANS if p.wire is not None)
-    assert len(PLANS) == 17, [p.model.key for p in PLANS]
-    assert set(providers) == {"openai", "openrouter", "xai", "azure_ai"}
+    # OpenRouter, OpenAI (and nova's OpenAI-dialect endpoint), xAI and Azure AI speak openai-chat; the
+    # native Anthropic and Gemini routes and the offline mock do not, and are not compared here
+    every = [Plan.load(path) for path in golden_wire.plan_files(ROOT)]
+    native = {p.model.key for p in every if p.model.provider.split("/")[0] in ("anthropic", "gemini", "mock")}
+    assert {p.model.key for p in PLANS} == {p.model.key for p in every} - native
+    assert {p.wire.provider for p in PLANS if p.wire is not None} == {"openai", "openrouter", "xai", "azure_ai"}
     assert all(p.wire is not None and p.wire.transport == "direct" for p in PLANS)
+    assert all(p.wire is not None and p.wire.protocol == "litellm" for p in every if p.model.key in native)
 
 
 @pytest.mark.usefixtures("_quiet")
@@ -157,3 +160,34 @@ def test_the_documented_refusals_still_happen() -> None:
     for key, conversation, variant in LITELLM_REFUSES:
         assert key in keys and conversation in CONVERSATIONS
         assert variant in _variants(CONVERSATIONS[conversation])
+
+
+GATEWAY_PLANS = ["kimi-k3", "claude-opus-4.7-openrouter", "gpt-5", "o3", "gpt-4o"]
+
+
+@pytest.mark.usefixtures("_quiet")
+@pytest.mark.parametrize("catalog", ["exact", "untranslated"])
+@pytest.mark.parametrize("key", GATEWAY_PLANS)
+def test_through_a_gateway_direct_sends_what_litellm_sends(server: RecordingServer, litellm_completion: Any,
+                                                           key: str, catalog: str) -> None:
+    from capplan.executor.gateway.catalog import clear_catalog_cache
+    from capplan.executor.gateway.config import GatewayConfig
+
+    plan = next(p for p in PLANS if p.model.key == key)
+    clear_catalog_cache()
+    server.catalog = [plan.model.model_id] if catalog == "exact" else []
+    config = GatewayConfig(base_url=server.base, api_key="sk-gateway-wire", headers={"X-Team-Token": "team-7"},
+                           request_id_header="X-Request-Id")
+    try:
+        direct = Client(plan, env=dict(KEYS), gateway=config, sleep=lambda s: None)
+        via_litellm = Client(plan, env=dict(KEYS), gateway=config, completion=litellm_completion, sleep=lambda s: None)
+    finally:
+        server.catalog = []
+    assert direct.route is not None and direct.route.kind == catalog
+    request = CONVERSATIONS["dict_map_tools"]
+    theirs, ours = _sent(server, via_litellm, request), _sent(server, direct, request)
+    assert isinstance(theirs, Seen) and isinstance(ours, Seen), (theirs, ours)
+    # the request id is a fresh UUID4 per request on either transport
+    assert ours.headers.pop("x-request-id") != theirs.headers.pop("x-request-id")
+    assert ours.headers["authorization"] == "Bearer sk-gateway-wire"
+    assert _comparable(ours) == _comparable(theirs)
