@@ -172,40 +172,30 @@ def trial(folder: Path, agent: Agent, plan_json: str, key: str, fingerprint: str
                          f"{records.trajectory['termination']['detail']}")
 
 
-def peer_counter() -> tuple[Callable[[str], int], Callable[[], None]] | None:
-    """Tokens by a real llama-server's /tokenize (the Qwen3 template model's tokenizer)."""
+def peer_tokens(texts: list[str]) -> dict[str, int]:
+    """Token counts by a real llama-server's /tokenize (the Qwen3 template model's tokenizer)."""
     from tests.realpeer.peer import LlamaServer, missing_reason
 
     reason = missing_reason()
     if reason is not None:
         raise SystemExit(f"--peer: {reason}")
-    server = LlamaServer("qwen3").__enter__()
-
-    def count(text: str) -> int:
-        request = urllib.request.Request(f"http://127.0.0.1:{server.port}/tokenize",
-                                         data=json.dumps({"content": text}).encode(),
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            return len(json.loads(reply.read())["tokens"])
-
-    return count, lambda: server.__exit__()
+    counts: dict[str, int] = {}
+    with LlamaServer("qwen3") as server:
+        for text in set(texts):
+            request = urllib.request.Request(f"http://127.0.0.1:{server.port}/tokenize",
+                                             data=json.dumps({"content": text}).encode(),
+                                             headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=30) as reply:
+                counts[text] = len(json.loads(reply.read())["tokens"])
+    return counts
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peer", action="store_true", help="count tokens with the real-peer llama-server")
     args = parser.parse_args()
-    stop: Callable[[], None] = lambda: None  # noqa: E731
-    if args.peer:
-        found = peer_counter()
-        assert found is not None
-        count, stop = found
-        unit = "tokens (llama-server /tokenize)"
-    else:
-        def count(text: str) -> int:
-            return round(len(text) / 4)
-        unit = "tokens (chars/4, the replay eval's estimate)"
     agent = Agent()
+    bodies: dict[str, dict[str, list[dict[str, Any]]]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
@@ -214,7 +204,6 @@ def main() -> None:
             (folder / "pack" / "replay_cost.yaml").write_text(TASK)
             run = folder / "run.yaml"
             run.write_text("models:\n" + "".join(f"  {m}: {{provider: llamacpp, name: {m}}}\n" for m in MODELS))
-            results: dict[str, dict[str, list[int]]] = {}
             for phase in ("before", "after"):
                 ov = folder / f"{phase}.yaml"
                 ov.write_text(overlay(agent.base, "evidence" if phase == "after" else None))
@@ -223,10 +212,23 @@ def main() -> None:
                     plan = plans[model]
                     start = len(agent.bodies)
                     trial(folder, agent, plan.to_bytes().decode("utf-8"), model, plan.fingerprint)
-                    results.setdefault(model, {})[phase] = replayed(agent.bodies[start:], count)
+                    bodies.setdefault(model, {})[phase] = agent.bodies[start:]
     finally:
         agent.close()
-        stop()
+    if args.peer:
+        texts = [m["reasoning_content"] for by_phase in bodies.values() for got in by_phase.values() for b in got
+                 for m in b["messages"] if m.get("reasoning_content")] + [f"[0] {TRACE}"]
+        known = peer_tokens(texts)
+
+        def count(text: str) -> int:
+            return known[text]
+        unit = "tokens (the real-peer llama-server's /tokenize)"
+    else:
+        def count(text: str) -> int:
+            return round(len(text) / 4)
+        unit = "tokens (chars/4, the replay eval's estimate)"
+    results = {model: {phase: replayed(got, count) for phase, got in by_phase.items()}
+               for model, by_phase in bodies.items()}
     trace = count(f"[0] {TRACE}")
     print(f"reasoning replayed per trial turn, in {unit}; one completion's trace = {trace}")
     print(f"{'model':<30} {'verdict':<20} {'before':>8} {'after':>8}  per-request after")

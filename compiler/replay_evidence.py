@@ -125,6 +125,9 @@ def apply_replay_evidence(inputs: Inputs, identity: ModelIdentity, provider_key:
     except RegistryError:
         return []  # an unknown codec name is reported where it is written
     carrier = getattr(cls, "replay_carrier", None)
+    if carrier == "reasoning_content" and provider_key == "openrouter":
+        # OpenRouter reads its own envelope: the codec replays there only through reasoning_details
+        carrier = "reasoning_details" if codec["params"].get("openrouter_envelope") else None
     if carrier is None or "replay" not in params_model(cls).model_fields:
         what = f"replays through {carrier}, and has no replay scope" if carrier else "replays no reasoning"
         return [src.diag(first.loc, "replay-evidence-unused",

@@ -174,3 +174,14 @@ def test_evidence_from_another_fingerprint_is_a_lint_warning(write: Callable[[st
     # `capplan lint` on the overlay runs the same check (today's date: a 2026-01-10 entry is old)
     old = write("old.yaml", evidence("in-loop-only", measured="2020-01-10"))
     assert any(d.code == "replay-evidence-stale" for d in lint_file(old, "overlay"))
+
+
+def test_on_openrouter_the_codec_replays_through_the_envelope_or_not_at_all(write: Callable[[str, str], Path]) -> None:
+    # the bundled qwen3 preset sends nothing through OpenRouter, so evidence about it changes nothing
+    run = write("run.yaml", "models:\n  q: {provider: openrouter, name: qwen/qwen3-8b}\n")
+    text = evidence("in-loop-only").replace('"llamacpp"', '"openrouter"').replace('"qwen3-8b":', '"qwen/qwen3-8b":')
+    measured = write("measured.yaml", text)
+    compiled = compile_paths(run_config=run, overlays=[measured])
+    (warning,) = [d for d in compiled.warnings if d.code == "replay-evidence-unused"]
+    assert "replays no reasoning" in warning.message
+    assert compiled.plans["q"].policies["reasoning_codec"].params["replay"] == "in_loop"  # the preset's own

@@ -62,10 +62,12 @@ if [ ! -x "$BIN/llama-server" ]; then
   cp "$BUILD/bin/llama-server" "$BIN/llama-server.tmp" && mv "$BIN/llama-server.tmp" "$BIN/llama-server"
 fi
 
-# 3. the models: one tiny GGUF per chat template the tree has
-log "making template models"
-PYTHONPATH="$TREE/gguf-py" "$TOOLVENV/bin/python" "$HERE/make_models.py" \
-  --templates "$TREE/models/templates" --out "$CACHE/models"
+# 3. the models: one tiny GGUF per chat template (again whenever make_models.py changed)
+if [ ! -f "$CACHE/models/models.json" ] || [ "$HERE/make_models.py" -nt "$CACHE/models/models.json" ]; then
+  log "making template models"
+  PYTHONPATH="$TREE/gguf-py" "$TOOLVENV/bin/python" "$HERE/make_models.py" \
+    --templates "$TREE/models/templates" --out "$CACHE/models"
+fi
 
 "$BIN/llama-server" --version >"$CACHE/version.txt" 2>&1 || true
 log "done: $BIN/llama-server, models in $CACHE/models"

@@ -9,6 +9,15 @@ renders the embedded chat template exactly as it would for the real model, so ``
 measures what the template keeps of a request (the signal the replay eval reads), and grammar-
 constrained output (``tool_choice: required``) is well formed whatever the weights say.
 
+The weights make a bigram model, so that a forced call terminates: the attention and MLP write
+nothing back (``attn_output`` and ``ffn_down`` are zero), each token's embedding is one-hot, so
+the output matrix scores the next token from the current one alone. Everywhere: end-of-generation
+first, then the JSON punctuation that closes a structure, noise, and whitespace last; after a
+template's own transitions (Qwen3: a newline opens ``<tool_call>``, which a newline follows), the
+template's tool-call opener. Wherever the grammar allows it the model stops; where a tool call is
+required it opens one at once, fills it in as the grammar dictates (enum arguments are bounded)
+and stops after it.
+
 The tokenizer is byte-level BPE over the 256 byte symbols (every text tokenizes, one token per
 byte) plus the template's own special tokens (``<|im_start|>``, ``<think>``, ...) as single
 tokens, so a template that emits them renders and counts them as the real model would.
@@ -41,11 +50,14 @@ class TemplateModel:
     template: str
     bos: str
     eos: str
+    # (current token, next token, score): what this template's tool-call syntax needs next
+    transitions: tuple[tuple[str, str, float], ...] = ()
 
 
 # The families the replay presets cover; each template is the tree's copy of the real model's.
 MODELS: tuple[TemplateModel, ...] = (
-    TemplateModel("qwen3", "Qwen-Qwen3-0.6B.jinja", "<|endoftext|>", "<|im_end|>"),
+    TemplateModel("qwen3", "Qwen-Qwen3-0.6B.jinja", "<|endoftext|>", "<|im_end|>",
+                  (("\n", "<tool_call>", 9.0), ("\n", "{", 8.0), ("<tool_call>", "\n", 9.0))),
     TemplateModel("glm-4.6", "GLM-4.6.jinja", "[gMASK]", "<|endoftext|>"),
     TemplateModel("glm-4.7-flash", "GLM-4.7-Flash.jinja", "[gMASK]", "<|endoftext|>"),
     TemplateModel("kimi-k2-thinking", "Kimi-K2-Thinking.jinja", "[BOS]", "<|im_end|>"),
@@ -63,7 +75,7 @@ MODELS: tuple[TemplateModel, ...] = (
 # Special-token spellings the templates use: <|x|>, <｜x｜> (DeepSeek), <think>, <seed:think>, [gMASK]
 _SPECIAL = re.compile(r"<[|｜]?/?[A-Za-z][A-Za-z0-9_:▁.|｜-]{0,40}>|\[gMASK\]")
 
-N_EMBD = 64
+N_EMBD = 512  # at least the vocabulary: embeddings are one-hot
 N_HEAD = 4
 N_FF = 128
 N_CTX = 8192
@@ -102,6 +114,10 @@ def write_model(model: TemplateModel, templates: Path, out: Path, seed: int) -> 
     vocab = len(tokens)
     rng = np.random.default_rng(seed)
 
+    def piece(text: str) -> int:
+        """The token of a special token, or of a one-byte ASCII text (token id = the byte)."""
+        return tokens.index(text, len(symbols)) if text in specials else ord(text)
+
     target = out / f"{model.name}.gguf"
     partial = target.with_suffix(".gguf.partial")
     writer = gguf.GGUFWriter(str(partial), "llama")
@@ -131,16 +147,33 @@ def write_model(model: TemplateModel, templates: Path, out: Path, seed: int) -> 
     def weight(*shape: int) -> np.ndarray:
         return (rng.standard_normal(shape) * 0.02).astype(np.float32)
 
-    writer.add_tensor("token_embd.weight", weight(vocab, N_EMBD))
+    if vocab > N_EMBD:
+        raise SystemExit(f"error: {model.name}: {vocab} tokens do not fit one-hot in {N_EMBD} dimensions")
+    embd = np.zeros((vocab, N_EMBD), dtype=np.float32)
+    embd[np.arange(vocab), np.arange(vocab)] = 1.0
+    scores = (rng.standard_normal((vocab, vocab)) * 0.01).astype(np.float32)  # [next, current]
+    for char, score in (('"', 6.0), (":", 5.0), (",", 4.0), ("}", 3.5), (" ", -1.0), ("\n", -1.0), ("\t", -1.0)):
+        scores[piece(char), :] = score
+    for special, score in (("</tool_call>", 3.0),):
+        if special in specials:
+            scores[piece(special), :] = score
+    scores[len(symbols) + 1, :] = 10.0  # eos: stop wherever the grammar lets it
+    for current, following, score in model.transitions:
+        scores[piece(following), piece(current)] = score
+    output = np.zeros((vocab, N_EMBD), dtype=np.float32)
+    # after the final norm a one-hot row is sqrt(N_EMBD) at its token: scale the scores back
+    output[:, :vocab] = scores / np.sqrt(N_EMBD)
+    writer.add_tensor("token_embd.weight", embd)
     writer.add_tensor("output_norm.weight", np.ones(N_EMBD, dtype=np.float32))
-    writer.add_tensor("output.weight", weight(vocab, N_EMBD))
+    writer.add_tensor("output.weight", output)
     writer.add_tensor("blk.0.attn_norm.weight", np.ones(N_EMBD, dtype=np.float32))
-    for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+    for name in ("attn_q", "attn_k", "attn_v"):
         writer.add_tensor(f"blk.0.{name}.weight", weight(N_EMBD, N_EMBD))
+    writer.add_tensor("blk.0.attn_output.weight", np.zeros((N_EMBD, N_EMBD), dtype=np.float32))
     writer.add_tensor("blk.0.ffn_norm.weight", np.ones(N_EMBD, dtype=np.float32))
     writer.add_tensor("blk.0.ffn_gate.weight", weight(N_FF, N_EMBD))
     writer.add_tensor("blk.0.ffn_up.weight", weight(N_FF, N_EMBD))
-    writer.add_tensor("blk.0.ffn_down.weight", weight(N_EMBD, N_FF))
+    writer.add_tensor("blk.0.ffn_down.weight", np.zeros((N_EMBD, N_FF), dtype=np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
