@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +36,8 @@ class Answer:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     drop: bool = False
+    #: seconds the answer is held back (a slow provider)
+    delay_s: float = 0.0
 
 
 def json_answer(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Answer:
@@ -64,6 +67,8 @@ class RecordingServer(ServedOnLoopback):
                     server.seen.append(seen)
                     answer = server._script.popleft() if server._script else json_answer(
                         {"error": {"message": "no answer scripted"}}, 500)
+                if answer.delay_s:
+                    time.sleep(answer.delay_s)
                 if answer.drop:
                     self.close_connection = True
                     self.connection.shutdown(2)  # SHUT_RDWR: the client reads end-of-stream, no status line

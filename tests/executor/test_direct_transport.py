@@ -1,0 +1,123 @@
+"""The direct transport keeps the executor's behaviours: key rotation, per-attempt timeout, redaction, pooling.
+
+Each behaviour is exercised against a loopback server on both transports where litellm's path
+has it too, and the recorded requests are compared.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capplan.executor import golden_wire
+from capplan.executor.attempts import attempts_of
+from capplan.executor.client import Client, _litellm_completion, default_completion
+from capplan.executor.direct import pool
+from capplan.executor.direct.sender import DirectCompletion
+from capplan.executor.errors import ApiTimeoutError, MissingCredentialError, PlanInconsistencyError
+from capplan.executor.plan import LoopKnobs, Plan
+from tests.executor.plans import make_plan
+from tests.executor.recording_server import Answer, RecordingServer, json_answer
+
+ROOT = Path(__file__).resolve().parents[2]
+PLANS = {path.stem: Plan.load(path) for path in golden_wire.plan_files(ROOT)}
+CONVERSATION = golden_wire.conversations(ROOT)["dict_map_tools"]
+OK = json_answer({"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+                  "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+                  "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}})
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RecordingServer]:
+    with RecordingServer() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def litellm_completion() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    return _litellm_completion()
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> Iterator[None]:
+    logger = logging.getLogger("capplan")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    yield
+    logger.setLevel(level)
+
+
+def _both(plan: Plan, env: dict[str, str], base: str, completion: Any) -> dict[str, Client]:
+    return {"direct": Client(plan, env=env, api_base=base, sleep=lambda s: None),
+            "litellm": Client(plan, env=env, api_base=base, completion=completion, sleep=lambda s: None)}
+
+
+def test_a_spent_key_moves_to_the_next_on_both_transports(server: RecordingServer, litellm_completion: Any) -> None:
+    env = {"OPENROUTER_API_KEYS": "sk-or-first,sk-or-second"}
+    spent = json_answer({"error": {"message": "Key limit exceeded (daily limit)", "code": 429}}, 429)
+    seen: dict[str, list[str]] = {}
+    for name, client in _both(PLANS["kimi-k3"], env, server.base, litellm_completion).items():
+        server.script(spent, OK)
+        result = client.generate(CONVERSATION)
+        assert result.text == "ok" and result.key_index == 1
+        seen[name] = [r.headers["authorization"] for r in server.seen]
+    assert seen["direct"] == seen["litellm"] == ["Bearer sk-or-first", "Bearer sk-or-second"]
+
+
+def test_a_slow_attempt_times_out_and_is_retried_as_on_litellm(server: RecordingServer, litellm_completion: Any,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # the plan's per-attempt timeout, cut to 0.2 s: three attempts (two timeout retries), then ApiTimeoutError
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-oa-slow")  # the openai SDK under litellm reads the process environment
+    plan = PLANS["gpt-4o"].model_copy(update={"loop": LoopKnobs(api_call_timeout_s=0.2)})
+    outcomes: dict[str, tuple[int, list[str | None]]] = {}
+    for name, client in _both(plan, {"OPENAI_API_KEY": "sk-oa-slow"}, server.base, litellm_completion).items():
+        server.script(*[Answer(OK.raw, delay_s=1.0)] * 3)
+        with pytest.raises(ApiTimeoutError) as raised:
+            client.generate(CONVERSATION)
+        outcomes[name] = (len(server.seen), [a.error_class for a in attempts_of(raised.value)])
+    assert outcomes["direct"] == outcomes["litellm"] == (3, ["timeout"] * 3)
+
+
+def test_an_error_body_that_echoes_the_key_is_redacted(server: RecordingServer) -> None:
+    key = "sk-or-echoed-secret-1234567890"
+    client = Client(PLANS["kimi-k3"], env={"OPENROUTER_API_KEY": key}, api_base=server.base, sleep=lambda s: None)
+    server.script(json_answer({"error": {"message": f"invalid key {key}", "code": 401}}, 401))
+    with pytest.raises(Exception) as raised:
+        client.generate(CONVERSATION)
+    assert key not in str(raised.value) and "invalid key" in str(raised.value)
+    assert server.seen[0].headers["authorization"] == f"Bearer {key}"  # sent, never shown
+
+
+def test_calls_share_one_kept_alive_connection(server: RecordingServer) -> None:
+    client = Client(PLANS["gpt-4o"], env={"OPENAI_API_KEY": "sk-oa-pool"}, api_base=server.base, sleep=lambda s: None)
+    server.script(OK, OK, OK)
+    for _ in range(3):
+        client.generate(CONVERSATION)
+    http = pool.client_for(server.base)
+    assert http is pool.client_for(server.base + "/other/path")  # one client per origin
+    assert [r.headers.get("connection", "keep-alive").lower() for r in server.seen] == ["keep-alive"] * 3
+    assert http._transport._pool.connections.__len__() == 1  # type: ignore[attr-defined]
+
+
+def test_a_route_without_default_endpoint_names_the_variable_to_set(server: RecordingServer) -> None:
+    client = Client(PLANS["cohere-command-a-plus"], env={"AZURE_AI_API_KEY": "sk-az"}, sleep=lambda s: None)
+    with pytest.raises(MissingCredentialError, match="AZURE_AI_API_BASE"):
+        client.generate(CONVERSATION)
+
+
+def test_a_plan_without_a_wire_record_goes_through_litellm() -> None:
+    plan = make_plan("openai", "gpt-old")
+    assert plan.wire is None
+    assert Client(plan, env={"OPENAI_API_KEY": "k"}).direct is None
+    assert not isinstance(default_completion(plan), DirectCompletion)
+
+
+def test_the_direct_sender_refuses_a_native_route() -> None:
+    with pytest.raises(PlanInconsistencyError, match="transport: litellm"):
+        DirectCompletion(PLANS["claude-opus-4.7"], {})
