@@ -208,7 +208,16 @@ class Client:
         if self.calls_through_litellm:
             require_litellm()  # a real call goes through litellm: the run extra, refused before anything is sent
         variable = self.plan.binding.binding.api_key_env
-        if self.mock or not variable or self._gateway_key_pinned or self.keys is not None:
+        if self.mock or self._gateway_key_pinned or self.keys is not None:
+            return
+        wire = self.plan.wire
+        if not variable and self.direct is not None and wire is not None and wire.key_envs:
+            # the direct transport reads the route's own key variable, as litellm would: unset, nothing is sent
+            if not any(self._credentials.get(name, "").strip() for name in wire.key_envs):
+                provider = self.plan.binding.key or self.plan.model.provider
+                raise MissingCredentialError(missing_key_message(wire.key_envs[0], provider, self.plan.model.key))
+            return
+        if not variable:
             return
         if not self._credentials.get(variable, "").strip():
             provider = self.plan.binding.key or self.plan.model.provider

@@ -121,3 +121,13 @@ def test_a_plan_without_a_wire_record_goes_through_litellm() -> None:
 def test_the_direct_sender_refuses_a_native_route() -> None:
     with pytest.raises(PlanInconsistencyError, match="transport: litellm"):
         DirectCompletion(PLANS["claude-opus-4.7"], {})
+
+
+def test_an_unset_route_key_is_refused_before_anything_is_sent(server: RecordingServer,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    client = Client(PLANS["gpt-4o"], env={}, api_base=server.base, sleep=lambda s: None)
+    server.script(OK)
+    with pytest.raises(MissingCredentialError, match="OPENAI_API_KEY is not set"):
+        client.generate(CONVERSATION)
+    assert server.seen == []
