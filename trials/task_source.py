@@ -34,6 +34,7 @@ from capplan.core.input_limits import (
     MAX_ALIASES,
     MAX_CONFIG_BYTES,
     MAX_NESTING,
+    MAX_NUMBER_CHARS,
     InputLimitError,
     read_limited,
 )
@@ -123,7 +124,7 @@ def fast_data(raw: bytes) -> Any:
     loader = loader_cls(raw)
     try:
         return _build(loader, yaml)
-    except (_Doubt, yaml.YAMLError, RecursionError):
+    except (_Doubt, yaml.YAMLError, RecursionError, ValueError):  # ValueError: e.g. an int past Python's digit limit
         return None
     finally:
         loader.dispose()
@@ -239,10 +240,11 @@ def _scalar(text: str) -> Any:
         return True
     if text in _FALSE:
         return False
-    if _INT.fullmatch(text):
-        return int(text)
-    if _FLOAT.fullmatch(text):
-        return float(text)
+    if len(text) <= MAX_NUMBER_CHARS:  # a longer number is the careful reader's to judge
+        if _INT.fullmatch(text):
+            return int(text)
+        if _FLOAT.fullmatch(text):
+            return float(text)
     if _DOUBT.fullmatch(text):
         return _careful_scalar(text)
     return text

@@ -21,7 +21,7 @@ SCALARS = [
     "yes", "no", "on", "off", "y", "nULL", "tRUE", "012", "00", "0x1f", "0o17", "0b11", "1_000", "1e5", "3.", ".5",
     ".inf", "-.inf", ".NaN", "1:20", "2026-01-02", "2001-12-14t21:59:43.10-05:00", "2026.3.23", "1.2.3", "12 apples",
     "27in monitor", "-rw-r--r--", ".hidden", "0xZZ", "1e", "1 2", "a b", "'quoted 1'", '"2"', "[1, 2.5, x]",
-    "{a: 1, 2: b}",
+    "{a: 1, 2: b}", "1" * 150, "1." + "5" * 200,
 ]
 
 
@@ -49,6 +49,7 @@ def test_aliases_within_bounds_read_the_same(text: str) -> None:
     "? [a]\n: 1\n",  # a complex key
     "a: 1\n---\nb: 2\n",  # two documents
     "a: *nowhere\n",
+    "a: " + "1" * 5000 + "\n",  # past Python's int digit limit: the careful reader reports it
 ])
 def test_what_only_the_careful_reader_reads_exactly_is_left_to_it(text: str) -> None:
     assert fast_data(text.encode()) is None
