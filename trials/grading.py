@@ -44,6 +44,7 @@ from typing import Any
 
 from capplan.trials.outcome import TrialStatus
 from capplan.trials.records import CallRecord, Grade, GraderResult, ToolCallRecord, TurnCheckpoint
+from capplan.trials.state_encoding import encode_state_value
 from capplan.trials.taskfile import GRADER_KEYWORDS, ExpectedAction, GraderFunction, TaskFile
 from capplan.trials.tasks import resolve_function
 
@@ -127,8 +128,13 @@ def _matches(action: ExpectedAction, call: ToolCallRecord) -> bool:
 
 
 def state_differences(expected: dict[str, Any], state: dict[str, Any], *, nested: bool) -> dict[str, Any]:
-    """``{key path: {expected, actual}}`` for each listed key whose value differs (two levels when ``nested``)."""
+    """``{key path: {expected, actual}}`` for each listed key whose value differs (two levels when ``nested``).
+
+    The expected values go through the state's own encoder first, so what YAML reads as an int key or a
+    date compares with the state's encoding of the same (``{1: a}`` as ``{"1": a}``, a date as ISO text).
+    """
     diffs: dict[str, Any] = {}
+    expected = encode_state_value(expected, None)
     for key, want in expected.items():
         have = state.get(key)
         if nested and isinstance(want, dict) and isinstance(have, dict):

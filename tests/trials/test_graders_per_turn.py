@@ -229,3 +229,9 @@ def test_lint_checks_a_custom_grader_s_args_against_its_signature(tmp_path: Path
         assert [(d.code, d.path, d.message) for d in diags] == [
             ("grader-args", "grader.function.ref", "grader limits.py:needs_limit() requires 'limit', which its "
                                                    "args do not give")]
+
+
+def test_expected_state_written_with_int_keys_compares_with_the_encoded_state(tmp_path: Path) -> None:
+    task = _task(tmp_path, "grader:\n  expected_state: {Mail: {sent: [carl]}, Bank: {log: {1: one}}}\n")
+    state = {"Bank": {"balance": 0, "log": {"1": "one"}}, "Mail": {"owner": "bob", "sent": ["carl"]}}
+    assert grade(task, [], state, {}).passed is True
