@@ -32,18 +32,27 @@ def input_options(func: F) -> F:
 
 
 class HttpUrl(click.ParamType):  # type: ignore[type-arg]  # generic since click 8.2; plain for older ones
-    """An http(s) base URL with a host and no credentials: the rule an input file's ``endpoint`` follows.
+    """An http(s) base URL with a host: the rule an input file's ``endpoint`` follows, but for userinfo.
 
-    A refused value is never repeated in the message (a URL may carry a password).
+    A flag may carry ``user:password@`` (the transport sends it as a Basic credential and every
+    printed copy is redacted); a file may not, because plans and diffs would show it. A refused
+    value is never repeated in the message.
     """
 
     name = "URL"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from urllib.parse import urlsplit, urlunsplit
+
         from capplan.core.value_types import http_url_problem
 
         text = str(value)
-        problem = http_url_problem(text)
+        try:
+            parts = urlsplit(text)
+            bare = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        except ValueError:
+            bare = text  # the rule below words what is wrong
+        problem = http_url_problem(bare)
         if problem is not None:
             self.fail(f"the URL {problem}", param, ctx)
         return text

@@ -155,9 +155,10 @@ fine:
 def test_base_url_flags_follow_the_endpoint_rule_and_never_echo_the_value(write: Callable[[str, str], Path]) -> None:
     request = write("request.json", '{"messages": [{"role": "user", "content": "hi"}]}')
     plan = REPO / "golden/plans/gpt-4o.json"
+    # userinfo is allowed on a flag (sent as a Basic credential, redacted wherever printed), not in a file
     for url, problem in (("not-a-url", "must be an http:// or https:// URL"),
-                         ("https://admin:hunter2@llm.example.com/v1", "must not carry credentials"),
-                         ("http:///v1", "must name a host")):
+                         ("ftp://admin:hunter2@llm.example.com/v1", "must be an http:// or https:// URL"),
+                         ("http:///v1", "must name a host"), ("https://u:hunter2@/v1", "must name a host")):
         code, out = invoke("preview", "--plan", str(plan), "--api-base", url, str(request))
         assert code == 2 and f"Invalid value for '--api-base': the URL {problem}" in out, out
         assert "hunter2" not in out
