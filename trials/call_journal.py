@@ -38,6 +38,7 @@ poll interval of calls.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import uuid
@@ -130,6 +131,9 @@ class CallJournal:
         self._lock = threading.Lock()
         self._open: dict[str, _Open] = {}
         self.failure: ConfinedPathError | None = None
+        # opened (and its path checked) once, on the first line: a call's line is then one write
+        self._fd: int | None = None
+        self._write_lock = threading.Lock()
 
     # -- opening executions and recording calls -------------------------------------------
 
@@ -187,10 +191,24 @@ class CallJournal:
         if self.failure is not None:
             raise self.failure
 
+    def close(self) -> None:
+        """Close the journal's descriptor (a later line opens it again)."""
+        with self._write_lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
     def _append(self, data: dict[str, Any]) -> None:
         text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
         try:
-            confined.append(self.root, (JOURNAL_FILE,), text.encode("utf-8"))
+            with self._write_lock:
+                if self._fd is None:
+                    self._fd = confined.open_append(self.root, (JOURNAL_FILE,))
+                try:
+                    confined.write_all(self._fd, text.encode("utf-8"))
+                except OSError as exc:
+                    raise ConfinedPathError(self.root / JOURNAL_FILE, "out-unwritable",
+                                            f"cannot append to it: {exc.strerror or exc}") from None
         except ConfinedPathError as exc:
             # a trial's thread must not die of it: the driver raises it before the next trial is written
             if self.failure is None:
@@ -257,7 +275,9 @@ class _Execution:
     execution: str
     key: str
     attempt: int
-    calls: list[CallRecord] = field(default_factory=list)
+    #: (line number, the call as written); validated only for executions that died (the others'
+    #: calls are in their metrics.yaml), so reading a long run's journal stays cheap
+    calls: list[tuple[int, Any]] = field(default_factory=list)
     ends: list[dict[str, Any]] = field(default_factory=list)
     last_at: float | None = None
 
@@ -315,7 +335,7 @@ def read_journal(root: Path, found: list[Diagnostic]) -> Journal:
         chunk = raw[offset:end]
         offset = end + 1
         journal.lines = lineno
-        problem = _take_line(journal, chunk)
+        problem = _take_line(journal, chunk, lineno)
         if problem is not None:
             found.append(Diagnostic(where, lineno, 1, "call-journal-invalid", problem,
                                     hint=f"{JOURNAL_FILE} is written by capplan only; restore it from a backup, or "
@@ -324,7 +344,7 @@ def read_journal(root: Path, found: list[Diagnostic]) -> Journal:
     return journal
 
 
-def _take_line(journal: Journal, chunk: bytes) -> str | None:
+def _take_line(journal: Journal, chunk: bytes, lineno: int) -> str | None:
     if len(chunk) > MAX_JOURNAL_LINE_BYTES:
         return f"is {len(chunk)} bytes long; a journal line is at most {MAX_JOURNAL_LINE_BYTES}"
     try:
@@ -342,12 +362,9 @@ def _take_line(journal: Journal, chunk: bytes) -> str | None:
     if entry is None:
         entry = journal.executions[execution] = _Execution(execution, key, attempt)
     if kind == "call":
-        try:
-            call = CallRecord.model_validate(data.get("call"))
-        except ValidationError as exc:
-            first = exc.errors(include_input=False)[0]
-            return f"call: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-        entry.calls.append(call)
+        if not isinstance(data.get("call"), dict):
+            return "a call line must hold its call record as an object"
+        entry.calls.append((lineno, data["call"]))
         at = data.get("at")
         entry.last_at = float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else entry.last_at
         return None
@@ -360,26 +377,37 @@ def _take_line(journal: Journal, chunk: bytes) -> str | None:
 
 
 def died_in_flight(journal: Journal, written: Callable[[str, int], bool],
-                   interrupted: Sequence[tuple[str, str]]) -> list[DiedSpend]:
+                   interrupted: Sequence[tuple[str, str]], where: str = JOURNAL_FILE,
+                   found: list[Diagnostic] | None = None) -> list[DiedSpend]:
     """Executions with calls that no record accounts for, in journal order.
 
     ``written(key, attempt)``: whether ``runs.jsonl`` holds that trial attempt; ``interrupted``: the
-    ``(key, at)`` pairs of ``run.json``'s interrupted-spend entries.
+    ``(key, at)`` pairs of ``run.json``'s interrupted-spend entries. A call of such an execution
+    that is not a valid call record goes to ``found`` (located at ``where``) and is left out.
     """
     noted = set(interrupted)
     died = []
     for entry in journal.executions.values():
         if not entry.calls or any(_accounts(end, written, noted) for end in entry.ends):
             continue
-        answered = [c for c in entry.calls if c.outcome != "failed"]
+        calls = []
+        for lineno, raw in entry.calls:
+            try:
+                calls.append(CallRecord.model_validate(raw))
+            except ValidationError as exc:
+                first = exc.errors(include_input=False)[0]
+                if found is not None:
+                    found.append(Diagnostic(where, lineno, 1, "call-journal-invalid",
+                                            f"call: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}",
+                                            hint=f"{JOURNAL_FILE} is written by capplan only; restore it from a "
+                                                 "backup, or remove the line (its call's spend is then not counted)"))
+        answered = [c for c in calls if c.outcome != "failed"]
         died.append(DiedSpend(
-            key=entry.key, attempt=entry.attempt, execution=entry.execution, calls=len(entry.calls),
-            agent_cost_usd=known_cost(entry.calls, _AGENT_ROLES), user_cost_usd=known_cost(entry.calls, _USER_ROLES),
+            key=entry.key, attempt=entry.attempt, execution=entry.execution, calls=len(calls),
+            agent_cost_usd=known_cost(calls, _AGENT_ROLES), user_cost_usd=known_cost(calls, _USER_ROLES),
             unknown_cost_calls=sum(1 for c in answered if c.cost_usd is None),
-            agent_tokens=sum(c.usage.prompt_tokens + c.usage.completion_tokens for c in entry.calls
-                             if c.role in _AGENT_ROLES),
-            user_tokens=sum(c.usage.prompt_tokens + c.usage.completion_tokens for c in entry.calls
-                            if c.role in _USER_ROLES),
+            agent_tokens=sum(c.usage.prompt_tokens + c.usage.completion_tokens for c in calls if c.role in _AGENT_ROLES),
+            user_tokens=sum(c.usage.prompt_tokens + c.usage.completion_tokens for c in calls if c.role in _USER_ROLES),
             last_call_at=entry.last_at,
         ))
     return died

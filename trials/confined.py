@@ -256,6 +256,24 @@ def append(root: Path, parts: Sequence[str], data: bytes, *, mode: int = 0o644) 
             os.close(fd)
 
 
+def open_append(root: Path, parts: Sequence[str], *, mode: int = 0o644) -> int:
+    """A descriptor of ``root/parts…`` opened for appending, checked as :func:`append` checks it.
+
+    For a file appended to very often (a journal line per provider call): the caller writes with
+    :func:`write_all` and closes the descriptor itself; the path is walked and checked once.
+    """
+    confined_path(root, *parts)
+    shown = root.joinpath(*parts)
+    with _existing_parent_fd(root, parts) as dir_fd:
+        _refuse_unless_regular(dir_fd, parts[-1], shown)
+        return _open_file(dir_fd, parts[-1], shown, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (one ``write`` for anything a pipe-sized buffer holds)."""
+    _write_all(fd, data)
+
+
 def create_new(root: Path, parts: Sequence[str], data: bytes, *, mode: int = 0o644) -> bool:
     """Write a file that must not exist yet; False (nothing written) when something has the name."""
     confined_path(root, *parts)

@@ -460,8 +460,11 @@ class RunFolder:
             raise RunFolderError(found[:20])
         lines = self._contents()
         manifest = manifest if manifest is not None else self._read_manifest()
-        return journal_died(journal, lambda key, attempt: (key, attempt) in lines.by_identity,
-                            [(e.key, e.at) for e in manifest.interrupted_spend])
+        died = journal_died(journal, lambda key, attempt: (key, attempt) in lines.by_identity,
+                            [(e.key, e.at) for e in manifest.interrupted_spend], str(self.root / JOURNAL_FILE), found)
+        if found:
+            raise RunFolderError(found[:20])
+        return died
 
     def superseded_spent_usd(self) -> float:
         """What attempts spent that a later attempt of the same trial superseded (an aborted trial rerun)."""
@@ -682,6 +685,8 @@ class RunFolder:
             data["invocations"][-1]["ended_at"] = now
         self._with_died(data)
         self._write_manifest(data)
+        if self.journal is not None:
+            self.journal.close()  # the invocation is over; a stray late call reopens it
 
     def clear_interrupted(self) -> None:
         """Every trial finished: nothing is left to rerun; the invocation's end is recorded."""
