@@ -12,7 +12,7 @@ import pytest
 from tests.realpeer.peer import missing_reason
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, scope="session")  # before the module-scoped servers
 def _peer_built() -> None:
     reason = missing_reason()
     if reason is not None:
