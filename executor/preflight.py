@@ -136,6 +136,8 @@ def configuration_advice(client: Client, api_base: str | None = None) -> str:
         variable = client.keys.source.split(" ", 1)[0]
     elif binding.api_key_env:
         variable = binding.api_key_env
+    elif client.direct is not None and plan.wire is not None and plan.wire.key_envs:
+        variable = " or ".join(plan.wire.key_envs)  # the direct transport's own variable: litellm is not asked
     else:
         from capplan.executor.provider_keys import litellm_key_variables
 

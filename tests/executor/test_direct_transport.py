@@ -131,3 +131,10 @@ def test_an_unset_route_key_is_refused_before_anything_is_sent(server: Recording
     with pytest.raises(MissingCredentialError, match="OPENAI_API_KEY is not set"):
         client.generate(CONVERSATION)
     assert server.seen == []
+
+
+def test_a_refused_call_names_the_route_key_variable_without_asking_litellm() -> None:
+    from capplan.executor.preflight import configuration_advice
+
+    client = Client(PLANS["gpt-4o"], env={"OPENAI_API_KEY": "sk-oa"})
+    assert "check OPENAI_API_KEY, the endpoint and the model name" in configuration_advice(client)
