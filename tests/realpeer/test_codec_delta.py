@@ -75,3 +75,23 @@ def test_the_codec_delta_equals_the_raw_reasoning_content_delta(server: LlamaSer
     assert codec == raw
     assert old == 0  # reasoning_details: accepted with a 200 and dropped
 
+
+
+def test_the_reasoning_llama_server_returns_reaches_the_result_and_the_next_request(server: LlamaServer) -> None:
+    # the DeepSeek V4 template opens <think>; the model writes one reasoning token and closes it
+    plan = make_plan("openai", "deepseek-v4", policies={"reasoning_codec": "reasoning_content"})
+    client = Client(plan, api_base=server.base)
+    first = client.generate({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 16, "temperature": 0})
+    assert first.reasoning is not None and [(b.type, b.text) for b in first.reasoning.blocks] == [("reasoning_text", "R")]
+    # replayed on the next request: the template renders it, so the prompt grows by its tokens
+    turn = {"role": "assistant", "content": "ok", "reasoning": {"blocks": [{"type": "reasoning_text", "text": "R"}]}}
+    history = [{"role": "user", "content": "hi"}, turn, {"role": "user", "content": "again"}]
+    built = client.build({"messages": history, "max_tokens": 1})
+    assert built.kwargs["messages"][1]["reasoning_content"] == "R"
+    with_reasoning = client.generate({"messages": history, "max_tokens": 1, "temperature": 0}).usage.prompt_tokens
+    without = client.generate({"messages": [history[0], {"role": "assistant", "content": "ok"}, history[2]],
+                               "max_tokens": 1, "temperature": 0}).usage.prompt_tokens
+    raw = raw_prompt_tokens(server, [history[0], {"role": "assistant", "content": "ok", "reasoning_content": "R"},
+                                     history[2]]) - raw_prompt_tokens(server, [history[0], {"role": "assistant",
+                                                                                             "content": "ok"}, history[2]])
+    assert with_reasoning - without == raw > 0

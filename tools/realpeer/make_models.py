@@ -69,7 +69,10 @@ MODELS: tuple[TemplateModel, ...] = (
         "<｜begin▁of▁sentence｜>",
         "<｜end▁of▁sentence｜>",
     ),
-    TemplateModel("deepseek-v4", "deepseek-ai-DeepSeek-V4.jinja", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
+    # the generation prompt ends in an open <think>: one reasoning token, then close it and stop,
+    # so llama-server has reasoning_content to return
+    TemplateModel("deepseek-v4", "deepseek-ai-DeepSeek-V4.jinja", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>",
+                  (("<think>", "R", 11.0), ("R", "</think>", 11.0))),
 )
 
 # Special-token spellings the templates use: <|x|>, <｜x｜> (DeepSeek), <think>, <seed:think>, [gMASK]
