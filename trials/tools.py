@@ -16,6 +16,7 @@ Argument validation, per task: ``enforce`` refuses a call whose arguments break 
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Literal
@@ -118,7 +119,9 @@ def tool_call_what(name: str, call_id: str) -> str:
 
 def _call_as_text(method: Callable[..., Any], arguments: dict[str, Any]) -> str:
     """Run on the task-code worker: the call and the text of its value (``str`` of a value is task code too)."""
-    return result_text(method(**arguments))
+    # a copy: task code may keep an argument and change it later (BFCL's mention() extends the
+    # mentions list post_tweet stored), and the call's record must keep what the agent sent
+    return result_text(method(**copy.deepcopy(arguments)))
 
 
 def result_text(value: Any) -> str:

@@ -121,3 +121,21 @@ def test_every_trial_of_a_task_starts_from_its_initial_configuration(work: Path)
                          trials=3)
     assert len(verdicts) == 6
     assert [(v.builtin, v.bfcl) for v in verdicts] == [(True, True)] * 6, verdicts
+
+
+def test_a_call_record_keeps_the_arguments_the_agent_sent(work: Path) -> None:
+    # entry 90: post_tweet keeps its mentions list, and the later mention() call extends it
+    import json
+
+    import yaml
+
+    [task] = [t for t in scripted("multi_turn_base", GROUND_TRUTH) if t.entry_id == "multi_turn_base_90"]
+    pack = work / "tasks" / "records"
+    import_category("multi_turn_base", pack, entry_ids={task.entry_id})
+    out = work / "runs" / "records"
+    [verdict] = run_agent(pack, [task], out, plan_file(pack))
+    assert verdict.builtin is True
+    line = json.loads((out / "runs.jsonl").read_text().splitlines()[0])
+    trajectory = yaml.safe_load((out / line["dir"] / "trajectory.yaml").read_text())
+    [post] = [c for c in trajectory["tool_calls"] if c["name"] == "post_tweet"]
+    assert post["arguments"]["mentions"] == ["@TravelBuddy"]
