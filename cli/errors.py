@@ -37,10 +37,12 @@ BUG_MESSAGE = (f"{PROGRAM}: internal error: this is a bug in capplan, not a prob
                "please report it with the traceback below")
 
 
-def _exit_without_waiting(code: int) -> None:
+def exit_without_waiting(code: int) -> None:
     """End the process now when live threads would hold the interpreter's exit (it joins them first).
 
     Ctrl-C means now: what had to be recorded was recorded before the interrupt reached here.
+    Only the console script calls this (:func:`capplan.cli.run`): a command invoked in-process
+    (a test's ``CliRunner``, a notebook) must never end its host process.
     """
     main = threading.main_thread()
     if any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate()):
@@ -71,7 +73,6 @@ def errors_reported(command: Callable[[], str] = lambda: PROGRAM) -> Iterator[No
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo(f"\n{PROGRAM}: interrupted", err=True)
-        _exit_without_waiting(EXIT_INTERRUPTED)
         sys.exit(EXIT_INTERRUPTED)
     except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
         raise

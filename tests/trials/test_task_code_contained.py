@@ -34,7 +34,7 @@ def server() -> Iterator[AgentServer]:
 
 
 def command(tasks: Path, plan: Path, out: Path, base: str) -> list[str]:
-    return [sys.executable, "-c", "from capplan.cli import main; main()", "trial", "run", str(tasks), "--plan", str(plan),
+    return [sys.executable, "-c", "from capplan.cli import run; run()", "trial", "run", str(tasks), "--plan", str(plan),
             "--out", str(out), "--concurrency", "2", "--api-base", base]
 
 
