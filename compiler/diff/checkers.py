@@ -104,6 +104,10 @@ CHECKERS: dict[str, Checker] = {c.name: c for c in (
                     "per-attempt timeout",
             owns=(("loop",),)),
     Checker("pricing", "price entry: key, input / output / cache prices", owns=(("pricing",),)),
+    # which HTTP client sends the request, and the URL, headers and body fields it sends them with
+    Checker("transport", "wire route: protocol (openai-chat or litellm), transport (direct or litellm), base URL "
+                         "and its variables, key variable names, path, static headers, body fields, renames",
+            owns=(("wire",),)),
     Checker("defaults", "request defaults from the run config: temperature, seed, top_p, max_tokens, "
                         "parallel_tool_calls, reasoning",
             owns=(("request_defaults",),)),
@@ -134,7 +138,7 @@ def _known(names: Iterable[str], option: str) -> list[str]:
     out = []
     for name in names:
         if name not in CHECKERS:
-            hint = did_you_mean(name, CHECKERS)
+            hint = did_you_mean(name, CHECKERS, list_max=len(CHECKERS))  # a user picking checks needs them all
             raise DiffInputError(f"{option}: unknown check {name!r}" + (f"; {hint}" if hint else ""))
         out.append(name)
     return out
