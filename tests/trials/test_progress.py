@@ -169,6 +169,7 @@ class _Folder:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.journal = None  # no call journal: this folder keeps nothing
 
     def open(self, specs: object, **identity: object) -> dict[str, Any]:  # the run's settings, command line
         return {}
@@ -178,6 +179,15 @@ class _Folder:
 
     def interrupted_spent_usd(self) -> float:
         return 0.0
+
+    def unfinished_spent_usd(self) -> float:
+        return 0.0
+
+    def superseded_spent_usd(self) -> float:
+        return 0.0
+
+    def spend_note(self) -> str:
+        return ""
 
     def write(self, records: TrialRecords) -> None:
         time.sleep(0.03)

@@ -99,7 +99,7 @@ def test_unknown_damaged_and_bomb_trial_files_do_not_stop_the_page(hostile_runs:
     code, output = view(run, "--out", out)
     assert code == 0, output
     details = {d["key"]: d for d in _details_by_key(out.read_text(encoding="utf-8"))}
-    assert details["agent-a/t01/0"]["trajectory_other"] == {"future_field": {"per_call_journal": ["<script>x</script>"]}}
+    assert details["agent-a/t01/0"]["trajectory_other"]["future_field"] == {"per_call_journal": ["<script>x</script>"]}
     [problem] = details["agent-a/t02/0"]["problems"]
     assert "t02/0/metrics.yaml:2:1: error[RUN_DATA]: is not valid YAML" in problem and "hint:" in problem
     [problem] = details["agent-a/t03/0"]["problems"]
