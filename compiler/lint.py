@@ -17,6 +17,7 @@ from capplan.compiler.inputs.overlay_file import OverlayFile
 from capplan.compiler.inputs.preset_file import PresetFile
 from capplan.compiler.matching import candidates_of
 from capplan.compiler.loading import CATALOGUE_FILE, PRESETS_FILE, PROVIDERS_FILE, Loaded, bundled_dir, display_path, load_file
+from capplan.core.yaml_fast import read_fast_source
 from capplan.core.yaml_source import read_bundled, read_source
 
 if TYPE_CHECKING:  # lint must not pay for the plan model unless it compiles
@@ -64,7 +65,7 @@ def detect_kind(path: Path) -> str:
     if path.name in by_name:
         return by_name[path.name]
     try:
-        keys = set(read_source(path).data)
+        keys = set(read_fast_source(path).data)
     except InputError:
         return "overlay"  # the load below reports the real problem
     if "models" in keys and ("engine" in keys or not keys & {"presets", "providers", "litellm_models"}):

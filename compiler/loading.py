@@ -20,6 +20,7 @@ from capplan.core.diagnostics import Diagnostic, InputError, errors_only
 from capplan.core.input_limits import MAX_CONFIG_BYTES, InputLimitError, read_limited
 from capplan.core.pydantic_errors import parse
 from capplan.core.strict_json import StrictJSONError, loads_strict
+from capplan.core.yaml_fast import read_fast_source
 from capplan.core.yaml_source import SourceFile, limit_diagnostic, read_bundled, read_source
 from capplan.presets import data_dir as presets_data_dir
 
@@ -84,7 +85,7 @@ def load_file(path: Path, cls: type[M], display: str, name: str | None = None, *
         if path.suffix == ".json":
             source = read_json_fast(path, display)
         else:
-            source = read_bundled(path, display, lookup) if bundled else read_source(path, display)
+            source = read_bundled(path, display, lookup) if bundled else read_fast_source(path, display)
         try:
             parsed = source
             model = parse(source, cls)
