@@ -53,7 +53,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from capplan.core.diagnostics import Diagnostic, InputError
@@ -64,13 +63,9 @@ from capplan.trials import confined
 from capplan.trials.call_journal import JOURNAL_FILE, CallJournal, DiedSpend, read_journal
 from capplan.trials.call_journal import died_in_flight as journal_died
 from capplan.trials.confined import ConfinedPathError, check_segment, trial_parts
+from capplan.trials.record_yaml import dump_records_yaml
 from capplan.trials.records import RunLine, RunManifest, RunSettings
 from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
-
-try:
-    _Dumper: type[yaml.SafeDumper] = yaml.CSafeDumper
-except AttributeError:  # PyYAML built without libyaml
-    _Dumper = yaml.SafeDumper
 
 RUNS_FILE = "runs.jsonl"
 MANIFEST_FILE = "run.json"
@@ -108,8 +103,7 @@ class RunFolderMismatch(RunFolderError):
 
 
 def dump_yaml(data: Any) -> bytes:
-    text: str = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
-    return text.encode("utf-8")
+    return dump_records_yaml(data)
 
 
 @dataclass
