@@ -37,6 +37,7 @@ poll interval of calls.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -318,14 +319,53 @@ class DiedSpend:
                 "user_tokens": self.user_tokens}
 
 
+class JournalCache:
+    """The last clean read of ``calls.jsonl`` (no bad line, no torn tail), for :func:`read_journal` to resume.
+
+    The journal only grows, and a run reads it back several times as it ends (run.json's and the
+    summary's spend of trials that died in flight): a read whose first bytes are exactly the bytes
+    parsed before (compared by digest, so a rewritten file is parsed again from its start) parses
+    only the lines added since. Thread-safe; the journal it hands out is extended by the next read.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._size = 0
+        self._digest = b""
+        self._journal: Journal | None = None
+
+    def read(self, root: Path, found: list[Diagnostic]) -> Journal:
+        with self._lock:
+            raw = confined.read_bytes(root, (JOURNAL_FILE,))
+            start: tuple[Journal, int] | None = None
+            if raw is not None and self._journal is not None and self._size <= len(raw) \
+                    and hashlib.blake2b(memoryview(raw)[:self._size]).digest() == self._digest:
+                start = (self._journal, self._size)
+            self._journal = None
+            if raw is None:
+                return Journal()
+            before = len(found)
+            journal = _parse_journal(root, raw, found, start)
+            if len(found) == before and not journal.torn_lineno:
+                self._size = journal.good_bytes
+                self._digest = hashlib.blake2b(memoryview(raw)[:self._size]).digest()
+                self._journal = journal
+            return journal
+
+
 def read_journal(root: Path, found: list[Diagnostic]) -> Journal:
     """``root/calls.jsonl`` read back; every bad complete line goes to ``found`` (located), a torn tail is kept apart."""
-    journal = Journal()
     raw = confined.read_bytes(root, (JOURNAL_FILE,))
     if raw is None:
-        return journal
+        return Journal()
+    return _parse_journal(root, raw, found, None)
+
+
+def _parse_journal(root: Path, raw: bytes, found: list[Diagnostic], start: tuple[Journal, int] | None) -> Journal:
+    """The journal in ``raw``; ``start``: a clean journal of ``raw``'s first bytes to continue from."""
+    journal, offset = start if start is not None else (Journal(), 0)
+    lineno = journal.lines
     where = str(root / JOURNAL_FILE)
-    offset = lineno = 0
     while offset < len(raw):
         lineno += 1
         end = raw.find(b"\n", offset)

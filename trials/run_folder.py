@@ -60,7 +60,7 @@ from capplan.core.input_limits import InputLimitError
 from capplan.core.safe_names import UnsafeName
 from capplan.core.strict_json import StrictJSONError, loads_strict
 from capplan.trials import confined
-from capplan.trials.call_journal import JOURNAL_FILE, CallJournal, DiedSpend, read_journal
+from capplan.trials.call_journal import JOURNAL_FILE, CallJournal, DiedSpend, JournalCache
 from capplan.trials.call_journal import died_in_flight as journal_died
 from capplan.trials.confined import ConfinedPathError, check_segment, trial_parts
 from capplan.trials.record_yaml import dump_records_yaml
@@ -196,6 +196,7 @@ class RunFolder:
         #: set by open(): where this process's trials journal their calls
         self.journal: CallJournal | None = None
         self._user_plans: dict[str, str | None] = {}
+        self._journal_read = JournalCache()  # read back several times as a run ends; parsed once
 
     # -- reading and checking ------------------------------------------------------------
 
@@ -427,7 +428,7 @@ class RunFolder:
         """``calls.jsonl`` read back (bad lines go to ``diags``); the offset its complete lines end at."""
         found: list[Diagnostic] = []
         try:
-            journal = read_journal(self.root, found)
+            journal = self._journal_read.read(self.root, found)
         except ConfinedPathError as exc:
             diags.append(exc.diagnostic())
             return 0
@@ -447,7 +448,7 @@ class RunFolder:
         """
         found: list[Diagnostic] = []
         try:
-            journal = read_journal(self.root, found)
+            journal = self._journal_read.read(self.root, found)
         except ConfinedPathError as exc:
             raise RunFolderError([exc.diagnostic()]) from None
         if found:
