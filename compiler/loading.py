@@ -85,7 +85,7 @@ def load_file(path: Path, cls: type[M], display: str, name: str | None = None, *
         if path.suffix == ".json":
             source = read_json_fast(path, display)
         else:
-            source = read_bundled(path, display, lookup) if bundled else read_fast_source(path, display)
+            source = read_bundled(path, display, lookup) if bundled else read_fast_source(path, display, positioned=True)
         try:
             parsed = source
             model = parse(source, cls)

@@ -57,10 +57,11 @@ class _Doubt(Exception):
 class LazySource(SourceFile):
     """A parsed file whose positions are computed from its bytes on first use."""
 
-    def __init__(self, display: str, sha256: str, data: Any, raw: bytes) -> None:
-        super().__init__(display, sha256, data, {})
+    def __init__(self, display: str, sha256: str, data: Any, raw: bytes,
+                 positions: dict[Loc, tuple[int, int]] | None = None) -> None:
+        super().__init__(display, sha256, data, positions or {})
         self._raw = raw
-        self._positioned = False
+        self._positioned = positions is not None
 
     def _positions(self) -> None:
         if self._positioned:
@@ -90,14 +91,16 @@ class LazySource(SourceFile):
         return super().line_of(key_path)
 
 
-def read_fast_source(path: Path, display: str | None = None) -> SourceFile:
-    """``path`` parsed; every problem is the careful reader's located :class:`InputError`."""
+def read_fast_source(path: Path, display: str | None = None, *, positioned: bool = False) -> SourceFile:
+    """``path`` parsed; every problem is the careful reader's located :class:`InputError`.
+
+    ``positioned``: record the positions while parsing (:func:`fast_positioned_source`)."""
     name = display or str(path)
     try:
         raw = read_limited(path, MAX_CONFIG_BYTES)
     except (OSError, InputLimitError):
         return read_source(path, name)  # raises the located error
-    return fast_source_from_bytes(raw, name)
+    return fast_positioned_source(raw, name) if positioned else fast_source_from_bytes(raw, name)
 
 
 def fast_source_from_bytes(raw: bytes, name: str) -> SourceFile:
@@ -108,8 +111,25 @@ def fast_source_from_bytes(raw: bytes, name: str) -> SourceFile:
     return LazySource(name, hashlib.sha256(raw).hexdigest(), data, raw)
 
 
-def fast_data(raw: bytes) -> Any:
-    """The document's data by libyaml, or None when the careful reader must read it (see the module doc)."""
+def fast_positioned_source(raw: bytes, name: str) -> SourceFile:
+    """The same, with the positions recorded while the data is built (an event's mark costs little
+    beside a second parse): for files whose every key is located anyway, as the compiler's provenance
+    locates every field it takes from an overlay. A file with an alias gets its positions on first use,
+    as :func:`fast_source_from_bytes` does (an alias's copy is located where its anchor is)."""
+    positions: dict[Loc, tuple[int, int]] = {(): (1, 1)}
+    data = fast_data(raw, positions)
+    if not isinstance(data, dict):
+        return source_from_bytes(raw, name)  # the careful reader reads it, or says what is wrong
+    return LazySource(name, hashlib.sha256(raw).hexdigest(), data, raw,
+                      None if _ALIASED in positions else positions)
+
+
+def fast_data(raw: bytes, positions: dict[Loc, tuple[int, int]] | None = None) -> Any:
+    """The document's data by libyaml, or None when the careful reader must read it (see the module doc).
+
+    With ``positions``, every key's and item's 1-based (line, column) is recorded in it, keyed by the
+    data's own keys; an alias in the document marks it with the ``_ALIASED`` key instead.
+    """
     try:
         import yaml
     except ImportError:
@@ -123,14 +143,20 @@ def fast_data(raw: bytes) -> Any:
         return None
     loader = loader_cls(raw)
     try:
-        return _build(loader, yaml)
+        return _build(loader, yaml, positions)
     except (_Doubt, yaml.YAMLError, RecursionError, ValueError):  # ValueError: e.g. an int past Python's digit limit
         return None
     finally:
         loader.dispose()
 
 
-def _build(loader: Any, yaml: Any) -> Any:
+_NO_KEY = object()
+
+#: the key :func:`fast_data` sets in ``positions`` when the document has an alias
+_ALIASED: Loc = ("<alias>", -1)
+
+
+def _build(loader: Any, yaml: Any, positions: dict[Loc, tuple[int, int]] | None = None) -> Any:
     """Plain data from the event stream: one document, no tags, unique scalar keys.
 
     An alias becomes a copy of its anchor's value, within the careful reader's alias bounds
@@ -141,7 +167,7 @@ def _build(loader: Any, yaml: Any) -> Any:
     map_start, seq_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
     map_end, seq_end = yaml.MappingEndEvent, yaml.SequenceEndEvent
     doc_start, stream_end = yaml.DocumentStartEvent, yaml.StreamEndEvent
-    # the open containers: [container, the key awaiting its value (or _NO_KEY), is_mapping, anchor]
+    # the open containers: [container, the key awaiting its value (or _NO_KEY), is_mapping, anchor, loc]
     stack: list[list[Any]] = []
     anchors: dict[str, tuple[Any, int]] = {}
     aliases = expanded = 0
@@ -160,11 +186,15 @@ def _build(loader: Any, yaml: Any) -> Any:
             if event.tag is not None or len(stack) >= MAX_NESTING:
                 raise _Doubt
             container: Any = {} if kind is map_start else []
+            loc: Loc = ()
             if stack:
-                _add(stack[-1], container, is_scalar=False)
+                top = stack[-1]
+                if positions is not None:
+                    loc = _locate(top, event, positions)
+                _add(top, container, is_scalar=False)
             else:
                 root = container
-            stack.append([container, _NO_KEY, kind is map_start, event.anchor])
+            stack.append([container, _NO_KEY, kind is map_start, event.anchor, loc])
             continue
         elif kind is map_end or kind is seq_end:
             closed = stack.pop()
@@ -180,6 +210,9 @@ def _build(loader: Any, yaml: Any) -> Any:
             if expanded > MAX_ALIAS_EXPANSION:
                 raise _Doubt
             value = copy.deepcopy(found[0])
+            if positions is not None:
+                positions[_ALIASED] = (0, 0)
+                positions = None
             if stack:
                 _add(stack[-1], value, is_scalar=not isinstance(value, (dict, list)))
             else:
@@ -195,9 +228,32 @@ def _build(loader: Any, yaml: Any) -> Any:
         else:  # stream start, document end
             continue
         if stack:
+            if positions is not None:
+                _locate(stack[-1], event, positions, value)
             _add(stack[-1], value, is_scalar=True)
         else:
             root = value
+
+
+def _locate(top: list[Any], event: Any, positions: dict[Loc, tuple[int, int]], scalar: Any = _NO_KEY) -> Loc:
+    """Record where the node ``event`` starts, when it is a key or an item of ``top``; its loc.
+
+    ``scalar`` is the node's value when it is a scalar. The careful reader locates keys and
+    items, not a key's value; libyaml's marks are 0-based.
+    """
+    container, key, is_mapping = top[0], top[1], top[2]
+    loc: Loc = top[4]
+    if is_mapping:
+        if key is _NO_KEY:  # a key: a container here is a doubt _add raises
+            if scalar is not _NO_KEY:
+                mark = event.start_mark
+                positions[(*loc, scalar)] = (mark.line + 1, mark.column + 1)
+            return loc
+        return (*loc, key)
+    here = (*loc, len(container))
+    mark = event.start_mark
+    positions[here] = (mark.line + 1, mark.column + 1)
+    return here
 
 
 def _size(value: Any) -> int:
@@ -210,8 +266,6 @@ def _size(value: Any) -> int:
         return 1 + sum(_size(v) for v in value)
     return 1
 
-
-_NO_KEY = object()
 
 
 def _add(top: list[Any], value: Any, *, is_scalar: bool) -> None:
@@ -263,4 +317,4 @@ def _careful_scalar(text: str) -> Any:
     return data["x"]
 
 
-__all__ = ["LazySource", "Loc", "fast_data", "fast_source_from_bytes", "read_fast_source"]
+__all__ = ["LazySource", "Loc", "fast_data", "fast_positioned_source", "fast_source_from_bytes", "read_fast_source"]
