@@ -131,6 +131,9 @@ class CallJournal:
         self._attempts = attempts
         self._lock = threading.Lock()
         self._open: dict[str, _Open] = {}
+        # execution -> attempt of the executions already closed: a Ray drain issued before a trial
+        # ended can deliver its last calls after the end line, and they keep that execution's attempt
+        self._closed: dict[str, int] = {}
         self.failure: ConfinedPathError | None = None
         # opened (and its path checked) once, on the first line: a call's line is then one write
         self._fd: int | None = None
@@ -148,10 +151,14 @@ class CallJournal:
         """Append one call of ``execution`` (an execution first seen here, from a Ray worker, is opened)."""
         data = _call_data(call) if isinstance(call, CallRecord) else dict(call)
         with self._lock:
-            opened = self._open.get(key)
-            if opened is None or opened.execution != execution:
-                opened = self._open[key] = _Open(execution, self._attempts(key) + 1)
-            attempt = opened.attempt
+            closed = self._closed.get(execution)
+            if closed is not None:
+                attempt = closed
+            else:
+                opened = self._open.get(key)
+                if opened is None or opened.execution != execution:
+                    opened = self._open[key] = _Open(execution, self._attempts(key) + 1)
+                attempt = opened.attempt
         plan_key, task_id, index = _key_parts(key)
         self._append({"kind": "call", "run_id": self.run_id, "execution": execution, "key": key,
                       "plan_key": plan_key, "task_id": task_id, "index": index, "attempt": attempt,
@@ -168,6 +175,8 @@ class CallJournal:
         """Trial ``key`` is about to get its ``runs.jsonl`` line as ``attempt`` (call it just before appending)."""
         with self._lock:
             opened = self._open.pop(key, None)
+            if opened is not None:
+                self._closed[opened.execution] = attempt
         if opened is not None:
             self._append({"kind": "end", "as": "written", "execution": opened.execution, "key": key,
                           "attempt": attempt})
@@ -176,6 +185,8 @@ class CallJournal:
         """Trial ``key`` stopped part-way; its spend goes into ``run.json`` with time ``at`` (call it just before)."""
         with self._lock:
             opened = self._open.pop(key, None)
+            if opened is not None:
+                self._closed[opened.execution] = opened.attempt
         if opened is not None:
             self._append({"kind": "end", "as": "interrupted", "execution": opened.execution, "key": key,
                           "attempt": opened.attempt, "at": at})
@@ -184,6 +195,8 @@ class CallJournal:
         """The worker running trial ``key`` died; the execution stays open (unaccounted) and is noted."""
         with self._lock:
             opened = self._open.pop(key, None)
+            if opened is not None:
+                self._closed[opened.execution] = opened.attempt
         if opened is not None:
             self._append({"kind": "lost", "execution": opened.execution, "key": key, "attempt": opened.attempt})
 

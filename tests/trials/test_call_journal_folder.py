@@ -164,3 +164,25 @@ def test_an_older_line_without_a_user_cost_reads_as_split_unknown(
     assert row["agent_cost"]["total_usd"] is None and row["agent_cost"]["unknown_trials"] == 1
     assert row["mean_cost_usd"] == pytest.approx(0.03)
     assert "**Split unknown**: 1 trial(s) were recorded by an older capplan" in (folder.root / "summary.md").read_text()
+
+
+def test_a_ray_drain_delivered_after_the_end_line_keeps_its_execution_and_attempt(
+        opened: tuple[RunFolder, list[TrialSpec]]) -> None:
+    """A drain the driver issued before a trial ended can come back after the trial was written."""
+    folder, specs = opened
+    assert folder.journal is not None
+    key = str(specs[0].key)
+    records = run_trial(specs[0], RunContext())
+    buffer = CallBuffer()  # the worker's side
+    log = buffer.begin(key)
+    log.record(call(0.001))
+    late = buffer.drain()  # drained on the worker, still on its way to the driver ...
+    log.record(call(0.002))
+    folder.journal.extend(buffer.take(log.execution))  # ... while the trial's records come back first
+    folder.write(records)
+    folder.journal.extend(late)  # and arrives after the end line
+    lines = [json.loads(line) for line in (folder.root / "calls.jsonl").read_text().splitlines()]
+    mine = [e for e in lines if e.get("execution") == log.execution]
+    [end] = [e for e in mine if e["kind"] == "end"]
+    assert [e["attempt"] for e in mine if e["kind"] == "call"] == [end["attempt"], end["attempt"]]
+    assert RunFolder(folder.root).died_in_flight() == []
