@@ -217,6 +217,16 @@ def scaling(folder: Path, upstream_python: str | None, rounds: int) -> None:
     if upstream_python:
         worker = subprocess.Popen([upstream_python, str(Path(__file__).parent / "upstream_worker.py")],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        # wait until the engine has imported: pinned to the same CPU, its start-up (seconds of imports)
+        # would otherwise run inside the first capplan measurement
+        empty = folder / "empty_overlay.yaml"
+        empty.write_text("presets: {}\n")
+        assert worker.stdin is not None and worker.stdout is not None
+        worker.stdin.write(json.dumps({"op": "resolve", "overlay": str(empty), "models": []}) + "\n")
+        worker.stdin.flush()
+        ready = json.loads(worker.stdout.readline())
+        if "error" in ready:
+            raise SystemExit(f"upstream worker: {ready['error']}")
     for shape in SHAPES:
         _scale_shape(folder, worker, rounds, shape)
     if worker is not None:
