@@ -1,266 +1,28 @@
-"""Reading a task file fast: libyaml for the data and, when a diagnostic needs them, the positions.
+"""Reading a task file fast: the one fast reader of :mod:`capplan.core.yaml_fast`, under the names
+the task loader uses.
 
-Task packs are large (a benchmark's 200 files of ~30 KB each) and are read on every run, so
-the position-recording ruamel parse (:mod:`capplan.core.yaml_source`), ~25x slower than
-libyaml, runs only when needed:
-
-- the data comes from libyaml's event stream, built here into plain dicts, lists and scalars
-  with YAML 1.2 core-schema scalars, exactly what the careful reader gives;
-- anything where the two readers could differ or where the careful reader has a guard (an
-  alias past the alias bounds or to a node that contains it, an explicit tag, a duplicate or non-scalar key, a merge key, a second
-  document, deep nesting) hands the whole file to the careful reader, which reads it or reports
-  the located error; a plain scalar that YAML 1.2 may read as a number, date or special value
-  in a form not decoded here (``0x1f``, ``1_000``, ``2026-01-02``, ``2026.3.23``) is read by
-  the careful reader alone, as ``x: <scalar>``;
-- positions are computed the first time a diagnostic asks for one (from libyaml's node marks,
-  else by the careful reader): a file without problems never pays for them.
-
-A test holds that both readers give the same data for the example task packs and for every
-scalar form above.
+Task packs are large (a benchmark's 200 files of ~30 KB each) and are read on every run: libyaml
+gives the data, the position-recording careful reader (:mod:`capplan.core.yaml_source`) runs only
+where the two readers could differ or when a diagnostic asks for a position. A test holds that both
+readers give the same data for the example task packs and for every scalar form.
 """
 
 from __future__ import annotations
 
-import copy
-import functools
-import hashlib
-import re
 from pathlib import Path
-from typing import Any
 
-from capplan.core.diagnostics import InputError
-from capplan.core.input_limits import (
-    MAX_ALIAS_EXPANSION,
-    MAX_ALIASES,
-    MAX_CONFIG_BYTES,
-    MAX_NESTING,
-    MAX_NUMBER_CHARS,
-    InputLimitError,
-    read_limited,
-)
-from capplan.core.yaml_source import Loc, SourceFile, parse_with_libyaml, read_source, source_from_bytes
-
-_NULL = frozenset({"", "~", "null", "Null", "NULL"})
-_TRUE = frozenset({"true", "True", "TRUE"})
-_FALSE = frozenset({"false", "False", "FALSE"})
-_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
-_FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]+(?:[eE][-+]?[0-9]+)?")
-#: plain scalars YAML 1.2 may read as something other than a string (octal, hex, 1_000, .5, .inf,
-#: dates, sexagesimal, the merge and value keys): the careful reader decides those
-_DOUBT = re.compile(r"[-+]?\.?[0-9][0-9a-fA-FxXoObB_:.+\- \ttTzZ]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)|<<|=")
-
-
-class _Doubt(Exception):
-    """The file holds something only the careful reader reads exactly."""
-
-
-class LazySource(SourceFile):
-    """A parsed file whose positions are computed from its bytes on first use."""
-
-    def __init__(self, display: str, sha256: str, data: Any, raw: bytes) -> None:
-        super().__init__(display, sha256, data, {})
-        self._raw = raw
-        self._positioned = False
-
-    def _positions(self) -> None:
-        if self._positioned:
-            return
-        self._positioned = True
-        # libyaml's node marks are the careful reader's positions (a test holds it for the bundled files and
-        # the example tasks), at a tenth of the cost: a pack whose every file has a warning stays fast
-        parsed = parse_with_libyaml(self._raw)
-        if parsed is not None:
-            self.positions = parsed[1]
-            return
-        try:
-            self.positions = source_from_bytes(self._raw, self.display).positions
-        except InputError:  # the fast reader read it, so this does not happen; a diagnostic then sits at 1:1
-            self.positions = {(): (1, 1)}
-
-    def position(self, loc: Any) -> tuple[int, int]:
-        self._positions()
-        return super().position(loc)
-
-    def key_path(self, loc: Any) -> str:
-        self._positions()
-        return super().key_path(loc)
-
-    def line_of(self, key_path: str) -> int | None:
-        self._positions()
-        return super().line_of(key_path)
+from capplan.core.yaml_fast import LazySource, fast_data, fast_source_from_bytes, read_fast_source
+from capplan.core.yaml_source import SourceFile
 
 
 def read_task_source(path: Path, display: str | None = None) -> SourceFile:
     """``path`` parsed; every problem is the careful reader's located :class:`InputError`."""
-    name = display or str(path)
-    try:
-        raw = read_limited(path, MAX_CONFIG_BYTES)
-    except (OSError, InputLimitError):
-        return read_source(path, name)  # raises the located error
-    return task_source_from_bytes(raw, name)
+    return read_fast_source(path, display)
 
 
 def task_source_from_bytes(raw: bytes, name: str) -> SourceFile:
     """Content already in memory (a task carried in a trial spec), parsed the same way."""
-    data = fast_data(raw)
-    if not isinstance(data, dict):
-        return source_from_bytes(raw, name)  # the careful reader reads it, or says what is wrong
-    return LazySource(name, hashlib.sha256(raw).hexdigest(), data, raw)
+    return fast_source_from_bytes(raw, name)
 
 
-def fast_data(raw: bytes) -> Any:
-    """The document's data by libyaml, or None when the careful reader must read it (see the module doc)."""
-    try:
-        import yaml
-    except ImportError:
-        return None
-    loader_cls = getattr(yaml, "CSafeLoader", None)
-    if loader_cls is None or b"\x00" in raw:
-        return None
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    loader = loader_cls(raw)
-    try:
-        return _build(loader, yaml)
-    except (_Doubt, yaml.YAMLError, RecursionError, ValueError):  # ValueError: e.g. an int past Python's digit limit
-        return None
-    finally:
-        loader.dispose()
-
-
-def _build(loader: Any, yaml: Any) -> Any:
-    """Plain data from the event stream: one document, no tags, unique scalar keys.
-
-    An alias becomes a copy of its anchor's value, within the careful reader's alias bounds
-    (uses, and the size of what they expand to); past them, or for an alias to a node still
-    open (a recursive one), the careful reader reads the file and says what is wrong.
-    """
-    scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
-    map_start, seq_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
-    map_end, seq_end = yaml.MappingEndEvent, yaml.SequenceEndEvent
-    doc_start, stream_end = yaml.DocumentStartEvent, yaml.StreamEndEvent
-    # the open containers: [container, the key awaiting its value (or _NO_KEY), is_mapping, anchor]
-    stack: list[list[Any]] = []
-    anchors: dict[str, tuple[Any, int]] = {}
-    aliases = expanded = 0
-    root: Any = None
-    documents = 0
-    while True:
-        event = loader.get_event()
-        kind = type(event)
-        if kind is scalar_event:
-            if event.tag is not None:
-                raise _Doubt
-            value: Any = _scalar(event.value) if not event.style else event.value  # plain: style ""
-            if event.anchor is not None:
-                anchors[event.anchor] = (value, 1 + len(event.value) // 64)
-        elif kind is map_start or kind is seq_start:
-            if event.tag is not None or len(stack) >= MAX_NESTING:
-                raise _Doubt
-            container: Any = {} if kind is map_start else []
-            if stack:
-                _add(stack[-1], container, is_scalar=False)
-            else:
-                root = container
-            stack.append([container, _NO_KEY, kind is map_start, event.anchor])
-            continue
-        elif kind is map_end or kind is seq_end:
-            closed = stack.pop()
-            if closed[3] is not None:
-                anchors[closed[3]] = (closed[0], _size(closed[0]))
-            continue
-        elif kind is alias_event:
-            found = anchors.get(event.anchor)
-            aliases += 1
-            if found is None or aliases > MAX_ALIASES:
-                raise _Doubt  # an alias to an open node or an unknown anchor, or too many
-            expanded += found[1]
-            if expanded > MAX_ALIAS_EXPANSION:
-                raise _Doubt
-            value = copy.deepcopy(found[0])
-            if stack:
-                _add(stack[-1], value, is_scalar=not isinstance(value, (dict, list)))
-            else:
-                root = value
-            continue
-        elif kind is doc_start:
-            documents += 1
-            if documents > 1:
-                raise _Doubt
-            continue
-        elif kind is stream_end:
-            return root
-        else:  # stream start, document end
-            continue
-        if stack:
-            _add(stack[-1], value, is_scalar=True)
-        else:
-            root = value
-
-
-def _size(value: Any) -> int:
-    """Nodes ``value`` stands for, as the careful reader counts an alias's expansion (a string: one per 64 chars)."""
-    if isinstance(value, str):
-        return 1 + len(value) // 64
-    if isinstance(value, dict):
-        return 1 + sum(_size(v) for v in value.values())
-    if isinstance(value, list):
-        return 1 + sum(_size(v) for v in value)
-    return 1
-
-
-_NO_KEY = object()
-
-
-def _add(top: list[Any], value: Any, *, is_scalar: bool) -> None:
-    container, key, is_mapping = top[0], top[1], top[2]
-    if not is_mapping:
-        container.append(value)
-        return
-    if key is _NO_KEY:
-        if not is_scalar or value in container or value == "<<":
-            raise _Doubt  # a complex key, a duplicate (the careful reader names it), a merge
-        try:
-            hash(value)
-        except TypeError:
-            raise _Doubt from None
-        top[1] = value
-        return
-    container[key] = value
-    top[1] = _NO_KEY
-
-
-def _scalar(text: str) -> Any:
-    """A plain scalar under YAML 1.2's core schema (the careful reader's), or :class:`_Doubt`."""
-    if text in _NULL:
-        return None
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    if len(text) <= MAX_NUMBER_CHARS:  # a longer number is the careful reader's to judge
-        if _INT.fullmatch(text):
-            return int(text)
-        if _FLOAT.fullmatch(text):
-            return float(text)
-    if _DOUBT.fullmatch(text):
-        return _careful_scalar(text)
-    return text
-
-
-@functools.lru_cache(maxsize=4096)
-def _careful_scalar(text: str) -> Any:
-    """What the careful reader makes of one plain scalar (a version ``2026.3.23``, a date, ``0x1f``): it reads
-    ``x: <text>`` itself, so the two readers cannot disagree; :class:`_Doubt` when that is not one scalar."""
-    try:
-        data = source_from_bytes(b"x: " + text.encode("utf-8"), "<scalar>").data
-    except InputError:
-        raise _Doubt from None
-    if not isinstance(data, dict) or list(data) != ["x"] or isinstance(data["x"], (dict, list)):
-        raise _Doubt
-    return data["x"]
-
-
-__all__ = ["LazySource", "Loc", "fast_data", "read_task_source", "task_source_from_bytes"]
+__all__ = ["LazySource", "fast_data", "read_task_source", "task_source_from_bytes"]
