@@ -224,17 +224,29 @@ def path_problems(source: SourceFile, root: Path, file_name: str) -> list[Diagno
     return out
 
 
+#: a value quoted back in a message: what paths look like (a folder, a file with an extension),
+#: short; anything else (a pasted key in the wrong field) is located but never repeated
+_QUOTABLE_PATH = re.compile(r"[\w./ -]{1,200}")
+
+
+def _shown(rel: str) -> str:
+    if _QUOTABLE_PATH.fullmatch(rel) and ("/" in rel or "." in Path(rel).name):
+        return rel
+    return "(the value at this position; not repeated, as it does not look like a path)"
+
+
 def _path_problem(root: Path, rel: str, kind: str) -> tuple[str, str, str] | None:
     full = (root / rel).resolve()
+    shown = _shown(rel)
     if Path(rel).is_absolute() or not full.is_relative_to(root):
         return ("path-outside-project", "the path leads outside the project root",
                 "write a path relative to FILE's folder, inside it")
     if kind == "file" and not full.is_file():
-        return "missing-file", f"no such file: {rel}", "create it (capplan init writes a starter project) or fix the path"
+        return "missing-file", f"no such file: {shown}", "create it (capplan init writes a starter project) or fix the path"
     if kind == "folder" and not full.is_dir():
-        return "missing-file", f"no such folder: {rel}", "create it or fix the path"
+        return "missing-file", f"no such folder: {shown}", "create it or fix the path"
     if kind == "exists" and not full.exists():
-        return "missing-file", f"no such file or folder: {rel}", "create it or fix the path"
+        return "missing-file", f"no such file or folder: {shown}", "create it or fix the path"
     return None
 
 

@@ -158,3 +158,23 @@ def test_the_walk_up_stops_at_the_git_root(tmp_path: Path) -> None:
     done = capplan(checkout, "compile", "--model", "mock-echo")
     assert done.returncode == 0, done.stderr
     assert (checkout / "plans/mock-echo.json").is_file() and not (checkout / "never-used").exists()
+
+
+PLANTED = "sk-or-v1-" + "9f3a" * 12  # shaped like a real key: must never be echoed
+
+
+@pytest.mark.parametrize("content", [
+    pytest.param(b"run_config: [run.yaml\n", id="truncated"),
+    pytest.param(b"plans: " + b"[" * 5000 + b"]" * 5000 + b"\n", id="deep"),
+    pytest.param(b"overlays:\n" + b"  - overlays/ops.yaml\n" * 400_000, id="huge"),
+    pytest.param(b"- just\n- a list\n", id="wrong-type"),
+    pytest.param(f"run_config: {PLANTED}\ngolden: {PLANTED}\n".encode(), id="planted-key"),
+    pytest.param(b"\xff\xfe not utf-8\n", id="not-utf8"),
+])
+def test_a_hostile_project_file_is_a_located_error_and_nothing_is_written(project: Path, content: bytes) -> None:
+    (project / "capplan.yaml").write_bytes(content)
+    done = capplan(project, "compile")
+    assert done.returncode == 2, done.stderr
+    assert "capplan.yaml" in done.stderr and "Traceback" not in done.stderr + done.stdout
+    assert PLANTED not in done.stderr + done.stdout
+    assert not (project / "build").exists() and not (project / "plans").exists()
