@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -128,3 +128,14 @@ if __name__ == "__main__":
         print(srv.base, flush=True)
         while True:
             time.sleep(3600)
+
+
+def serve_agent(api_key: str) -> Iterator[AgentServer]:
+    """A module fixture's body: an AgentServer, with the OpenAI key set and no gateway in the environment."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_API_KEY", api_key)
+        mp.delenv("LLM_PROXY_BASE_URL", raising=False)
+        with AgentServer() as srv:
+            yield srv

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.trials.agent_server import AgentServer, completion, tool_call
+from tests.trials.agent_server import AgentServer, completion, serve_agent, tool_call
 from tests.trials.helpers import openai_plan, spec_for, write_task
 from capplan.trials.handoff import SUMMARIZER_SYSTEM
 from capplan.trials.outcome import TerminationReason, TrialStatus
@@ -27,11 +27,7 @@ CONTEXT_ERROR = "This model's maximum context length is 1000 tokens. However, yo
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[AgentServer]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("OPENAI_API_KEY", "sk-test-trial-key-0123456789")
-        mp.delenv("LLM_PROXY_BASE_URL", raising=False)
-        with AgentServer() as srv:
-            yield srv
+    yield from serve_agent("sk-test-trial-key-0123456789")
 
 
 @pytest.fixture(autouse=True)

@@ -20,17 +20,13 @@ from capplan.trials.outcome import TerminationReason, TrialStatus
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords
 from tests.executor.plans import make_plan
-from tests.trials.agent_server import AgentServer, completion, tool_call
+from tests.trials.agent_server import AgentServer, completion, serve_agent, tool_call
 from tests.trials.helpers import ENV_SOURCE, openai_plan, spec_for, write_task
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[AgentServer]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("OPENAI_API_KEY", "sk-test-trial-key-0123456789")
-        mp.delenv("LLM_PROXY_BASE_URL", raising=False)
-        with AgentServer() as srv:
-            yield srv
+    yield from serve_agent("sk-test-trial-key-0123456789")
 
 
 @pytest.fixture(autouse=True)
