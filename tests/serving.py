@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
+import sys
 import threading
-from http.server import HTTPServer
+import traceback
+from http.server import HTTPServer, ThreadingHTTPServer
 from typing import Any, Self
+
+
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    """A threading server that never writes a client's hang-up into another test's captured stderr.
+
+    Handler threads are daemons and outlive ``shutdown``: when a test's client gives up (a timeout,
+    a cancelled trial), the handler's late write fails with a broken pipe, and socketserver would
+    print that traceback to whatever ``sys.stderr`` is at that moment — often the stream a later
+    CLI test is asserting on. Hang-ups are what the tests provoke, so they are dropped; any other
+    handler error is still printed, to the real stderr, where it cannot corrupt a captured one.
+    """
+
+    daemon_threads = True
+    request_queue_size = 256  # a burst of concurrent trials overflows the default backlog of 5
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError)):
+            return
+        traceback.print_exc(file=sys.__stderr__)
 
 
 class ServedOnLoopback:

@@ -13,10 +13,10 @@ import hashlib
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.serving import ServedOnLoopback
+from tests.serving import LoopbackHTTPServer, ServedOnLoopback
 
 
 def answer(body: dict[str, Any]) -> dict[str, Any]:
@@ -46,11 +46,6 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {"prompt_tokens": prompt, "completion_tokens": 12, "total_tokens": prompt + 12},
     }
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256  # many workers connect at once; the default backlog of 5 refuses some
 
 
 class FakeProvider(ServedOnLoopback):
@@ -91,7 +86,7 @@ class FakeProvider(ServedOnLoopback):
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._httpd = _Server(("127.0.0.1", 0), Handler)
+        self._httpd = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self._serve(self._httpd)
 
     @property

@@ -12,10 +12,10 @@ import json
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.serving import ServedOnLoopback
+from tests.serving import LoopbackHTTPServer, ServedOnLoopback
 
 
 @dataclass
@@ -72,7 +72,7 @@ class LoopbackServer(ServedOnLoopback):
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.timeout = 5
         self._serve(self._httpd)
 

@@ -12,10 +12,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.serving import ServedOnLoopback
+from tests.serving import LoopbackHTTPServer, ServedOnLoopback
 
 
 @dataclass
@@ -94,8 +94,7 @@ class RecordingServer(ServedOnLoopback):
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self._serve(self._httpd)
 
     @property

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from capplan.cli import main
 from capplan.executor.gateway import catalog
 from capplan.executor.gateway.catalog import clear_catalog_cache, fetch_gateway_catalog, read_gateway_catalog
 from capplan.executor.gateway.config import EnvSource, resolve_gateway_config
-from tests.serving import ServedOnLoopback
+from tests.serving import LoopbackHTTPServer, ServedOnLoopback
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = REPO / "golden" / "plans" / "gpt-4o.json"  # an openai plan: routed through a gateway by default
@@ -33,13 +33,6 @@ PATIENT_S = 10.0
 WAIT_S = 30.0
 
 Handler = Callable[[BaseHTTPRequestHandler], None]
-
-
-class _QuietServer(ThreadingHTTPServer):
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # a client hanging up mid-answer is what these tests provoke; socketserver would print
-        # a traceback to the stderr the command's output is captured from
-        pass
 
 
 class Gateway(ServedOnLoopback):
@@ -63,8 +56,7 @@ class Gateway(ServedOnLoopback):
             def log_message(self, *args: Any) -> None:
                 pass
 
-        httpd = _QuietServer(("127.0.0.1", 0), _Handler)
-        httpd.daemon_threads = True
+        httpd = LoopbackHTTPServer(("127.0.0.1", 0), _Handler)
         self._serve(httpd)
 
     @property

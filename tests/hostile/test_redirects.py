@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from capplan.cli import main
 from capplan.executor.gateway.catalog import clear_catalog_cache
 from capplan.executor.plan import Plan
 from tests.executor.plans import make_plan
-from tests.serving import ServedOnLoopback
+from tests.serving import LoopbackHTTPServer, ServedOnLoopback
 
 BOUND_KEY = "redirect-bound-key-5a1f0c"
 GATEWAY_KEY = "redirect-gateway-key-9d2e"
@@ -66,7 +66,7 @@ class Recorder(ServedOnLoopback):
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._serve(ThreadingHTTPServer(("127.0.0.1", 0), Handler))
+        self._serve(LoopbackHTTPServer(("127.0.0.1", 0), Handler))
 
     @property
     def base(self) -> str:

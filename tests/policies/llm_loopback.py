@@ -10,9 +10,11 @@ import json
 import os
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import ModuleType
 from typing import Any
+
+from tests.serving import LoopbackHTTPServer
 
 
 @dataclass
@@ -56,7 +58,7 @@ class LoopbackLLM:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = HTTPServer(("127.0.0.1", 0), Handler)
+        self._server = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self

@@ -17,10 +17,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.serving import ServedOnLoopback
+from tests.serving import LoopbackHTTPServer, ServedOnLoopback
 
 Responder = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
 
@@ -97,11 +97,7 @@ class AgentServer(ServedOnLoopback):
             def log_message(self, *args: Any) -> None:
                 pass
 
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 128  # the default backlog of 5 refuses a burst of concurrent trials
-
-        self._httpd = Server(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self._serve(self._httpd)
 
     @property
