@@ -10,9 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
-from capplan.executor.direct.pool import client_for
+from capplan.executor.direct import pool
 from capplan.executor.direct.request import RequestMapper
 from capplan.executor.direct.response import failure, success
 from capplan.executor.errors import ProviderConnectionError, ProviderHTTPError, ProviderTimeoutError
@@ -20,32 +18,22 @@ from capplan.executor.plan import Plan
 
 
 class DirectCompletion:
-    """``completion(**kwargs)`` for one plan's OpenAI-compatible route, over a pooled HTTP client."""
+    """``completion(**kwargs)`` for one plan's OpenAI-compatible route, over kept-alive pooled connections."""
 
     def __init__(self, plan: Plan, env: Mapping[str, str]) -> None:
         self.mapper = RequestMapper(plan, env)
         self.provider = self.mapper.wire.provider
-        self._timeouts: dict[float, httpx.Timeout] = {}
-
-    def _timeout(self, seconds: float | None) -> Any:
-        if seconds is None:
-            return httpx.USE_CLIENT_DEFAULT
-        found = self._timeouts.get(seconds)
-        if found is None:  # one per distinct value: the plan's per-attempt timeout, in practice one
-            found = self._timeouts.setdefault(seconds, httpx.Timeout(seconds))
-        return found
 
     def __call__(self, **kwargs: Any) -> dict[str, Any]:
         request = self.mapper.map(kwargs)
-        http = client_for(request.url)
-        timeout = self._timeout(request.timeout_s)
         try:
-            response = http.post(request.url, content=request.content(), headers=request.headers, timeout=timeout)
-        except httpx.TimeoutException as exc:
-            raise ProviderTimeoutError(f"{self.provider}: no answer within {request.timeout_s}s ({type(exc).__name__})") from exc
-        except (httpx.TransportError, httpx.DecodingError) as exc:
+            response = pool.send(request.url, request.content(), request.headers, request.timeout_s)
+        except pool.WireTimeout as exc:
+            waited = request.timeout_s if request.timeout_s is not None else pool.DEFAULT_TIMEOUT_S
+            raise ProviderTimeoutError(f"{self.provider}: no answer within {waited}s ({exc})") from exc
+        except pool.WireBroken as exc:
             # a refused or dropped connection, a body cut short: litellm's APIConnectionError
-            raise ProviderConnectionError(f"{self.provider}: connection failed: {type(exc).__name__}: {exc}") from exc
+            raise ProviderConnectionError(f"{self.provider}: connection failed: {exc}") from exc
         status = response.status_code
         raw = response.content
         if not 200 <= status < 300:

@@ -26,6 +26,8 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: Any
+    #: the client's port: requests sharing one kept-alive connection share it
+    client_port: int = 0
 
 
 @dataclass
@@ -62,7 +64,7 @@ class RecordingServer(ServedOnLoopback):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 seen = Seen("POST", self.path, {k.lower(): v for k, v in self.headers.items()},
-                            json.loads(raw) if raw else None)
+                            json.loads(raw) if raw else None, self.client_address[1])
                 with server._lock:
                     server.seen.append(seen)
                     answer = server._script.popleft() if server._script else json_answer(

@@ -1,0 +1,178 @@
+"""The direct transport's kept-alive connections: reuse, hang-ups, expiry, proxies, codings, names.
+
+Against loopback servers: the recording server for ordinary answers, and a raw socket server
+that answers once and then closes the kept-alive connection while it sits idle in the pool (what
+a server's own keep-alive timeout does).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from capplan.executor.direct import pool
+from tests.executor.recording_server import Answer, RecordingServer, json_answer
+
+BODY = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode("utf-8")
+HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer sk-pool-test"}
+OK = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}]}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_pools() -> Iterator[None]:
+    pool.close_all()
+    yield
+    pool.close_all()
+
+
+@pytest.fixture
+def server() -> Iterator[RecordingServer]:
+    with RecordingServer() as srv:
+        yield srv
+
+
+def _post(base: str, timeout_s: float = 10.0) -> pool.WireAnswer:
+    return pool.send(f"{base}/chat/completions", BODY, HEADERS, timeout_s)
+
+
+def test_calls_reuse_one_connection_and_name_capplan(server: RecordingServer) -> None:
+    server.script(json_answer(OK), json_answer(OK))
+    first, second = _post(server.base), _post(server.base)
+    assert (first.status_code, json.loads(second.content)) == (200, OK)
+    assert len({seen.client_port for seen in server.seen}) == 1
+    assert server.seen[0].headers["user-agent"].startswith("capplan")
+    assert server.seen[0].headers["authorization"] == "Bearer sk-pool-test"
+    assert server.seen[0].path == "/v1/chat/completions"
+
+
+def test_response_headers_are_read_by_any_case(server: RecordingServer) -> None:
+    server.script(json_answer({"error": {"message": "slow down"}}, 429, headers={"Retry-After": "3"}))
+    answer = _post(server.base)
+    assert answer.status_code == 429
+    assert answer.headers.get("retry-after") == answer.headers.get("Retry-After") == "3"
+    assert "retry-after" in dict(answer.headers)  # the parser keeps them lower-cased, as httpx does
+
+
+def test_an_expired_idle_connection_is_not_reused(server: RecordingServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    server.script(json_answer(OK), json_answer(OK))
+    _post(server.base)
+    monkeypatch.setattr(pool, "KEEPALIVE_EXPIRY_S", 0.0)
+    _post(server.base)
+    assert len({seen.client_port for seen in server.seen}) == 2
+
+
+def test_a_server_saying_close_gets_a_new_connection_next_time(server: RecordingServer) -> None:
+    server.script(json_answer(OK, headers={"Connection": "close"}), json_answer(OK))
+    _post(server.base)
+    assert pool.idle_connections(server.base) == 0
+    _post(server.base)
+    assert len({seen.client_port for seen in server.seen}) == 2
+
+
+class _AnswersOnceThenHangsUp:
+    """Answers each connection's first request (kept alive), then closes that connection while it is idle."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.hung_up = threading.Event()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.connections += 1
+            with conn:
+                conn.settimeout(5)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                head, _, rest = data.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                while len(rest) < length:
+                    rest += conn.recv(65536)
+                payload = json.dumps(OK).encode("utf-8")
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             + f"Content-Length: {len(payload)}\r\n\r\n".encode("ascii") + payload)
+                time.sleep(0.05)  # the client has put the connection back in its pool by now
+            self.hung_up.set()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+def test_a_connection_the_server_closed_while_idle_is_noticed_before_sending() -> None:
+    server = _AnswersOnceThenHangsUp()
+    try:
+        base = f"http://127.0.0.1:{server.port}/v1"
+        assert _post(base).status_code == 200
+        assert server.hung_up.wait(timeout=5)
+        assert _post(base).status_code == 200  # not a dropped-connection error: a fresh connection carried it
+        assert server.connections == 2
+    finally:
+        server.close()
+
+
+def test_a_gzip_answer_is_read(server: RecordingServer) -> None:
+    server.script(Answer(gzip.compress(json.dumps(OK).encode("utf-8")), headers={"Content-Encoding": "gzip"}))
+    assert json.loads(_post(server.base).content) == OK
+
+
+def test_an_answer_in_an_unknown_coding_is_a_broken_answer_not_garbage(server: RecordingServer) -> None:
+    server.script(Answer(b"\x00\x01", headers={"Content-Encoding": "br"}))
+    with pytest.raises(pool.WireBroken, match="br-encoded"):
+        _post(server.base)
+
+
+def test_no_answer_in_time_is_a_timeout(server: RecordingServer) -> None:
+    server.script(Answer(json.dumps(OK).encode("utf-8"), delay_s=1.0))
+    with pytest.raises(pool.WireTimeout):
+        _post(server.base, timeout_s=0.2)
+    assert pool.idle_connections(server.base) == 0  # a connection that timed out is never reused
+
+
+def test_a_refused_connection_is_broken() -> None:
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()  # nothing listens there now
+    with pytest.raises(pool.WireBroken, match="ConnectionRefusedError"):
+        _post(f"http://127.0.0.1:{port}/v1")
+
+
+def test_a_proxy_variable_sends_the_origin_through_the_proxy(server: RecordingServer,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
+                 "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    # the recording server stands in for the proxy: a proxied request names the absolute URL
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
+    server.script(json_answer(OK))
+    answer = pool.send("http://provider.invalid/v1/chat/completions", BODY, HEADERS, 10.0)
+    assert answer.status_code == 200
+    assert server.seen[0].path == "http://provider.invalid/v1/chat/completions"
+    assert server.seen[0].headers["user-agent"].startswith("capplan")
+
+
+def test_a_url_of_another_scheme_is_refused() -> None:
+    with pytest.raises(pool.WireBroken, match="unsupported URL scheme"):
+        pool.send("ftp://127.0.0.1/v1/chat/completions", BODY, HEADERS, 1.0)
