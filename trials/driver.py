@@ -313,14 +313,28 @@ class _Writer:
         self.folder = folder
         self.progress = progress
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="run-folder-writer")
-        self.futures: list[Future[None]] = []
+        # writes under way, and the first that failed: kept by callbacks, so that taking a record
+        # costs the same however far the writers are behind (a scan of every pending write per
+        # record was quadratic in a backlog)
+        self._lock = threading.Lock()
+        self._pending: set[Future[None]] = set()
+        self._failed: Future[None] | None = None
 
     def put(self, records: TrialRecords, spent: float) -> None:
-        failed = next((f for f in self.futures if f.done() and f.exception() is not None), None)
+        with self._lock:
+            failed = self._failed
         if failed is not None:
             failed.result()  # a write error stops the run in the driver's thread
-        self.futures = [f for f in self.futures if not f.done()]
-        self.futures.append(self.pool.submit(self._write, records, spent))
+        future = self.pool.submit(self._write, records, spent)
+        with self._lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future[None]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+            if self._failed is None and not future.cancelled() and future.exception() is not None:
+                self._failed = future
 
     def _write(self, records: TrialRecords, spent: float) -> None:
         self.folder.write(records)
@@ -329,12 +343,13 @@ class _Writer:
     def close_quietly(self) -> None:
         """Wait for the writes under way; their errors are not this failure's (it is raised instead)."""
         self.pool.shutdown(wait=True)
-        self.futures = [f for f in self.futures if f.exception() is None]
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
-        for future in self.futures:
-            future.result()
+        with self._lock:
+            failed = self._failed
+        if failed is not None:
+            failed.result()
 
 
 def _end_quietly(folder: RunFolder, unfinished: Sequence[TrialKey], spend: dict[str, float | None]) -> None:

@@ -76,9 +76,13 @@ def secret_values(env_names: tuple[str | None, ...]) -> tuple[str, ...]:
 
 
 def usage_record(usage: Usage) -> UsageRecord:
-    data = asdict(usage)
-    data.pop("provider_raw", None)
-    return UsageRecord(**data)
+    # the counters only: asdict would deep-copy the raw usage block first, once per call, to drop it
+    return UsageRecord(
+        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+        reasoning_tokens=usage.reasoning_tokens, cached_tokens=usage.cached_tokens,
+        cache_creation_input_tokens=usage.cache_creation_input_tokens,
+        cache_read_input_tokens=usage.cache_read_input_tokens,
+    )
 
 
 class Recorder:
