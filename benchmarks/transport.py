@@ -13,10 +13,12 @@ Throughput: 500 trials x 6 turns at ``--concurrency 32`` through ``capplan trial
 command, in this process, after a warm-up run so that no figure includes importing litellm)
 against a loopback server answering after 50 ms, then 8 ms, once with a plan compiled for the
 direct transport and once with the same model compiled with ``transport: litellm``. The ratio is
-the run's wall time over the ideal ``trials x turns x latency / concurrency``. Target at 50 ms:
+the run's wall time over the ideal ``trials x turns x latency / concurrency``; each row is run
+``--repeats`` times (3 by default) and reports the median with the range, because on a shared
+2-core machine the same run's CPU varies by a fifth from one minute to the next. Target at 50 ms:
 direct at most 1.6x.
 
-Run from the project root:  python benchmarks/transport.py [--rounds 5] [--calls 300] [--trials 500]
+Run from the project root:  python benchmarks/transport.py [--rounds 5] [--calls 300] [--trials 500] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -172,8 +174,9 @@ def trial_run(pack: Path, plan: Path, out: Path, base: str, trials: int, concurr
     return wall, cpu
 
 
-def throughput(folder: Path, plans: dict[str, Path], latency_s: float, trials: int, concurrency: int) -> dict[str, float]:
-    """Wall / ideal for each transport at ``latency_s``."""
+def throughput(folder: Path, plans: dict[str, Path], latency_s: float, trials: int, concurrency: int,
+               repeats: int) -> dict[str, float]:
+    """Median wall / ideal over ``repeats`` runs for each transport at ``latency_s``."""
     pack = folder / "pack"
     if not pack.exists():
         write_task(pack, turns=["add one", "and one more", "thanks, that's all"])
@@ -183,12 +186,16 @@ def throughput(folder: Path, plans: dict[str, Path], latency_s: float, trials: i
         for name, plan in plans.items():
             tag = f"{name}-{int(latency_s * 1000)}ms"
             trial_run(pack, plan, folder / f"warm-{tag}", server.base, 2, 2)  # imports and pools, not measured
-            wall, cpu = trial_run(pack, plan, folder / f"run-{tag}", server.base, trials, concurrency)
+            runs = [trial_run(pack, plan, folder / f"run-{tag}-{i}", server.base, trials, concurrency)
+                    for i in range(repeats)]
+            walls, cpus = [wall for wall, _ in runs], [cpu for _, cpu in runs]
+            wall, cpu = statistics.median(walls), statistics.median(cpus)
             ratios[name] = wall / ideal
             # CPU per turn is what the run itself costs, whatever else the machine is doing
             print(f"  {name:8s} {trials} trials x {TURNS} turns at --concurrency {concurrency}, {latency_s * 1000:.0f} ms: "
-                  f"{wall:.2f} s vs ideal {ideal:.2f} s = {wall / ideal:.2f}x; CPU {cpu:.2f} s = "
-                  f"{cpu / (trials * TURNS) * 1e3:.2f} ms per turn", flush=True)
+                  f"{wall:.2f} s vs ideal {ideal:.2f} s = {wall / ideal:.2f}x (median of {repeats}: "
+                  f"{min(walls) / ideal:.2f}-{max(walls) / ideal:.2f}x); CPU {cpu / (trials * TURNS) * 1e3:.2f} ms per turn "
+                  f"({min(cpus) / (trials * TURNS) * 1e3:.2f}-{max(cpus) / (trials * TURNS) * 1e3:.2f})", flush=True)
     return ratios
 
 
@@ -198,6 +205,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--trials", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=3, help="runs per throughput row (the median is reported)")
     parser.add_argument("--skip-throughput", action="store_true", help="only the CPU-per-call table")
     args = parser.parse_args()
     # wall-time ratios assume a core to spare; the load says whether there was one
@@ -219,9 +227,9 @@ def main() -> None:
         if args.skip_throughput:
             return
         print("throughput through capplan trial run (wall / ideal):")
-        fifty = throughput(folder, plans, 0.05, args.trials, args.concurrency)
+        fifty = throughput(folder, plans, 0.05, args.trials, args.concurrency, args.repeats)
         print(f"  at 50 ms: direct {fifty['direct']:.2f}x (target <= 1.6), litellm {fifty['litellm']:.2f}x")
-        eight = throughput(folder, plans, 0.008, args.trials, args.concurrency)
+        eight = throughput(folder, plans, 0.008, args.trials, args.concurrency, args.repeats)
         print(f"  at 8 ms: direct {eight['direct']:.2f}x, litellm {eight['litellm']:.2f}x")
 
 
