@@ -294,10 +294,11 @@ def main() -> None:
                              "50 ms latency at --concurrency 16 (benchmarks/bfcl_trial_loop.py; needs bfcl-eval).")
     args = parser.parse_args()
     if args.bfcl:
-        from benchmarks.bfcl_trial_loop import bfcl_row, print_bfcl_row
+        from benchmarks.bfcl_trial_loop import TRANSPORTS, bfcl_row, print_bfcl_row
 
         with tempfile.TemporaryDirectory() as tmp:
-            print_bfcl_row(bfcl_row(Path(tmp), concurrency=16), 16)
+            for name in TRANSPORTS:
+                print_bfcl_row(bfcl_row(Path(tmp) / name, concurrency=16, transport=name), 16, name)
         return
     os.environ.setdefault("OPENAI_API_KEY", "sk-benchmark-loopback")
     with tempfile.TemporaryDirectory() as tmp:
