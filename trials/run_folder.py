@@ -633,8 +633,8 @@ class RunFolder:
         # the line must read back before anything of the trial is written
         self._readable(json.dumps({**records.run_line, **stamp, "attempt": 1}, sort_keys=True, ensure_ascii=False),
                        key)
-        confined.write_atomic(self.root, (*folder, "trajectory.yaml"), dump_yaml(records.trajectory))
-        confined.write_atomic(self.root, (*folder, "metrics.yaml"), dump_yaml(records.metrics))
+        confined.write_atomic_many(self.root, folder, (("trajectory.yaml", dump_yaml(records.trajectory)),
+                                                        ("metrics.yaml", dump_yaml(records.metrics))))
         lines = self._contents()
         with self._lock:
             data = {**records.run_line, **stamp, "attempt": lines.attempts(str(key)) + 1}
