@@ -13,8 +13,9 @@ Each origin (``scheme://host:port``) is served one of two ways, chosen on its fi
   most of what stood between a trial run and the wire's floor.
 - **httpx** where it does what the first cannot: an origin whose scheme a proxy variable names
   (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, any case; httpx then applies ``NO_PROXY`` as it
-  does for litellm's own senders), and ``https`` origins when the ``h2`` package is installed
-  (HTTP/2, negotiated through ALPN where the server offers it).
+  does for litellm's own senders), an endpoint URL with credentials in it (``https://user:pass@host``,
+  which httpx sends as ``Authorization: Basic``), and ``https`` origins when the ``h2`` package
+  is installed (HTTP/2, negotiated through ALPN where the server offers it).
 
 Either way: a ``User-Agent: capplan/<version>`` header (unless the request names its own), TLS verification with the CA bundle httpx uses (certifi, or ``SSL_CERT_FILE`` /
 ``SSL_CERT_DIR``), the per-attempt timeout on connecting and on every read and write, redirects
@@ -122,7 +123,7 @@ class _Connections:
 
     def __init__(self, parts: SplitResult) -> None:
         if parts.hostname is None:
-            raise WireBroken(f"no host in {parts.scheme}://{parts.netloc}")
+            raise WireBroken("the endpoint URL names no host")  # never the URL: it may carry credentials
         self._host = parts.hostname
         self._https = parts.scheme == "https"
         self._port = parts.port or (443 if self._https else 80)
@@ -249,7 +250,7 @@ def _make(parts: SplitResult) -> _Sender:
     if scheme not in ("http", "https"):
         raise WireBroken(f"unsupported URL scheme {parts.scheme!r} (http or https)")
     proxies = urllib.request.getproxies_environment()
-    if scheme in proxies or "all" in proxies:
+    if scheme in proxies or "all" in proxies or "@" in parts.netloc:
         return _Httpx(http2=_HTTP2 and scheme == "https")
     if _HTTP2 and scheme == "https":
         return _Httpx(http2=True)

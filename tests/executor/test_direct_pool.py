@@ -7,6 +7,7 @@ a server's own keep-alive timeout does).
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import socket
@@ -171,6 +172,17 @@ def test_a_proxy_variable_sends_the_origin_through_the_proxy(server: RecordingSe
     assert answer.status_code == 200
     assert server.seen[0].path == "http://provider.invalid/v1/chat/completions"
     assert server.seen[0].headers["user-agent"].startswith("capplan")
+
+
+def test_credentials_in_the_endpoint_url_go_as_basic_auth_and_never_into_an_error(server: RecordingServer) -> None:
+    server.script(json_answer(OK))
+    base = f"http://gw-user:gw-pass-123@127.0.0.1:{server.port}/v1"
+    assert _post(base).status_code == 200
+    # as httpx always sent it (the transport before this pool was httpx for every origin)
+    assert server.seen[0].headers["authorization"] == "Basic " + base64.b64encode(b"gw-user:gw-pass-123").decode()
+    with pytest.raises(pool.WireBroken) as raised:
+        pool.send("http://gw-user:gw-pass-123@/v1/chat/completions", BODY, HEADERS, 1.0)
+    assert "gw-pass-123" not in str(raised.value)
 
 
 def test_a_url_of_another_scheme_is_refused() -> None:
