@@ -65,6 +65,7 @@ from capplan.trials.call_journal import died_in_flight as journal_died
 from capplan.trials.confined import ConfinedPathError, check_segment, trial_parts
 from capplan.trials.record_yaml import dump_records_yaml
 from capplan.trials.records import RunLine, RunManifest, RunSettings
+from capplan.trials.render_process import RecordRenderer
 from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
 
 RUNS_FILE = "runs.jsonl"
@@ -620,8 +621,11 @@ class RunFolder:
                               f"{TORN_PREFIX}{n}; its trial runs again", severity="warning"))
         lines.torn = None
 
-    def write(self, records: TrialRecords) -> None:
-        """Write one finished trial: its files, then its runs.jsonl line (the commit marker)."""
+    def write(self, records: TrialRecords, renderer: RecordRenderer | None = None) -> None:
+        """Write one finished trial: its files, then its runs.jsonl line (the commit marker).
+
+        ``renderer``: renders the record files' YAML on a helper process (the same bytes).
+        """
         key = records.key
         try:
             folder = trial_parts(key.plan_key, key.task_id, key.index)
@@ -633,8 +637,11 @@ class RunFolder:
         # the line must read back before anything of the trial is written
         self._readable(json.dumps({**records.run_line, **stamp, "attempt": 1}, sort_keys=True, ensure_ascii=False),
                        key)
-        confined.write_atomic_many(self.root, folder, (("trajectory.yaml", dump_yaml(records.trajectory)),
-                                                        ("metrics.yaml", dump_yaml(records.metrics))))
+        if renderer is not None:
+            trajectory, metrics = renderer.render((records.trajectory, records.metrics))
+        else:
+            trajectory, metrics = dump_yaml(records.trajectory), dump_yaml(records.metrics)
+        confined.write_atomic_many(self.root, folder, (("trajectory.yaml", trajectory), ("metrics.yaml", metrics)))
         lines = self._contents()
         with self._lock:
             data = {**records.run_line, **stamp, "attempt": lines.attempts(str(key)) + 1}

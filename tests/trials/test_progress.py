@@ -189,7 +189,7 @@ class _Folder:
     def spend_note(self) -> str:
         return ""
 
-    def write(self, records: TrialRecords) -> None:
+    def write(self, records: TrialRecords, renderer: object = None) -> None:
         time.sleep(0.03)
 
     def finished(self) -> dict[str, Any]:

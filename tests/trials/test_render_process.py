@@ -1,0 +1,222 @@
+"""The records' YAML rendered on the helper process: the same bytes, never a new way to fail."""
+
+from __future__ import annotations
+
+import enum
+import os
+import random
+import signal
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from capplan.trials import render_process
+from capplan.trials.record_yaml import dump_records_yaml
+from capplan.trials.render_process import RecordRenderer
+from tests.trials.test_record_yaml import _tree
+
+TRAJECTORY = {"messages": [{"role": "user", "content": "add one ünïcødé 🙂"},
+                           {"role": "assistant", "content": None, "tool_calls": [
+                               {"id": "call_1", "name": "add", "arguments": {"amount": 1}}]},
+                           {"role": "tool", "tool_call_id": "call_1", "content": "word " * 60}],
+              "usage": {"input_tokens": 12, "output_tokens": 3, "cost_usd": None}}
+
+
+@pytest.fixture
+def renderer() -> Iterator[RecordRenderer]:
+    made = RecordRenderer()
+    try:
+        _wait_ready(made)
+        yield made
+    finally:
+        made.close()
+
+
+def _wait_ready(renderer: RecordRenderer) -> None:
+    """Renders until the helper takes a request (it renders here while it is still starting)."""
+    deadline = time.monotonic() + 30
+    while renderer.rendered_by_helper == 0:
+        assert time.monotonic() < deadline, f"the helper never answered ({renderer.gave_up})"
+        assert renderer.gave_up is None, renderer.gave_up
+        renderer.render([{"warm": "up"}])
+        time.sleep(0.01)
+
+
+def test_the_helper_renders_the_same_bytes(renderer: RecordRenderer) -> None:
+    shared = {"a": [1, 2]}
+    documents: list[Any] = [TRAJECTORY, {"x": shared, "y": shared}, [], {}, "just text", None,
+                            *(_tree(random.Random(seed), 6) for seed in range(30))]
+    before = renderer.rendered_by_helper
+    assert renderer.render(documents) == [dump_records_yaml(d) for d in documents]
+    assert renderer.rendered_by_helper == before + len(documents)
+    assert renderer.gave_up is None
+
+
+def test_a_document_of_more_than_plain_data_is_rendered_here(renderer: RecordRenderer, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # a class from a module a task folder could hold: unpickling it in the helper would import that module
+    marker = tmp_path / "imported-by.txt"
+    (tmp_path / "task_values.py").write_text(textwrap.dedent(f"""
+        import os
+        with open({str(marker)!r}, "a") as f:
+            f.write(str(os.getpid()) + "\\n")
+
+        class Colour(str):
+            pass
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import task_values  # type: ignore[import-not-found]
+
+    class Level(enum.IntEnum):
+        LOW = 1
+
+    by_helper = renderer.rendered_by_helper
+    # refused by the helper (a global) and by PyYAML here: the error is the one rendering here raises
+    with pytest.raises(yaml.representer.RepresenterError):
+        renderer.render([{"colour": task_values.Colour("red")}])
+    with pytest.raises(yaml.representer.RepresenterError):
+        renderer.render([{"level": Level.LOW}])  # not even picklable (a local class)
+    assert renderer.rendered_by_helper == by_helper
+    assert marker.read_text().split() == [str(os.getpid())]  # imported here only, never by the helper
+    assert renderer.gave_up is None
+    assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]  # and it goes on rendering
+
+
+def test_a_helper_that_dies_is_given_up_and_rendering_goes_on_here(renderer: RecordRenderer) -> None:
+    process = renderer._process
+    assert process is not None
+    process.kill()
+    process.wait(timeout=10)
+    assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
+    assert renderer.gave_up is not None and "failed" in renderer.gave_up
+    here = renderer.rendered_here
+    assert renderer.render([TRAJECTORY, {"b": 2}]) == [dump_records_yaml(TRAJECTORY), dump_records_yaml({"b": 2})]
+    assert renderer.rendered_here == here + 2
+
+
+def test_ctrl_c_does_not_stop_the_helper_and_closing_does(renderer: RecordRenderer) -> None:
+    process = renderer._process
+    assert process is not None
+    os.kill(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends the whole process group
+    time.sleep(0.2)
+    before = renderer.rendered_by_helper
+    assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
+    assert renderer.rendered_by_helper == before + 1
+    renderer.close()
+    assert process.returncode == 0  # it left on its own once its input closed
+    assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]  # closed: rendered here
+
+
+def test_the_helper_gets_no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-the-helper")
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
+    env = render_process._helper_environment()
+    assert "OPENAI_API_KEY" not in env
+    parts = env["PYTHONPATH"].split(os.pathsep)
+    import capplan
+
+    assert parts[0] == str(Path(capplan.__file__).resolve().parent.parent) and "/somewhere/else" in parts
+
+
+def _stand_in(monkeypatch: pytest.MonkeyPatch, source: str) -> None:
+    """The helper replaced by a script that misbehaves as ``source`` says."""
+    monkeypatch.setattr(render_process, "HELPER_ARGS", ("-c", textwrap.dedent(source)))
+
+
+def _until_given_up(renderer: RecordRenderer) -> None:
+    deadline = time.monotonic() + 30
+    while renderer.gave_up is None:
+        assert time.monotonic() < deadline, "the stand-in was never given up on"
+        assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
+        time.sleep(0.01)
+
+
+def test_a_helper_that_is_not_ready_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    _stand_in(monkeypatch, "import sys; sys.stdin.buffer.read()")  # never says it is ready
+    renderer = RecordRenderer()
+    try:
+        started = time.monotonic()
+        for _ in range(5):
+            assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
+        assert time.monotonic() - started < 5
+        assert renderer.rendered_here == 5 and renderer.rendered_by_helper == 0 and renderer.gave_up is None
+    finally:
+        renderer.close()
+
+
+def test_a_garbled_answer_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    _stand_in(monkeypatch, """
+        import sys
+        out = sys.stdout.buffer
+        out.write(b"R"); out.flush()
+        sys.stdin.buffer.read(8)
+        out.write(bytes([0]) + (5).to_bytes(8, "big") + b"xxxxx"); out.flush()
+        sys.stdin.buffer.read()
+    """)
+    renderer = RecordRenderer()
+    try:
+        _until_given_up(renderer)
+        assert "cut short" in (renderer.gave_up or "")
+    finally:
+        renderer.close()
+
+
+def test_a_helper_that_does_not_answer_is_given_up_on_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    _stand_in(monkeypatch, """
+        import sys, time
+        sys.stdout.buffer.write(b"R"); sys.stdout.buffer.flush()
+        time.sleep(60)
+    """)
+    monkeypatch.setattr(render_process, "EXCHANGE_TIMEOUT_S", 0.5)
+    renderer = RecordRenderer()
+    try:
+        started = time.monotonic()
+        _until_given_up(renderer)
+        assert "in time" in (renderer.gave_up or "")
+        assert time.monotonic() - started < 20
+    finally:
+        renderer.close()
+
+
+def test_a_helper_that_cannot_start_leaves_rendering_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    renderer = RecordRenderer()
+    assert renderer.gave_up is not None and "could not be started" in renderer.gave_up
+    assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
+    renderer.close()
+
+
+def test_a_run_of_many_trials_writes_its_records_through_the_helper(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from capplan.cli import main
+    from tests.trials.helpers import write_task
+    from tests.trials.test_cli_offline import MOCK_PLAN
+
+    made: list[RecordRenderer] = []
+    original = RecordRenderer.__init__
+
+    def spy(self: RecordRenderer) -> None:
+        original(self)
+        made.append(self)
+
+    monkeypatch.setattr(RecordRenderer, "__init__", spy)
+    task = write_task(tmp_path / "pack", turns=["add one", "thanks, that's all"])
+    trials = render_process.MIN_TRIALS
+    done = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(tmp_path / "run"),
+                                     "--trials", str(trials), "--concurrency", "4"])
+    assert done.exit_code == 0, done.output
+    assert len(made) == 1 and made[0]._process is None  # closed when the run ended
+    rendered = made[0].rendered_by_helper + made[0].rendered_here
+    assert rendered == 2 * trials and made[0].gave_up is None
+    assert made[0].rendered_by_helper > 0
+    for trajectory in (tmp_path / "run").glob("trials/*/*/*/trajectory.yaml"):
+        records = yaml.safe_load(trajectory.read_bytes())
+        assert dump_records_yaml(records) == trajectory.read_bytes()
