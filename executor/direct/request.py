@@ -8,12 +8,12 @@ changes on these routes is in the plan's ``wire`` record, or, for a model a gate
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from capplan.executor.direct.body_json import MessageListEncoder, body_bytes
 from capplan.executor.direct.messages import openai_messages
 from capplan.executor.errors import MissingCredentialError, PlanInconsistencyError
 from capplan.executor.plan import Plan, WireRoute
@@ -41,10 +41,12 @@ class HttpRequest:
     headers: dict[str, str]
     body: dict[str, Any]
     timeout_s: float | None
+    #: the mapper's memory of message lists already encoded (the bytes are the same without it)
+    encoder: MessageListEncoder | None = field(default=None, compare=False, repr=False)
 
     def content(self) -> bytes:
-        """The body's bytes."""
-        return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        """The body's bytes: ``json.dumps(body, ensure_ascii=False, separators=(",", ":"))``, UTF-8."""
+        return body_bytes(self.body, self.encoder)
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class RequestMapper:
         self._own = _Route(wire.base_url, wire.base_url_envs, wire.key_envs, wire.path, dict(wire.headers),
                            dict(wire.body))
         self._own_dialect = ModelDialect(dict(wire.renames), wire.system_role)
+        self._encoder = MessageListEncoder()
 
     def _route(self, provider: str) -> _Route:
         if provider == self.wire.provider:
@@ -113,8 +116,8 @@ class RequestMapper:
         extra = kwargs.get("extra_body")
         if extra:
             body.update(extra)
-        for field, value in route.body.items():
-            body.setdefault(field, value)
+        for key_, value in route.body.items():
+            body.setdefault(key_, value)
         base = self._base(kwargs.get("api_base"), route)
         headers = dict(route.headers)
         headers["Content-Type"] = "application/json"
@@ -129,7 +132,7 @@ class RequestMapper:
             headers.update(extra_headers)
         timeout = kwargs.get("timeout")
         return HttpRequest(base.rstrip("/") + route.path, headers, body,
-                           float(timeout) if isinstance(timeout, (int, float)) else None)
+                           float(timeout) if isinstance(timeout, (int, float)) else None, self._encoder)
 
     def _base(self, given: Any, route: _Route) -> str:
         if isinstance(given, str) and given:
