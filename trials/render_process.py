@@ -88,7 +88,10 @@ class RecordRenderer:
             self.gave_up = f"the helper process could not be started: {exc.strerror or exc}"
             return
         assert self._process.stdin is not None
-        os.set_blocking(self._process.stdin.fileno(), False)  # writes wait in select, with a deadline
+        try:
+            os.set_blocking(self._process.stdin.fileno(), False)  # writes wait in select, with a deadline
+        except (AttributeError, OSError) as exc:  # a platform whose pipes cannot be made non-blocking
+            self._give_up(f"the helper's input could not be made non-blocking: {exc}")
 
     def render(self, documents: Sequence[Any]) -> list[bytes]:
         """Each document's YAML (:func:`dump_records_yaml`); raises only what that raises."""

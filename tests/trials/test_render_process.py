@@ -220,3 +220,15 @@ def test_a_run_of_many_trials_writes_its_records_through_the_helper(tmp_path: Pa
     for trajectory in (tmp_path / "run").glob("trials/*/*/*/trajectory.yaml"):
         records = yaml.safe_load(trajectory.read_bytes())
         assert dump_records_yaml(records) == trajectory.read_bytes()
+
+
+def test_a_platform_whose_pipes_cannot_be_made_non_blocking_renders_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(fd: int, blocking: bool) -> None:
+        raise OSError("not on this platform")
+
+    monkeypatch.setattr(render_process.os, "set_blocking", refuse)
+    renderer = RecordRenderer()
+    assert renderer.gave_up is not None and "non-blocking" in renderer.gave_up
+    assert renderer._process is None  # the helper it started was stopped
+    assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
+    renderer.close()
