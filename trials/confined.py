@@ -6,9 +6,7 @@ elsewhere, a trial folder pointing at another folder). So every path capplan wri
 by :func:`confined_path` (each part checked against :mod:`capplan.core.safe_names`, the result
 resolved and checked to be inside the root), and then opened one component at a time from a
 descriptor of the root with ``O_NOFOLLOW``: a link anywhere below the root is refused, never
-followed, even if it appears between the check and the write. The writes made once per trial
-(:func:`write_atomic_many`, :func:`append`) check the names and leave links to the walk alone,
-which refuses more than the resolution does. Atomic writes create their
+followed, even if it appears between the check and the write. Atomic writes create their
 temporary file in the same real folder and rename it there, relative to that folder's
 descriptor. Only the root itself is taken as given (``--out`` may well be a link the user made).
 
@@ -94,12 +92,7 @@ def confined_path(root: Path, *parts: str) -> Path:
 
 
 def _check_parts(root: Path, parts: Sequence[str]) -> None:
-    """:func:`confined_path`'s name checks without its resolution, for the writes made once per trial.
-
-    Resolving costs a ``lstat`` per component of the whole path, and the descriptor walk that
-    follows already refuses a link anywhere below the root (a link that stays inside included,
-    which the resolution lets through), so on those paths it only repeated the walk's verdict.
-    """
+    """Each part one safe name: :func:`confined_path`'s check, made alone for the files of a folder it resolved."""
     for i, part in enumerate(parts):
         try:
             check_segment(part, f"path segment {i + 1}")
@@ -239,6 +232,9 @@ def write_atomic_many(root: Path, folder: Sequence[str], files: Sequence[tuple[s
     """
     if not files:
         return
+    # the folder is resolved and checked once; each file is a name in it, opened without following
+    # a link (a trial's files were each resolved on their own, an lstat per component apiece)
+    confined_path(root, *folder)
     for name, _ in files:
         _check_parts(root, (*folder, name))
     with _existing_parent_fd(root, (*folder, files[0][0])) as dir_fd:  # the folder holding them
@@ -272,7 +268,7 @@ def _replace_in(dir_fd: int, name: str, data: bytes, shown: Path, mode: int) -> 
 
 def append(root: Path, parts: Sequence[str], data: bytes, *, mode: int = 0o644) -> None:
     """Append ``data`` to ``root/parts…`` with one ``write`` (``O_APPEND | O_NOFOLLOW``)."""
-    _check_parts(root, parts)
+    confined_path(root, *parts)
     shown = root.joinpath(*parts)
     with _existing_parent_fd(root, parts) as dir_fd:
         _refuse_unless_regular(dir_fd, parts[-1], shown)
