@@ -17,6 +17,7 @@ import json
 from collections import OrderedDict
 from typing import Any, NamedTuple
 
+from capplan.core.recent_entries import remember
 from capplan.executor.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from capplan.executor.policies.content_policy import AnthropicContent, TextOnlyContent
 from capplan.executor.policies.message_assembly_policy import MessageAssemblyPolicy
@@ -212,15 +213,7 @@ class ConversationCache:
             # tuple.__new__: the NamedTuple's own constructor is a Python-level call
             converted = tuple.__new__(_Converted, (messages[:], done.wire + wire if start else wire, left_out))
         if count:
-            # no lock: each OrderedDict call is atomic; racing writers can at worst leave the
-            # cache a few entries (one per racing thread) over its size
-            key = id(messages[-1])
-            if entries.pop(key, None) is None and len(entries) >= self._size:
-                try:
-                    entries.popitem(last=False)
-                except KeyError:  # emptied by another thread meanwhile
-                    pass
-            entries[key] = converted
+            remember(entries, id(messages[-1]), converted, self._size)  # no lock (see capplan.core.recent_entries)
         if self._converter.codec.replay_scope == "in_loop":
             return self._converter.place_in_loop(messages, converted.wire, converted.left_out)
         return converted.wire, converted.left_out

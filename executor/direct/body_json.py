@@ -22,6 +22,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from capplan.core.recent_entries import remember
+
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
@@ -68,13 +70,7 @@ class MessageListEncoder:
             # the conversation moved on: its shorter text is not asked for again (a retry
             # resends this list, which is remembered below)
             entries.pop(id(done.messages[-1]), None)
-        key = id(messages[-1])
-        if entries.pop(key, None) is None and len(entries) >= self._size:
-            try:
-                entries.popitem(last=False)
-            except KeyError:  # emptied by another thread meanwhile
-                pass
-        entries[key] = _Encoded(tuple(messages), text)
+        remember(entries, id(messages[-1]), _Encoded(tuple(messages), text), self._size)
         return "[" + text + "]"
 
 
