@@ -124,19 +124,15 @@ class RecordRenderer:
                 deadline = time.monotonic() + EXCHANGE_TIMEOUT_S + len(request) / _BYTES_PER_EXTRA_SECOND
                 _write_all(process.stdin, len(request).to_bytes(_LENGTH, "big") + request, deadline)
                 status = _read_exact(process.stdout, 1, deadline)[0]
-                body = _read_exact(process.stdout, int.from_bytes(_read_exact(process.stdout, _LENGTH, deadline), "big"),
-                                   deadline)
-            except (OSError, ValueError, _HelperFailed) as exc:
-                self._give_up(f"the helper process failed: {exc}")
-                return None
-            if status == _REFUSED:
-                return None  # a value it may not unpickle, or one YAML refuses: here it renders or raises
-            if status != _RENDERED:
-                self._give_up(f"the helper process answered with status {status}")
-                return None
-            try:
+                # a garbled length costs no memory: only bytes that arrive are kept, until the deadline
+                size = int.from_bytes(_read_exact(process.stdout, _LENGTH, deadline), "big")
+                body = _read_exact(process.stdout, size, deadline)
+                if status == _REFUSED:
+                    return None  # a value it may not unpickle, or one YAML refuses: here it renders or raises
+                if status != _RENDERED:
+                    raise _HelperFailed(f"it answered with status {status}")
                 parts = _split(body, len(documents))
-            except _HelperFailed as exc:
+            except (OSError, ValueError, _HelperFailed) as exc:
                 self._give_up(f"the helper process failed: {exc}")
                 return None
             self.rendered_by_helper += len(parts)

@@ -232,3 +232,49 @@ def test_a_platform_whose_pipes_cannot_be_made_non_blocking_renders_here(monkeyp
     assert renderer._process is None  # the helper it started was stopped
     assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
     renderer.close()
+
+
+def _serve(requests: bytes) -> bytes:
+    import io
+
+    out = io.BytesIO()
+    render_process.serve(io.BytesIO(requests), out)
+    return out.getvalue()
+
+
+def _framed(payload: bytes) -> bytes:
+    return len(payload).to_bytes(8, "big") + payload
+
+
+def _replies(answer: bytes) -> list[tuple[int, bytes]]:
+    assert answer[:1] == b"R"
+    replies, at = [], 1
+    while at < len(answer):
+        size = int.from_bytes(answer[at + 1: at + 9], "big")
+        replies.append((answer[at], answer[at + 9: at + 9 + size]))
+        at += 9 + size
+    return replies
+
+
+def test_the_helper_refuses_what_is_not_a_list_of_plain_data_and_goes_on() -> None:
+    import pickle
+
+    requests = b"".join(_framed(p) for p in (
+        pickle.dumps({"not": "a list"}),
+        pickle.dumps([enum.Enum]),  # a global: a class
+        pickle.dumps([os.getcwd]),  # a global: a function
+        b"\x80\x05not a pickle at all",
+        pickle.dumps([TRAJECTORY]),
+    ))
+    replies = _replies(_serve(requests))
+    assert [status for status, _ in replies] == [1, 1, 1, 1, 0]
+    assert b"list of documents" in replies[0][1] and b"plain data" in replies[1][1] and b"plain data" in replies[2][1]
+    assert replies[4][1] == len(dump_records_yaml(TRAJECTORY)).to_bytes(8, "big") + dump_records_yaml(TRAJECTORY)
+
+
+@pytest.mark.parametrize("cut", [3, 8, 20])
+def test_a_request_cut_short_ends_the_helper_quietly(cut: int) -> None:
+    import pickle
+
+    request = _framed(pickle.dumps([TRAJECTORY]))
+    assert _serve(request[:cut]) == b"R"  # it answered nothing and returned: the run closed its end
