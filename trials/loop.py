@@ -31,6 +31,10 @@ Per-task choices the loop applies:
   the user, and the trial is not passed (BFCL fails such an entry). A text answer ends the turn
   and is never counted.
 
+The turn budget is checked before each agent turn and after a text answer; after a text answer
+it ends the conversation ``max_turns`` unless a scripted user stops there anyway (its script has
+run out or its next turn is the stop), which is the user's stop: the agent answered within its budget.
+
 At the end of each user turn (the agent answered in text) and at the terminal, a
 :class:`~capplan.trials.records.TurnCheckpoint` records the environment's state and that turn's
 tool outputs (full, redacted) for the per-turn graders.
@@ -49,7 +53,7 @@ from capplan.executor.plan import LoopKnobs
 from capplan.executor.result import GenerationResult, ParserError, ToolCall
 from capplan.trials import handoff
 from capplan.trials.classify import Classify
-from capplan.trials.outcome import TerminationReason
+from capplan.trials.outcome import FinalAnswer, TerminationReason
 from capplan.trials.terminal import Terminal
 from capplan.trials.recording import GENERATION_ID, ORIGIN, MetricsSink, Recorder, scrub
 from capplan.trials.records import ParserErrorRecord, SummarizeEvent, TurnCheckpoint
@@ -167,6 +171,8 @@ class ToolCallingLoop:
         self.ids = ToolCallIds()
         self.wire: list[dict[str, Any]] = []
         self._first_user: dict[str, Any] | None = None
+        #: the agent's last completion when it answered in text (None after a tool-calling one): the pass rule reads it
+        self.final_answer: FinalAnswer | None = None
 
     # --- the outer loop ---------------------------------------------------------------------
 
@@ -197,14 +203,17 @@ class ToolCallingLoop:
                 result = self._run_turn(self._turns)
                 self._turns += 1
                 if result.tool_calls:
+                    self.final_answer = None  # the last word was a tool call, not an answer
                     self._steps_in_turn += 1
                     limit = self.config.max_steps_per_turn
                     if limit is not None and self._steps_in_turn > limit:
                         return self._steps_end(limit)
                     continue
                 self._checkpoint()  # the agent answered in text: this user turn is over
-                if budget_spent(self._turns, self.config.max_turns):
-                    # the conversation cannot go on: a user reply now would be generated (and billed) unread
+                self.final_answer = FinalAnswer(result.text, result.finish_reason)
+                if budget_spent(self._turns, self.config.max_turns) and not self.user.stops_next():
+                    # the conversation cannot go on: a user reply now would be generated (and billed) unread;
+                    # a script that ends here ends the conversation instead, within its budget
                     return self._budget_end(self._turns)
                 reply = self.user.reply(self.recorder.messages, len(self.recorder.messages))
                 if reply.stops:

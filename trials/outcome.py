@@ -5,10 +5,14 @@ unknown model: the run stops at the first) end a trial as ``ABORTED``: they say
 nothing about the model, so they are excluded from every pass rate. A harness defect (a
 refused user reply, an environment that cannot be built) is ``ERROR``: our fault, counted,
 never the agent's. Everything the model did itself is ``COMPLETED`` or ``FAILED``.
+
+Whether a graded trial can pass is one rule, :func:`unaccepted_end` (its text is :data:`PASS_RULE`):
+a trial passes only if its conversation reached an end the task accepts *and* every grader passed.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 
 
@@ -43,7 +47,8 @@ class TrialStatus(str, Enum):
 
 _STATUS = {
     TerminationReason.USER_STOP: TrialStatus.COMPLETED,
-    TerminationReason.MAX_TURNS: TrialStatus.COMPLETED,
+    # the turn budget ran out before the conversation ended: the agent's failure, as the step limit is
+    TerminationReason.MAX_TURNS: TrialStatus.FAILED,
     TerminationReason.MAX_STEPS_PER_TURN: TrialStatus.FAILED,
     TerminationReason.EMPTY_COMPLETION: TrialStatus.FAILED,
     TerminationReason.CONTEXT_WINDOW_EXCEEDED: TrialStatus.FAILED,
@@ -70,3 +75,53 @@ def counts_against_model(status: TrialStatus) -> bool:
 def is_finished(status: TrialStatus) -> bool:
     """Whether a resumed run skips the trial (an interrupted one runs again)."""
     return status is not TrialStatus.INTERRUPTED
+
+
+#: The pass rule as the summary, ``trial report`` and ``trial view`` state it (docs/trials.md says it at length).
+PASS_RULE = ("A trial is passed only if its conversation reached an end the task accepts (the LLM user simulator "
+             "stopped, or the agent's final answer is non-blank text, not cut at the output limit or by a content "
+             "filter) and every grader passed; a trial that ended on the agent's failure (empty completions, "
+             "the step or turn limit, the context window, a provider error) is not passed whatever its graders "
+             "said, and their verdicts are still recorded.")
+
+#: finish reasons that say the provider cut the answer short: such text is not a final answer
+CUT_FINISH_REASONS = frozenset({"length", "content_filter"})
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    """The agent's last completion, when it answered in text (no tool calls): what a scripted user's end follows."""
+
+    text: str
+    finish_reason: str | None
+
+
+def unaccepted_end(reason: TerminationReason, *, final_answer: FinalAnswer | None,
+                   simulator_stopped: bool) -> str | None:
+    """Why a graded trial is not passed whatever its graders say; None when its conversation reached an accepted end.
+
+    The accepted ends: the LLM user simulator sent its stop (it read the agent's answer and ended the
+    conversation), or the user stopped after the agent's non-blank, uncut final answer. A script's end is
+    no judgement of the answer, so after a scripted user the final answer must be one. Every other end
+    (empty completions, the step or turn limit, the context window, a provider error) is the agent's failure.
+    """
+    if reason is not TerminationReason.USER_STOP:
+        return _FAILED_ENDS.get(reason, f"the trial ended {reason.value}")
+    if simulator_stopped:
+        return None
+    if final_answer is None:
+        return "the agent gave no final answer"
+    if not final_answer.text.strip():
+        return "the agent's final answer is blank"
+    if final_answer.finish_reason in CUT_FINISH_REASONS:
+        return f"the agent's final answer was cut short (finish_reason {final_answer.finish_reason})"
+    return None
+
+
+_FAILED_ENDS = {
+    TerminationReason.MAX_TURNS: "the turn budget ran out before the conversation ended",
+    TerminationReason.MAX_STEPS_PER_TURN: "the agent passed max_steps_per_turn (force-quit)",
+    TerminationReason.EMPTY_COMPLETION: "the agent's completions were empty (the resamples ran out)",
+    TerminationReason.CONTEXT_WINDOW_EXCEEDED: "the conversation outgrew the context window",
+    TerminationReason.API_ERROR: "a provider error ended the conversation",
+}

@@ -44,7 +44,8 @@ from capplan.trials.environment import TrialEnvironment
 from capplan.trials.handoff import DEFAULT_SUMMARIZER, SummarizePolicy
 from capplan.trials.loop import LoopConfig, LoopEnd, ToolCallingLoop, WireToolChoice
 from capplan.trials.terminal import Terminal
-from capplan.trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
+from capplan.trials.outcome import (FinalAnswer, TerminationReason, TrialStatus, counts_against_model, status_for,
+                                   unaccepted_end)
 from capplan.trials.recording import MetricsSink, Recorder, scrub, secret_values
 from capplan.trials.costs import known_cost, line_usage, rounded_calls
 from capplan.trials.records import Grade, Metrics, RunLine, Termination, Trajectory, TrialIdentity, TurnCheckpoint
@@ -209,6 +210,9 @@ class _Trial:
         self.state: dict[str, Any] | None = None
         self.state_error: str | None = None
         self.checkpoints: list[TurnCheckpoint] = []
+        # what the pass rule reads (outcome.unaccepted_end): the agent's last text answer, and who the user is
+        self.final_answer: FinalAnswer | None = None
+        self.simulated_user = False
         self.code = TaskCodeRunner(cancel=context.cancel, name=f"task-code {spec.trial_id}")
         self.probe = RateLimitProbeConfig.model_validate(spec.rate_limit_probe) if spec.rate_limit_probe else None
         # one census per trial, returned with its records: the driver sums trials wherever they ran
@@ -296,6 +300,7 @@ class _Trial:
         )
         end = loop.run()
         self.checkpoints = loop.checkpoints
+        self.final_answer, self.simulated_user = loop.final_answer, isinstance(user, LlmUser)
         if end.reason is TerminationReason.INTERRUPTED:
             return end
         last = loop.checkpoints[-1] if loop.checkpoints else None
@@ -427,7 +432,7 @@ class _Trial:
         def run_graders(t: TaskFile) -> Grade:
             verdict: Grade = self.code.call("grading", grade, t, rec.tool_calls, self.state, trajectory,
                                             checkpoints=self.checkpoints, timeout_s=GRADING_TIMEOUT_S)
-            return verdict
+            return self._pass_rule(end, verdict)
 
         try:
             verdict = verdict_for(task, status, self.sink.calls, run_graders)
@@ -439,11 +444,17 @@ class _Trial:
         except TaskCodeCancelled:
             return (Grade(passed=None, note="not graded: the run was interrupted"),
                     LoopEnd(TerminationReason.INTERRUPTED, end.turns, "the run was interrupted while grading"))
-        if end.reason is TerminationReason.MAX_STEPS_PER_TURN and verdict.passed:
-            # BFCL fails a force-quit entry whatever its state: the graders' findings are kept, the verdict is not
-            verdict = verdict.model_copy(update={
-                "passed": False, "note": "not passed: the agent passed max_steps_per_turn (force-quit)"})
         return verdict, None
+
+    def _pass_rule(self, end: LoopEnd, verdict: Grade) -> Grade:
+        """The graders' verdict under the pass rule (outcome.PASS_RULE): kept as recorded, the trial not passed
+        when its conversation did not reach an end the task accepts."""
+        failure = unaccepted_end(end.reason, final_answer=self.final_answer, simulator_stopped=self.simulated_user)
+        if failure is None or verdict.passed is None:
+            return verdict
+        said = "passed" if verdict.passed else "did not pass"
+        return verdict.model_copy(update={"passed": False,
+                                          "note": f"not passed: {failure}; the graders {said}, as recorded"})
 
 
 def unstarted_records(spec: TrialSpec, reason: TerminationReason, detail: str) -> TrialRecords:

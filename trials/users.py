@@ -31,6 +31,10 @@ class UserAdapter(Protocol):
 
     def reply(self, transcript: Sequence[dict[str, Any]], message_index: int) -> UserTurn: ...
 
+    def stops_next(self) -> bool:
+        """Whether the next reply is known, without making it, to stop the conversation."""
+        ...
+
 
 class ScriptedUser:
     """Says its turns in order; after the last one it stops."""
@@ -44,6 +48,10 @@ class ScriptedUser:
 
     def reply(self, transcript: Sequence[dict[str, Any]], message_index: int) -> UserTurn:
         return self._take()
+
+    def stops_next(self) -> bool:
+        """The script has run out, or its next turn is the stop."""
+        return self._next >= len(self._turns) or STOP_SIGNAL in self._turns[self._next]
 
     def _take(self) -> UserTurn:
         if self._next >= len(self._turns):
@@ -92,6 +100,10 @@ class LlmUser:
             # defect, never a user stop the agent is answerable for
             raise Terminal(TerminationReason.ERROR, "user simulator: the opening turn is empty")
         return UserTurn(reply.text, reply.stops)
+
+    def stops_next(self) -> bool:
+        """Never known ahead: only a generation (billed) would say."""
+        return False
 
     def reply(self, transcript: Sequence[dict[str, Any]], message_index: int) -> UserTurn:
         self.user_turn += 1
