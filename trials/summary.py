@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from capplan.trials.outcome import PASS_RULE
 from capplan.trials.records import CostStat, Summary, SummaryRow, TokenStat
 from capplan.trials.report.text import md_cell, md_table
 
@@ -222,6 +223,7 @@ def render_markdown(summary: Summary) -> str:
     lines += ["", "Aborted trials (rate limit, timeout, infrastructure, configuration) are excluded from the pass "
               "rate; harness errors stay in it as not passed. Costs leave out trials of unknown cost, counted "
               "apart.", ""]
+    lines += [PASS_RULE, ""]
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ import io
 import json
 from typing import Any, Literal
 
+from capplan.trials.outcome import PASS_RULE
 from capplan.trials.report.compare import Comparison
 from capplan.trials.report.run_data import TrialResult
 from capplan.trials.report.text import md_table, plain
@@ -78,6 +79,7 @@ def render_markdown(c: Comparison) -> str:
         lines += ["", "## Notes", ""] + [f"- {plain(note)}" for note in c.notes]
     lines += ["", "Pass rates count graded trials and harness errors (as not passed); aborted and interrupted trials "
               "are left out. Pairs are joined on (task id, trial index).", ""]
+    lines += [PASS_RULE, ""]
     return "\n".join(lines)
 
 

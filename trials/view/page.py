@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from capplan.trials.outcome import PASS_RULE
 from capplan.trials.view.payload import Payload
 
 _HERE = Path(__file__).resolve().parent
@@ -40,6 +41,6 @@ def _environment() -> jinja2.Environment:
 def render_page(payload: Payload, *, title: str) -> str:
     """The HTML text of the page."""
     template = _environment().get_template("view.html.j2")
-    return template.render(title=title, generated_by=payload.index["generated_by"],
+    return template.render(title=title, generated_by=payload.index["generated_by"], pass_rule=PASS_RULE,
                            index_json=script_json(payload.index),
                            details=(script_json(d) for d in payload.details))
