@@ -25,7 +25,9 @@ A grader that raises (``SystemExit`` and ``KeyboardInterrupt`` included), cannot
 returns anything else raises :class:`GraderError` with the reason; the runner records that as
 the trial's error (a harness failure, not the model's), never as an exception escaping the run.
 
-A trial passes when every grader its task names passes. Only a trial that reached a terminal
+A trial passes when every grader its task names passes and its conversation reached an end the
+task accepts (:func:`capplan.trials.outcome.unaccepted_end`, applied by the runner after the
+graders, whose verdicts are kept either way). Only a trial that reached a terminal
 the model is answerable for (``completed`` or ``failed``) is graded, and only when the agent
 produced at least one completion: a trial whose agent never answered is never ``passed``
 (graders would otherwise judge the environment's untouched initial state). A harness error
