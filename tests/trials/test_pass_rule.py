@@ -226,3 +226,19 @@ def test_a_users_stop_is_accepted_after_a_real_answer_or_the_simulators_stop() -
     for blank in ("", " \n\t"):
         assert unaccepted_end(stop, final_answer=FinalAnswer(blank, "stop"), simulator_stopped=False)
     assert unaccepted_end(stop, final_answer=None, simulator_stopped=False)
+
+
+@pytest.mark.parametrize(("turns", "ended"), [
+    (["hello", f"thanks, bye {STOP_SIGNAL}"], ("completed", "user_stop", True)),  # the script's next turn is its stop
+    (["hello", "and one more thing"], ("failed", "max_turns", False)),  # the user had more to say
+])
+def test_at_the_turn_budget_a_script_that_stops_next_ends_as_a_user_stop(env: None, tmp_path: Path, turns: list[str],
+                                                                         ended: tuple[str, str, bool]) -> None:
+    task = write_task(tmp_path / "pack", turns=turns, extra="grader:\n  expected_state: {value: 0}\n")
+    out, result = trial_run(tmp_path, task, always(completion("Hello, the counter is 0.")), "--max-turns", "1")
+    assert result.exit_code == 0, result.output
+    [line] = lines(out)
+    assert (line["status"], line["termination_reason"], line["passed"]) == ended
+    messages = yaml.safe_load((out / line["dir"] / "trajectory.yaml").read_text())["messages"]
+    if ended[1] == "user_stop":  # the stop turn is recorded as what the user said
+        assert messages[-1] == {"role": "user", "content": turns[1]}
