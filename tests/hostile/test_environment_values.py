@@ -92,6 +92,8 @@ BAD_VALUES = [
     ("LLM_PROXY_BASE_URL", "http://gw.example:0/v1", "zero port"),
     ("LLM_PROXY_BASE_URL", "http://gw.example/v1\nX-Injected: 1", "contains a line break"),
     ("LLM_PROXY_BASE_URL", "http://gw example/v1", "contains a space"),
+    ("LLM_PROXY_BASE_URL", "http://gw.example/v1\r\n", "ends with a line break (CR or LF)"),
+    ("LLM_PROXY_BASE_URL", "http://gw.example/v1\r", "ends with a line break (CR or LF)"),
     ("LLM_PROXY_BASE_URL", "http://gw.example/v\t1", "control character"),
     ("LLM_PROXY_BASE_URL", f"ftp://u:{CANARY}@gw.example", "scheme other than http or https"),
     ("LLM_PROXY_BASE_URL", "file:///etc/passwd", "scheme other than http or https"),
