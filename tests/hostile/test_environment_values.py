@@ -202,6 +202,13 @@ def test_a_rotation_key_with_a_control_character_or_space_is_refused(tmp_path: P
     assert "error[CREDENTIAL]" in result.output and "OPENROUTER_API_KEYS entry" in result.output
 
 
+def test_a_rotation_variable_of_only_commas_is_an_error_with_a_hint(tmp_path: Path) -> None:
+    result = preview_rotating(tmp_path, {"OPENROUTER_API_KEYS": ",,,", "OPENROUTER_API_KEY": CANARY})
+    assert result.exit_code == 2, result.output
+    assert "error[CREDENTIAL]: OPENROUTER_API_KEYS is set but lists no key (only commas and spaces)" in result.output
+    assert "hint: list the keys separated by commas (k1,k2), or unset it to use OPENROUTER_API_KEY" in result.output
+
+
 @pytest.mark.parametrize(("content", "problem"), [
     (f"k-one\n{CANARY} {CANARY}\n".encode(), "line 2 holds a key with a space"),
     (f"k-one\n{CANARY}\x07\n".encode(), "line 2 holds a key with a line break or control character"),
