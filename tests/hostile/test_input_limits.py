@@ -182,8 +182,9 @@ def _canonical(data: dict[str, Any]) -> str:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: _canonical({**d, "plan_version": True}), "plan_version true"),
-        (lambda d: _canonical({**d, "plan_version": 1.0}), "plan_version 1.0"),
+        (lambda d: _canonical({**d, "plan_version": True}), "plan_version must be a whole number, not true/false"),
+        (lambda d: _canonical({**d, "plan_version": 1.0}), "plan_version must be a whole number, not a fractional"),
+        (lambda d: _canonical({**d, "plan_version": "3"}), "plan_version must be a whole number, not a string"),
         (lambda d: _canonical(d).replace("{\n", '{\n  "fingerprint": "0",\n', 1), "duplicate key 'fingerprint'"),
         (lambda d: json.dumps(d), "not in canonical form"),
         (lambda d: _canonical(d).replace('"temperature": 0.0', '"temperature": NaN'), "NaN is not a JSON number"),
@@ -196,6 +197,20 @@ def test_plan_loading_refuses_anything_but_exactly_a_plan(tmp_path: Path, edit: 
     result = run("preview", "--plan", str(plan), str(request))
     assert result.exit_code == 2
     assert message in result.output and result.output.count("error[PLAN]") == 1
+
+
+@pytest.mark.parametrize("command", ["preview", "send"])
+def test_a_string_plan_version_is_located_at_its_line_with_the_recompile_hint(tmp_path: Path, command: str) -> None:
+    data = json.loads(GOLDEN_PLAN.read_text())
+    plan = _plan_with(tmp_path, lambda d: _canonical({**d, "plan_version": str(d["plan_version"])}))
+    line = 1 + _canonical({**data, "plan_version": "x"}).split("\n").index('  "plan_version": "x",')
+    request = tmp_path / "r.json"
+    request.write_text(json.dumps(REQUEST))
+    result = run(command, "--plan", str(plan), str(request))
+    assert result.exit_code == 2, result.output
+    assert f"{plan}:{line}:3: error[PLAN]: plan_version must be a whole number, not a string" in result.output
+    assert "hint: plan files are written by capplan, never by hand: recompile it with `capplan compile`" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_plan_types_are_strict_even_with_a_recomputed_fingerprint(tmp_path: Path) -> None:
