@@ -240,3 +240,31 @@ def test_pricing_json_duplicate_and_non_finite(tmp_path: Path) -> None:
     result = run("compile", "--data", str(data), "--out", str(tmp_path / "o"))
     assert result.exit_code == 2 and "error[duplicate-key]" in result.output
     assert not (tmp_path / "o").exists()
+
+
+MOCK_PLAN = REPO / "golden" / "plans" / "mock-echo.json"
+OBJECT_SCHEMA = "parameters must be an object schema (type object, with properties)"
+
+
+@pytest.mark.parametrize(("parameters", "where", "message"), [
+    ({"type": "string"}, "parameters.type", f'{OBJECT_SCHEMA}, not type "string"; wrap a single value'),
+    ({"type": "array", "items": {"type": "integer"}}, "parameters.type", f'{OBJECT_SCHEMA}, not type "array"'),
+    ({"type": ["object", "null"]}, "parameters.type", f'{OBJECT_SCHEMA}, not type ["object", "null"]'),
+    ({"type": "object", "properties": ["city"]}, "parameters.properties",
+     "parameters.properties must be an object of parameter names to schemas"),
+])
+@pytest.mark.parametrize("command", ["preview", "send"])
+def test_a_request_tool_whose_parameters_are_not_an_object_schema_is_located(
+        tmp_path: Path, command: str, parameters: dict[str, Any], where: str, message: str) -> None:
+    # the mock answers offline: before this rule, `send` called it and exited 0
+    request = tmp_path / "r.json"
+    tool = {"type": "function", "function": {"name": "lookup", "description": "d", "parameters": parameters}}
+    request.write_text(json.dumps({**REQUEST, "tools": [tool]}, indent=1))
+    result = run(command, "--plan", str(MOCK_PLAN), str(request))
+    assert result.exit_code == 2, result.output
+    lines = request.read_text().splitlines()
+    opened = next(i for i, text in enumerate(lines) if '"parameters":' in text)
+    key = f'"{where.split(".")[-1]}":'
+    line = 1 + next(i for i in range(opened + 1, len(lines)) if key in lines[i])  # the key inside parameters
+    assert f"{request}:{line}:" in result.output
+    assert f"error[REQUEST]: tools.0.function.{where}: tool 'lookup': {message}" in result.output

@@ -193,3 +193,26 @@ def test_an_out_in_a_read_only_folder_is_a_located_error(tmp_path: Path) -> None
         locked.chmod(0o700)
     assert result.exit_code == 2, result.output
     assert "error[OUT_UNUSABLE]: cannot create the output folder: Permission denied" in result.stderr
+
+
+@pytest.mark.parametrize(("parameters", "message"), [
+    ({"type": "string"}, "function 'g': parameters must be an object schema (type dict), not type 'string'"),
+    ({"type": "array", "items": {"type": "string"}}, "not type 'array'"),
+    ({"type": "dict", "properties": [{"name": "x"}]}, "function 'g': parameters.properties must map parameter names"),
+])
+def test_a_function_doc_whose_parameters_are_not_an_object_schema_is_a_located_error(
+        parameters: dict[str, Any], message: str) -> None:
+    mapping = source.load("multi_turn_base").type_mapping
+    with pytest.raises(BfclDataError) as caught:
+        convert_tool({"name": "g", "description": "d", "parameters": parameters}, mapping, where="docs.json:7")
+    assert caught.value.location == "docs.json:7" and message in caught.value.message
+    assert caught.value.hint is not None and "bfcl-eval" in caught.value.hint
+
+
+def test_function_docs_are_located_at_their_line() -> None:
+    bench = source.load("multi_turn_base")
+    for class_name, docs in bench.func_docs.items():
+        places = bench.func_doc_locations[class_name]
+        assert len(places) == len(docs)
+        path, line = places[0].rsplit(":", 1)
+        assert json.loads(Path(path).read_text(encoding="utf-8").splitlines()[int(line) - 1]) == docs[0]

@@ -119,8 +119,10 @@ def task_document(bench: Benchmark, entry: BfclEntry, grader: GraderChoice) -> t
                 _scenario_parameter(cls, entry.location): entry.initial_config.get(class_name, {}),
                 "long_context": long_context}}
         declared = []
-        for doc in bench.func_docs[class_name]:
-            tool = convert_tool(doc, bench.type_mapping, where=f"{class_name} function docs")
+        places = bench.func_doc_locations.get(class_name, [])
+        for index, doc in enumerate(bench.func_docs[class_name]):
+            where = places[index] if index < len(places) else f"{class_name} function docs"
+            tool = convert_tool(doc, bench.type_mapping, where=where)
             if tool["name"] in held:
                 tool["available_from_turn"] = held[tool["name"]]
             tools.append(tool)
