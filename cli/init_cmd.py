@@ -119,7 +119,7 @@ FILES: dict[tuple[str, ...], str] = {
 
 
 @click.command("init")
-@click.argument("directory", required=False, default=".", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("directory", required=False, default=".", type=click.Path(path_type=Path), metavar="[DIRECTORY]")
 def init_cmd(directory: Path) -> None:
     """Write a commented starter project into DIRECTORY (default: the current folder).
 

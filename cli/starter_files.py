@@ -44,7 +44,8 @@ def decide(directory: Path, files: Mapping[Parts, str]) -> Decision:
     decision = Decision()
     if os.path.lexists(directory):
         if not directory.is_dir():  # DIRECTORY itself may be a link the user made: it is taken as given
-            decision.problems.append(_problem(directory, "not-a-folder", "is a file, not a folder",
+            what = "a symbolic link to nothing" if not directory.exists() else "a file"
+            decision.problems.append(_problem(directory, "not-a-folder", f"is {what}, not a folder",
                                               "give capplan init a folder (a new one, or one without the starter's files)"))
         return _inside(directory, files, decision) if not decision.problems else decision
     parent = directory.absolute()

@@ -79,6 +79,20 @@ def test_init_under_a_file_is_a_located_error_not_a_traceback(tmp_path: Path) ->
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.parametrize(("kind", "what"), [("file", "a file"), ("dangling link", "a symbolic link to nothing")])
+def test_init_onto_a_file_or_a_dangling_link_is_a_located_error(tmp_path: Path, kind: str, what: str) -> None:
+    target = tmp_path / "evals"
+    if kind == "file":
+        target.write_text("mine\n")
+    else:
+        target.symlink_to(tmp_path / "nowhere")
+    done = capplan(tmp_path, "init", "evals")
+    assert done.returncode == 2, done.stderr
+    assert f"evals:1:1: error[not-a-folder]: is {what}, not a folder" in done.stderr
+    assert "hint: give capplan init a folder" in done.stderr and "Traceback" not in done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["evals"] and not (tmp_path / "nowhere").exists()
+
+
 def test_init_whose_write_fails_midway_removes_what_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
