@@ -58,6 +58,7 @@ def engine_problems(loaded: Loaded[RunConfig], path: Path) -> list[Diagnostic]:
         if not rel.strip() or not target.is_file():
             problem = "is empty; it must name an overlay file" if not rel.strip() else \
                 f"{rel!r} is a folder, not an overlay file" if target.is_dir() else \
+                f"{rel!r} is not a regular file (a device, FIFO or socket)" if target.exists() else \
                 f"{rel!r} does not exist (looked for {target})"
             problems.append(loaded.source.diag(loc, "missing-file", problem, hint))
             continue

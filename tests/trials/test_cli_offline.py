@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import yaml
@@ -54,6 +55,7 @@ def test_trial_run_validates_the_run_configs_engine_section_before_writing(tmp_p
     (tmp_path / "overlays").mkdir()
     (tmp_path / "overlays" / "team.yaml").write_text("providers:\n  mock: {empty_retry_count: 1}\n")
     (tmp_path / "bad.yaml").write_text("presets: {oops: 1}\n")
+    os.mkfifo(tmp_path / "overlays" / "fifo")  # never opened: a read would block
     config = tmp_path / "run.yaml"
     model = "models:\n  mock-echo: {provider: mock, name: echo-1}\n"
     out = tmp_path / "run"
@@ -66,6 +68,8 @@ def test_trial_run_validates_the_run_configs_engine_section_before_writing(tmp_p
          ["run.yaml:3:45: error[missing-file]: engine.presets_file[1]: 'overlays' is a folder, not an overlay file",
           "bad.yaml:1:11: error[wrong-type]: presets.oops:", "2 error(s); nothing was written"]),
         ("engine: {presets_file: ''}", ["error[missing-file]: engine.presets_file: is empty"]),
+        ("engine: {presets_file: overlays/fifo}",
+         ["error[missing-file]: engine.presets_file: 'overlays/fifo' is not a regular file (a device, FIFO or socket)"]),
         ("engine: {presets_file: 7}",
          ["run.yaml:3:10: error[wrong-type]: engine.presets_file: must be an overlay file name or a list of them, "
           "not a number", "1 error(s); nothing was written"]),
