@@ -6,8 +6,6 @@ from pathlib import Path
 
 import click
 
-from capplan.core.diagnostics import Diagnostic, InputError
-
 PROJECT = """\
 # yaml-language-server: $schema=https://capplan.dev/schemas/project.schema.json
 #
@@ -121,7 +119,7 @@ FILES: dict[tuple[str, ...], str] = {
 
 
 @click.command("init")
-@click.argument("directory", required=False, default=".", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("directory", required=False, default=".", type=click.Path(path_type=Path), metavar="[DIRECTORY]")
 def init_cmd(directory: Path) -> None:
     """Write a commented starter project into DIRECTORY (default: the current folder).
 
@@ -131,27 +129,13 @@ def init_cmd(directory: Path) -> None:
     It passes `capplan lint` and runs offline:
       capplan init my-evals && cd my-evals && capplan lint && capplan compile && capplan trial run
 
-    Existing files are never overwritten: when any of them exists, nothing is written and each
-    is listed. Exit codes: 0 written, 2 a file exists or cannot be written.
+    Existing files are never overwritten: when any of them exists (or a file or link stands where
+    a folder belongs), nothing is written and each is listed; a write that fails midway removes
+    what it wrote. Exit codes: 0 written, 2 a file exists or cannot be written.
     """
-    from capplan.trials.confined import ConfinedPathError, confined_path, create_new
+    from capplan.cli.starter_files import write_all_or_nothing
 
-    existing = [directory.joinpath(*parts) for parts in FILES if directory.joinpath(*parts).exists()]
-    if existing:
-        raise InputError([Diagnostic(str(path), 1, 1, "file-exists", "exists already; capplan init never overwrites",
-                                     hint="run capplan init in a new folder, or move the file away")
-                          for path in existing])
-    directory.mkdir(parents=True, exist_ok=True)
-    try:
-        for parts in FILES:
-            confined_path(directory, *parts)  # every name checked inside DIRECTORY before the first write
-        for parts, text in FILES.items():
-            if not create_new(directory, parts, text.encode("utf-8")):
-                raise InputError([Diagnostic(str(directory.joinpath(*parts)), 1, 1, "file-exists",
-                                             "appeared while the project was being written; it was left as it is",
-                                             hint="move it away and run capplan init again")])
-    except ConfinedPathError as exc:
-        raise InputError([exc.diagnostic()]) from None
+    write_all_or_nothing(directory, FILES)
     for parts in FILES:
         click.echo(f"wrote {directory.joinpath(*parts)}")
     step = "" if directory.resolve() == Path.cwd().resolve() else f"cd {directory} && "

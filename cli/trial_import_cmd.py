@@ -20,7 +20,7 @@ def import_cmd() -> None:
 @import_cmd.command("bfcl")
 @click.option("--category", required=True, type=click.Choice(CATEGORIES),
               help="The BFCL multi-turn category to import (200 entries each).")
-@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
+@click.option("--out", required=True, type=click.Path(path_type=Path), metavar="DIRECTORY",
               help="Folder for the task files (one per entry): new or empty, unless --force.")
 @click.option("--grader", type=click.Choice(GRADERS), default="builtin", show_default=True,
               help="builtin: per-turn expected state and tool outputs (computed by replaying the ground truth); "

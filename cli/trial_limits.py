@@ -32,7 +32,39 @@ def load_run_config(path: Path) -> Loaded[RunConfig]:
     loaded, diags = load_file(path, RunConfig, display_path(path, None))
     if loaded is None or any(d.severity == "error" for d in diags):
         raise InputError(diags)
+    problems = engine_problems(loaded, path)
+    if problems:
+        raise InputError(problems)
     return loaded
+
+
+def engine_problems(loaded: Loaded[RunConfig], path: Path) -> list[Diagnostic]:
+    """What is wrong with the overlays ``engine.presets_file`` names, located in the run config.
+
+    A trial run does not compile (its plans are already made), but a file it was given must not
+    name overlays that ``capplan compile`` would refuse: each must be a file beside the run
+    config that validates as an operator overlay.
+    """
+    from capplan.compiler.inputs.overlay_file import OverlayFile
+
+    configured = loaded.model.engine.presets_file
+    named = [(("engine", "presets_file"), configured)] if isinstance(configured, str) else \
+        [(("engine", "presets_file", i), rel) for i, rel in enumerate(configured or [])]
+    hint = ("engine.presets_file names operator overlays relative to the run config's folder (capplan compile "
+            "applies them); fix the path, or remove the entry")
+    problems: list[Diagnostic] = []
+    for loc, rel in named:
+        target = path.parent / rel
+        if not rel.strip() or not target.is_file():
+            problem = "is empty; it must name an overlay file" if not rel.strip() else \
+                f"{rel!r} is a folder, not an overlay file" if target.is_dir() else \
+                f"{rel!r} is not a regular file (a device, FIFO or socket)" if target.exists() else \
+                f"{rel!r} does not exist (looked for {target})"
+            problems.append(loaded.source.diag(loc, "missing-file", problem, hint))
+            continue
+        _, diags = load_file(target, OverlayFile, display_path(target, None))
+        problems += [d for d in diags if d.severity == "error"]
+    return problems
 
 
 def load_rate_limits(loaded: Loaded[RunConfig], plans: Sequence[Plan]) -> RateLimits:

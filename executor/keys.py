@@ -46,10 +46,18 @@ def load_keys(binding: ProviderBinding, env: Mapping[str, str]) -> tuple[tuple[s
 
     A key with a space, line break or other control character inside is refused naming the
     variable (and the entry or line), never the key: it would corrupt the header it rides in.
+    A rotation variable that is set but lists no key (``,,,``) is refused too.
     """
     if not binding.api_keys_env:
         return (), ""
-    listed = [k.strip() for k in env.get(binding.api_keys_env, "").split(",") if k.strip()]
+    raw = env.get(binding.api_keys_env, "")
+    listed = [k.strip() for k in raw.split(",") if k.strip()]
+    if raw.strip() and not listed:
+        # set to something ("," or ",,,": a template never filled in), so not unset: silently falling
+        # back to the single key (or the key file) would run with a credential nobody chose
+        fallback = f" to use {binding.api_key_env}" if binding.api_key_env else ""
+        raise MissingCredentialError(f"{binding.api_keys_env} is set but lists no key (only commas and spaces)",
+                                     hint=f"list the keys separated by commas (k1,k2), or unset it{fallback}")
     if listed:
         for position, key in enumerate(listed, 1):
             if problem := credential_problem(key):

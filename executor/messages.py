@@ -226,6 +226,21 @@ class ToolFunction(_Model):
     strict: bool | None = Field(None, strict=True)
 
     @model_validator(mode="after")
+    def _object_schema(self) -> ToolFunction:
+        # the same rule as a task file's tools: a tool's arguments are one JSON object, so its
+        # parameters are an object schema (no `type` means object); anything else is never sent
+        kind = self.parameters.get("type", "object")
+        if kind != "object":
+            shown = json.dumps(kind, ensure_ascii=True)
+            raise _nested([(("parameters", "type"), f"tool {self.name!r}: parameters must be an object schema "
+                            f"(type object, with properties), not type {shown if len(shown) <= 40 else shown[:37] + '...'}; "
+                            "wrap a single value in a property of an object")])
+        if not isinstance(self.parameters.get("properties", {}), dict):
+            raise _nested([(("parameters", "properties"), f"tool {self.name!r}: parameters.properties must be an "
+                            "object of parameter names to schemas")])
+        return self
+
+    @model_validator(mode="after")
     def _refs_stay_local(self) -> ToolFunction:
         # one rule for every route: a passthrough route would hand a remote or dangling $ref to
         # the provider and the argument validator as it stands (imported here for start-up cost

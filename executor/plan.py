@@ -334,8 +334,8 @@ class PlanLoadError(PlanError, ValueError):
     """
 
     def __init__(self, message: str, *, location: str | None = None,
-                 problems: Sequence[tuple[str, str]] = ()) -> None:
-        super().__init__(message, location=location)
+                 problems: Sequence[tuple[str, str]] = (), hint: str | None = None) -> None:
+        super().__init__(message, location=location, hint=hint)
         #: ``(location, message)`` per refused value, in the plan's order
         self.problems = tuple(problems)
 
@@ -419,8 +419,14 @@ def _verified_plan(p: Path, raw: bytes) -> Plan:
     if not isinstance(data, dict) or "plan_version" not in data or "fingerprint" not in data:
         raise PlanLoadError("not a plan file (no plan_version / fingerprint)", location=str(p))
     version = data["plan_version"]
-    if type(version) is not int or version != PLAN_VERSION:  # `true` and `1.0` equal 1 in Python
-        age = "an older" if type(version) is int and version < PLAN_VERSION else "another"
+    if type(version) is not int:  # `true` and `1.0` equal 1 in Python; `"2"` is a hand edit, not a format
+        line, col = _position(text, ("plan_version",))
+        raise PlanLoadError(
+            f"plan_version must be a whole number, not {json_kind(version)}",  # the value is not echoed
+            location=f"{p}:{line}:{col}",
+            hint=f"plan files are written by capplan, never by hand: {RECOMPILE_HINT}")
+    if version != PLAN_VERSION:
+        age = "an older" if version < PLAN_VERSION else "another"
         raise PlanLoadError(
             f"plan_version {json.dumps(version)} is {age} plan format; this capplan reads plan_version "
             f"{PLAN_VERSION}: {RECOMPILE_HINT}", location=str(p),
@@ -485,6 +491,13 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[str | int, ...]:
 
 #: the union-member labels pydantic puts in ``loc`` (``with: bool | str | float | None``)
 _TYPE_LABELS = frozenset({"bool", "str", "float", "int", "none", "list", "dict", "tuple"})
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words."""
+    if isinstance(value, bool):
+        return "true/false"
+    return {str: "a string", float: "a fractional number", list: "a list", dict: "an object"}.get(type(value), "null")
 
 
 def _shown(path: tuple[str | int, ...]) -> str:

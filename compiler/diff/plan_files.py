@@ -23,7 +23,15 @@ from pydantic import ValidationError
 from capplan.compiler.diff.errors import DiffInputError, PlanShapeError, TamperedPlanError
 from capplan.compiler.manifest import MANIFEST_FILE, Manifest
 from capplan.core.input_limits import MAX_PLAN_BYTES, InputLimitError, read_limited
-from capplan.executor.plan import PLAN_VERSION, Plan, PlanLoadError, PlanTamperedError, load_plan, verify_fingerprint
+from capplan.executor.plan import (
+    PLAN_VERSION,
+    Plan,
+    PlanLoadError,
+    PlanTamperedError,
+    json_kind,
+    load_plan,
+    verify_fingerprint,
+)
 from capplan.core.strict_json import StrictJSONError, loads_strict
 
 #: run-level facts a plan_version 1 body carries and a later plan's manifest holds
@@ -85,7 +93,8 @@ def load_doc(path: Path, manifest: Manifest | None = None) -> PlanDoc:
         raise DiffInputError(f"{path}: not a plan file (a JSON object without plan_version / fingerprint)")
     version = data["plan_version"]
     if not isinstance(version, int) or isinstance(version, bool):
-        raise DiffInputError(f"{path}: not a plan file (plan_version {version!r} is not an integer)")
+        raise DiffInputError(f"{path}: not a plan file: plan_version must be a whole number, not {json_kind(version)}",
+                             hint="plan files are written by capplan, never by hand: recompile it with `capplan compile`")
     try:
         verify_fingerprint(path, data)
     except PlanTamperedError as exc:

@@ -3,9 +3,9 @@
 # no `from __future__ import annotations`: pydantic then reads these annotations as objects
 # instead of evaluating strings, a measurable share of every command's start-up
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, field_validator
 
 from capplan.compiler.inputs.common import (
     MAX_TOKENS,
@@ -84,6 +84,26 @@ class EngineConfig(Strict):
     presets_file: str | list[str] | None = Field(
         None, description="Operator overlay file(s), relative to the run config; applied in order."
     )
+
+    @field_validator("presets_file", mode="before")
+    @classmethod
+    def _file_names(cls, value: Any) -> Any:
+        # one message for one mistake: the union would report a wrong type once per member
+        if value is None or isinstance(value, str):
+            return value
+        if not isinstance(value, list):
+            raise ValueError(f"must be an overlay file name or a list of them, not {_kind(value)}")
+        for position, entry in enumerate(value, 1):
+            if not isinstance(entry, str):
+                raise ValueError(f"entry {position} must be an overlay file name, not {_kind(entry)}")
+        return value
+
+
+def _kind(value: Any) -> str:
+    """What a YAML value is, in the words of the file (``true`` is not "a bool")."""
+    if isinstance(value, bool):
+        return "true/false"
+    return {int: "a number", float: "a number", dict: "a mapping", list: "a list"}.get(type(value), "null")
 
 
 class TrialToolChoice(Strict):

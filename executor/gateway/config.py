@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from capplan.core.dotenv_file import DotenvError, read_dotenv
+from capplan.core.dotenv_file import DotenvError, read_dotenv, read_dotenv_text
 from capplan.core.input_limits import MAX_CONFIG_BYTES, MAX_NESTING, InputLimitError, check_flow_nesting
 from capplan.executor.errors import GatewayError
 from capplan.executor.gateway.secret_refs import SecretReferenceError, expand_secret_refs
@@ -64,8 +65,8 @@ class GatewayConfigError(GatewayError):
     ``message`` (what :meth:`render` shows after the place) does not repeat it.
     """
 
-    def __init__(self, message: str, *, location: str | None = None) -> None:
-        super().__init__(message, location=location)
+    def __init__(self, message: str, *, location: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message, location=location, hint=hint)
         if location and message.startswith(f"{location}: "):
             self.message = message[len(location) + 2:]
 
@@ -156,6 +157,19 @@ class EnvSource:
             return dict(zip(names, map(self._env.get, names)))
         return {name: self.get(name) for name in names}
 
+    def where(self, name: str) -> str | None:
+        """The ``.env`` place (``path:LINE:COL``) that sets ``name``, when its value comes from that file; else None."""
+        if name in self._env or name in self._container() or self._dotenv_path is None or name not in self._file():
+            return None
+        found = str(self._dotenv_path)
+        # python-dotenv keeps no positions; the last assignment of the name is the one it returns
+        assignment = re.compile(rf"[ \t]*(?:export[ \t]+)?{re.escape(name)}[ \t]*=")
+        for number, line in enumerate(read_dotenv_text(self._dotenv_path).split("\n"), 1):
+            if assignment.match(line):
+                col = len(line) - len(line.lstrip(" \t")) + 1
+                found = f"{self._dotenv_path}:{number}:{col}"
+        return found
+
     def _container(self) -> dict[str, str]:
         """The container secrets payload, validated once; a malformed one is refused naming the variable only."""
         if self._payload is None:
@@ -207,6 +221,8 @@ def resolve_gateway_config(source: EnvSource | None = None) -> GatewayConfig | N
     for name, value in raw.items():
         if value is not None and len(value) > _MAX_VALUE_CHARS:
             raise GatewayConfigError(f"{name} is {len(value)} characters long; the limit is {_MAX_VALUE_CHARS}")
+    for name in _ONE_LINE:
+        _refuse_control_at_ends(name, raw[name], source)
     base = (raw[BASE_URL] or "").strip()
     if not base:
         orphans = [name for name in COMPANIONS if (raw[name] or "").strip()]
@@ -241,6 +257,31 @@ def resolve_gateway_config(source: EnvSource | None = None) -> GatewayConfig | N
         trust_namespace_wildcards=_parse_bool(raw[TRUST_WILDCARDS]),
         secret_headers=frozenset(secret_headers),
     )
+
+
+#: the variables whose value is one line of text: surrounding spaces are dropped, nothing else is
+_ONE_LINE = (BASE_URL, API_KEY, REQUEST_ID_HEADER, PROVIDERS, PREFERRED_ROUTE, TRUST_WILDCARDS)
+
+
+def _refuse_control_at_ends(name: str, value: str | None, source: EnvSource) -> None:
+    """A line break, tab or other control character before or after a one-line value is an error.
+
+    Stripping it would hide a value read from a file with Windows line endings (``$(cat file)``
+    keeps the CR) or a quoted ``.env`` value spanning lines; a character inside the value is
+    refused by the value's own check, which names its kind.
+    """
+    if value is None:
+        return
+    leading, trailing = value[:len(value) - len(value.lstrip())], value[len(value.rstrip()):]
+    if leading.strip(" ") == "" and trailing.strip(" ") == "":
+        return  # plain spaces around a value are dropped, as they always were
+    side = "starts" if leading.strip(" ") else "ends"
+    where = source.where(name)
+    raise GatewayConfigError(
+        f"{name} {side} with a line break (CR or LF), tab or other control character; capplan does not remove "
+        "it silently" + ("" if where else " (set in the environment)"), location=where,
+        hint="remove it: a value read from a file saved with Windows line endings (or `$(cat file)` of one) "
+             "keeps a CR at its end")
 
 
 def credential_problem(value: str) -> str | None:

@@ -53,6 +53,68 @@ def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.yaml"]
 
 
+def test_init_refused_for_anything_in_the_way_writes_nothing_and_lists_every_problem(tmp_path: Path) -> None:
+    # a file where tasks/ belongs, a link where overlays/ belongs, and one starter file already there:
+    # all three are listed, and not one starter file (nor a folder) is left behind
+    (tmp_path / "tasks").write_text("mine\n")
+    (tmp_path / "overlays").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "run.yaml").write_text("mine\n")
+    done = capplan(tmp_path, "init")
+    assert done.returncode == 2, done.stderr
+    assert "tasks:1:1: error[not-a-folder]: is a file where the starter needs a folder" in done.stderr
+    assert "overlays:1:1: error[symlink]: is a symbolic link where the starter needs a folder" in done.stderr
+    assert "run.yaml:1:1: error[file-exists]" in done.stderr
+    assert "3 error(s); nothing was written" in done.stderr and "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["overlays", "run.yaml", "tasks"]
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_init_under_a_file_is_a_located_error_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine\n")
+    done = capplan(tmp_path, "init", "notes.txt/evals")
+    assert done.returncode == 2, done.stderr
+    assert "notes.txt:1:1: error[not-a-folder]: is a file, so the folder notes.txt/evals cannot be created" in done.stderr
+    assert "hint: give capplan init a path whose parents are folders" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize(("kind", "what"), [("file", "a file"), ("dangling link", "a symbolic link to nothing")])
+def test_init_onto_a_file_or_a_dangling_link_is_a_located_error(tmp_path: Path, kind: str, what: str) -> None:
+    target = tmp_path / "evals"
+    if kind == "file":
+        target.write_text("mine\n")
+    else:
+        target.symlink_to(tmp_path / "nowhere")
+    done = capplan(tmp_path, "init", "evals")
+    assert done.returncode == 2, done.stderr
+    assert f"evals:1:1: error[not-a-folder]: is {what}, not a folder" in done.stderr
+    assert "hint: give capplan init a folder" in done.stderr and "Traceback" not in done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["evals"] and not (tmp_path / "nowhere").exists()
+
+
+def test_init_whose_write_fails_midway_removes_what_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from capplan.cli import main
+    from capplan.trials import confined
+
+    real, calls = confined.create_new, []
+
+    def third_fails(root: Path, parts: tuple[str, ...], data: bytes, **kwargs: object) -> bool:
+        calls.append(parts)
+        if len(calls) == 3:  # as a full disk would refuse it
+            raise confined.ConfinedPathError(root.joinpath(*parts), "out-unwritable", "cannot write it: No space left")
+        return real(root, parts, data)
+
+    monkeypatch.setattr(confined, "create_new", third_fails)
+    done = CliRunner().invoke(main, ["init", str(tmp_path / "evals")])
+    assert done.exit_code == 2, done.output
+    assert "error[out-unwritable]: cannot write it: No space left" in done.stderr
+    assert len(calls) == 3
+    assert list(tmp_path.iterdir()) == []  # the two files written, their folders and evals/ itself are gone
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A project whose capplan.yaml names the example run config and overlay."""

@@ -126,3 +126,15 @@ def test_an_old_shape_plan_on_one_side_only_is_listed_not_compared(tmp_path: Pat
     assert out.code == 1
     retired = next(m for m in json.loads(out.stdout)["models"] if m["key"] == "retired-model")
     assert retired["status"] == "added" and retired["plan_version"] == {"old": None, "new": 0}
+
+
+def test_a_string_plan_version_is_refused_with_the_recompile_hint(tmp_path: Path) -> None:
+    current = tmp_path / "gpt-4o.json"
+    current.write_bytes(catalogue_bytes()["gpt-4o.json"])
+    edited = tmp_path / "edited.json"
+    body = json.loads(current.read_text(encoding="utf-8"))
+    edited.write_bytes(sealed({**body, "plan_version": str(PLAN_VERSION)}))
+    out = invoke("diff", str(edited), str(current))
+    assert out.code == 2
+    assert f"{edited}: not a plan file: plan_version must be a whole number, not a string" in out.stderr
+    assert "hint: plan files are written by capplan, never by hand: recompile it with `capplan compile`" in out.stderr

@@ -142,6 +142,18 @@ def test_rotation_keys_and_the_mock_need_no_key_variable() -> None:
     Client(make_plan("mock", "echo"), env={}).require_credentials()
 
 
+@pytest.mark.parametrize("value", [",,,", ",", " , ,\t"])
+def test_a_rotation_variable_of_only_commas_is_refused_not_skipped(value: str) -> None:
+    # with the single key set too, skipping the empty list would run on a key nobody chose for rotation
+    plan = make_plan("openrouter", "vendor/canary")
+    with pytest.raises(MissingCredentialError) as caught:
+        Client(plan, env={"OPENROUTER_API_KEYS": value, "OPENROUTER_API_KEY": KEY_CANARY}).require_credentials()
+    assert caught.value.message == "OPENROUTER_API_KEYS is set but lists no key (only commas and spaces)"
+    assert caught.value.hint == "list the keys separated by commas (k1,k2), or unset it to use OPENROUTER_API_KEY"
+    # unset or empty, it is simply not used
+    Client(plan, env={"OPENROUTER_API_KEYS": "", "OPENROUTER_API_KEY": KEY_CANARY}).require_credentials()
+
+
 def test_a_gateway_key_stands_in_for_the_provider_key() -> None:
     upstream = Upstream("gateway")
     clear_catalog_cache()

@@ -207,3 +207,33 @@ def test_values_reads_what_get_reads_with_and_without_a_dotenv(tmp_path: Path) -
         resolve_gateway_config(EnvSource({"LLM_PROXY_API_KEY": " sk "}))
     assert resolve_gateway_config(EnvSource({"LLM_PROXY_API_KEY": "", "LLM_PROXY_BASE_URL": ""})) is None
     assert resolve_gateway_config(EnvSource({"LLM_PROXY_API_KEY": "   ", "LLM_PROXY_BASE_URL": " "})) is None
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("LLM_PROXY_BASE_URL", "http://127.0.0.1:4000/v1\r\n"),
+    ("LLM_PROXY_BASE_URL", "http://127.0.0.1:4000/v1\r"),
+    ("LLM_PROXY_BASE_URL", "\nhttp://127.0.0.1:4000/v1"),
+    ("LLM_PROXY_API_KEY", "sk-gw\r"),
+    ("LLM_PROXY_PROVIDERS", "openai\t"),
+])
+def test_a_line_break_or_control_character_around_a_value_is_refused_not_stripped(name: str, value: str) -> None:
+    with pytest.raises(GatewayConfigError) as caught:
+        _resolve({**BASE, name: value})
+    side = "starts" if value[0] in "\r\n\t" else "ends"
+    assert caught.value.message.startswith(f"{name} {side} with a line break (CR or LF), tab or other control character")
+    assert "(set in the environment)" in caught.value.message and caught.value.location is None
+    assert caught.value.hint is not None and "Windows line endings" in caught.value.hint
+    assert "sk-gw" not in str(caught.value)
+
+
+def test_a_dotenv_value_ending_in_a_line_break_is_located_at_its_line(tmp_path: Path) -> None:
+    dotenv = tmp_path / ".env"
+    dotenv.write_text('# the team gateway\nLLM_PROXY_API_KEY=sk-gw\n  LLM_PROXY_BASE_URL="http://127.0.0.1:4000/v1\r\n"\n')
+    with pytest.raises(GatewayConfigError) as caught:
+        resolve_gateway_config(EnvSource({}, dotenv=dotenv))
+    assert caught.value.location == f"{dotenv}:3:3"
+    assert caught.value.render().startswith(f"{dotenv}:3:3: error[GATEWAY]: LLM_PROXY_BASE_URL ends with a line break")
+    # a file saved with Windows line endings is read as lines: its values carry no CR
+    dotenv.write_bytes(b"LLM_PROXY_BASE_URL=http://127.0.0.1:4000/v1\r\nLLM_PROXY_API_KEY=sk-gw\r\n")
+    config = resolve_gateway_config(EnvSource({}, dotenv=dotenv))
+    assert config is not None and config.base_url == "http://127.0.0.1:4000/v1" and config.api_key == "sk-gw"

@@ -92,6 +92,8 @@ BAD_VALUES = [
     ("LLM_PROXY_BASE_URL", "http://gw.example:0/v1", "zero port"),
     ("LLM_PROXY_BASE_URL", "http://gw.example/v1\nX-Injected: 1", "contains a line break"),
     ("LLM_PROXY_BASE_URL", "http://gw example/v1", "contains a space"),
+    ("LLM_PROXY_BASE_URL", "http://gw.example/v1\r\n", "ends with a line break (CR or LF)"),
+    ("LLM_PROXY_BASE_URL", "http://gw.example/v1\r", "ends with a line break (CR or LF)"),
     ("LLM_PROXY_BASE_URL", "http://gw.example/v\t1", "control character"),
     ("LLM_PROXY_BASE_URL", f"ftp://u:{CANARY}@gw.example", "scheme other than http or https"),
     ("LLM_PROXY_BASE_URL", "file:///etc/passwd", "scheme other than http or https"),
@@ -198,6 +200,13 @@ def test_a_rotation_key_with_a_control_character_or_space_is_refused(tmp_path: P
     result = preview_rotating(tmp_path, {"OPENROUTER_API_KEYS": keys})
     assert result.exit_code == 2, result.output
     assert "error[CREDENTIAL]" in result.output and "OPENROUTER_API_KEYS entry" in result.output
+
+
+def test_a_rotation_variable_of_only_commas_is_an_error_with_a_hint(tmp_path: Path) -> None:
+    result = preview_rotating(tmp_path, {"OPENROUTER_API_KEYS": ",,,", "OPENROUTER_API_KEY": CANARY})
+    assert result.exit_code == 2, result.output
+    assert "error[CREDENTIAL]: OPENROUTER_API_KEYS is set but lists no key (only commas and spaces)" in result.output
+    assert "hint: list the keys separated by commas (k1,k2), or unset it to use OPENROUTER_API_KEY" in result.output
 
 
 @pytest.mark.parametrize(("content", "problem"), [

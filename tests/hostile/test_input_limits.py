@@ -182,8 +182,9 @@ def _canonical(data: dict[str, Any]) -> str:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: _canonical({**d, "plan_version": True}), "plan_version true"),
-        (lambda d: _canonical({**d, "plan_version": 1.0}), "plan_version 1.0"),
+        (lambda d: _canonical({**d, "plan_version": True}), "plan_version must be a whole number, not true/false"),
+        (lambda d: _canonical({**d, "plan_version": 1.0}), "plan_version must be a whole number, not a fractional"),
+        (lambda d: _canonical({**d, "plan_version": "3"}), "plan_version must be a whole number, not a string"),
         (lambda d: _canonical(d).replace("{\n", '{\n  "fingerprint": "0",\n', 1), "duplicate key 'fingerprint'"),
         (lambda d: json.dumps(d), "not in canonical form"),
         (lambda d: _canonical(d).replace('"temperature": 0.0', '"temperature": NaN'), "NaN is not a JSON number"),
@@ -196,6 +197,20 @@ def test_plan_loading_refuses_anything_but_exactly_a_plan(tmp_path: Path, edit: 
     result = run("preview", "--plan", str(plan), str(request))
     assert result.exit_code == 2
     assert message in result.output and result.output.count("error[PLAN]") == 1
+
+
+@pytest.mark.parametrize("command", ["preview", "send"])
+def test_a_string_plan_version_is_located_at_its_line_with_the_recompile_hint(tmp_path: Path, command: str) -> None:
+    data = json.loads(GOLDEN_PLAN.read_text())
+    plan = _plan_with(tmp_path, lambda d: _canonical({**d, "plan_version": str(d["plan_version"])}))
+    line = 1 + _canonical({**data, "plan_version": "x"}).split("\n").index('  "plan_version": "x",')
+    request = tmp_path / "r.json"
+    request.write_text(json.dumps(REQUEST))
+    result = run(command, "--plan", str(plan), str(request))
+    assert result.exit_code == 2, result.output
+    assert f"{plan}:{line}:3: error[PLAN]: plan_version must be a whole number, not a string" in result.output
+    assert "hint: plan files are written by capplan, never by hand: recompile it with `capplan compile`" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_plan_types_are_strict_even_with_a_recomputed_fingerprint(tmp_path: Path) -> None:
@@ -225,3 +240,31 @@ def test_pricing_json_duplicate_and_non_finite(tmp_path: Path) -> None:
     result = run("compile", "--data", str(data), "--out", str(tmp_path / "o"))
     assert result.exit_code == 2 and "error[duplicate-key]" in result.output
     assert not (tmp_path / "o").exists()
+
+
+MOCK_PLAN = REPO / "golden" / "plans" / "mock-echo.json"
+OBJECT_SCHEMA = "parameters must be an object schema (type object, with properties)"
+
+
+@pytest.mark.parametrize(("parameters", "where", "message"), [
+    ({"type": "string"}, "parameters.type", f'{OBJECT_SCHEMA}, not type "string"; wrap a single value'),
+    ({"type": "array", "items": {"type": "integer"}}, "parameters.type", f'{OBJECT_SCHEMA}, not type "array"'),
+    ({"type": ["object", "null"]}, "parameters.type", f'{OBJECT_SCHEMA}, not type ["object", "null"]'),
+    ({"type": "object", "properties": ["city"]}, "parameters.properties",
+     "parameters.properties must be an object of parameter names to schemas"),
+])
+@pytest.mark.parametrize("command", ["preview", "send"])
+def test_a_request_tool_whose_parameters_are_not_an_object_schema_is_located(
+        tmp_path: Path, command: str, parameters: dict[str, Any], where: str, message: str) -> None:
+    # the mock answers offline: before this rule, `send` called it and exited 0
+    request = tmp_path / "r.json"
+    tool = {"type": "function", "function": {"name": "lookup", "description": "d", "parameters": parameters}}
+    request.write_text(json.dumps({**REQUEST, "tools": [tool]}, indent=1))
+    result = run(command, "--plan", str(MOCK_PLAN), str(request))
+    assert result.exit_code == 2, result.output
+    lines = request.read_text().splitlines()
+    opened = next(i for i, text in enumerate(lines) if '"parameters":' in text)
+    key = f'"{where.split(".")[-1]}":'
+    line = 1 + next(i for i in range(opened + 1, len(lines)) if key in lines[i])  # the key inside parameters
+    assert f"{request}:{line}:" in result.output
+    assert f"error[REQUEST]: tools.0.function.{where}: tool 'lookup': {message}" in result.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import yaml
@@ -45,6 +46,49 @@ def test_trial_run_refuses_a_bad_task_before_any_call(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "error[unknown-tool]" in result.output
     assert not (tmp_path / "run").exists()
+
+
+def test_trial_run_validates_the_run_configs_engine_section_before_writing(tmp_path: Path) -> None:
+    """The overlays ``engine.presets_file`` names are checked as compile checks them (a trial run never
+    applies them, so a wrong one passed unseen); wrong types are one message each; nothing is written."""
+    task = write_task(tmp_path / "pack")
+    (tmp_path / "overlays").mkdir()
+    (tmp_path / "overlays" / "team.yaml").write_text("providers:\n  mock: {empty_retry_count: 1}\n")
+    (tmp_path / "bad.yaml").write_text("presets: {oops: 1}\n")
+    os.mkfifo(tmp_path / "overlays" / "fifo")  # never opened: a read would block
+    config = tmp_path / "run.yaml"
+    model = "models:\n  mock-echo: {provider: mock, name: echo-1}\n"
+    out = tmp_path / "run"
+    args = ["trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(out), "--config", str(config)]
+    for engine, expected in [
+        ("engine: {presets_file: overlays/teem.yaml}",
+         ["run.yaml:3:10: error[missing-file]: engine.presets_file: 'overlays/teem.yaml' does not exist",
+          "hint: engine.presets_file names operator overlays relative to the run config's folder"]),
+        ("engine: {presets_file: [overlays/team.yaml, overlays, bad.yaml]}",
+         ["run.yaml:3:45: error[missing-file]: engine.presets_file[1]: 'overlays' is a folder, not an overlay file",
+          "bad.yaml:1:11: error[wrong-type]: presets.oops:", "2 error(s); nothing was written"]),
+        ("engine: {presets_file: ''}", ["error[missing-file]: engine.presets_file: is empty"]),
+        ("engine: {presets_file: overlays/fifo}",
+         ["error[missing-file]: engine.presets_file: 'overlays/fifo' is not a regular file (a device, FIFO or socket)"]),
+        ("engine: {presets_file: 7}",
+         ["run.yaml:3:10: error[wrong-type]: engine.presets_file: must be an overlay file name or a list of them, "
+          "not a number", "1 error(s); nothing was written"]),
+        ("engine: {presets_file: [overlays/team.yaml, 7]}",
+         ["error[wrong-type]: engine.presets_file: entry 2 must be an overlay file name, not a number",
+          "1 error(s); nothing was written"]),
+        ("engine: {preset_file: overlays/team.yaml}",
+         ["run.yaml:3:10: error[unknown-key]: engine.preset_file: unknown key 'preset_file'",
+          "did you mean 'presets_file'?"]),
+    ]:
+        config.write_text(model + engine + "\n")
+        refused = CliRunner().invoke(main, args)
+        assert refused.exit_code == 2, (engine, refused.output)
+        for text in expected:
+            assert text in refused.stderr, (engine, refused.stderr)
+        assert "Traceback" not in refused.output
+        assert not out.exists(), engine
+    config.write_text(model + "engine: {presets_file: overlays/team.yaml}\n")
+    assert CliRunner().invoke(main, args).exit_code == 0
 
 
 def test_llm_user_tasks_need_a_user_plan(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import ast
 import copy
 import inspect
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,71 @@ def test_a_ground_truth_call_of_a_tool_before_its_turn_is_named(tmp_path: Path) 
                                                                                   "multi_turn_miss_func_0"})
     assert result.notes == ["multi_turn_miss_func_49: the ground truth calls tail at user turn 1, before user turn 3 "
                             "offers it; a trial answers that call as an unknown tool (docs/bfcl.md)"]
+
+
+@pytest.mark.parametrize(("out", "place", "message"), [
+    ("notes.txt", "notes.txt", "the output path is a file, not a folder"),
+    ("notes.txt/bfcl", "notes.txt", "is a file, so the output folder"),
+])
+def test_an_out_onto_or_under_a_file_is_a_located_error(tmp_path: Path, out: str, place: str, message: str) -> None:
+    (tmp_path / "notes.txt").write_text("mine\n")
+    result = CliRunner().invoke(main, ["trial", "import", "bfcl", "--category", "multi_turn_base",
+                                       "--out", str(tmp_path / out), "--limit", "1"])
+    assert result.exit_code == 2, result.output
+    assert f"{tmp_path / place}: error[OUT_UNUSABLE]: {message}" in result.stderr
+    assert "hint: give --out a folder you can write to" in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)  # no traceback
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"] and (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+def test_an_out_that_cannot_be_created_is_a_located_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "locked" / "bfcl"
+    real_mkdir = Path.mkdir
+
+    def refused(self: Path, *args: Any, **kwargs: Any) -> None:
+        if self == out:  # as a read-only folder (or file system) refuses it, whoever runs the test
+            raise PermissionError(13, "Permission denied", str(self))
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", refused)
+    result = CliRunner().invoke(main, ["trial", "import", "bfcl", "--category", "multi_turn_base",
+                                       "--out", str(out), "--limit", "1"])
+    assert result.exit_code == 2, result.output
+    assert f"{out}: error[OUT_UNUSABLE]: cannot create the output folder: Permission denied" in result.stderr
+    assert "hint: give --out a folder you can write to" in result.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes into a read-only folder")
+def test_an_out_in_a_read_only_folder_is_a_located_error(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        result = CliRunner().invoke(main, ["trial", "import", "bfcl", "--category", "multi_turn_base",
+                                           "--out", str(locked / "bfcl"), "--limit", "1"])
+    finally:
+        locked.chmod(0o700)
+    assert result.exit_code == 2, result.output
+    assert "error[OUT_UNUSABLE]: cannot create the output folder: Permission denied" in result.stderr
+
+
+@pytest.mark.parametrize(("parameters", "message"), [
+    ({"type": "string"}, "function 'g': parameters must be an object schema (type dict), not type 'string'"),
+    ({"type": "array", "items": {"type": "string"}}, "not type 'array'"),
+    ({"type": "dict", "properties": [{"name": "x"}]}, "function 'g': parameters.properties must map parameter names"),
+])
+def test_a_function_doc_whose_parameters_are_not_an_object_schema_is_a_located_error(
+        parameters: dict[str, Any], message: str) -> None:
+    mapping = source.load("multi_turn_base").type_mapping
+    with pytest.raises(BfclDataError) as caught:
+        convert_tool({"name": "g", "description": "d", "parameters": parameters}, mapping, where="docs.json:7")
+    assert caught.value.location == "docs.json:7" and message in caught.value.message
+    assert caught.value.hint is not None and "bfcl-eval" in caught.value.hint
+
+
+def test_function_docs_are_located_at_their_line() -> None:
+    bench = source.load("multi_turn_base")
+    for class_name, docs in bench.func_docs.items():
+        places = bench.func_doc_locations[class_name]
+        assert len(places) == len(docs)
+        path, line = places[0].rsplit(":", 1)
+        assert json.loads(Path(path).read_text(encoding="utf-8").splitlines()[int(line) - 1]) == docs[0]

@@ -22,6 +22,7 @@ One task file per benchmark entry:
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,12 @@ class OutFolderNotEmpty(BfclDataError):
     """``--out`` already holds files and ``--force`` was not given."""
 
     code = "OUT_NOT_EMPTY"
+
+
+class OutFolderUnusable(BfclDataError):
+    """``--out`` is a file, lies under a file, or cannot be read or created."""
+
+    code = "OUT_UNUSABLE"
 
 
 def _public_methods(cls: type) -> dict[str, Callable[..., Any]]:
@@ -112,8 +119,10 @@ def task_document(bench: Benchmark, entry: BfclEntry, grader: GraderChoice) -> t
                 _scenario_parameter(cls, entry.location): entry.initial_config.get(class_name, {}),
                 "long_context": long_context}}
         declared = []
-        for doc in bench.func_docs[class_name]:
-            tool = convert_tool(doc, bench.type_mapping, where=f"{class_name} function docs")
+        places = bench.func_doc_locations.get(class_name, [])
+        for index, doc in enumerate(bench.func_docs[class_name]):
+            where = places[index] if index < len(places) else f"{class_name} function docs"
+            tool = convert_tool(doc, bench.type_mapping, where=where)
             if tool["name"] in held:
                 tool["available_from_turn"] = held[tool["name"]]
             tools.append(tool)
@@ -194,8 +203,8 @@ def import_category(category: str, out: Path, *, grader: GraderChoice = "builtin
 
     ``limit`` keeps the first N entries, ``entry_ids`` only the entries named.
     """
+    existing = _existing(out)  # before the benchmark is loaded: a wrong --out is refused at once
     bench = source.load(category)
-    existing = _existing(out)
     if existing and not force:
         raise OutFolderNotEmpty(f"the output folder already holds {len(existing)} file(s)", location=str(out),
                                 hint="choose a new or empty folder, or add --force to write over the task files there")
@@ -222,7 +231,11 @@ def import_category(category: str, out: Path, *, grader: GraderChoice = "builtin
             document["grader"] = {"per_turn": per_turn, **document.get("grader", {})}
         texts[name] = dump(document, header)
         result.notes += early_calls(entry, calls, held_out(entry))
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutFolderUnusable(f"cannot create the output folder: {exc.strerror or type(exc).__name__}",
+                                location=str(out), hint=_OUT_HINT) from None
     for name, text in texts.items():
         write_atomic(out, [name], text.encode("utf-8"), mode=0o644)
         result.written.append(out / name)
@@ -230,11 +243,24 @@ def import_category(category: str, out: Path, *, grader: GraderChoice = "builtin
     return result
 
 
+#: how to fix an --out that cannot be used
+_OUT_HINT = "give --out a folder you can write to (new, empty, or with --force one to write over)"
+
+
 def _existing(out: Path) -> list[str]:
-    """The names already in ``out`` (none when it does not exist yet)."""
-    if not out.exists():
+    """The names already in ``out`` (none when it does not exist yet); an unusable ``out`` is refused."""
+    if not os.path.lexists(out):
+        parent = out.absolute().parent
+        while not os.path.lexists(parent):
+            parent = parent.parent
+        if not parent.is_dir():
+            raise OutFolderUnusable(f"is a file, so the output folder {out} cannot be created inside it",
+                                    location=str(parent), hint=_OUT_HINT)
         return []
     if not out.is_dir():
-        raise BfclDataError("the output path is a file, not a folder", location=str(out),
-                            hint="give --out a folder (new, empty, or with --force one to write over)")
-    return sorted(entry.name for entry in out.iterdir())
+        raise OutFolderUnusable("the output path is a file, not a folder", location=str(out), hint=_OUT_HINT)
+    try:
+        return sorted(os.listdir(out))
+    except OSError as exc:
+        raise OutFolderUnusable(f"cannot read the output folder: {exc.strerror or type(exc).__name__}",
+                                location=str(out), hint=_OUT_HINT) from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,8 @@ class Benchmark:
     step_limit: int
     #: the user message the benchmark sends at a turn where held-out functions are added
     added_functions_prompt: str
+    #: class name -> where each of its function docs sits (``file:line``), for errors about one
+    func_doc_locations: dict[str, list[str]] = field(default_factory=dict)
 
     def api_class(self, name: str) -> type:
         """The benchmark's API class (imports its module)."""
@@ -151,15 +153,19 @@ def load(category: str) -> Benchmark:
             missed_function=row.get("missed_function") or {}, ground_truth=answers[entry_id], location=where))
 
     func_docs: dict[str, list[dict[str, Any]]] = {}
+    doc_locations: dict[str, list[str]] = {}
     doc_folder = Path(paths.MULTI_TURN_FUNC_DOC_PATH)
     for class_name in sorted({c for e in entries for c in e.involved_classes}):
         doc_name = backend.MULTI_TURN_FUNC_DOC_FILE_MAPPING.get(class_name)
         if doc_name is None or class_name not in backend.CLASS_FILE_PATH_MAPPING:
             raise BfclDataError(f"class {class_name!r} has no function docs or module in the benchmark")
-        func_docs[class_name] = [row for _, row in _read_jsonl(doc_folder / doc_name)]
+        rows = _read_jsonl(doc_folder / doc_name)
+        func_docs[class_name] = [row for _, row in rows]
+        doc_locations[class_name] = [f"{doc_folder / doc_name}:{number}" for number, _ in rows]
     return Benchmark(
         version=version, category=category, entries=entries, func_docs=func_docs,
         class_modules={c: backend.CLASS_FILE_PATH_MAPPING[c] for c in func_docs},
         stateless=frozenset(backend.STATELESS_CLASSES), type_mapping=dict(types.GORILLA_TO_OPENAPI),
         step_limit=int(prompts.MAXIMUM_STEP_LIMIT),
-        added_functions_prompt=str(prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC))
+        added_functions_prompt=str(prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC),
+        func_doc_locations=doc_locations)

@@ -19,7 +19,10 @@ import copy
 import re
 from typing import Any
 
-from capplan.trials.importers.bfcl.source import BfclDataError
+from capplan.trials.importers.bfcl.source import INSTALL_COMMAND, TESTED_VERSION, BfclDataError
+
+#: what to do about function docs this importer cannot convert
+_DATA_HINT = f"this importer reads bfcl-eval {TESTED_VERSION}'s function docs: {INSTALL_COMMAND}"
 
 #: the sentence BFCL's OpenAI handler appends to the description of a float parameter
 FLOAT_NOTE = " This is a float type value."
@@ -32,8 +35,18 @@ def convert_tool(doc: dict[str, Any], mapping: dict[str, str], *, where: str) ->
     parameters = doc.get("parameters")
     if not isinstance(name, str) or not isinstance(parameters, dict):
         raise BfclDataError("a function doc has no name or no parameters object", location=where)
+    # BFCL's handler overwrites the top-level type with `object`; a doc declaring anything but an
+    # object (`dict`) would then be sent as something it does not describe, so it is refused
+    declared = parameters.get("type", "dict")
+    if declared not in ("dict", "object"):
+        raise BfclDataError(f"function {name!r}: parameters must be an object schema (type dict), not type "
+                            f"{str(declared)[:40]!r}", location=where, hint=_DATA_HINT)
+    properties = parameters.get("properties") or {}
+    if not isinstance(properties, dict):
+        raise BfclDataError(f"function {name!r}: parameters.properties must map parameter names to schemas",
+                            location=where, hint=_DATA_HINT)
     parameters["type"] = "object"
-    parameters["properties"] = _properties(parameters.get("properties") or {}, mapping, f"{where}: {name}")
+    parameters["properties"] = _properties(properties, mapping, f"{where}: {name}")
     return {"name": re.sub(r"\.", "_", name), "description": str(doc.get("description", "")),
             "parameters": parameters}
 
