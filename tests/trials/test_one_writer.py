@@ -126,3 +126,36 @@ def test_the_lock_file_is_never_a_link_or_a_folder(tmp_path: Path, plant: str) -
         folder_lock.hold(folder)
     assert outside.read_text() == "keep"
     assert not (tmp_path / "created-through-the-link").exists()
+
+
+class _NeverRun:
+    """A backend that fails the test if the drive ever reaches it."""
+
+    def prepare(self, specs: object) -> None:
+        raise AssertionError("a refused drive prepared its backend")
+
+    def run(self, specs: object, **kwargs: object) -> Iterator[object]:
+        raise AssertionError("a refused drive ran its backend")
+
+
+def test_every_backend_is_behind_the_drive_s_lock(tmp_path: Path) -> None:
+    # the local and the Ray backend are both driven by drive(), which takes the lock before it touches them
+    from capplan.trials.driver import drive
+    from capplan.trials.progress import Progress
+    from capplan.trials.run_folder import RunFolder
+    from tests.trials.helpers import mock_plan, spec_for
+
+    import io
+
+    task = write_task(tmp_path / "pack")
+    specs = [spec_for(task, mock_plan())]
+    out = tmp_path / "run"
+    out.mkdir()
+    held = folder_lock.hold(out)
+    try:
+        with pytest.raises(RunFolderError, match="error\\[folder-busy\\]"):
+            drive(specs, RunFolder(out), _NeverRun(), concurrency=1, max_cost=None,  # type: ignore[arg-type]
+                  progress=Progress(io.StringIO(), live=False))
+    finally:
+        held.release()
+    assert sorted(p.name for p in out.iterdir()) == ["writer.lock"]  # nothing else was written
