@@ -159,3 +159,31 @@ def test_every_backend_is_behind_the_drive_s_lock(tmp_path: Path) -> None:
     finally:
         held.release()
     assert sorted(p.name for p in out.iterdir()) == ["writer.lock"]  # nothing else was written
+
+
+def test_readers_take_no_lock(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from capplan.cli import main
+    from capplan.trials.driver import write_summary
+    from capplan.trials.run_folder import RunFolder
+    from capplan.trials.runner import RunContext, run_trial
+    from tests.trials.helpers import mock_plan, spec_for
+
+    task = write_task(tmp_path / "pack")
+    spec = spec_for(task, mock_plan())
+    folder = RunFolder(tmp_path / "run")
+    folder.open([spec])  # the writer: it holds the folder from here on
+    folder.write(run_trial(spec, RunContext()))
+    write_summary(folder)
+    try:
+        report = CliRunner().invoke(main, ["trial", "report", str(folder.root)])
+        assert report.exit_code == 0, report.output
+        page = tmp_path / "report.html"
+        view = CliRunner().invoke(main, ["trial", "view", str(folder.root), "--out", str(page)])
+        assert view.exit_code == 0, view.output
+        assert page.is_file()
+        with pytest.raises(folder_lock.FolderBusy):  # ... while the writer still holds it
+            folder_lock.hold(folder.root)
+    finally:
+        folder.release()
