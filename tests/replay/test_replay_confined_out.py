@@ -109,3 +109,22 @@ def test_a_folder_another_run_is_writing_is_refused_naming_its_pid(serve, harnes
     assert f"pid {os.getpid()}" in done.err and "writer.lock" in done.err
     assert server.posts() == []
     assert sorted(p.name for p in out.iterdir()) == ["writer.lock"]
+
+
+def test_capplan_replay_run_is_refused_the_same_way(serve, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from capplan.cli import main as capplan
+
+    monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
+    server = serve(ChatProvider(key=FAKE_KEY))
+    out = tmp_path / "out"
+    out.mkdir()
+    held = folder_lock.hold(out)
+    try:
+        done = CliRunner().invoke(capplan, ["replay", *custom_run(server.url, out, prices_file(tmp_path))])
+    finally:
+        held.release()
+    assert done.exit_code == 2, done.output
+    assert f"pid {os.getpid()}" in done.output and "Traceback" not in done.output
+    assert server.posts() == []
