@@ -439,9 +439,10 @@ class _Checks:
                     keys, reasons = self._source_state_keys()
             self._grader(bad_tools, keys, reasons, found, imported=True)
             function = view.function
-            if function is not None and self._ref_allowed(self._function_loc(), function.ref, grader=True):
+            if function is not None and self._ref_allowed(self._function_loc(), function.ref, grader=True) \
+                    and self._import_free(self._function_loc()):
                 try:
-                    resolved = runner.call(f"importing {function.ref}", _resolve_function, function.ref, view.folder,
+                    resolved = _hung_watch(runner).call(f"importing {function.ref}", _resolve_function, function.ref, view.folder,
                                            view.requires, timeout_s=view.code_timeout_s)
                 except (TaskCodeFailed, TaskCodeTimedOut, TaskCodeCancelled) as exc:
                     self.diag(self._function_loc(), "grader-import", _import_failure(exc),
@@ -648,11 +649,11 @@ class _Checks:
     def _import_component(self, component: _Component, runner: TaskCodeRunner) -> type[Any] | None:
         ref_loc = (*component.loc, "ref") if not self.view.flat else component.loc
         ref = component.spec.ref
-        if not self._ref_allowed(ref_loc, ref):
+        if not self._ref_allowed(ref_loc, ref) or not self._import_free(ref_loc):
             return None  # never imported
         try:  # the import runs the module's code: under the task-code deadline, as any task code
-            cls: type[Any] = runner.call(f"importing {ref}", load_component_class, ref, self.view.folder,
-                                         self.view.requires, timeout_s=self.view.code_timeout_s)
+            cls: type[Any] = _hung_watch(runner).call(f"importing {ref}", load_component_class, ref, self.view.folder,
+                                                      self.view.requires, timeout_s=self.view.code_timeout_s)
         except (TaskCodeFailed, TaskCodeTimedOut, TaskCodeCancelled) as exc:
             self.diag(ref_loc, "environment-import", _import_failure(exc),
                       _IMPORT_HANG_HINT if isinstance(exc, TaskCodeTimedOut) else
@@ -661,6 +662,19 @@ class _Checks:
                       "file in the task file's folder")
             return None
         return cls
+
+    def _import_free(self, loc: Loc) -> bool:
+        """False (with a located error) while an earlier import of this process is still running past its deadline.
+
+        A hung import keeps the import lock: every later one would wait its whole deadline behind it, task
+        after task, so they are refused at once instead.
+        """
+        hung = _still_hung()
+        if hung is None:
+            return True
+        self.diag(loc, "environment-import", f"not imported: {hung} is still running past its deadline, and every "
+                  "import of task code waits behind it", _IMPORT_HANG_HINT)
+        return False
 
     def _constructor_args(self, component: _Component, cls: type[Any]) -> None:
         """The component's args against its constructor's signature, read without constructing anything."""
@@ -941,6 +955,41 @@ def resolve_function(target: str, task_dir: Path | None = None, requires: Sequen
 
 _IMPORT_HANG_HINT = ("a task module's import must return within the task-code deadline (the task's tool_timeout_s, "
                      f"else {DEFAULT_TIMEOUT_S:g} s); a module that blocks at import cannot be a task's code")
+
+
+#: runners whose imports passed their deadline in this process (their abandoned imports may still hold the lock)
+_HUNG_RUNNERS: list[TaskCodeRunner] = []
+_HUNG_LOCK = threading.Lock()
+
+
+class _HungWatch:
+    """A runner whose timed-out calls are remembered process-wide (see :meth:`_Checks._import_free`)."""
+
+    def __init__(self, runner: TaskCodeRunner) -> None:
+        self.runner = runner
+
+    def call(self, what: str, function: Callable[..., Any], *args: Any, timeout_s: float) -> Any:
+        try:
+            return self.runner.call(what, function, *args, timeout_s=timeout_s)
+        except TaskCodeTimedOut:
+            with _HUNG_LOCK:
+                _HUNG_RUNNERS.append(self.runner)
+            raise
+
+
+def _hung_watch(runner: TaskCodeRunner) -> _HungWatch:
+    return _HungWatch(runner)
+
+
+def _still_hung() -> str | None:
+    """What the oldest import still running past its deadline is (None when none is)."""
+    with _HUNG_LOCK:
+        for runner in list(_HUNG_RUNNERS):
+            running = runner.abandoned_running()
+            if running:
+                return running[0]
+            _HUNG_RUNNERS.remove(runner)  # it returned at last: the lock is free again
+    return None
 
 
 def _import_failure(exc: TaskCodeFailed | TaskCodeTimedOut | TaskCodeCancelled) -> str:

@@ -137,15 +137,21 @@ def test_a_task_module_whose_import_hangs_is_ended_by_the_deadline(tmp_path: Pat
     pack = tmp_path / "pack"
     task = _task(pack, "tool_timeout_s: 0.5\nenvironment: hang_env:Desk\n")
     (pack / "hang_env.py").write_text("import threading\nthreading.Event().wait()\n\nclass Desk:\n    pass\n")
+    # a second task, validated after it: refused at once, not after a deadline of its own behind the hung import
+    later = pack / "zz.yaml"
+    later.write_text(f"id: zz\nsystem_prompt: s\ntool_timeout_s: 30\nenvironment: ok_env:Desk\n{TOOLS}")
+    (pack / "ok_env.py").write_text("class Desk:\n    def add(self, amount: int) -> int:\n        return amount\n")
     plan = tmp_path / "agent.json"
     plan.write_bytes(openai_plan().to_bytes())
     env = {**os.environ, "OPENAI_API_KEY": "sk-refs-test-key"}
     # in a child process: before the deadline, this import hung the command for good
-    done = subprocess.run([sys.executable, "-c", "from capplan.cli import main; main()", "trial", "run", str(task),
+    done = subprocess.run([sys.executable, "-c", "from capplan.cli import main; main()", "trial", "run", str(pack),
                            "--plan", str(plan), "--out", str(tmp_path / "run"), "--api-base", "http://127.0.0.1:9/v1"],
                           env=env, capture_output=True, timeout=120)
     err = done.stderr.decode()
     assert done.returncode == 2, err
     assert f"{task}:4:1: error[environment-import]: environment: importing hang_env:Desk timed out after 0.5 s" in err
     assert "hint: a task module's import must return within the task-code deadline" in err
+    assert f"{later}:4:1: error[environment-import]: environment: not imported: importing hang_env:Desk is still " \
+           "running past its deadline" in err
     assert not (tmp_path / "run").exists()
