@@ -56,6 +56,12 @@ class FolderLock:
     def held(self) -> bool:
         return self._fd is not None
 
+    def __del__(self) -> None:
+        try:  # a lock dropped without release() (the process's end would release it too; this is sooner)
+            self.release()
+        except Exception:  # noqa: BLE001 - at interpreter shutdown os or fcntl may be gone
+            pass
+
     def release(self) -> None:
         """Unlock and close (the file stays: removing it would let a waiting writer lock a file no one sees)."""
         if self._fd is None:
