@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import inspect
 import re
 import sys
 from collections.abc import Sequence
@@ -53,6 +54,31 @@ def _owners_on(path: tuple[str, ...]) -> dict[str, frozenset[str]]:
             for top, dists in importlib.metadata.packages_distributions().items()}
 
 
+@functools.lru_cache(maxsize=256)
+def _top_names(name: str, path: tuple[str, ...]) -> frozenset[str]:
+    """The top-level import names distribution ``name`` installs (on this ``sys.path``); empty when not installed.
+
+    Read from its own metadata only (``top_level.txt``, else its file list), as
+    :func:`importlib.metadata.packages_distributions` reads every distribution's.
+    """
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return frozenset()
+    text = dist.read_text("top_level.txt")
+    if text:
+        return frozenset(line.strip() for line in text.splitlines() if line.strip())
+    found: set[str] = set()
+    for file in dist.files or ():
+        first = file.parts[0] if file.parts else ""
+        if not first or first == ".." or first.endswith((".dist-info", ".egg-info", ".data")):
+            continue
+        module = first if len(file.parts) > 1 else inspect.getmodulename(first)
+        if module:
+            found.add(module)
+    return frozenset(found)
+
+
 def installed(name: str) -> bool:
     """Whether a distribution called ``name`` is installed."""
     try:
@@ -75,10 +101,9 @@ def check_module(module_name: str, requires: Sequence[str], *, grader: bool = Fa
     if top in sys.stdlib_module_names or top in sys.builtin_module_names:
         raise RefNotAllowed(f"module {module_name!r} is part of Python's standard library, which a task may not name "
                             "as its code", "ref-stdlib", where)
-    owners = _owners().get(top, frozenset())
-    declared = {normalized(r) for r in requires}
-    if owners & declared:
+    if any(top in _top_names(name, tuple(sys.path)) for name in requires):
         return
+    owners = _owners().get(top, frozenset())  # every installed distribution scanned: only to say what to declare
     if owners:
         names = ", ".join(sorted(owners))
         raise RefNotAllowed(f"module {module_name!r} belongs to the installed distribution {names}, which the task file "
