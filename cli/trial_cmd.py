@@ -107,9 +107,13 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     skipped with a note, and a folder with no task file is an error.
 
     This runs the tasks' code: each task's environment and grader modules are imported (from
-    their files in the task's folder, else as installed modules) and the environment is
-    constructed, once per trial; run only task files you trust. (capplan lint checks task files
-    without running anything.)
+    their files in the task's folder, else as modules of the distributions the task file
+    declares under requires:; never the standard library or anything else on sys.path) and the
+    environment is constructed, once per trial (never while the tasks are checked); run only
+    task files you trust. (capplan lint checks task files without running anything.)
+
+    One writer per run folder: while this runs it holds OUT/writer.lock; a second run of the
+    same folder exits 2 naming this one's pid.
 
     Every task file is checked against its environment before any call is made. Progress
     (done / running / failed, spend so far) is shown on stderr. The first Ctrl-C stops

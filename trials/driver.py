@@ -169,6 +169,18 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
     limit, timeout or infrastructure failure, which says nothing about the model); the new
     line is appended and supersedes the aborted one wherever lines are read per trial.
     """
+    try:  # the folder's writer lock, taken by open(), is held until the drive ends, however it ends
+        return _drive(specs, folder, backend, concurrency=concurrency, max_cost=max_cost, progress=progress,
+                      retry_aborted=retry_aborted, rate_limit_probe=rate_limit_probe, settings=settings,
+                      command=command)
+    finally:
+        folder.release()
+
+
+def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concurrency: int,
+           max_cost: float | None, progress: Progress, retry_aborted: bool,
+           rate_limit_probe: RateLimitProbeConfig | None, settings: RunSettings | None,
+           command: Sequence[str] | None) -> RunOutcome:
     # the identity is part of every run folder, however the drive was started (``settings`` adds the run config)
     finished = folder.open(specs, settings=settings or build_settings(specs), command=command)
     attach_journal = getattr(backend, "attach_journal", None)  # every built-in backend has it (calls.jsonl)

@@ -22,9 +22,10 @@ import sys
 import threading
 from pathlib import Path
 from types import ModuleType
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from capplan.trials.code_refs import check_module, check_path
 from capplan.trials.state_encoding import StateEncodingError, encode_attributes, encode_state_value
 from capplan.trials.static_environment import find_module_file
 from capplan.trials.taskfile import EnvironmentComponent, TaskFile, is_path_ref, ref_parts
@@ -54,14 +55,14 @@ class EnvironmentLoadError(Exception):
     """The environment named by a task cannot be imported or is not a class."""
 
 
-def load_class(target: str, task_dir: Path | None) -> type[Any]:
-    """Import ``package.module:ClassName``: by path from ``task_dir``, else an installed module.
+def load_class(target: str, task_dir: Path | None, requires: Sequence[str] = ()) -> type[Any]:
+    """Import ``package.module:ClassName``: by path from ``task_dir``, else a module of a distribution in ``requires``.
 
     This runs the module's code: only ``capplan trial run`` and ``capplan lint
-    --import-environments`` call it.
+    --import-environments`` call it. What a ref may name: :mod:`capplan.trials.code_refs`.
     """
     module_name, _, class_name = target.partition(":")
-    module = import_task_module(module_name, task_dir)
+    module = import_task_module(module_name, task_dir, requires)
     cls = getattr(module, class_name, None)
     if cls is None:
         names = [n for n, v in vars(module).items() if inspect.isclass(v) and not n.startswith("_")]
@@ -73,11 +74,11 @@ def load_class(target: str, task_dir: Path | None) -> type[Any]:
     return cls
 
 
-def load_component_class(ref: str, task_dir: Path | None) -> type[Any]:
+def load_component_class(ref: str, task_dir: Path | None, requires: Sequence[str] = ()) -> type[Any]:
     """The class a component's ``ref`` names: ``package.module:Class`` or ``rel/path.py:Class``."""
     where, class_name = ref_parts(ref)
     if not is_path_ref(ref):
-        return load_class(ref, task_dir)
+        return load_class(ref, task_dir, requires)
     module = import_task_file(where, task_dir)
     cls = getattr(module, class_name, None)
     if cls is None:
@@ -98,6 +99,7 @@ def component_file(relative: str, task_dir: Path | None) -> Path:
     if task_dir is None:
         raise EnvironmentLoadError(f"{relative} is relative to the task file's folder, and this task has none")
     base = task_dir if task_dir.is_dir() else Path.cwd()
+    check_path(relative, base)  # a RefNotAllowed (a LookupError) is not caught as a load error
     path = (base / relative).resolve()
     if not path.is_file():
         raise EnvironmentLoadError(f"no file {relative} in the task file's folder ({path.parent.name}/)")
@@ -133,26 +135,33 @@ def import_task_file(relative: str, task_dir: Path | None) -> ModuleType:
             sys.dont_write_bytecode = written
 
 
-def import_task_module(module_name: str, task_dir: Path | None) -> ModuleType:
+def import_task_module(module_name: str, task_dir: Path | None, requires: Sequence[str] = (), *,
+                       grader: bool = False) -> ModuleType:
     """The module a task names, imported without touching ``sys.path``.
 
     A module under ``task_dir`` (``pkg/mod/__init__.py`` or ``pkg/mod.py``) is loaded from its file
     under a name of its own, ``capplan_task_env_<sha256 of the resolved path>``: a ``difflib.py``
     beside a task cannot stand in for the standard module, and two task packs with a module of the
     same name never share it. Its own package's relative imports work as usual; no bytecode is
-    written into the task's folder. A module not found there is imported as an installed one (on
-    a Ray worker, the job's working dir). Whatever the import raises, ``SystemExit`` included,
-    becomes an :class:`EnvironmentLoadError`.
+    written into the task's folder (on a Ray worker, where the task's folder does not exist, its
+    modules are staged in the job's working dir and found there). A module not found there must
+    belong to a distribution in ``requires`` (:func:`capplan.trials.code_refs.check_module`, which
+    raises :class:`~capplan.trials.code_refs.RefNotAllowed` before anything is imported); it is then
+    imported as an installed one. Whatever the import raises, ``SystemExit`` included, becomes an
+    :class:`EnvironmentLoadError`.
     """
+    base = None if task_dir is None else task_dir if task_dir.is_dir() else Path.cwd()
+    found = find_module_file(module_name, base) if base is not None else None
+    if found is None:
+        check_module(module_name, requires, grader=grader)
     with _IMPORT_LOCK:
         written = sys.dont_write_bytecode
         sys.dont_write_bytecode = True
         try:
-            found = find_module_file(module_name, task_dir) if task_dir is not None else None
             if found is None:
                 return importlib.import_module(module_name)
-            assert task_dir is not None
-            return _import_by_path(module_name, task_dir)
+            assert base is not None
+            return _import_by_path(module_name, base)
         except ImportError as exc:
             raise EnvironmentLoadError(f"cannot import module {module_name!r}: {exc}") from None
         except BaseException as exc:  # the task author's code: SystemExit or KeyboardInterrupt at import included
@@ -217,12 +226,14 @@ def module_files(module_name: str, task_dir: Path | None) -> list[Path] | None:
     return sorted(found)
 
 
-def resolve_function(target: str, task_dir: Path | None) -> Any:
+def resolve_function(target: str, task_dir: Path | None, requires: Sequence[str] = ()) -> Any:
     """Import ``package.module:function`` or ``rel/path.py:function`` the same way; :class:`LookupError` names
-    what is missing."""
+    what is missing (:class:`~capplan.trials.code_refs.RefNotAllowed`: what may not be named). capplan's own
+    graders (``capplan.…``) may be named too."""
     module_name, attr = ref_parts(target)
     try:
-        module = import_task_file(module_name, task_dir) if is_path_ref(target) else import_task_module(module_name, task_dir)
+        module = import_task_file(module_name, task_dir) if is_path_ref(target) else \
+            import_task_module(module_name, task_dir, requires, grader=True)
     except EnvironmentLoadError as exc:
         raise LookupError(str(exc)) from None
     function = getattr(module, attr, None)

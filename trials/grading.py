@@ -227,7 +227,7 @@ def custom(function: GraderFunction, trajectory: dict[str, Any], final_state: di
     """Run a custom grader (once at the end, or on each checkpoint) and validate what it returns."""
     name = function.ref
     try:
-        fn = resolve_function(name, task.folder)
+        fn = resolve_function(name, task.folder, task.requires)
     except LookupError as exc:
         raise GraderError(f"grader {name} cannot be loaded: {exc}") from None
     accepts = _accepted_keywords(fn)

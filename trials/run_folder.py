@@ -13,6 +13,7 @@ Layout::
     DIR/trials/<plan>/<task>/<i>/trajectory.yaml
     DIR/trials/<plan>/<task>/<i>/metrics.yaml
     DIR/summary.md, DIR/summary.json     re-rendered from runs.jsonl
+    DIR/writer.lock                      the writer's lock (see capplan.core.folder_lock): one writer per folder
 
 Crash safety: a trial's files are written atomically (temp file, rename), then its
 ``runs.jsonl`` line is appended with one ``write``: the line is the commit marker. That holds
@@ -55,6 +56,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from capplan.core import folder_lock
 from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.core.input_limits import InputLimitError
 from capplan.core.safe_names import UnsafeName
@@ -198,6 +200,7 @@ class RunFolder:
         self.journal: CallJournal | None = None
         self._user_plans: dict[str, str | None] = {}
         self._journal_read = JournalCache()  # read back several times as a run ends; parsed once
+        self._writer: folder_lock.FolderLock | None = None  # held from open() to release()
 
     # -- reading and checking ------------------------------------------------------------
 
@@ -279,6 +282,7 @@ class RunFolder:
             entries = sorted(os.listdir(root))
         except OSError as exc:
             return [Diagnostic(str(root), 1, 1, "out-unwritable", f"cannot list the folder: {exc.strerror or exc}")]
+        entries = [e for e in entries if e != folder_lock.LOCK_FILE]  # left by a writer stopped before run.json
         if not entries and not report:
             self._lines = _Lines()
             return []
@@ -579,6 +583,10 @@ class RunFolder:
         except OSError as exc:
             raise RunFolderError([Diagnostic("--out", 1, 1, "out-unwritable",
                                              f"{self.root}: cannot create the folder: {exc.strerror or exc}")]) from None
+        self._hold_writer()
+        # another writer may have changed the folder since it was checked: read and check it again, under the lock
+        self._lines = None
+        self.check(specs, settings=settings)
         lines = self._contents()
         self._set_torn_aside(lines)
         cut = self._journal_torn([], report=False)
@@ -608,6 +616,20 @@ class RunFolder:
         self.run_id = data["run_id"]
         self.journal = CallJournal(self.root, self.run_id, lines.attempts)
         return self.finished()
+
+    def _hold_writer(self) -> None:
+        """Take the folder's writer lock (one writer per run folder), kept until :meth:`release`."""
+        if self._writer is not None and self._writer.held:
+            return
+        try:
+            self._writer = folder_lock.hold(self.root)
+        except ConfinedPathError as exc:
+            raise RunFolderError([exc.diagnostic()]) from None
+
+    def release(self) -> None:
+        """Let the next writer in (the driver calls it when the run ends; a process's end does it too)."""
+        if self._writer is not None:
+            self._writer.release()
 
     def _set_torn_aside(self, lines: _Lines) -> None:
         if lines.torn is None:

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, model_validator
 
 from capplan.core.safe_names import check_name
+from capplan.trials.code_refs import DISTRIBUTION_NAME
 
 _NAME = r"^[A-Za-z0-9_-]{1,64}$"
 #: Finite bounds on the task's numbers: far above any real task, low enough that nothing downstream
@@ -55,8 +56,8 @@ def _relative_ref(value: str) -> str:
 CodeRef = Annotated[
     str,
     Field(pattern=f"{MODULE_REF}|{PATH_REF}",
-          description="`package.module:Name` (a module in the task's folder, else an installed one) or "
-                      "`rel/path.py:Name` (a file relative to the task file's folder)."),
+          description="`package.module:Name` (a module in the task's folder, else one of a distribution the task "
+                      "declares under requires:) or `rel/path.py:Name` (a file in the task file's folder)."),
     AfterValidator(_relative_ref),
 ]
 _Seconds = Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)]
@@ -219,9 +220,15 @@ class TaskFile(_Model):
     environment: Annotated[str, Field(pattern=MODULE_REF)] | Annotated[
         list[EnvironmentComponent], Field(min_length=1)] = Field(
         description="`package.module:ClassName` whose public methods are the tools (`pkg/mod.py` or "
-        "`pkg/mod/__init__.py` in the task's folder, else an installed module), or a list of components. "
+        "`pkg/mod/__init__.py` in the task's folder, else a module of a distribution under requires:), or a list of "
+        "components. "
         "One fresh set per trial.",
     )
+    requires: Annotated[list[Annotated[str, Field(pattern=DISTRIBUTION_NAME)]], Field(max_length=64)] = Field(
+        default_factory=list,
+        description="Installed distributions (as pip names them, e.g. bfcl-eval) whose modules the task's refs may "
+                    "name; a ref outside the task file's folder must be a module of one of them, never of the "
+                    "standard library or anything else on sys.path.")
     environment_args: dict[str, Any] = Field(
         default_factory=dict, description="Keyword arguments for the constructor (the string form of environment).")
     tools: list[TaskTool] = Field(min_length=1, description="The tools offered to the agent.")

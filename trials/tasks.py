@@ -11,11 +11,13 @@ together. A broken tool does not hide a wrong constructor argument, a broken gra
 hide an undeclared method (checks that need a block that did not validate are skipped, never
 guessed).
 
-Two ways to check, the same findings: ``capplan lint`` reads the components' and grader's
-source (:mod:`capplan.trials.static_environment`: nothing a file names is imported, run or
-constructed); ``capplan trial run``, which runs the task's code anyway, and ``capplan lint
---import-environments`` import the modules by path, construct the components, run their
-``setup`` and read their state.
+Three ways to check: ``capplan lint`` reads the components' and grader's source
+(:mod:`capplan.trials.static_environment`: nothing a file names is imported, run or
+constructed); ``capplan trial run`` imports the modules (each import under the task-code
+deadline) but constructs and calls nothing: constructor args are checked against the
+signature and state keys read from the source; ``capplan lint --import-environments`` also
+constructs the components, runs their ``setup`` and reads their state. In every mode a ref
+must name code a task may name (:mod:`capplan.trials.code_refs`), checked before any import.
 
 A run reads and validates each task file once: :func:`load_task` keeps what it loaded by
 resolved path and content digest, and :func:`load_task_text` (the trial's side, from the
@@ -31,7 +33,7 @@ import hashlib
 import inspect
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,14 +48,21 @@ from capplan.core.yaml_source import SourceFile, read_source
 from capplan.trials import static_environment
 from capplan.trials.environment import (
     STATE_HOOK,
-    EnvironmentLoadError,
     StateEncodingError,
     TrialEnvironment,
     load_component_class,
     tool_methods,
 )
 from capplan.trials.environment import resolve_function as _resolve_function
+from capplan.trials.code_refs import RefNotAllowed, check_module, check_path, installed
 from capplan.trials.static_environment import NotStatic, Signature, StaticLookupError
+from capplan.trials.task_code import (
+    DEFAULT_TIMEOUT_S,
+    TaskCodeCancelled,
+    TaskCodeFailed,
+    TaskCodeRunner,
+    TaskCodeTimedOut,
+)
 from capplan.trials.task_kind import looks_like_task  # noqa: F401  (its home before task_kind; kept importable here)
 from capplan.trials.task_source import task_source_from_bytes
 from capplan.trials.taskfile import (
@@ -66,6 +75,8 @@ from capplan.trials.taskfile import (
     TaskFile,
     TaskTool,
     TurnExpectation,
+    is_path_ref,
+    ref_parts,
 )
 
 #: What the warnings about an unchecked part say, so a user finds the flag that checks it.
@@ -170,7 +181,7 @@ def lint_task(path: Path, *, import_environments: bool = False) -> list[Diagnost
 
 def _checked(source: SourceFile, path: Path, text: str) -> LoadedTask:
     view, diags = _view(source, path)
-    found, classes = _Checks(source, view).imported()
+    found, classes = _Checks(source, view).imported(construct=False)  # validation constructs nothing
     diags += found
     errors = [d for d in diags if d.severity == "error"]
     if errors or view.task is None or classes is None:
@@ -207,6 +218,8 @@ class _View:
     function_loc: Loc = ("grader", "function")
     user_turns: int | None = None  # a scripted user's turn count
     tool_choice: NamedToolChoice | None = None
+    requires: tuple[str, ...] = ()  # distributions whose modules the refs may name (see capplan.trials.code_refs)
+    code_timeout_s: float = DEFAULT_TIMEOUT_S  # the task-code deadline an import runs under
 
     @property
     def reads_state(self) -> bool:
@@ -247,7 +260,8 @@ def _view(source: SourceFile, path: Path) -> tuple[_View, list[Diagnostic]]:
                  list(enumerate(grader.per_turn or [])) if grader else [],
                  grader.function_ref if grader else None,
                  user_turns=len(task.user.turns) if isinstance(task.user, ScriptedUser) else None,
-                 tool_choice=task.tool_choice if isinstance(task.tool_choice, NamedToolChoice) else None)
+                 tool_choice=task.tool_choice if isinstance(task.tool_choice, NamedToolChoice) else None,
+                 requires=tuple(task.requires), code_timeout_s=task.tool_timeout_s or DEFAULT_TIMEOUT_S)
     if grader is not None and isinstance(grader.function, GraderFunction):
         view.function_loc = ("grader", "function", "ref")
     return view, []
@@ -332,6 +346,8 @@ def _partial_view(data: Any, folder: Path) -> _View:
         view.user_turns = len(scripted.turns) if scripted is not None else None
     choice = _field_value(TaskFile, "tool_choice", data)
     view.tool_choice = choice if isinstance(choice, NamedToolChoice) else None
+    view.requires = tuple(_field_value(TaskFile, "requires", data) or ())
+    view.code_timeout_s = _field_value(TaskFile, "tool_timeout_s", data) or DEFAULT_TIMEOUT_S
     return view
 
 
@@ -369,6 +385,7 @@ class _Checks:
     def static(self) -> list[Diagnostic]:
         """Every check, from the modules' source: nothing is imported, run or constructed."""
         bad_tools = self._tools()
+        self._requires()
         found: list[_Found | None] = []
         for component in self.view.components:
             found.append(self._static_component(component))
@@ -376,7 +393,7 @@ class _Checks:
         self._grader(bad_tools, [f.state_keys if f else None for f in found],
                      [f.state_reason if f else "the component was not read" for f in found], found)
         function = self.view.function
-        if function is not None:
+        if function is not None and self._ref_allowed(self._function_loc(), function.ref, grader=True):
             try:
                 self._grader_args(static_environment.grader_function(function.ref, self.view.folder))
             except StaticLookupError as exc:
@@ -386,35 +403,80 @@ class _Checks:
                 self.unchecked(self._function_loc(), f"grader {function.ref} was not checked: {exc}")
         return self.diags
 
-    def imported(self) -> tuple[list[Diagnostic], list[type[Any]] | None]:
-        """Every check, importing the modules, constructing the components, running their setup and reading
-        their state; also the classes (None when one did not load)."""
+    def imported(self, *, construct: bool = True) -> tuple[list[Diagnostic], list[type[Any]] | None]:
+        """Every check, importing the modules (each under the task-code deadline); also the classes (None when one
+        did not load).
+
+        ``construct`` (``capplan lint --import-environments``): also construct the components, run their setup
+        and read their state. ``capplan trial run`` validates with ``construct=False``: nothing is constructed
+        or called (constructor args are checked against the signature, state keys from the source where it
+        can be read); a trial constructs its environment on its task-code worker.
+        """
         view = self.view
         bad_tools = self._tools()
-        loaded_classes: list[type[Any] | None] = []
-        found: list[_Found | None] = []
-        for component in view.components:
-            cls = self._import_component(component)
-            loaded_classes.append(cls)
-            found.append(self._imported_found(component, cls) if cls is not None else None)
-        classes = [c for c in loaded_classes if c is not None]
-        self._methods(found, bad_tools)
-        instances = self._construct(loaded_classes)
-        keys: list[frozenset[str] | None] = [None] * len(view.components)
-        reasons: list[str | None] = ["the component was not constructed"] * len(view.components)
-        if instances is not None and view.components_complete:
-            keys, reasons = self._imported_state(instances)
-        self._grader(bad_tools, keys, reasons, found, imported=True)
-        function = view.function
-        if function is not None:
-            try:
-                resolved = _resolve_function(function.ref, view.folder)
-            except LookupError as exc:
-                self.diag(self._function_loc(), "grader-import", str(exc))
+        self._requires()
+        runner = TaskCodeRunner(name="task-import")
+        try:
+            loaded_classes: list[type[Any] | None] = []
+            found: list[_Found | None] = []
+            for component in view.components:
+                cls = self._import_component(component, runner)
+                loaded_classes.append(cls)
+                found.append(self._imported_found(component, cls) if cls is not None else None)
+            classes = [c for c in loaded_classes if c is not None]
+            self._methods(found, bad_tools)
+            keys: list[frozenset[str] | None] = [None] * len(view.components)
+            reasons: list[str | None] = ["the component was not constructed"] * len(view.components)
+            if construct:
+                instances = self._construct(loaded_classes)
+                if instances is not None and view.components_complete:
+                    keys, reasons = self._imported_state(instances)
             else:
-                self._grader_args(_function_signature(resolved))
+                for component, cls in zip(view.components, loaded_classes):
+                    if cls is not None:
+                        self._constructor_args(component, cls)
+                if view.components_complete:
+                    keys, reasons = self._source_state_keys()
+            self._grader(bad_tools, keys, reasons, found, imported=True)
+            function = view.function
+            if function is not None and self._ref_allowed(self._function_loc(), function.ref, grader=True) \
+                    and self._import_free(self._function_loc()):
+                try:
+                    resolved = _hung_watch(runner).call(f"importing {function.ref}", _resolve_function, function.ref, view.folder,
+                                           view.requires, timeout_s=view.code_timeout_s)
+                except (TaskCodeFailed, TaskCodeTimedOut, TaskCodeCancelled) as exc:
+                    self.diag(self._function_loc(), "grader-import", _import_failure(exc),
+                              _IMPORT_HANG_HINT if isinstance(exc, TaskCodeTimedOut) else None)
+                else:
+                    self._grader_args(_function_signature(resolved))
+        finally:
+            runner.close()
         loaded = classes if len(classes) == len(view.components) and view.components_complete else None
         return self.diags, loaded
+
+    # -- what the task's code may be --------------------------------------------------------
+
+    def _requires(self) -> None:
+        """Every distribution the task declares is installed (read from its metadata; nothing is imported)."""
+        for i, name in enumerate(self.view.requires):
+            if not installed(name):
+                self.diag(("requires", i), "requires-missing", f"distribution {name!r} is not installed",
+                          f"install it (pip install {name}) in the environment capplan runs in")
+
+    def _ref_allowed(self, loc: Loc, ref: str, *, grader: bool = False) -> bool:
+        """Whether ``ref`` names code a task may name (:mod:`capplan.trials.code_refs`); else a located error."""
+        where, _ = ref_parts(ref)
+        folder = self.view.folder
+        base = folder if folder.is_dir() else Path.cwd()  # as the import looks (a Ray worker: the working dir)
+        try:
+            if is_path_ref(ref):
+                check_path(where, base)
+            elif static_environment.find_module_file(where, base) is None:
+                check_module(where, self.view.requires, grader=grader)
+        except RefNotAllowed as exc:
+            self.diag(loc, exc.code, str(exc), exc.hint)
+            return False
+        return True
 
     # -- tools -----------------------------------------------------------------------------
 
@@ -508,6 +570,8 @@ class _Checks:
     def _static_component(self, component: _Component) -> _Found | None:
         spec = component.spec
         ref_loc = (*component.loc, "ref") if not self.view.flat else component.loc
+        if not self._ref_allowed(ref_loc, spec.ref):
+            return None
         try:
             env = static_environment.environment_class(spec.ref, self.view.folder)
         except StaticLookupError as exc:
@@ -582,15 +646,64 @@ class _Checks:
 
     # -- components, imported --------------------------------------------------------------
 
-    def _import_component(self, component: _Component) -> type[Any] | None:
+    def _import_component(self, component: _Component, runner: TaskCodeRunner) -> type[Any] | None:
         ref_loc = (*component.loc, "ref") if not self.view.flat else component.loc
-        try:
-            return load_component_class(component.spec.ref, self.view.folder)
-        except EnvironmentLoadError as exc:
-            self.diag(ref_loc, "environment-import", str(exc),
+        ref = component.spec.ref
+        if not self._ref_allowed(ref_loc, ref) or not self._import_free(ref_loc):
+            return None  # never imported
+        try:  # the import runs the module's code: under the task-code deadline, as any task code
+            cls: type[Any] = _hung_watch(runner).call(f"importing {ref}", load_component_class, ref, self.view.folder,
+                                                      self.view.requires, timeout_s=self.view.code_timeout_s)
+        except (TaskCodeFailed, TaskCodeTimedOut, TaskCodeCancelled) as exc:
+            self.diag(ref_loc, "environment-import", _import_failure(exc),
+                      _IMPORT_HANG_HINT if isinstance(exc, TaskCodeTimedOut) else
                       "a module is imported from its file in the task file's folder (pkg/mod.py or "
-                      "pkg/mod/__init__.py), else as an installed module; a .py ref is a file relative to the task file")
+                      "pkg/mod/__init__.py), else as a module of a distribution under requires:; a .py ref is a "
+                      "file in the task file's folder")
             return None
+        return cls
+
+    def _import_free(self, loc: Loc) -> bool:
+        """False (with a located error) while an earlier import of this process is still running past its deadline.
+
+        A hung import keeps the import lock: every later one would wait its whole deadline behind it, task
+        after task, so they are refused at once instead.
+        """
+        hung = _still_hung()
+        if hung is None:
+            return True
+        self.diag(loc, "environment-import", f"not imported: {hung} is still running past its deadline, and every "
+                  "import of task code waits behind it", _IMPORT_HANG_HINT)
+        return False
+
+    def _constructor_args(self, component: _Component, cls: type[Any]) -> None:
+        """The component's args against its constructor's signature, read without constructing anything."""
+        try:
+            params = list(inspect.signature(cls).parameters.values())
+        except BaseException:  # noqa: BLE001 - an unreadable signature (C classes, odd metaclasses): not checked
+            return
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        self._arguments(component, Signature(
+            tuple(p.name for p in params if p.kind in kinds),
+            frozenset(p.name for p in params if p.kind in kinds and p.default is inspect.Parameter.empty),
+            any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)))
+
+    def _source_state_keys(self) -> tuple[list[frozenset[str] | None], list[str | None]]:
+        """Each component's state keys as its source shows them (None where it cannot be read): nothing constructed."""
+        keys: list[frozenset[str] | None] = []
+        reasons: list[str | None] = []
+        for component in self.view.components:
+            spec = component.spec
+            try:
+                env = static_environment.environment_class(spec.ref, self.view.folder)
+            except (StaticLookupError, NotStatic):
+                keys.append(None)
+                reasons.append("the component was not constructed")
+                continue
+            hook = STATE_HOOK in env.methods and STATE_HOOK not in self.view.declared
+            keys.append(env.state_keys if not hook else None)
+            reasons.append(env.state_reason if not hook else "the component was not constructed")
+        return keys, reasons
 
     def _imported_found(self, component: _Component, cls: type[Any]) -> _Found | None:
         spec = component.spec
@@ -834,7 +947,53 @@ def _properties(schema: dict[str, Any]) -> dict[str, Any]:
     return props if isinstance(props, dict) else {}
 
 
-def resolve_function(target: str, task_dir: Path | None = None) -> Any:
-    """Import ``package.module:function`` or ``rel/path.py:function`` (by path from ``task_dir``);
-    :class:`LookupError` names what is missing."""
-    return _resolve_function(target, task_dir)
+def resolve_function(target: str, task_dir: Path | None = None, requires: Sequence[str] = ()) -> Any:
+    """Import ``package.module:function`` or ``rel/path.py:function`` (by path from ``task_dir``, else of a
+    distribution in ``requires``); :class:`LookupError` names what is missing or may not be named."""
+    return _resolve_function(target, task_dir, requires)
+
+
+_IMPORT_HANG_HINT = ("a task module's import must return within the task-code deadline (the task's tool_timeout_s, "
+                     f"else {DEFAULT_TIMEOUT_S:g} s); a module that blocks at import cannot be a task's code")
+
+
+#: runners whose imports passed their deadline in this process (their abandoned imports may still hold the lock)
+_HUNG_RUNNERS: list[TaskCodeRunner] = []
+_HUNG_LOCK = threading.Lock()
+
+
+class _HungWatch:
+    """A runner whose timed-out calls are remembered process-wide (see :meth:`_Checks._import_free`)."""
+
+    def __init__(self, runner: TaskCodeRunner) -> None:
+        self.runner = runner
+
+    def call(self, what: str, function: Callable[..., Any], *args: Any, timeout_s: float) -> Any:
+        try:
+            return self.runner.call(what, function, *args, timeout_s=timeout_s)
+        except TaskCodeTimedOut:
+            with _HUNG_LOCK:
+                _HUNG_RUNNERS.append(self.runner)
+            raise
+
+
+def _hung_watch(runner: TaskCodeRunner) -> _HungWatch:
+    return _HungWatch(runner)
+
+
+def _still_hung() -> str | None:
+    """What the oldest import still running past its deadline is (None when none is)."""
+    with _HUNG_LOCK:
+        for runner in list(_HUNG_RUNNERS):
+            running = runner.abandoned_running()
+            if running:
+                return running[0]
+            _HUNG_RUNNERS.remove(runner)  # it returned at last: the lock is free again
+    return None
+
+
+def _import_failure(exc: TaskCodeFailed | TaskCodeTimedOut | TaskCodeCancelled) -> str:
+    """What an import under the runner came to: the load error's own message, or what happened."""
+    if isinstance(exc, TaskCodeFailed) and exc.kind in ("EnvironmentLoadError", "LookupError", "RefNotAllowed"):
+        return exc.message
+    return str(exc)

@@ -58,15 +58,10 @@ class Desk:
 
 
 class BrokenDesk(Desk):
-    """Builds once (the check before the run), then its constructor leaves the interpreter."""
-
-    _built = 0
+    """Its constructor leaves the interpreter (the check before the run constructs nothing: a trial meets it)."""
 
     def __init__(self, flags: str = "") -> None:
-        BrokenDesk._built += 1
-        if BrokenDesk._built > 1:
-            raise SystemExit("the environment refuses to start")
-        super().__init__(flags)
+        raise SystemExit("the environment refuses to start")
 
 
 def grader_that_exits(trajectory, final_state, task):

@@ -94,6 +94,7 @@ def test_a_torn_last_line_is_cut_on_resume_and_a_damaged_one_is_a_located_error(
     complete = path.read_bytes()
     with open(path, "ab") as fh:  # a kill in the middle of an append
         fh.write(b'{"kind":"call","execution":"ab')
+    folder.release()  # the run that was killed is over: its lock went with it
     notes: list[str] = []
     resumed = RunFolder(folder.root, notify=notes.append)
     resumed.open(specs)

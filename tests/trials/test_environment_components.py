@@ -14,10 +14,12 @@ from capplan.trials.environment import TrialEnvironment
 from capplan.trials.run_identity import task_modules
 from capplan.trials.spec import TrialSpec
 from capplan.trials.tasks import lint_task, load_task
+from tests.trials.installed_dist import install
 
 
+CALCULATOR = '''
 class Calculator:
-    """An installed-module component (this test module is importable as ``tests.trials...``)."""
+    """An installed-module component (of the distribution calc-dist, installed for the test)."""
 
     def __init__(self) -> None:
         self.last = 0
@@ -25,6 +27,12 @@ class Calculator:
     def add(self, a: int, b: int) -> int:
         self.last = a + b
         return self.last
+'''
+
+
+@pytest.fixture(autouse=True)
+def calculator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install(tmp_path / "site", monkeypatch, dist="calc-dist", package="calcpkg", source=CALCULATOR)
 
 
 FILES = '''
@@ -66,6 +74,7 @@ class Tickets:
 TASK = """\
 id: {id}
 system_prompt: s
+requires: [calc-dist]
 environment:
   - ref: envs/files.py:Files
     args: {{root: /home}}
@@ -73,7 +82,7 @@ environment:
     ignore_methods: [debug_dump]
   - ref: envs/tickets.py:Tickets
     name: support
-  - ref: tests.trials.test_environment_components:Calculator
+  - ref: calcpkg:Calculator
 tools:
   - {{name: write, description: d, parameters: {{type: object, properties: {{name: {{type: string}}, text: {{type: string}}}}}}}}
   - {{name: cat, description: d, parameters: {{type: object, properties: {{name: {{type: string}}}}}}}}
@@ -134,7 +143,7 @@ def test_the_run_identity_digests_component_and_grader_files(tmp_path: Path) -> 
                         for name, p in (("files.py", tmp_path / "envs" / "files.py"),
                                         ("tickets.py", tmp_path / "envs" / "tickets.py"),
                                         ("checks.py", tmp_path / "checks.py"))}
-    assert list(installed) == ["tests.trials.test_environment_components"]
+    assert list(installed) == ["calcpkg"]
 
 
 BROKEN_TASK = """\

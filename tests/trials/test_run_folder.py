@@ -36,6 +36,7 @@ def test_write_then_resume_skips_finished_and_sets_a_torn_line_aside(tmp_path: P
     with open(folder.runs, "ab") as fh:  # a kill in the middle of the third append
         fh.write(b'{"key": "mock-agent/count/2", "plan_fi')
     complete = folder.runs.read_bytes()[: folder.runs.read_bytes().rfind(b"\n") + 1]
+    folder.release()  # the run that was killed is over: its lock went with it
     notes: list[str] = []
     finished = RunFolder(tmp_path / "run", notify=notes.append).open(specs)
     assert sorted(finished) == ["mock-agent/count/0", "mock-agent/count/1"]

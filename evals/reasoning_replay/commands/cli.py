@@ -12,6 +12,7 @@ import textwrap
 import traceback
 from pathlib import Path
 
+from capplan.core.confined_write import ConfinedPathError, append
 from capplan.evals.reasoning_replay import redact
 from capplan.evals.reasoning_replay.errors import HarnessError
 from capplan.evals.reasoning_replay.fixture import POSITIONS, PROBES
@@ -181,9 +182,8 @@ def _internal_error_log(args: argparse.Namespace, exc: Exception) -> str:
     folder = Path(getattr(args, "out", None) or ".")
     path = folder / "errors.log" if folder.is_dir() else Path("reasoning-replay-errors.log")
     text = "".join(traceback.format_exception(exc))
-    try:
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(redact.scrub(textwrap.indent(text, "  ")) + "\n")
-    except OSError:
+    try:  # inside --out, as every write there: a link under the name is refused, never followed
+        append(path.parent, (path.name,), (redact.scrub(textwrap.indent(text, "  ")) + "\n").encode("utf-8"))
+    except (ConfinedPathError, OSError):
         return ""
     return f" (details in {path})"

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from capplan.core.confined_write import ConfinedPathError, write_atomic
 from capplan.evals.reasoning_replay import redact
 from capplan.evals.reasoning_replay.analysis import heatmap, matrix_md, overlay
 from capplan.evals.reasoning_replay.analysis.summary import Folder, load, rows
 from capplan.evals.reasoning_replay.errors import HarnessError
+from capplan.evals.reasoning_replay.store.confinement import problem
 from capplan.evals.reasoning_replay.store.outdir import OutDir
 
 
@@ -54,12 +55,16 @@ def _meta(out: OutDir, folder: Folder) -> dict[str, Any]:
 
 
 def _write(path: Path, text: str) -> Path:
-    """Replace ``path`` atomically, so a crash never leaves half a report."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Replace ``path`` atomically, so a crash never leaves half a report.
+
+    Written as every file of an output folder is (a link under its name refused, never followed);
+    an ``--overlay FILE`` elsewhere is the user's own path, its folder taken as given.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_text(redact.scrub(text), encoding="utf-8")
-        os.replace(temporary, path)
+        write_atomic(path.parent, (path.name,), redact.scrub(text).encode("utf-8"), mode=0o644)
+    except ConfinedPathError as exc:
+        raise problem(exc) from None
     except OSError as exc:
         raise HarnessError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path

@@ -36,7 +36,14 @@ def run_command(args: argparse.Namespace) -> int:
     route = resolve_route(args.route, kind=args.kind, base_url=args.base_url,
                           key_env=args.key_env, rps=args.rps, effort_style=args.effort_param)
     options = _options(args, route)
-    out = OutDir(Path(args.out))
+    out = OutDir(Path(args.out))  # checked, and its writer lock held until the run ends
+    try:
+        return _run(args, route, options, out)
+    finally:
+        out.close()
+
+
+def _run(args: argparse.Namespace, route: Route, options: Options, out: OutDir) -> int:
     if out.inside_repo():
         warn(f"{out.path} is inside the repository; keep result folders outside it")
     session, problems = out.session(args.seed)

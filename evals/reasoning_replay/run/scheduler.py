@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from capplan.evals.reasoning_replay import redact
-from capplan.evals.reasoning_replay.errors import BudgetExhausted, MissingCredential
+from capplan.evals.reasoning_replay.errors import BudgetExhausted, HarnessError, MissingCredential
 from capplan.evals.reasoning_replay.opaque.step import run_opaque_cell
 from capplan.evals.reasoning_replay.outcome import CellFailed, CellOutcome
 from capplan.evals.reasoning_replay.progress import Progress
@@ -107,7 +107,6 @@ def _attempt(ctx: RunContext, cell: Cell) -> CellOutcome:
 def _log_internal_error(ctx: RunContext, cell: Cell, exc: Exception) -> None:
     text = "".join(traceback.format_exception(exc))
     try:
-        with (ctx.client.out.path / "errors.log").open("a", encoding="utf-8") as handle:
-            handle.write(redact.scrub(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {cell.key}\n{text}\n"))
-    except OSError:
+        ctx.client.out.append_text("errors.log", redact.scrub(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {cell.key}\n{text}\n"))
+    except HarnessError:
         pass  # the cell state still says what happened

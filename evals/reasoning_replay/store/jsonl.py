@@ -1,7 +1,8 @@
 """Append-only JSON-lines files that survive crashes and hand edits.
 
 Records are only ever appended; nothing here truncates or rewrites a file, so earlier
-results cannot be lost. A line that does not parse (a crash mid-write, a hand edit) is
+results cannot be lost. Files are opened without following links (a link planted under a log's
+name is refused, see :mod:`capplan.core.confined_write`). A line that does not parse (a crash mid-write, a hand edit) is
 reported and skipped on reading and left where it is.
 """
 
@@ -12,39 +13,47 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from capplan.core import confined_write
 from capplan.evals.reasoning_replay import redact
 from capplan.evals.reasoning_replay.errors import HarnessError
 
 
 class JsonlFile:
-    """One ``*.jsonl`` file in the output folder."""
+    """One ``*.jsonl`` file directly in the output folder, read and written without following links."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.folder, self.name = path.parent, path.name  # the folder is taken as given; the name is opened in it
         self._lock = threading.Lock()
+        self._clean = False  # our own appends end in a newline: the file's end is looked at once
 
     def append(self, record: dict[str, Any]) -> None:
         """Add one record; credential values are scrubbed from the line first."""
         line = redact.scrub(json.dumps(record, ensure_ascii=False, default=str))
         with self._lock:
-            # A torn last line (crash mid-write) must not swallow the next record.
-            needs_newline = self._ends_without_newline()
             try:
-                with self.path.open("a", encoding="utf-8") as handle:
-                    handle.write(("\n" if needs_newline else "") + line + "\n")
-            except OSError as exc:
-                raise HarnessError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+                # A torn last line (crash mid-write) must not swallow the next record.
+                needs_newline = not self._clean and self._ends_without_newline()
+                confined_write.append(self.folder, (self.name,),
+                                      (("\n" if needs_newline else "") + line + "\n").encode("utf-8"))
+            except confined_write.ConfinedPathError as exc:
+                raise HarnessError(f"cannot write {exc.path}: {exc.message}" + (f"; {exc.hint}" if exc.hint else "")) \
+                    from None
+            self._clean = True
 
     def read(self) -> tuple[list[dict[str, Any]], list[str]]:
         """Every readable record, and one message per line that could not be read."""
-        if not self.path.exists():
-            return [], []
         records: list[dict[str, Any]] = []
         problems: list[str] = []
         try:
-            text = self.path.read_text(encoding="utf-8-sig", errors="replace")
+            raw = confined_write.read_bytes(self.folder, (self.name,))
+        except confined_write.ConfinedPathError as exc:
+            return [], [f"{exc.path}: cannot read ({exc.message})"]
         except OSError as exc:
             return [], [f"{self.path}: cannot read ({exc.strerror or exc})"]
+        if raw is None:
+            return [], []
+        text = raw.decode("utf-8-sig", errors="replace")
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
@@ -60,12 +69,5 @@ class JsonlFile:
         return records, problems
 
     def _ends_without_newline(self) -> bool:
-        try:
-            with self.path.open("rb") as handle:
-                handle.seek(0, 2)
-                if handle.tell() == 0:
-                    return False
-                handle.seek(-1, 2)
-                return handle.read(1) != b"\n"
-        except FileNotFoundError:
-            return False
+        raw = confined_write.read_bytes(self.folder, (self.name,))
+        return raw is not None and raw != b"" and not raw.endswith(b"\n")

@@ -113,6 +113,7 @@ def test_the_import_writes_one_task_per_entry_and_refuses_a_non_empty_folder(tmp
     bench = source.load("multi_turn_miss_func")
     entry = bench.entries[0]
     assert [c["name"] for c in task["environment"]] == entry.involved_classes
+    assert task["requires"] == ["bfcl-eval"]  # its refs are modules of bfcl-eval: the task declares it
     first = task["environment"][0]
     assert first["ref"] == f"{bench.class_modules[first['name']]}:{first['name']}"
     assert first["setup"]["method"] == "_load_scenario" and first["setup"]["args"]["long_context"] is False

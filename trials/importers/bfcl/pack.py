@@ -2,8 +2,8 @@
 
 One task file per benchmark entry:
 
-- ``environment``: one component per involved API class, referenced as the installed module
-  that defines it, with ``setup: _load_scenario`` and the entry's initial configuration (and
+- ``requires: [bfcl-eval]`` and ``environment``: one component per involved API class, referenced
+  as the module of the installed bfcl-eval that defines it, with ``setup: _load_scenario`` and the entry's initial configuration (and
   ``long_context`` for that category), as the benchmark loads its instances;
 - ``tools``: the classes' function docs converted as BFCL's OpenAI handler converts them; a
   function held out until a later turn (``miss_func``) has ``available_from_turn``;
@@ -41,6 +41,8 @@ GRADER_CHOICES: tuple[GraderChoice, ...] = ("builtin", "bfcl", "both")
 #: the grader function ``--grader bfcl`` names (BFCL's multi_turn_checker behind it)
 CHECKER_REF = "capplan.trials.importers.bfcl.checker:bfcl_multi_turn_checker"
 SETUP_METHOD = "_load_scenario"
+#: the distribution whose modules the components name (each task file declares it under ``requires:``)
+DISTRIBUTION = "bfcl-eval"
 
 try:  # libyaml's emitter when PyYAML was built with it (as capplan's run folders are written)
     _Dumper: type[yaml.SafeDumper] = yaml.CSafeDumper
@@ -154,6 +156,8 @@ def task_document(bench: Benchmark, entry: BfclEntry, grader: GraderChoice) -> t
         "pack": entry.category,
         # BFCL's function-calling handlers send no system message: the conversation opens with the user
         "system_prompt": "",
+        # the components are modules of bfcl-eval: a task names only installed code it declares
+        "requires": [DISTRIBUTION],
         "environment": components,
         "tools": tools,
         "user": {"mode": "scripted", "turns": turns},
