@@ -46,7 +46,7 @@ from capplan.trials.loop import LoopConfig, LoopEnd, ToolCallingLoop, WireToolCh
 from capplan.trials.terminal import Terminal
 from capplan.trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
 from capplan.trials.recording import MetricsSink, Recorder, scrub, secret_values
-from capplan.trials.costs import known_cost, line_usage, rounded_calls
+from capplan.trials.costs import known_cost, line_usage, rounded_calls, total_tokens
 from capplan.trials.records import Grade, Metrics, RunLine, Termination, Trajectory, TrialIdentity, TurnCheckpoint
 from capplan.trials.spec import TrialRecords, TrialSpec
 from capplan.trials.task_code import (
@@ -403,8 +403,7 @@ class _Trial:
             counts_against_model=metrics.counts_against_model, passed=verdict.passed,
             cost_usd=agent_cost, cost_source=metrics.cost_source, user_cost_usd=user_cost,
             user_cost_source=metrics.user_cost_source,
-            total_tokens=usage.prompt_tokens + usage.completion_tokens,
-            user_total_tokens=user_usage.prompt_tokens + user_usage.completion_tokens,
+            total_tokens=total_tokens(usage), user_total_tokens=total_tokens(user_usage),
             usage=line_usage(usage), user_usage=line_usage(user_usage), n_calls=len(sink.calls),
             retries=dict(sorted(Counter(r.retry_class for r in rec.retries).items())),
             latency_s=round(metrics.latency_s, 9), turns=end.turns, dir=spec.key.relpath,

@@ -251,4 +251,4 @@ def test_a_trial_of_unknown_cost_is_shown_as_unknown_never_as_zero() -> None:
     progress.end()
     lines = buffer.getvalue().splitlines()
     assert lines[0] == "completed   self-hosted/count/0  user_stop  passed  cost unknown"
-    assert lines[-1] == "trials 2/2 done · 0 running · 0 failed · 2.0/min · $0.0001 spent (+ 1 trial(s) of unknown cost)"
+    assert lines[-1] == "trials 2/2 done · 0 running · 0 failed · 2.0/min · ≥ $0.0001 spent (+ 1 trial(s) of unknown cost)"

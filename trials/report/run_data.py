@@ -67,9 +67,9 @@ class TrialResult:
     termination_reason: str
     counts_against_model: bool
     passed: bool | None
-    cost_usd: float | None
+    cost_usd: float | None  # None: unknown (a call of unknown cost), never a made-up 0
     user_cost_usd: float | None
-    total_tokens: int
+    total_tokens: int | None  # None: a call reported no token counts (unknown, never 0)
     user_total_tokens: int | None
     turns: int
     n_calls: int | None
@@ -214,7 +214,7 @@ def _interrupted(run: str, root: Path, key: str, manifest: RunManifest) -> Trial
         user_plan_fingerprint=manifest.settings.user_plan_fingerprint if manifest.settings else None,
         task_id=task_id, task_pack=task.pack if task else "", task_sha256=task.sha256 if task else "",
         index=int(index), attempt=None, status="interrupted", termination_reason="interrupted",
-        counts_against_model=False, passed=None, cost_usd=None, user_cost_usd=None, total_tokens=0,
+        counts_against_model=False, passed=None, cost_usd=None, user_cost_usd=None, total_tokens=None,
         user_total_tokens=None, turns=0, n_calls=None, latency_s=None, dir=f"trials/{key}", root=root)
 
 
