@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from capplan.trials.records import CallRecord, LineUsage, UsageRecord
+from capplan.trials.records import CallRecord, LineUsage, RunLine, UsageRecord
 
 #: the resolution amounts are written at (a billionth of a dollar)
 USD_DIGITS = 9
@@ -34,6 +34,18 @@ def known_cost(calls: Iterable[CallRecord], roles: Sequence[str]) -> float | Non
             return None
         total += call.cost_usd
     return round_usd(total)
+
+
+def known_part(calls: Iterable[CallRecord], roles: Sequence[str]) -> float:
+    """What the roles' calls of known cost spent: the lower bound of a total :func:`known_cost` calls unknown."""
+    return round_usd(sum(c.cost_usd for c in calls if c.role in roles and c.cost_usd is not None))
+
+
+def known_spend(line: RunLine) -> float:
+    """Every dollar a run line knows was spent: its costs, or where one is unknown, that role's known part."""
+    agent = line.cost_usd if line.cost_usd is not None else line.cost_known_usd
+    user = line.user_cost_usd if line.user_cost_usd is not None else line.user_cost_known_usd
+    return (agent or 0.0) + (user or 0.0)
 
 
 def unknown_cost_calls(calls: Iterable[CallRecord], roles: Sequence[str] | None = None) -> int:

@@ -28,6 +28,17 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
+#: fields a trial's records carry only when they say something (so a record of known cost keeps its bytes)
+ONLY_WHEN_SET = frozenset({"cost_known_usd", "user_cost_known_usd"})
+
+
+def record_json(record: BaseModel) -> dict[str, Any]:
+    """``record`` as JSON data, without the :data:`ONLY_WHEN_SET` fields that are null."""
+    unset = {name for name in ONLY_WHEN_SET if name in type(record).model_fields and getattr(record, name) is None}
+    data: dict[str, Any] = record.model_dump(mode="json", exclude=unset or None)
+    return data
+
+
 class TrialIdentity(_Record):
     """Which trial a record belongs to."""
 
@@ -225,6 +236,11 @@ class Metrics(_Record):
     cost_source: Literal["litellm", "pricing", "unknown", "mixed", "none"]
     user_cost_usd: float | None = Field(description="The user simulator's cost, as cost_usd.")
     user_cost_source: Literal["litellm", "pricing", "unknown", "mixed", "none"] = "none"
+    cost_known_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when cost_usd is null: what the agent-side calls of known "
+        "cost spent (a lower bound of the cost).")
+    user_cost_known_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when user_cost_usd is null: as cost_known_usd.")
     n_calls: int
     calls: list[CallRecord]
     latency_s: float = Field(description="Summed provider latency of every attempt, backoff waits included.")
@@ -338,6 +354,11 @@ class RunLine(_Record):
     user_cost_usd: float | None = Field(None, ge=0, allow_inf_nan=False,
                                         description="The user simulator's cost in USD (null: unknown or absent).")
     user_cost_source: Literal["litellm", "pricing", "unknown", "mixed", "none"] | None = None
+    cost_known_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when cost_usd is null: what the agent-side calls of known "
+        "cost spent (a lower bound of the cost; absent otherwise).")
+    user_cost_known_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when user_cost_usd is null: as cost_known_usd.")
     total_tokens: int | None = Field(ge=0, description="The agent's prompt + completion tokens; null when a call "
                                                        "reported no token counts.")
     user_total_tokens: int | None = Field(None, ge=0, description="The user simulator's prompt + completion tokens "
@@ -537,9 +558,11 @@ class RunManifest(_Record):
 class CostStat(_Record):
     """One role's cost over a row's trials; trials of unknown cost are counted, never priced at 0."""
 
-    total_usd: float | None = Field(description="Sum over the trials of known cost; null when none is known.")
+    total_usd: float | None = Field(
+        description="Every known dollar: the trials of known cost, plus the known part (cost_known_usd) of the "
+                    "others; a lower bound when unknown_trials > 0; null when nothing is known.")
     mean_usd: float | None = Field(description="Mean over the trials of known cost; null when none is known.")
-    unknown_trials: int = Field(description="Trials whose cost is unknown (left out of total and mean).")
+    unknown_trials: int = Field(description="Trials whose cost is unknown (left out of the mean).")
 
 
 class TokenStat(_Record):

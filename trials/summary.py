@@ -82,9 +82,17 @@ def _user_cost(line: dict[str, Any]) -> float | None:
     return value  # type: ignore[no-any-return]
 
 
-def _cost_stat(values: list[float | None]) -> CostStat:
+def _known_part(line: dict[str, Any], field: str) -> float:
+    """What a trial of unknown cost is known to have spent (its calls of known cost); 0 for an older line."""
+    value = line.get(field)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _cost_stat(values: list[float | None], parts: list[float]) -> CostStat:
+    """Every known dollar (trials of unknown cost add their known part), the mean over the trials of known cost."""
     known = [v for v in values if v is not None]
-    return CostStat(total_usd=_round(sum(known)) if known else None,
+    spent = sum(known) + sum(part for v, part in zip(values, parts) if v is None)
+    return CostStat(total_usd=_round(spent) if known or spent else None,
                     mean_usd=_round(sum(known) / len(known)) if known else None,
                     unknown_trials=len(values) - len(known))
 
@@ -143,7 +151,8 @@ def _row(plan_key: str, pack: str, group: list[dict[str, Any]]) -> SummaryRow:
         pass_rate_ci95=(round(interval[0], 9), round(interval[1], 9)) if interval else None,
         pass_hat_k={k: round(v, 9) for k, v in hat.items()} if hat else None,
         mean_cost_usd=_round(sum(known_both) / len(known_both)) if known_both else None,
-        agent_cost=_cost_stat(agent), user_cost=_cost_stat(user),
+        agent_cost=_cost_stat(agent, [_known_part(g, "cost_known_usd") for g in group]),
+        user_cost=_cost_stat(user, [_known_part(g, "user_cost_known_usd") for g in group]),
         mean_tokens=_round(sum(tokens) / len(tokens)) if tokens else None,
         unknown_token_trials=len(group) - len(tokens),
         agent_tokens=agent_tokens, user_tokens=user_tokens,
@@ -166,7 +175,8 @@ def summarize(lines: Iterable[dict[str, Any]], *, unfinished_cost_usd: float = 0
     all_lines = [g for group in groups.values() for g in group]
     agent = [_agent_cost(g) for g in all_lines]
     user = [_user_cost(g) for g in all_lines]
-    agent_total, user_total = _known_sum(agent), _known_sum(user)
+    agent_total = _with_parts(_known_sum(agent), agent, [_known_part(g, "cost_known_usd") for g in all_lines])
+    user_total = _with_parts(_known_sum(user), user, [_known_part(g, "user_cost_known_usd") for g in all_lines])
     # older lines' combined cost is known and spent: in the total, though in neither the agent's nor the user's part
     unsplit = _known_sum([g["cost_usd"] for g in all_lines if split_unknown(g) and g.get("cost_usd") is not None])
     unknown = sum(1 for g, a, u in zip(all_lines, agent, user)
@@ -180,6 +190,12 @@ def summarize(lines: Iterable[dict[str, Any]], *, unfinished_cost_usd: float = 0
                    user_cost_usd=_round(_part(user_total, [u for u, old in zip(user, split) if not old])),
                    unfinished_cost_usd=round(unfinished_cost_usd, 9), unknown_cost_trials=unknown,
                    trials=len(all_lines))
+
+
+def _with_parts(total: float | None, values: list[float | None], parts: list[float]) -> float | None:
+    """``total`` plus the known parts of the trials whose value is unknown."""
+    spent = sum(part for v, part in zip(values, parts) if v is None)
+    return total + spent if total is not None else spent or None
 
 
 def _part(total: float | None, values: list[float | None]) -> float | None:

@@ -76,6 +76,9 @@ class TrialResult:
     latency_s: float | None
     dir: str
     root: Path = field(repr=False, compare=False)
+    #: where cost_usd / user_cost_usd is None: what the calls of known cost spent (a lower bound)
+    cost_known_usd: float | None = None
+    user_cost_known_usd: float | None = None
 
     @property
     def outcome(self) -> str:
@@ -202,7 +205,8 @@ def _from_line(run: str, root: Path, line: dict[str, Any]) -> TrialResult:
         counts_against_model=line["counts_against_model"], passed=line["passed"], cost_usd=line["cost_usd"],
         user_cost_usd=line.get("user_cost_usd"), total_tokens=line["total_tokens"],
         user_total_tokens=line.get("user_total_tokens"), turns=line["turns"], n_calls=line.get("n_calls"),
-        latency_s=line.get("latency_s"), dir=line["dir"], root=root)
+        latency_s=line.get("latency_s"), dir=line["dir"], root=root, cost_known_usd=line.get("cost_known_usd"),
+        user_cost_known_usd=line.get("user_cost_known_usd"))
 
 
 def _interrupted(run: str, root: Path, key: str, manifest: RunManifest) -> TrialResult:
