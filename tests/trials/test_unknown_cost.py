@@ -54,10 +54,10 @@ def responder(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     mode = first.rsplit(" ", 1)[-1]
     if mode == "fail500":
         return error(500, "upstream exploded")
-    if mode == "flaky":
+    if mode.startswith("flaky"):  # one 500 per marker, then answers
         with _lock:
-            once = "flaky" not in _flaked
-            _flaked.add("flaky")
+            once = mode not in _flaked
+            _flaked.add(mode)
         if once:
             return error(500, "upstream hiccup")
     status, payload = default_responder(body)
@@ -220,6 +220,20 @@ def test_a_run_whose_every_cost_is_unknown_totals_null_not_zero(server: AgentSer
     markdown = (out / "summary.md").read_text()
     assert "total cost unknown (2 trial(s) of unknown cost) (agent unknown" in markdown
     assert "$0.0000 (" not in markdown and "| unknown |" in markdown
+
+
+def test_the_budget_stop_says_its_spend_is_a_lower_bound(server: AgentServer, tmp_path: Path) -> None:
+    task = write_task(tmp_path / "pack", task_id="flaky-budget", turns=["please add 2 flaky-budget", "thanks"])
+    plan = tmp_path / "priced.json"
+    plan.write_bytes(openai_plan(pricing=PRICING).to_bytes())
+    result = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"),
+                                       "--trials", "2", "--concurrency", "1", "--max-cost", "0.000001",
+                                       "--api-base", server.base])
+    assert result.exit_code == 1, result.output
+    [line] = lines_of(tmp_path / "run").values()
+    assert line["cost_usd"] is None and line["cost_known_usd"] > 0
+    assert (f"budget stop: ≥ ${line['cost_known_usd']:.4f} spent (+ 1 trial(s) of unknown cost) of --max-cost"
+            in result.output)
 
 
 # --- the rule, call by call ----------------------------------------------------------------
