@@ -2,8 +2,8 @@
 
 A loopback OpenAI-compatible server (tests/trials/agent_server.py) answers each task its own way,
 picked by a marker in the task's user turn: properly (priced by the plan), always 500, a 200 whose
-body is cut short, a 200 without ``usage``, or properly after one 500 (``flaky``: its known calls
-are a known part of an unknown cost). The run goes through the real driver, loop and
+body is cut short, a 200 without ``usage``, properly after one 500 (``flaky``: its known calls
+are a known part of an unknown cost), or too late for the plan's per-attempt timeout (``slow``). The run goes through the real driver, loop and
 litellm (the retry controllers' sleeps are no-ops); every file the run leaves and every reader of
 them (``trial report`` as text and CSV, the view's payload, ``load_run`` and ``to_pandas``) is
 checked for unknown where a provider never reported usage or cost, and for the known values
@@ -16,6 +16,7 @@ import csv
 import io
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ PRICING = {"key": "openai/agent-model", "input": 1.0, "output": 1.0}
 GOOD = "good"
 MODES = (GOOD, "fail500", "cut", "bare", "flaky")
 UNKNOWN = MODES[1:]
+#: how long a "slow" answer is held back, against the 0.2 s per-attempt timeout of the run that uses it
+SLOW_S = 2.0
 _flaked: set[str] = set()
 _lock = threading.Lock()
 
@@ -54,6 +57,8 @@ def responder(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     mode = first.rsplit(" ", 1)[-1]
     if mode == "fail500":
         return error(500, "upstream exploded")
+    if mode == "slow":  # held back well past the plan's per-attempt timeout: every attempt times out
+        time.sleep(SLOW_S)
     if mode.startswith("flaky"):  # one 500 per marker, then answers
         with _lock:
             once = mode not in _flaked
@@ -77,12 +82,12 @@ def server() -> Iterator[AgentServer]:
             yield srv
 
 
-def run_modes(tmp: Path, server: AgentServer, modes: tuple[str, ...]) -> Path:
+def run_modes(tmp: Path, server: AgentServer, modes: tuple[str, ...], loop: dict[str, Any] | None = None) -> Path:
     """A run of one trial per mode, all in one task pack (one summary row); returns the run folder."""
     tasks = [write_task(tmp / "pack", task_id=mode, turns=[f"please add 2 {mode}", f"thanks {mode}"])
              for mode in modes]
     plan = tmp / "priced.json"
-    plan.write_bytes(openai_plan(pricing=PRICING).to_bytes())
+    plan.write_bytes(openai_plan(pricing=PRICING, loop=loop).to_bytes())
     out = tmp / "run"
     specs = build_specs(RunRequest(tasks=tasks, plans=[plan], out=out, trials=1, api_base=server.base))
     drive(specs, RunFolder(out), LocalBackend(RunContext(sleep=lambda s: None)), concurrency=2, max_cost=None,
@@ -220,6 +225,17 @@ def test_a_run_whose_every_cost_is_unknown_totals_null_not_zero(server: AgentSer
     markdown = (out / "summary.md").read_text()
     assert "total cost unknown (2 trial(s) of unknown cost) (agent unknown" in markdown
     assert "$0.0000 (" not in markdown and "| unknown |" in markdown
+
+
+def test_a_trial_whose_calls_timed_out_is_unknown_not_zero(server: AgentServer, tmp_path: Path) -> None:
+    out = run_modes(tmp_path, server, ("slow",), loop={"api_call_timeout_s": 0.2})
+    [line] = lines_of(out).values()
+    calls = metrics_of(out, line)["calls"]
+    assert calls and all(c["error_class"] == "timeout" and c["cost_usd"] is None and c["usage"] is None
+                         for c in calls), calls
+    assert line["cost_usd"] is None and line["cost_known_usd"] == 0.0 and line["total_tokens"] is None
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["total_cost_usd"] is None and summary["unknown_cost_trials"] == 1
 
 
 def test_the_budget_stop_says_its_spend_is_a_lower_bound(server: AgentServer, tmp_path: Path) -> None:
