@@ -162,7 +162,7 @@ def test_preview_says_which_history_reasoning_was_left_out_on_stderr(tmp_path: P
 def test_send_prints_unknown_usage_never_zero_tokens() -> None:
     from capplan.cli.send_cmd import render_result
 
-    base = {"text": "hi", "tool_calls": [], "reasoning": None, "cost_usd": None, "cost_source": "unknown",
+    base: dict[str, Any] = {"text": "hi", "tool_calls": [], "reasoning": None, "cost_usd": None, "cost_source": "unknown",
             "finish_reason": "stop", "latency_s": 0.1, "openrouter_generation_id": None, "parser_errors": [],
             "validation_errors": [], "value_substitutions": []}
     zeros = {"prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0, "provider_raw": {}}

@@ -156,7 +156,7 @@ def test_an_unknown_trial_cost_keeps_its_known_part(mixed: Path) -> None:
 
 def known_dollars(out: Path) -> float:
     """Every dollar the run's lines know was spent: known costs, and the known part of unknown ones."""
-    return sum(line["cost_usd"] if line["cost_usd"] is not None else line["cost_known_usd"]
+    return sum(float(line["cost_usd"] if line["cost_usd"] is not None else line["cost_known_usd"])
                for line in lines_of(out).values())
 
 
