@@ -103,10 +103,13 @@ def render_result(data: dict[str, Any]) -> str:
         blocks = data["reasoning"]["blocks"]
         signed = sum(1 for b in blocks if b.get("signature"))
         lines.append(f"reasoning: {len(blocks)} block(s), {signed} signed; summary: {data['reasoning']['summary']!r}")
-    lines.append(
-        "usage: "
-        + ", ".join(f"{k}={v}" for k, v in sorted(usage.items()) if k != "provider_raw" and not isinstance(v, (dict, list)))
-    )
+    if usage.get("prompt_tokens") or usage.get("completion_tokens"):
+        lines.append(
+            "usage: "
+            + ", ".join(f"{k}={v}" for k, v in sorted(usage.items()) if k != "provider_raw" and not isinstance(v, (dict, list)))
+        )
+    else:  # a prompt always has tokens: all zeros is a response that reported none (unknown, not 0)
+        lines.append("usage: unknown (the provider reported no token counts)")
     cost = "unknown" if data["cost_usd"] is None else f"${data['cost_usd']:.6f}"
     lines.append(f"cost: {cost} ({data['cost_source']})")
     lines.append(f"finish_reason: {data['finish_reason']}")

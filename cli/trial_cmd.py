@@ -210,10 +210,20 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
                    "run the same command again to resume", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if outcome.budget_stopped:
-        click.echo(f"budget stop: ${outcome.spent_usd:.4f} spent of --max-cost ${max_cost}; "
+        click.echo(f"budget stop: {_spent(folder, outcome.spent_usd)} of --max-cost ${max_cost}; "
                    f"{len(outcome.not_started)} trial(s) not started", err=True)
         sys.exit(EXIT_FINDINGS)
     sys.exit(_outcome_status(folder, specs, fail_on_error))
+
+
+def _spent(folder: Any, known_usd: float) -> str:
+    """What the budget counted: every known dollar, a lower bound when some trial's cost is unknown (never $0 for it)."""
+    from capplan.trials.summary import summarize
+
+    unknown = summarize(list(folder.finished().values())).unknown_cost_trials
+    if not unknown:
+        return f"${known_usd:.4f} spent"
+    return f"≥ ${known_usd:.4f} spent (+ {unknown} trial(s) of unknown cost)"
 
 
 def tolerated(bad: int, total: int, tolerance: float) -> bool:

@@ -55,7 +55,7 @@ from pydantic import ValidationError
 from capplan.core.diagnostics import Diagnostic
 from capplan.trials import confined
 from capplan.trials.confined import ConfinedPathError
-from capplan.trials.costs import known_cost, round_usd
+from capplan.trials.costs import known_cost, round_usd, unknown_cost_calls
 from capplan.trials.records import CallRecord
 
 JOURNAL_FILE = "calls.jsonl"
@@ -320,10 +320,12 @@ class DiedSpend:
     agent_tokens: int
     user_tokens: int
     last_call_at: float | None
+    #: every known call cost summed (a role whose total is unknown still spent its known calls' part)
+    known_part_usd: float = 0.0
 
     @property
     def known_usd(self) -> float:
-        return round_usd((self.agent_cost_usd or 0.0) + (self.user_cost_usd or 0.0))
+        return round_usd(self.known_part_usd)
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "attempt": self.attempt, "execution": self.execution, "calls": self.calls,
@@ -454,14 +456,16 @@ def died_in_flight(journal: Journal, written: Callable[[str, int], bool],
                                             f"call: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}",
                                             hint=f"{JOURNAL_FILE} is written by capplan only; restore it from a "
                                                  "backup, or remove the line (its call's spend is then not counted)"))
-        answered = [c for c in calls if c.outcome != "failed"]
         died.append(DiedSpend(
             key=entry.key, attempt=entry.attempt, execution=entry.execution, calls=len(calls),
             agent_cost_usd=known_cost(calls, _AGENT_ROLES), user_cost_usd=known_cost(calls, _USER_ROLES),
-            unknown_cost_calls=sum(1 for c in answered if c.cost_usd is None),
-            agent_tokens=sum(c.usage.prompt_tokens + c.usage.completion_tokens for c in calls if c.role in _AGENT_ROLES),
-            user_tokens=sum(c.usage.prompt_tokens + c.usage.completion_tokens for c in calls if c.role in _USER_ROLES),
-            last_call_at=entry.last_at,
+            unknown_cost_calls=unknown_cost_calls(calls),
+            # the known tokens (a call that reported none adds nothing; its cost is unknown and counted above)
+            agent_tokens=sum(c.usage.prompt_tokens + c.usage.completion_tokens
+                             for c in calls if c.role in _AGENT_ROLES and c.usage is not None),
+            user_tokens=sum(c.usage.prompt_tokens + c.usage.completion_tokens
+                            for c in calls if c.role in _USER_ROLES and c.usage is not None),
+            last_call_at=entry.last_at, known_part_usd=sum(c.cost_usd or 0.0 for c in calls),
         ))
     return died
 

@@ -85,11 +85,16 @@ class Progress:
                 self.spent = spent
             passed = records.run_line.get("passed")
             verdict = "passed" if passed else ("not passed" if passed is False else "ungraded")
-            # a cost no pricing covers is unknown, never $0 (runs.jsonl holds null for it)
-            unknown = "cost_usd" in records.run_line and records.run_line["cost_usd"] is None
+            # a cost nobody reported is unknown, never $0 (runs.jsonl holds null for it); the known part is a
+            # lower bound, with how many calls it leaves out
+            line = records.run_line
+            unknown = any(k in line and line[k] is None for k in ("cost_usd", "user_cost_usd"))
             if unknown and written:
                 self.unknown_cost += 1
-            cost = "cost unknown" if unknown else f"${records.cost_usd:.6f}"
+            calls = records.metrics.get("calls") or []
+            missing = sum(1 for c in calls if isinstance(c, dict) and c.get("cost_usd") is None)
+            cost = (f"cost ≥ ${records.cost_usd:.6f} (+ {missing} call(s) unknown)" if unknown and missing
+                    else "cost unknown" if unknown else f"${records.cost_usd:.6f}")
             self.display.print(f"{records.status.value:<11} {records.key}  {records.termination_reason.value}"
                                f"  {verdict}  {cost}")
 
@@ -101,7 +106,7 @@ class Progress:
     def _line(self) -> str:
         minutes = max(self._clock() - self._began, 1e-9) / 60
         line = (f"trials {self.done}/{self.total} done · {self.running} running · {self.failed} failed · "
-                f"{self.finished_here / minutes:.1f}/min · ${self.spent:.4f} spent")
+                f"{self.finished_here / minutes:.1f}/min · {'≥ ' if self.unknown_cost else ''}${self.spent:.4f} spent")
         if self.unknown_cost:
             line += f" (+ {self.unknown_cost} trial(s) of unknown cost)"
         if self.by_node:

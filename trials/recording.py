@@ -23,9 +23,11 @@ from typing import Any, Literal
 
 from capplan.core.redaction import Redactor, process_redactor
 from capplan.executor.attempts import attempts_of
+from capplan.executor.cost import has_token_counts
 from capplan.executor.result import Attempt, GenerationResult
 from capplan.executor.usage import Usage
 from capplan.trials.call_journal import CallLog, current_log
+from capplan.trials.costs import cost_source, known_usage
 from capplan.trials.records import (
     CallRecord,
     ParserErrorRecord,
@@ -75,7 +77,13 @@ def secret_values(env_names: tuple[str | None, ...]) -> tuple[str, ...]:
     return tuple(v for n in env_names if n for v in [os.environ.get(n, "")] if v)
 
 
-def usage_record(usage: Usage) -> UsageRecord:
+def usage_record(usage: Usage) -> UsageRecord | None:
+    """The call's counters; None when the provider reported no token counts (unknown, never 0 tokens).
+
+    A prompt always has tokens, so all-zero counters are what litellm fills in for a missing block.
+    """
+    if not has_token_counts(usage):
+        return None
     # the counters only: asdict would deep-copy the raw usage block first, once per call, to drop it
     return UsageRecord(
         prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
@@ -199,12 +207,18 @@ class MetricsSink:
         """A call that raised: every attempt it made is on the record, each ``failed``.
 
         ``route`` is the client's gateway route and kind (a raised call has no result to carry them).
-        A call that raised before reaching the provider (a missing credential) is one record with no latency.
+        A call that raised before reaching the provider (a missing credential, a request that could not be
+        built: no attempt on its log) is one record with no latency, and known to have cost nothing
+        (``cost_source: none``); every attempt that went to the transport is of unknown cost and usage,
+        as the provider reported neither.
         """
         attempts = attempts_of(exc) if exc is not None else ()
         if not attempts:
-            attempts = (Attempt(status="error", wait_s=0.0, latency_s=0.0,
-                                error_type=type(exc).__name__ if exc is not None else None),)
+            unsent = Attempt(status="error", wait_s=0.0, latency_s=0.0,
+                             error_type=type(exc).__name__ if exc is not None else None)
+            self._add(self._error(role, turn, 1, unsent, *route).model_copy(
+                update={"usage": UsageRecord(), "cost_usd": 0.0, "cost_source": "none"}))
+            return
         for number, attempt in enumerate(attempts, start=1):
             self._add(self._error(role, turn, number, attempt, *route))
 
@@ -217,7 +231,7 @@ class MetricsSink:
                kind: str | None) -> CallRecord:
         return CallRecord(
             role=role, turn=turn, outcome="failed", status="error", error_class=attempt.error_class,
-            error_type=attempt.error_type, attempt=number, usage=UsageRecord(), cost_usd=None, cost_source="unknown",
+            error_type=attempt.error_type, attempt=number, usage=None, cost_usd=None, cost_source="unknown",
             wait_s=self._take_wait(attempt.wait_s), latency_s=attempt.latency_s, gateway_route=route,
             gateway_route_kind=kind,
             key_index=attempt.key_index,
@@ -239,18 +253,13 @@ class MetricsSink:
         """The backoff waits inside :meth:`latency`."""
         return sum(c.wait_s for c in self.calls)
 
-    def usage(self, *roles: Role) -> UsageRecord:
-        total = UsageRecord()
-        for call in self.calls:
-            if call.role in roles:
-                total = UsageRecord(**{k: getattr(total, k) + getattr(call.usage, k) for k in UsageRecord.model_fields})
-        return total
+    def usage(self, *roles: Role) -> UsageRecord | None:
+        """The roles' summed counters; None when a call of theirs reported none (see :func:`known_usage`)."""
+        return known_usage(self.calls, roles)
 
     def cost(self, *roles: Role) -> float:
+        """The known part of the roles' spend (what a budget can count; an unknown cost adds nothing)."""
         return sum(c.cost_usd or 0.0 for c in self.calls if c.role in roles)
 
     def cost_source(self, *roles: Role) -> str:
-        sources = {c.cost_source for c in self.calls if c.role in roles and c.status == "ok"}
-        if not sources:
-            return "none"
-        return sources.pop() if len(sources) == 1 else "mixed"
+        return cost_source(self.calls, roles)

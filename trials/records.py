@@ -28,6 +28,17 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
+#: fields a trial's records carry only when they say something (so a record of known cost keeps its bytes)
+ONLY_WHEN_SET = frozenset({"cost_known_usd", "user_cost_known_usd"})
+
+
+def record_json(record: BaseModel) -> dict[str, Any]:
+    """``record`` as JSON data, without the :data:`ONLY_WHEN_SET` fields that are null."""
+    unset = {name for name in ONLY_WHEN_SET if name in type(record).model_fields and getattr(record, name) is None}
+    data: dict[str, Any] = record.model_dump(mode="json", exclude=unset or None)
+    return data
+
+
 class TrialIdentity(_Record):
     """Which trial a record belongs to."""
 
@@ -169,9 +180,11 @@ class CallRecord(_Record):
     error_type: str | None = Field(None, description="The exception's class name.")
     attempt: int = Field(1, description="1 for a call's first attempt, then 2, 3…")
     retry_class: str | None = None
-    usage: UsageRecord
-    cost_usd: float | None
-    cost_source: Literal["litellm", "pricing", "unknown"]
+    usage: UsageRecord | None = Field(description="null: the provider reported no token counts (an attempt that "
+                                                  "failed, an answer without usage); unknown, never 0 tokens.")
+    cost_usd: float | None = Field(description="null: unknown (no reported cost and nothing to price).")
+    cost_source: Literal["litellm", "pricing", "unknown", "none"] = Field(
+        description="none: the call raised before anything was sent, so it cost nothing (cost_usd 0).")
     wait_s: float = Field(0.0, description="Backoff slept before this attempt.")
     latency_s: float = Field(description="This attempt's own round trip (its wait_s is beside it).")
     finish_reason: str | None = None
@@ -214,14 +227,20 @@ class Metrics(_Record):
     counts_against_model: bool = Field(description="False for rate limits, timeouts and infrastructure aborts.")
     turns: int
     max_turns: int
-    usage: UsageRecord = Field(description="The agent model's calls (turns, resamples, summarise).")
-    user_usage: UsageRecord = Field(description="The user simulator's calls.")
+    usage: UsageRecord | None = Field(description="The agent model's calls (turns, resamples, summarise); null when "
+                                                  "one of them reported no token counts (see calls).")
+    user_usage: UsageRecord | None = Field(description="The user simulator's calls, as usage.")
     cost_usd: float | None = Field(
-        description="Agent-side cost (turns, resamples, summarise) in USD, rounded to 1e-9; null when a call the "
-        "provider answered has no known cost.")
+        description="Agent-side cost (turns, resamples, summarise) in USD, rounded to 1e-9; null when one of their "
+        "calls has no known cost (an answer without cost or usage, an attempt that failed after it was sent).")
     cost_source: Literal["litellm", "pricing", "unknown", "mixed", "none"]
     user_cost_usd: float | None = Field(description="The user simulator's cost, as cost_usd.")
     user_cost_source: Literal["litellm", "pricing", "unknown", "mixed", "none"] = "none"
+    cost_known_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when cost_usd is null: what the agent-side calls of known "
+        "cost spent (a lower bound of the cost).")
+    user_cost_known_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when user_cost_usd is null: as cost_known_usd.")
     n_calls: int
     calls: list[CallRecord]
     latency_s: float = Field(description="Summed provider latency of every attempt, backoff waits included.")
@@ -335,10 +354,17 @@ class RunLine(_Record):
     user_cost_usd: float | None = Field(None, ge=0, allow_inf_nan=False,
                                         description="The user simulator's cost in USD (null: unknown or absent).")
     user_cost_source: Literal["litellm", "pricing", "unknown", "mixed", "none"] | None = None
-    total_tokens: int = Field(ge=0, description="The agent's prompt + completion tokens.")
-    user_total_tokens: int | None = Field(None, ge=0, description="The user simulator's prompt + completion tokens.")
-    usage: LineUsage | None = Field(None, description="The agent's token counters.")
-    user_usage: LineUsage | None = Field(None, description="The user simulator's token counters.")
+    cost_known_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when cost_usd is null: what the agent-side calls of known "
+        "cost spent (a lower bound of the cost; absent otherwise).")
+    user_cost_known_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when user_cost_usd is null: as cost_known_usd.")
+    total_tokens: int | None = Field(ge=0, description="The agent's prompt + completion tokens; null when a call "
+                                                       "reported no token counts.")
+    user_total_tokens: int | None = Field(None, ge=0, description="The user simulator's prompt + completion tokens "
+                                                                   "(null: unknown, as total_tokens, or absent).")
+    usage: LineUsage | None = Field(None, description="The agent's token counters (null: unknown, or absent).")
+    user_usage: LineUsage | None = Field(None, description="The user simulator's token counters, as usage.")
     n_calls: int | None = Field(None, ge=0, description="Provider calls of the trial, every role.")
     retries: dict[str, int] | None = Field(None, description="Retries by class.")
     latency_s: float | None = Field(None, ge=0, allow_inf_nan=False, description="Summed provider latency.")
@@ -532,9 +558,11 @@ class RunManifest(_Record):
 class CostStat(_Record):
     """One role's cost over a row's trials; trials of unknown cost are counted, never priced at 0."""
 
-    total_usd: float | None = Field(description="Sum over the trials of known cost; null when none is known.")
+    total_usd: float | None = Field(
+        description="Every known dollar: the trials of known cost, plus the known part (cost_known_usd) of the "
+                    "others; a lower bound when unknown_trials > 0; null when nothing is known.")
     mean_usd: float | None = Field(description="Mean over the trials of known cost; null when none is known.")
-    unknown_trials: int = Field(description="Trials whose cost is unknown (left out of total and mean).")
+    unknown_trials: int = Field(description="Trials whose cost is unknown (left out of the mean).")
 
 
 class TokenStat(_Record):
@@ -567,7 +595,10 @@ class SummaryRow(_Record):
     mean_cost_usd: float | None = Field(description="Mean agent + user cost of the trials of known cost.")
     agent_cost: CostStat | None = None
     user_cost: CostStat | None = None
-    mean_tokens: float | None = Field(description="Mean agent prompt + completion tokens.")
+    mean_tokens: float | None = Field(description="Mean agent prompt + completion tokens over the trials whose "
+                                                   "tokens are known; null when none is.")
+    unknown_token_trials: int = Field(0, description="Trials whose agent tokens are unknown (left out of the token "
+                                                     "means and sums).")
     agent_tokens: TokenStat | None = Field(None, description="Agent token counters summed over the row's trials.")
     user_tokens: TokenStat | None = Field(None, description="User-simulator token counters summed over the trials.")
     mean_agent_tokens: TokenStat | None = None
@@ -587,9 +618,11 @@ class Summary(_Record):
     format: Literal["capplan-trial-summary"] = "capplan-trial-summary"
     version: int = FORMAT_VERSION
     rows: list[SummaryRow]
-    total_cost_usd: float = Field(description="Every known cost of every attempt, interrupted trials' spend included.")
-    agent_cost_usd: float = 0.0
-    user_cost_usd: float = 0.0
+    total_cost_usd: float | None = Field(
+        description="Every known cost of every attempt, interrupted trials' spend included: a lower bound when "
+                    "unknown_cost_trials > 0; null when no cost is known at all.")
+    agent_cost_usd: float | None = Field(0.0, description="The agents' part of total_cost_usd, as it.")
+    user_cost_usd: float | None = Field(0.0, description="The user simulators' part of total_cost_usd, as it.")
     unfinished_cost_usd: float = Field(0.0, description="Spend of trials that did not finish (from run.json).")
     unknown_cost_trials: int = Field(0, description="Trials whose cost is unknown (not in the totals).")
     trials: int

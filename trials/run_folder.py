@@ -65,8 +65,9 @@ from capplan.trials import confined
 from capplan.trials.call_journal import JOURNAL_FILE, CallJournal, DiedSpend, JournalCache
 from capplan.trials.call_journal import died_in_flight as journal_died
 from capplan.trials.confined import ConfinedPathError, check_segment, trial_parts
+from capplan.trials.costs import known_spend
 from capplan.trials.record_yaml import dump_records_yaml
-from capplan.trials.records import RunLine, RunManifest, RunSettings
+from capplan.trials.records import RunLine, RunManifest, RunSettings, record_json
 from capplan.trials.render_process import RecordRenderer
 from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
 
@@ -118,7 +119,7 @@ class _Entry:
 
     @property
     def data(self) -> dict[str, Any]:
-        return self.line.model_dump(mode="json")
+        return record_json(self.line)
 
     @property
     def canonical(self) -> str:
@@ -469,8 +470,7 @@ class RunFolder:
     def superseded_spent_usd(self) -> float:
         """What attempts spent that a later attempt of the same trial superseded (an aborted trial rerun)."""
         latest = {id(entry) for entry in self._contents().latest().values()}
-        return round(sum((e.line.cost_usd or 0.0) + (e.line.user_cost_usd or 0.0)
-                         for e in self._contents().entries if id(e) not in latest), 9)
+        return round(sum(known_spend(e.line) for e in self._contents().entries if id(e) not in latest), 9)
 
     def unfinished_spent_usd(self) -> float:
         """Spend outside the finished trials' records: interrupted trials and trials that died in flight (known part)."""
@@ -557,7 +557,7 @@ class RunFolder:
     def spent_usd(self) -> float:
         """What every attempt cost, superseded ones included (that money was spent), each record once."""
         # an unknown cost (null) cannot be counted; the run warns at its start that the budget misses it
-        return sum((entry.line.cost_usd or 0.0) + (entry.line.user_cost_usd or 0.0) for entry in self._contents().entries)
+        return sum(known_spend(entry.line) for entry in self._contents().entries)
 
     def lines(self) -> list[dict[str, Any]]:
         """Every distinct record of ``runs.jsonl`` in file order (a repeated line is one record)."""

@@ -47,8 +47,17 @@ from capplan.trials.terminal import Terminal
 from capplan.trials.outcome import (FinalAnswer, TerminationReason, TrialStatus, counts_against_model, status_for,
                                    unaccepted_end)
 from capplan.trials.recording import MetricsSink, Recorder, scrub, secret_values
-from capplan.trials.costs import known_cost, line_usage, rounded_calls
-from capplan.trials.records import Grade, Metrics, RunLine, Termination, Trajectory, TrialIdentity, TurnCheckpoint
+from capplan.trials.costs import known_cost, known_part, line_usage, rounded_calls, total_tokens
+from capplan.trials.records import (
+    Grade,
+    Metrics,
+    RunLine,
+    Termination,
+    Trajectory,
+    TrialIdentity,
+    TurnCheckpoint,
+    record_json,
+)
 from capplan.trials.spec import TrialRecords, TrialSpec
 from capplan.trials.task_code import (
     DEFAULT_TIMEOUT_S,
@@ -392,7 +401,10 @@ class _Trial:
         usage = sink.usage("agent", "summarize")
         user_usage = sink.usage("user")
         agent_cost, user_cost = known_cost(sink.calls, ("agent", "summarize")), known_cost(sink.calls, ("user",))
-        metrics = Metrics(
+        # an unknown total still has a known part: the spend of the calls whose cost is known
+        parts = {"cost_known_usd": None if agent_cost is not None else known_part(sink.calls, ("agent", "summarize")),
+                 "user_cost_known_usd": None if user_cost is not None else known_part(sink.calls, ("user",))}
+        metrics = Metrics(**parts,
             trial=identity, status=status, termination_reason=end.reason,
             counts_against_model=counts_against_model(status), turns=end.turns, max_turns=self.max_turns,
             usage=usage, user_usage=user_usage, cost_usd=agent_cost,
@@ -402,14 +414,13 @@ class _Trial:
             openrouter_generation_ids=sink.generation_ids(), wall_s=time.monotonic() - self.started, grade=verdict,
         )
         line = RunLine(
-            key=str(spec.key), plan_key=spec.plan_key, plan_fingerprint=spec.plan_fingerprint,
+            **parts, key=str(spec.key), plan_key=spec.plan_key, plan_fingerprint=spec.plan_fingerprint,
             effective_preset=identity.effective_preset, task_id=spec.task_id, task_pack=spec.task_pack,
             task_sha256=spec.task_sha256, index=spec.index, status=status, termination_reason=end.reason,
             counts_against_model=metrics.counts_against_model, passed=verdict.passed,
             cost_usd=agent_cost, cost_source=metrics.cost_source, user_cost_usd=user_cost,
             user_cost_source=metrics.user_cost_source,
-            total_tokens=usage.prompt_tokens + usage.completion_tokens,
-            user_total_tokens=user_usage.prompt_tokens + user_usage.completion_tokens,
+            total_tokens=total_tokens(usage), user_total_tokens=total_tokens(user_usage),
             usage=line_usage(usage), user_usage=line_usage(user_usage), n_calls=len(sink.calls),
             retries=dict(sorted(Counter(r.retry_class for r in rec.retries).items())),
             latency_s=round(metrics.latency_s, 9), turns=end.turns, dir=spec.key.relpath,
@@ -418,7 +429,7 @@ class _Trial:
             # the budget counts what is known to be spent; an unknown cost is warned about at the start
             key=spec.key, status=status, termination_reason=end.reason,
             cost_usd=round(sink.cost("agent", "summarize", "user"), 9),
-            trajectory=trajectory_data, metrics=metrics.model_dump(mode="json"), run_line=line.model_dump(mode="json"),
+            trajectory=trajectory_data, metrics=record_json(metrics), run_line=record_json(line),
             probe=self.probe_stats.to_json() if self.probe_stats is not None else None,
         )
 

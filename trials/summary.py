@@ -4,8 +4,9 @@ The pass rate's denominator is the graded trials plus the harness errors (``erro
 user reply, a failed simulator call) of tasks that have a grader: the spec keeps those in the
 denominator as not passed, and they are shown in their own column. Aborted trials (rate
 limits, timeouts, infrastructure) are excluded, and trials whose task has no grader are not
-graded. A cost nobody knows is never summed as 0: each cost column leaves those trials out
-and a column counts them.
+graded. A cost or a token count nobody knows is never summed as 0: each total and mean is
+over the trials whose value is known, a count beside it says how many were left out (a total
+is then a lower bound, shown as "≥ $X (+ N unknown)"), and it is null when none is known.
 """
 
 from __future__ import annotations
@@ -82,9 +83,17 @@ def _user_cost(line: dict[str, Any]) -> float | None:
     return value  # type: ignore[no-any-return]
 
 
-def _cost_stat(values: list[float | None]) -> CostStat:
+def _known_part(line: dict[str, Any], field: str) -> float:
+    """What a trial of unknown cost is known to have spent (its calls of known cost); 0 for an older line."""
+    value = line.get(field)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _cost_stat(values: list[float | None], parts: list[float]) -> CostStat:
+    """Every known dollar (trials of unknown cost add their known part), the mean over the trials of known cost."""
     known = [v for v in values if v is not None]
-    return CostStat(total_usd=_round(sum(known)) if known else None,
+    spent = sum(known) + sum(part for v, part in zip(values, parts) if v is None)
+    return CostStat(total_usd=_round(spent) if known or spent else None,
                     mean_usd=_round(sum(known) / len(known)) if known else None,
                     unknown_trials=len(values) - len(known))
 
@@ -96,10 +105,17 @@ def _tokens(lines: list[dict[str, Any]], field: str) -> TokenStat | None:
     return TokenStat(**{name: sum(int(b.get(key, 0)) for b in blocks) for name, key in _TOKEN_KEYS.items()})
 
 
-def _mean_tokens(total: TokenStat | None, n: int) -> TokenStat | None:
+def _mean_tokens(total: TokenStat | None, lines: list[dict[str, Any]], field: str) -> TokenStat | None:
+    n = sum(1 for line in lines if isinstance(line.get(field), dict))  # the trials the sum is over
     if total is None or n == 0:
         return None
     return TokenStat(**{name: getattr(total, name) / n for name in _TOKEN_KEYS})
+
+
+def _known_sum(values: list[float | None]) -> float | None:
+    """The sum of the known values; None when none is known (never a made-up 0)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _row(plan_key: str, pack: str, group: list[dict[str, Any]]) -> SummaryRow:
@@ -120,6 +136,7 @@ def _row(plan_key: str, pack: str, group: list[dict[str, Any]]) -> SummaryRow:
             for g, a, u in zip(group, agent, user)]
     known_both = [b for b in both if b is not None]
     agent_tokens, user_tokens = _tokens(group, "usage"), _tokens(group, "user_usage")
+    tokens = [g["total_tokens"] for g in group if g.get("total_tokens") is not None]
     calls = [g["n_calls"] for g in group if g.get("n_calls") is not None]
     latencies = [float(g["latency_s"]) for g in group if g.get("latency_s") is not None]
     retries: Counter[str] = Counter()
@@ -135,11 +152,13 @@ def _row(plan_key: str, pack: str, group: list[dict[str, Any]]) -> SummaryRow:
         pass_rate_ci95=(round(interval[0], 9), round(interval[1], 9)) if interval else None,
         pass_hat_k={k: round(v, 9) for k, v in hat.items()} if hat else None,
         mean_cost_usd=_round(sum(known_both) / len(known_both)) if known_both else None,
-        agent_cost=_cost_stat(agent), user_cost=_cost_stat(user),
-        mean_tokens=_round(sum(g["total_tokens"] for g in group) / len(group)),
+        agent_cost=_cost_stat(agent, [_known_part(g, "cost_known_usd") for g in group]),
+        user_cost=_cost_stat(user, [_known_part(g, "user_cost_known_usd") for g in group]),
+        mean_tokens=_round(sum(tokens) / len(tokens)) if tokens else None,
+        unknown_token_trials=len(group) - len(tokens),
         agent_tokens=agent_tokens, user_tokens=user_tokens,
-        mean_agent_tokens=_mean_tokens(agent_tokens, len(group)),
-        mean_user_tokens=_mean_tokens(user_tokens, len(group)),
+        mean_agent_tokens=_mean_tokens(agent_tokens, group, "usage"),
+        mean_user_tokens=_mean_tokens(user_tokens, group, "user_usage"),
         mean_turns=_round(sum(g["turns"] for g in group) / len(group)),
         total_calls=sum(calls) if calls else None, mean_calls=_round(sum(calls) / len(calls)) if calls else None,
         retries=dict(sorted(retries.items())),
@@ -157,16 +176,35 @@ def summarize(lines: Iterable[dict[str, Any]], *, unfinished_cost_usd: float = 0
     all_lines = [g for group in groups.values() for g in group]
     agent = [_agent_cost(g) for g in all_lines]
     user = [_user_cost(g) for g in all_lines]
-    agent_total = sum(v for v in agent if v is not None)
-    user_total = sum(v for v in user if v is not None)
+    agent_total = _with_parts(_known_sum(agent), agent, [_known_part(g, "cost_known_usd") for g in all_lines])
+    user_total = _with_parts(_known_sum(user), user, [_known_part(g, "user_cost_known_usd") for g in all_lines])
     # older lines' combined cost is known and spent: in the total, though in neither the agent's nor the user's part
-    unsplit = sum(g["cost_usd"] for g in all_lines if split_unknown(g) and g.get("cost_usd") is not None)
+    unsplit = _known_sum([g["cost_usd"] for g in all_lines if split_unknown(g) and g.get("cost_usd") is not None])
     unknown = sum(1 for g, a, u in zip(all_lines, agent, user)
                   if (a is None or u is None) and not (split_unknown(g) and g.get("cost_usd") is not None))
-    return Summary(rows=rows, total_cost_usd=round(agent_total + user_total + unsplit + unfinished_cost_usd, 9),
-                   agent_cost_usd=round(agent_total, 9), user_cost_usd=round(user_total, 9),
+    total: float | None = (agent_total or 0.0) + (user_total or 0.0) + (unsplit or 0.0) + unfinished_cost_usd
+    if unknown == len(all_lines) and unknown and not total:
+        total = None  # every trial's cost is unknown and nothing else is known to be spent: not $0
+    split = [split_unknown(g) for g in all_lines]
+    return Summary(rows=rows, total_cost_usd=_round(total),
+                   agent_cost_usd=_round(_part(agent_total, [a for a, old in zip(agent, split) if not old])),
+                   user_cost_usd=_round(_part(user_total, [u for u, old in zip(user, split) if not old])),
                    unfinished_cost_usd=round(unfinished_cost_usd, 9), unknown_cost_trials=unknown,
                    trials=len(all_lines))
+
+
+def _with_parts(total: float | None, values: list[float | None], parts: list[float]) -> float | None:
+    """``total`` plus the known parts of the trials whose value is unknown."""
+    spent = sum(part for v, part in zip(values, parts) if v is None)
+    return total + spent if total is not None else spent or None
+
+
+def _part(total: float | None, values: list[float | None]) -> float | None:
+    """A role's part of the total: its known sum; 0 when no trial of this capplan's records has it; null when
+    every one is unknown (an older line's combined cost is in neither part)."""
+    if total is not None:
+        return total
+    return None if any(v is None for v in values) else 0.0
 
 
 def _cell(text: object) -> str:
@@ -200,20 +238,39 @@ def row_cells(r: SummaryRow) -> list[str]:
     reasons = ", ".join(f"{k} {v}" for k, v in r.termination_reasons.items())
     return [str(r.trials), _rate(r.pass_rate), interval, hat, f"{r.passed} / {r.graded}", str(r.failed),
             str(r.error), str(r.aborted), _usd(agent.mean_usd if agent else None),
-            _usd(user.mean_usd if user else None), str(unknown), f"{(r.mean_tokens or 0):.0f}",
+            _usd(user.mean_usd if user else None), str(unknown), _mean_tokens_cell(r),
             f"{(r.mean_turns or 0):.1f}", latency, reasons]
 
 
+def lower_bound_usd(value: float | None, unknown: int, digits: int = 4) -> str:
+    """A total over values of which ``unknown`` are unknown: "$X", "≥ $X (+ N unknown)", or "unknown"."""
+    if value is None:
+        return "unknown"
+    if unknown:
+        return f"≥ ${value:.{digits}f} (+ {unknown} unknown)"
+    return f"${value:.{digits}f}"
+
+
+def _mean_tokens_cell(r: SummaryRow) -> str:
+    """The mean over the trials whose tokens are known, with how many were left out; never 0 for unknown."""
+    if r.mean_tokens is None:
+        return "unknown"
+    return f"{r.mean_tokens:.0f}" + (f" ({r.unknown_token_trials} unknown)" if r.unknown_token_trials else "")
+
+
 def render_markdown(summary: Summary) -> str:
-    total = f"${summary.total_cost_usd:.4f}"
-    if summary.unknown_cost_trials:
-        total = ("unknown" if summary.total_cost_usd == 0 else f"{total} known") + \
-            f" ({summary.unknown_cost_trials} trial(s) of unknown cost)"
+    total = lower_bound_usd(summary.total_cost_usd, summary.unknown_cost_trials)
+    if summary.unknown_cost_trials and summary.total_cost_usd is None:
+        total += f" ({summary.unknown_cost_trials} trial(s) of unknown cost)"
+    unknown_agent = sum(r.agent_cost.unknown_trials for r in summary.rows if r.agent_cost)
+    unknown_user = sum(r.user_cost.unknown_trials for r in summary.rows if r.user_cost)
+    agent = lower_bound_usd(summary.agent_cost_usd, unknown_agent)
+    user = lower_bound_usd(summary.user_cost_usd, unknown_user)
     lines = [
         "# Trial summary",
         "",
         f"{summary.trials} finished trial(s), total cost {total}"
-        + (f" (agent ${summary.agent_cost_usd:.4f}, user ${summary.user_cost_usd:.4f}"
+        + (f" (agent {agent}, user {user}"
            + (f", unfinished trials ${summary.unfinished_cost_usd:.4f}" if summary.unfinished_cost_usd else "")
            + ")" if summary.trials or summary.unfinished_cost_usd else "") + ".",
         "",
@@ -221,8 +278,9 @@ def render_markdown(summary: Summary) -> str:
     lines += md_table(["model", "task pack", *ROW_HEADER],
                       [[r.plan_key, r.task_pack, *row_cells(r)] for r in summary.rows], align="ll" + ROW_ALIGN)
     lines += ["", "Aborted trials (rate limit, timeout, infrastructure, configuration) are excluded from the pass "
-              "rate; harness errors stay in it as not passed. Costs leave out trials of unknown cost, counted "
-              "apart.", ""]
+              "rate; harness errors stay in it as not passed. Costs and tokens leave out trials whose value is unknown "
+              "(a call the provider never reported usage or cost for), counted apart; a total over them is a lower "
+              "bound.", ""]
     lines += [PASS_RULE, ""]
     return "\n".join(lines)
 

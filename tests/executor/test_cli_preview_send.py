@@ -157,3 +157,17 @@ def test_preview_says_which_history_reasoning_was_left_out_on_stderr(tmp_path: P
     assert json.loads(result.stdout)["messages"][1] == {"role": "assistant", "content": "ok"}
     assert (f"{path}: note: messages[1].reasoning.blocks[0] (summary_text) not replayed: "
             "a reasoning summary from another model family carries no Anthropic signature") in result.stderr
+
+
+def test_send_prints_unknown_usage_never_zero_tokens() -> None:
+    from capplan.cli.send_cmd import render_result
+
+    base: dict[str, Any] = {"text": "hi", "tool_calls": [], "reasoning": None, "cost_usd": None, "cost_source": "unknown",
+            "finish_reason": "stop", "latency_s": 0.1, "openrouter_generation_id": None, "parser_errors": [],
+            "validation_errors": [], "value_substitutions": []}
+    zeros = {"prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0, "provider_raw": {}}
+    text = render_result({**base, "usage": zeros})
+    assert "usage: unknown (the provider reported no token counts)" in text and "prompt_tokens=0" not in text
+    assert "cost: unknown (unknown)" in text
+    counted = render_result({**base, "usage": {**zeros, "prompt_tokens": 9, "completion_tokens": 1}})
+    assert "usage: completion_tokens=1, prompt_tokens=9, reasoning_tokens=0" in counted

@@ -3,7 +3,8 @@
 Bound to 127.0.0.1 on a free port, served from daemon threads, shut down by the context
 manager. Each request's JSON body is recorded. The answer is the next queued one (a body with
 a status) or, with the queue empty, the ``responder``'s answer to the body; ``delay_s`` holds
-each answer back like a provider's latency. ``python -m tests.trials.agent_server`` serves the
+each answer back like a provider's latency. A body marked with :data:`CUT_SHORT` is sent cut
+short: its headers announce the whole length, half of it is written, and the connection closes. ``python -m tests.trials.agent_server`` serves the
 default responder (tool call after a user turn, text after a tool result) until killed, for
 tests that run ``capplan`` in a subprocess.
 """
@@ -23,6 +24,9 @@ from typing import Any
 from tests.serving import LoopbackHTTPServer, ServedOnLoopback
 
 Responder = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
+
+#: a key a responder sets on an answer to have it sent cut short (the key itself is never sent)
+CUT_SHORT = "__cut_short__"
 
 
 def completion(content: str | None = "", tool_calls: list[dict[str, Any]] | None = None, *, finish: str | None = None,
@@ -87,11 +91,17 @@ class AgentServer(ServedOnLoopback):
                 status, answer = queued if queued is not None else server.responder(body)
                 if server.delay_s:
                     time.sleep(server.delay_s)
-                payload = json.dumps(answer).encode("utf-8")
+                cut = bool(answer.get(CUT_SHORT))
+                payload = json.dumps({k: v for k, v in answer.items() if k != CUT_SHORT}).encode("utf-8")
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
+                if cut:  # a provider that dropped the connection mid-body
+                    self.wfile.write(payload[: len(payload) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
                 self.wfile.write(payload)
 
             def log_message(self, *args: Any) -> None:

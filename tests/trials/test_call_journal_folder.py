@@ -44,15 +44,16 @@ def test_an_unclosed_execution_is_died_in_flight_with_its_split_and_unknown_cost
     log = folder.journal.begin(str(specs[0].key))
     log.record(call(0.002))
     log.record(call(None, role="user"))  # answered, nobody priced it
-    log.record(call(None, status="error"))  # raised: billed nothing
+    log.record(call(None, status="error"))  # sent and failed: the provider reported no cost, so it is unknown
     [died] = RunFolder(folder.root).died_in_flight()
     assert (died.key, died.attempt, died.calls) == (str(specs[0].key), 1, 3)
-    assert died.agent_cost_usd == pytest.approx(0.002) and died.user_cost_usd is None
-    assert died.unknown_cost_calls == 1 and died.known_usd == pytest.approx(0.002)
+    assert died.agent_cost_usd is None and died.user_cost_usd is None
+    # the known part still counts: the agent's priced call was spent whatever the failed one cost
+    assert died.unknown_cost_calls == 2 and died.known_usd == pytest.approx(0.002)
     again = RunFolder(folder.root)
     assert again.unfinished_spent_usd() == pytest.approx(0.002)
     note = again.spend_note()
-    assert "1 trial attempt(s) that died in flight $0.0020 (agent $0.0020, user unknown; 1 call(s) of unknown cost" \
+    assert "1 trial attempt(s) that died in flight $0.0020 (agent unknown, user unknown; 2 call(s) of unknown cost" \
         in note
 
 

@@ -251,4 +251,22 @@ def test_a_trial_of_unknown_cost_is_shown_as_unknown_never_as_zero() -> None:
     progress.end()
     lines = buffer.getvalue().splitlines()
     assert lines[0] == "completed   self-hosted/count/0  user_stop  passed  cost unknown"
-    assert lines[-1] == "trials 2/2 done · 0 running · 0 failed · 2.0/min · $0.0001 spent (+ 1 trial(s) of unknown cost)"
+    assert lines[-1] == "trials 2/2 done · 0 running · 0 failed · 2.0/min · ≥ $0.0001 spent (+ 1 trial(s) of unknown cost)"
+
+
+def test_a_trial_of_unknown_cost_with_a_known_part_is_a_lower_bound() -> None:
+    buffer = io.StringIO()
+    progress = Progress(console=_console(buffer, terminal=False), clock=FakeClock())
+    progress.begin(total=1, already=0, spent=0.0)
+    # one call answered and priced, one attempt sent and failed: the cost is unknown, its known part is not 0
+    calls = [{"cost_usd": 0.0001}, {"cost_usd": None}]
+    partly = TrialRecords(key=TrialKey("agent", "count", 0), status=TrialStatus.COMPLETED,
+                          termination_reason=TerminationReason.USER_STOP, cost_usd=0.0001, trajectory={},
+                          metrics={"calls": calls}, run_line={"passed": True, "cost_usd": None, "user_cost_usd": 0.0})
+    progress.started()
+    progress.ended()
+    progress.finished(partly, written=True, spent=0.0001)
+    progress.end()
+    lines = buffer.getvalue().splitlines()
+    assert lines[0] == "completed   agent/count/0  user_stop  passed  cost ≥ $0.000100 (+ 1 call(s) unknown)"
+    assert "≥ $0.0001 spent (+ 1 trial(s) of unknown cost)" in lines[-1]

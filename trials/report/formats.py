@@ -112,7 +112,7 @@ def render_json(c: Comparison) -> str:
 CSV_COLUMNS = ["run", "run_id", "column", "plan_key", "plan_fingerprint", "effective_preset", "user_plan_fingerprint",
                "task_pack", "task_id", "task_sha256", "index", "attempt", "outcome", "status", "termination_reason",
                "counts_against_model", "passed", "cost_usd", "user_cost_usd", "total_tokens", "user_total_tokens",
-               "turns", "n_calls", "latency_s", "dir"]
+               "turns", "n_calls", "latency_s", "dir", "cost_known_usd", "user_cost_known_usd"]
 
 
 def _csv_value(value: object) -> object:

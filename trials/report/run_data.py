@@ -67,15 +67,18 @@ class TrialResult:
     termination_reason: str
     counts_against_model: bool
     passed: bool | None
-    cost_usd: float | None
+    cost_usd: float | None  # None: unknown (a call of unknown cost), never a made-up 0
     user_cost_usd: float | None
-    total_tokens: int
+    total_tokens: int | None  # None: a call reported no token counts (unknown, never 0)
     user_total_tokens: int | None
     turns: int
     n_calls: int | None
     latency_s: float | None
     dir: str
     root: Path = field(repr=False, compare=False)
+    #: where cost_usd / user_cost_usd is None: what the calls of known cost spent (a lower bound)
+    cost_known_usd: float | None = None
+    user_cost_known_usd: float | None = None
 
     @property
     def outcome(self) -> str:
@@ -202,7 +205,8 @@ def _from_line(run: str, root: Path, line: dict[str, Any]) -> TrialResult:
         counts_against_model=line["counts_against_model"], passed=line["passed"], cost_usd=line["cost_usd"],
         user_cost_usd=line.get("user_cost_usd"), total_tokens=line["total_tokens"],
         user_total_tokens=line.get("user_total_tokens"), turns=line["turns"], n_calls=line.get("n_calls"),
-        latency_s=line.get("latency_s"), dir=line["dir"], root=root)
+        latency_s=line.get("latency_s"), dir=line["dir"], root=root, cost_known_usd=line.get("cost_known_usd"),
+        user_cost_known_usd=line.get("user_cost_known_usd"))
 
 
 def _interrupted(run: str, root: Path, key: str, manifest: RunManifest) -> TrialResult:
@@ -214,7 +218,7 @@ def _interrupted(run: str, root: Path, key: str, manifest: RunManifest) -> Trial
         user_plan_fingerprint=manifest.settings.user_plan_fingerprint if manifest.settings else None,
         task_id=task_id, task_pack=task.pack if task else "", task_sha256=task.sha256 if task else "",
         index=int(index), attempt=None, status="interrupted", termination_reason="interrupted",
-        counts_against_model=False, passed=None, cost_usd=None, user_cost_usd=None, total_tokens=0,
+        counts_against_model=False, passed=None, cost_usd=None, user_cost_usd=None, total_tokens=None,
         user_total_tokens=None, turns=0, n_calls=None, latency_s=None, dir=f"trials/{key}", root=root)
 
 
