@@ -204,3 +204,12 @@ def test_max_cost_is_refused_for_a_plan_it_cannot_bound(tmp_path: Path, monkeypa
     assert f"{plan}:1:1: error[max-cost-unbounded]: --max-cost cannot bound plan 'agent': {says}" in result.output
     assert "hint: " in result.output and "or run without --max-cost" in result.output
     assert "Traceback" not in result.output and not out.exists()
+
+
+def test_max_cost_is_refused_on_the_ray_backend(tmp_path: Path) -> None:
+    mock = Path(__file__).resolve().parents[2] / "golden" / "plans" / "mock-echo.json"
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["trial", "run", str(write_task(tmp_path / "pack")), "--plan", str(mock),
+                                       "--out", str(out), "--backend", "ray", "--max-cost", "1"])
+    assert result.exit_code == 2, result.output
+    assert "--max-cost is enforced on the local backend only" in result.output and not out.exists()
