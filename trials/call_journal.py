@@ -1,4 +1,5 @@
-"""``calls.jsonl``: every provider attempt, appended as it returns, so a trial that dies takes no spend with it.
+"""``calls.jsonl``: every provider attempt, journalled before it is sent and again as it returns, so a trial
+that dies takes no spend with it.
 
 A trial's calls reach ``metrics.yaml`` only when the trial finishes. A process killed with
 trials in flight (SIGKILL, the OOM killer, a lost Ray driver) used to take the money those trials
@@ -8,13 +9,20 @@ outer-controller retries included) to the journal the moment it is recorded, and
 appends one JSON line with one ``write`` (the page cache outlives a killed process, as for
 ``runs.jsonl``).
 
+Every send is announced first (:mod:`capplan.executor.send_observer`: the metrics sink installs the
+observer around each call, the attempt log calls it before the bytes go out).
+
 Lines (``kind``):
 
+- ``send``: the same identity fields as a call line, and ``send``: ``request_id``, ``role``,
+  ``turn``, ``attempt`` (within its call) and ``max_usd`` (the worst case ``--max-cost`` reserved,
+  null without a budget). A send no call line answers was sent with its outcome and cost unknown.
 - ``call``: ``run_id``, ``execution`` (one id per time a trial runs: a rerun or a Ray resubmission
   gets a new one), ``key``, ``plan_key``, ``task_id``, ``index``, ``attempt`` (the ``runs.jsonl``
   attempt the execution would become) and ``call``, the CallRecord exactly as ``metrics.yaml``
   carries it (role, turn, status, error class, tokens, cost or null, cost source, generation id,
-  route and route kind, key index — never a key).
+  route and route kind, key index — never a key), and ``request_id``: the send it answers (absent
+  for a call that made no send, e.g. one refused for a missing credential).
 - ``end``: the driver closed the execution: ``as: written`` just before its ``runs.jsonl`` line is
   appended (that line is the commit marker: an ``end`` without it means the process died between
   the two writes), or ``as: interrupted`` with the ``at`` of the ``run.json`` interrupted-spend entry
@@ -25,14 +33,17 @@ Reading it back (:func:`died_in_flight`): an execution is accounted for when its
 record it names (the ``runs.jsonl`` line of that key and attempt, or the ``run.json`` entry of that
 key and time) both exist; every other execution died in flight, and its calls are that trial's
 unrecorded spend — split into agent (agent + summarise) and user simulator, and ``None`` (unknown,
-never $0) for a role whose answered call had no cost.
+never $0) for a role whose answered call had no cost or whose send has no outcome. A new execution
+is numbered past every attempt the journal or ``runs.jsonl`` has for its trial, so an execution
+killed between its ``end`` line and its ``runs.jsonl`` line is never taken for its rerun's.
 
 Who writes: the driver's process alone. The local backend's trials run in its threads and write
 through :class:`CallJournal`. Ray workers run on other processes, possibly other machines, with no
 shared file system in general; they keep their calls in a :class:`CallBuffer` that the driver
 drains a few times a second and, for each finished trial, returns the rest with its records, so
 the journal is still one file in the run folder and a worker that dies loses at most the last
-poll interval of calls.
+poll interval of sends and calls (a worker's send line is written when drained, not before its
+request: ``--max-cost`` is refused on Ray).
 """
 
 from __future__ import annotations
