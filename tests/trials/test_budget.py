@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,34 @@ def test_plans_a_budget_cannot_bound_say_why() -> None:
     assert unbounded_reason(openai_plan(pricing=PRICING, max_tokens=100)) is None
     assert unbounded_reason(mock_plan()) is None and worst_case_usd(mock_plan(), {}) == 0.0  # sends nothing
     assert worst_case_usd(openai_plan(pricing=PRICING), {"messages": []}) is None
+
+
+def test_sends_that_died_unanswered_count_at_their_reservation_on_resume_and_known_dollars_stay(
+        tmp_path: Path) -> None:
+    from capplan.executor.send_observer import Send
+    from capplan.trials.records import CallRecord, UsageRecord
+    from capplan.trials.run_folder import RunFolder
+    from tests.trials.helpers import spec_for, write_task
+
+    priced = openai_plan(pricing=PRICING, max_tokens=100)
+    specs = [spec_for(write_task(tmp_path / "pack"), priced)]
+    folder = RunFolder(tmp_path / "run")
+    folder.open(specs)
+    assert folder.journal is not None
+    folder.journal.budget = Budget(10.0, spent_before=0.0)
+    log = folder.journal.begin(str(specs[0].key))
+    answered = Send("r1", 1, {"messages": [{"role": "user", "content": "hi"}]}, priced)
+    log.send("agent", 0, answered)
+    log.record(CallRecord(role="agent", turn=0, outcome="accepted", status="ok", usage=UsageRecord(prompt_tokens=1),
+                          cost_usd=0.003, cost_source="pricing", latency_s=0.01), "r1")
+    held = Send("r2", 1, {"messages": [{"role": "user", "content": "again"}]}, priced)
+    log.send("agent", 1, held)  # then the process dies: no outcome
+    worst = worst_case_usd(priced, held.kwargs)
+    assert worst is not None
+    [died] = RunFolder(folder.root).died_in_flight()
+    assert (died.calls, died.unanswered_sends, died.agent_cost_usd) == (1, 1, None)
+    assert died.known_usd == pytest.approx(0.003)  # the answered call's dollars, though the role total is unknown
+    again = RunFolder(folder.root)
+    assert again.unfinished_spent_usd() == pytest.approx(0.003)
+    assert again.unanswered_reserved_usd() == pytest.approx(worst)
+    assert "1 send(s) with no outcome recorded (sent; outcome and cost unknown)" in again.spend_note()
