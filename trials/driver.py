@@ -2,7 +2,8 @@
 
 It validates everything before the first call (plans verified, every task file linted
 against its environment, llm-user tasks need a user plan), skips what the run folder already
-finished, feeds the backend lazily so the budget stop (``--max-cost``) can end the feed, and
+finished, feeds the backend lazily so the budget stop (``--max-cost``, checked before every send:
+see :mod:`capplan.trials.budget`) can end the feed, and
 writes each record as it arrives. The first Ctrl-C stops the feed and lets running trials end
 at their next turn as ``interrupted`` (they rerun on resume); a second one exits at once.
 """

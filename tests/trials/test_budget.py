@@ -88,3 +88,27 @@ def test_sends_that_died_unanswered_count_at_their_reservation_on_resume_and_kno
     assert again.unfinished_spent_usd() == pytest.approx(0.003)
     assert again.unanswered_reserved_usd() == pytest.approx(worst)
     assert "1 send(s) with no outcome recorded (sent; outcome and cost unknown)" in again.spend_note()
+
+
+@pytest.mark.parametrize("user", [None, "user:\n  mode: llm\n  backstory: You want the counter raised by one.\n"])
+def test_a_refused_send_ends_the_trial_interrupted_whoever_was_calling(tmp_path: Path, user: str | None) -> None:
+    from capplan.trials.call_journal import journalled
+    from capplan.trials.outcome import TrialStatus
+    from capplan.trials.run_folder import RunFolder
+    from capplan.trials.runner import RunContext, run_trial
+    from tests.trials.helpers import spec_for, write_task
+
+    spec = spec_for(write_task(tmp_path / "pack", user=user), mock_plan(), user_plan=mock_plan())
+    folder = RunFolder(tmp_path / "run")
+    folder.open([spec])
+    assert folder.journal is not None
+    stop = threading.Event()
+    folder.journal.budget = Budget(1.0, spent_before=1.0, stop=stop)  # spent before the first send
+    with journalled(folder.journal.begin(str(spec.key))):
+        records = run_trial(spec, RunContext())
+    # the agent's call (scripted user) or the user simulator's opening (llm user) was not sent: not an
+    # error of either model, a stop; the trial reruns on resume
+    assert records.status is TrialStatus.INTERRUPTED and records.termination_reason is TerminationReason.INTERRUPTED
+    assert "--max-cost $1.0 was reached" in records.trajectory["termination"]["detail"]
+    assert records.metrics["calls"] == [] and stop.is_set()
+    assert not (folder.root / "calls.jsonl").exists()  # refused before its send line: nothing went out
