@@ -71,7 +71,9 @@ def trial_cmd() -> None:
 @click.option("--max-turns", type=click.IntRange(min=1), default=None,
               help="Run-level cap on agent turns; ceilings every task's budget.")
 @click.option("--max-cost", type=click.FloatRange(min=0), default=None,
-              help="Stop starting trials once this many USD are spent (running ones finish).")
+              help="Spend bound in USD: no call is sent once this much is spent or reserved (each call reserves "
+                   "its worst case); at most one call per running trial ends past it. Needs priced plans with "
+                   "max_tokens; local backend only.")
 @click.option("--backend", default="local", show_default=True,
               help="Where trials execute: local (threads in this process) or ray (a Ray cluster; "
                    "pip install 'capplan[ray]').")
@@ -185,7 +187,7 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         folder = RunFolder(out, notify=_note)
         folder.check(specs, settings=settings)  # a resume that changes the experiment is refused here
         options = _backend_options(backend, address, workers, config, specs)
-        _warn_unpriced(specs, max_cost)
+        _refuse_unbounded(plans, user_plan, max_cost, backend)
         _require_credentials(request)
         runner = load_backend(backend, **options)
         outcome = drive(specs, folder, runner, concurrency=concurrency, max_cost=max_cost,
@@ -205,14 +207,15 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         click.echo(f"capplan trial run: error[CONFIGURATION]: run stopped: {outcome.configuration_error}; the remaining "
                    "trials are recorded aborted (fix it, then rerun with --retry-aborted)", err=True)
         sys.exit(EXIT_FINDINGS)
-    if outcome.interrupted or outcome.not_started and not outcome.budget_stopped:
+    if outcome.budget_stopped:
+        click.echo(f"budget stop: {_spent(folder, outcome.spent_usd)} of --max-cost ${max_cost}; "
+                   f"{len(outcome.not_started)} trial(s) not started, {len(outcome.interrupted)} stopped before "
+                   "their next call (they rerun when the same command runs again)", err=True)
+        sys.exit(EXIT_FINDINGS)
+    if outcome.interrupted or outcome.not_started:
         click.echo(f"interrupted: {len(outcome.interrupted) + len(outcome.not_started)} trial(s) not finished; "
                    "run the same command again to resume", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    if outcome.budget_stopped:
-        click.echo(f"budget stop: {_spent(folder, outcome.spent_usd)} of --max-cost ${max_cost}; "
-                   f"{len(outcome.not_started)} trial(s) not started", err=True)
-        sys.exit(EXIT_FINDINGS)
     sys.exit(_outcome_status(folder, specs, fail_on_error))
 
 
@@ -251,20 +254,35 @@ def _outcome_status(folder: Any, specs: list[Any], tolerance: float) -> int:
     return EXIT_FINDINGS
 
 
-def _warn_unpriced(specs: list[Any], max_cost: float | None) -> None:
-    """With --max-cost, name every plan without pricing: its calls may have no known cost to count."""
+def _refuse_unbounded(plans: tuple[Path, ...], user_plan: Path | None, max_cost: float | None, backend: str) -> None:
+    """--max-cost bounds spend only where every call has a worst case (a price and an output cap) and the
+    driver sees every send as it happens (the local backend): anything else is refused before anything runs."""
     if max_cost is None:
         return
+    from capplan.core.diagnostics import InputError
+    from capplan.executor.cost_bound import unbounded_reason
     from capplan.executor.plan import Plan
+    from capplan.trials.driver import UsageProblem
 
-    texts = {s.plan_fingerprint: s.plan_json for s in specs}
-    texts.update({s.user_plan_fingerprint: s.user_plan_json for s in specs
-                  if s.user_plan_fingerprint is not None and s.user_plan_json is not None})
-    for text in texts.values():
-        plan = Plan.model_validate_json(text)
-        if plan.pricing is None:
-            click.echo(f"warning: --max-cost cannot be enforced for plan {plan.model.key!r}: it has no pricing entry, "
-                       "so a call whose provider reports no cost has unknown cost and is not counted", err=True)
+    if backend != "local":
+        raise UsageProblem(f"--max-cost is enforced on the local backend only: on --backend {backend} a running "
+                           "trial's sends reach the driver late, so the budget could not stop them; drop --max-cost, "
+                           "or run with --backend local")
+    found = []
+    for path in dict.fromkeys([*plans, *([user_plan] if user_plan is not None else [])]):
+        plan = Plan.load(path)
+        reason = unbounded_reason(plan)
+        if reason is not None:
+            found.append(Diagnostic(
+                str(path), 1, 1, "max-cost-unbounded",
+                f"--max-cost cannot bound plan {plan.model.key!r}: {reason}",
+                hint=("add the model's prices (USD per 1M tokens, input and output) to pricing.json under "
+                      f"{plan.model.model_id!r} and recompile the plan (capplan compile --data FOLDER)"
+                      if plan.pricing is None else
+                      f"set max_tokens for model {plan.model.key!r} in the run config and recompile the plan "
+                      "(capplan compile --config RUN.yaml)") + ", or run without --max-cost"))
+    if found:
+        raise InputError(found)
 
 
 def _note(text: str) -> None:

@@ -50,7 +50,8 @@ class TrialDefaults(_Strict):
     trials: int | None = Field(None, ge=1, le=10_000, description="Trials per plan × task (--trials).")
     concurrency: int | None = Field(None, ge=1, le=4096, description="Trials running at once (--concurrency).")
     max_turns: int | None = Field(None, ge=1, le=10_000, description="Run-level cap on agent turns (--max-turns).")
-    max_cost: float | None = Field(None, ge=0, le=1e9, description="USD after which no trial starts (--max-cost).")
+    max_cost: float | None = Field(None, ge=0, le=1e9, description="Spend bound in USD: no call is sent once this "
+                                                                  "much is spent or reserved (--max-cost).")
     backend: Literal["local", "ray"] | None = Field(None, description="Where trials execute (--backend).")
 
 

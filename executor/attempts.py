@@ -12,13 +12,17 @@ either way.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capplan.executor.errors import ApiTimeoutError, CredentialSpentError
 from capplan.executor.keys import is_per_key_limit
 from capplan.executor.rate_limit import Patterns, cause_chain, is_transient_rate_limit, wire_status
 from capplan.executor.result import Attempt
+from capplan.executor.send_observer import Send, current_observer, new_request_id
 from capplan.executor.timeout_retry import is_timeout
+
+if TYPE_CHECKING:
+    from capplan.executor.plan import Plan
 
 #: The attribute a raised exception carries its attempts under (read with :func:`attempts_of`).
 _ATTR = "capplan_attempts"
@@ -66,10 +70,14 @@ def attempts_of(exc: BaseException) -> tuple[Attempt, ...]:
 class AttemptLog:
     """Collects one generation's attempts; not shared between calls (each ``generate`` makes its own)."""
 
-    def __init__(self, clock: Callable[[], float], sleep: Callable[[float], None], patterns: Patterns = ()) -> None:
+    def __init__(self, clock: Callable[[], float], sleep: Callable[[float], None], patterns: Patterns = (),
+                 plan: Plan | None = None) -> None:
         self._clock = clock
         self._sleep = sleep
         self._patterns = patterns
+        # taken when the generation starts: the caller's observer (a trial's journal) hears every send
+        self._observer = current_observer()
+        self._plan = plan
         self._pending_wait = 0.0
         self.attempts: list[Attempt] = []
         #: The round trip of the attempt that answered (probe telemetry measures that call alone).
@@ -92,6 +100,11 @@ class AttemptLog:
 
     def call(self, completion: Callable[..., Any], kwargs: dict[str, Any], key_index: int | None) -> Any:
         """``completion(**kwargs)`` with the attempt on the log, whether it answers or raises."""
+        request_id = new_request_id()
+        if self._observer is not None:
+            # before the bytes go out: a process killed from here on leaves the send on the record;
+            # an observer that raises (a spent budget) stops it, and no attempt was made
+            self._observer(Send(request_id, len(self.attempts) + 1, kwargs, self._plan))
         wait, self._pending_wait = self._pending_wait, 0.0
         started = self._clock()
         try:
@@ -100,10 +113,12 @@ class AttemptLog:
             self.attempts.append(Attempt(
                 status="error", wait_s=wait, latency_s=self._clock() - started,
                 error_class=error_class(exc, self._patterns), error_type=type(exc).__name__, key_index=key_index,
+                request_id=request_id,
             ))
             raise
         self.last_latency_s = self._clock() - started
-        self.attempts.append(Attempt(status="ok", wait_s=wait, latency_s=self.last_latency_s, key_index=key_index))
+        self.attempts.append(Attempt(status="ok", wait_s=wait, latency_s=self.last_latency_s, key_index=key_index,
+                                     request_id=request_id))
         return response
 
     def attach(self, exc: BaseException) -> None:

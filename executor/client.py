@@ -43,6 +43,7 @@ from capplan.executor.request_builder import BuiltRequest, RequestBuilder
 from capplan.executor.response_parser import ResponseParser
 from capplan.executor.result import Attempt, GenerationResult
 from capplan.executor.run_extra import require_litellm
+from capplan.executor.send_observer import Send, current_observer, new_request_id
 from capplan.executor.retrying import RetryContext, default_retrying, probe_retrying
 from capplan.executor.timeout_retry import DEFAULT_TIMEOUT_RETRIES, call_with_timeout_retry
 from capplan.executor.transport import missing_key_message
@@ -227,17 +228,23 @@ class Client:
         self.require_credentials()
         built = self.build(request)
         if self.mock:
+            # the mock's one attempt is announced like a real send: a trial's journal and budget see it the same way
+            request_id = new_request_id()
+            observer = current_observer()
+            if observer is not None:
+                observer(Send(request_id, 1, built.kwargs, self.plan))
             started = time.monotonic()
             response = mock_provider.complete(built.kwargs)
             latency = time.monotonic() - started
             result = self.parser.parse(response, built, latency_s=latency, synthetic=True)
-            return dataclasses.replace(result, attempts=(Attempt(status="ok", wait_s=0.0, latency_s=latency),))
+            return dataclasses.replace(result, attempts=(Attempt(status="ok", wait_s=0.0, latency_s=latency,
+                                                                 request_id=request_id),))
         completion = self._completion or self.direct or _litellm_completion()
         self._learn_litellm_keys(built.kwargs)
         self._warn_direct_fallback()
         # every attempt (outer retries, timeout retries, key rotation) goes through the log's
         # call and every backoff through its sleep, so the record holds each one and its wait
-        log = AttemptLog(self._clock, self._sleep, self._rate_limit_patterns)
+        log = AttemptLog(self._clock, self._sleep, self._rate_limit_patterns, self.plan)
         context = RetryContext(
             patterns=self._rate_limit_patterns, sleep=log.sleep, clock=self._clock, wall_clock=self._wall_clock,
             probe_stats=probe_stats, role=role, model=self.plan.model.model_id, redact=self.redactor.text,

@@ -72,6 +72,8 @@ class Attempt:
     error_class: str | None = None
     error_type: str | None = None
     key_index: int | None = None
+    #: names the send (:class:`capplan.executor.send_observer.Send`) this attempt is the outcome of
+    request_id: str | None = None
 
 
 @dataclass(frozen=True)

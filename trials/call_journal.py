@@ -1,4 +1,5 @@
-"""``calls.jsonl``: every provider attempt, appended as it returns, so a trial that dies takes no spend with it.
+"""``calls.jsonl``: every provider attempt, journalled before it is sent and again as it returns, so a trial
+that dies takes no spend with it.
 
 A trial's calls reach ``metrics.yaml`` only when the trial finishes. A process killed with
 trials in flight (SIGKILL, the OOM killer, a lost Ray driver) used to take the money those trials
@@ -8,13 +9,20 @@ outer-controller retries included) to the journal the moment it is recorded, and
 appends one JSON line with one ``write`` (the page cache outlives a killed process, as for
 ``runs.jsonl``).
 
+Every send is announced first (:mod:`capplan.executor.send_observer`: the metrics sink installs the
+observer around each call, the attempt log calls it before the bytes go out).
+
 Lines (``kind``):
 
+- ``send``: the same identity fields as a call line, and ``send``: ``request_id``, ``role``,
+  ``turn``, ``attempt`` (within its call) and ``max_usd`` (the worst case ``--max-cost`` reserved,
+  null without a budget). A send no call line answers was sent with its outcome and cost unknown.
 - ``call``: ``run_id``, ``execution`` (one id per time a trial runs: a rerun or a Ray resubmission
   gets a new one), ``key``, ``plan_key``, ``task_id``, ``index``, ``attempt`` (the ``runs.jsonl``
   attempt the execution would become) and ``call``, the CallRecord exactly as ``metrics.yaml``
   carries it (role, turn, status, error class, tokens, cost or null, cost source, generation id,
-  route and route kind, key index — never a key).
+  route and route kind, key index — never a key), and ``request_id``: the send it answers (absent
+  for a call that made no send, e.g. one refused for a missing credential).
 - ``end``: the driver closed the execution: ``as: written`` just before its ``runs.jsonl`` line is
   appended (that line is the commit marker: an ``end`` without it means the process died between
   the two writes), or ``as: interrupted`` with the ``at`` of the ``run.json`` interrupted-spend entry
@@ -25,20 +33,24 @@ Reading it back (:func:`died_in_flight`): an execution is accounted for when its
 record it names (the ``runs.jsonl`` line of that key and attempt, or the ``run.json`` entry of that
 key and time) both exist; every other execution died in flight, and its calls are that trial's
 unrecorded spend — split into agent (agent + summarise) and user simulator, and ``None`` (unknown,
-never $0) for a role whose answered call had no cost.
+never $0) for a role whose answered call had no cost or whose send has no outcome. A new execution
+is numbered past every attempt the journal or ``runs.jsonl`` has for its trial, so an execution
+killed between its ``end`` line and its ``runs.jsonl`` line is never taken for its rerun's.
 
 Who writes: the driver's process alone. The local backend's trials run in its threads and write
 through :class:`CallJournal`. Ray workers run on other processes, possibly other machines, with no
 shared file system in general; they keep their calls in a :class:`CallBuffer` that the driver
 drains a few times a second and, for each finished trial, returns the rest with its records, so
 the journal is still one file in the run folder and a worker that dies loses at most the last
-poll interval of calls.
+poll interval of sends and calls (a worker's send line is written when drained, not before its
+request: ``--max-cost`` is refused on Ray).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import threading
 import time
@@ -53,7 +65,10 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from capplan.core.diagnostics import Diagnostic
+from capplan.executor.cost_bound import worst_case_usd
+from capplan.executor.send_observer import Send
 from capplan.trials import confined
+from capplan.trials.budget import Budget
 from capplan.trials.confined import ConfinedPathError
 from capplan.trials.costs import known_cost, round_usd, unknown_cost_calls
 from capplan.trials.records import CallRecord
@@ -67,9 +82,14 @@ _USER_ROLES = ("user",)
 
 
 class CallLog(Protocol):
-    """Where one trial execution's calls go as they are recorded (the metrics sink calls it)."""
+    """Where one trial execution's sends and calls go as they happen (the metrics sink calls it)."""
 
-    def record(self, call: CallRecord) -> None:
+    def send(self, role: str, turn: int, send: Send) -> None:
+        """``send`` is about to go on the wire (may raise to stop it: a spent budget)."""
+        ...
+
+    def record(self, call: CallRecord, request_id: str | None = None) -> None:
+        """``call`` was recorded; ``request_id``: the send it is the outcome of (None: it made none)."""
         ...
 
 
@@ -131,10 +151,14 @@ class CallJournal:
         self._attempts = attempts
         self._lock = threading.Lock()
         self._open: dict[str, _Open] = {}
+        # key -> the highest attempt handed to an execution in this process: a number is never given twice
+        self._claimed: dict[str, int] = {}
         # execution -> attempt of the executions already closed: a Ray drain issued before a trial
         # ended can deliver its last calls after the end line, and they keep that execution's attempt
         self._closed: dict[str, int] = {}
         self.failure: ConfinedPathError | None = None
+        #: set by the driver under --max-cost: every send reserves its worst case here first
+        self.budget: Budget | None = None
         # opened (and its path checked) once, on the first line: a call's line is then one write
         self._fd: int | None = None
         self._write_lock = threading.Lock()
@@ -144,12 +168,62 @@ class CallJournal:
     def begin(self, key: str) -> CallLog:
         """A new execution of trial ``key`` (in this process); its calls go through the returned log."""
         with self._lock:
-            opened = self._open[key] = _Open(new_execution_id(), self._attempts(key) + 1)
+            opened = self._open[key] = _Open(new_execution_id(), self._next_attempt(key))
         return _FileLog(self, key, opened)
 
-    def record(self, key: str, execution: str, call: CallRecord | Mapping[str, Any]) -> None:
-        """Append one call of ``execution`` (an execution first seen here, from a Ray worker, is opened)."""
+    def attempt_of(self, key: str) -> int:
+        """The attempt trial ``key``'s runs.jsonl line is to carry: its open execution's, else a new number."""
+        with self._lock:
+            opened = self._open.get(key)
+            return opened.attempt if opened is not None else self._next_attempt(key)
+
+    def _next_attempt(self, key: str) -> int:
+        # past every attempt the folder records *and* every one an execution was journalled under: a
+        # rerun numbered like an execution that died after its end line would make that line look written
+        attempt = max(self._attempts(key), self._claimed.get(key, 0)) + 1
+        self._claimed[key] = attempt
+        return attempt
+
+    def record(self, key: str, execution: str, call: CallRecord | Mapping[str, Any],
+               request_id: str | None = None) -> None:
+        """Append one call of ``execution`` (an execution first seen here, from a Ray worker, is opened).
+
+        ``request_id`` names the send line it answers (None: the call made no send).
+        """
         data = _call_data(call) if isinstance(call, CallRecord) else dict(call)
+        if self.budget is not None:
+            cost = data.get("cost_usd")
+            self.budget.settle(request_id, float(cost) if isinstance(cost, (int, float)) else None,
+                               answered=data.get("outcome") != "failed")
+        attempt = self._attempt_for(key, execution)
+        plan_key, task_id, index = _key_parts(key)
+        line = {"kind": "call", "run_id": self.run_id, "execution": execution, "key": key,
+                "plan_key": plan_key, "task_id": task_id, "index": index, "attempt": attempt,
+                "at": round(time.time(), 3), "call": data}
+        if request_id is not None:
+            line["request_id"] = request_id
+        self._append(line)
+
+    def send(self, key: str, execution: str, role: str, turn: int, request_id: str, attempt: int,
+             worst_usd: float | None) -> None:
+        """Append the intent of one send of ``execution`` before it goes out (``worst_usd``: what it may cost)."""
+        run_attempt = self._attempt_for(key, execution)
+        plan_key, task_id, index = _key_parts(key)
+        self._append({"kind": "send", "run_id": self.run_id, "execution": execution, "key": key,
+                      "plan_key": plan_key, "task_id": task_id, "index": index, "attempt": run_attempt,
+                      "at": round(time.time(), 3),
+                      "send": {"request_id": request_id, "role": role, "turn": turn, "attempt": attempt,
+                               "max_usd": round_usd(worst_usd) if worst_usd is not None else None}})
+
+    def sent(self, key: str, execution: str, role: str, turn: int, send: Send) -> None:
+        """A send of this process's trial: reserved against the budget (which may refuse it), then journalled."""
+        worst = worst_case_usd(send.plan, send.kwargs) if send.plan is not None and self.budget is not None else None
+        if self.budget is not None:
+            # unbounded plans are refused with --max-cost before the run starts; a 0 here cannot happen there
+            self.budget.reserve(send.request_id, worst if worst is not None else 0.0)
+        self.send(key, execution, role, turn, send.request_id, send.attempt, worst)
+
+    def _attempt_for(self, key: str, execution: str) -> int:
         with self._lock:
             closed = self._closed.get(execution)
             if closed is not None:
@@ -157,17 +231,21 @@ class CallJournal:
             else:
                 opened = self._open.get(key)
                 if opened is None or opened.execution != execution:
-                    opened = self._open[key] = _Open(execution, self._attempts(key) + 1)
+                    opened = self._open[key] = _Open(execution, self._next_attempt(key))
                 attempt = opened.attempt
-        plan_key, task_id, index = _key_parts(key)
-        self._append({"kind": "call", "run_id": self.run_id, "execution": execution, "key": key,
-                      "plan_key": plan_key, "task_id": task_id, "index": index, "attempt": attempt,
-                      "at": round(time.time(), 3), "call": data})
+        return attempt
 
     def extend(self, entries: Iterable[Mapping[str, Any]]) -> None:
-        """Calls a Ray worker buffered (:meth:`CallBuffer.drain`), in the order it recorded them."""
+        """Sends and calls a Ray worker buffered (:meth:`CallBuffer.drain`), in the order it made them."""
         for entry in entries:
-            self.record(str(entry["key"]), str(entry["execution"]), entry["call"])
+            key, execution = str(entry["key"]), str(entry["execution"])
+            if entry.get("kind") == "send":
+                send = entry["send"]
+                self.send(key, execution, str(send["role"]), int(send["turn"]), str(send["request_id"]),
+                          int(send["attempt"]), None)
+            else:
+                request_id = entry.get("request_id")
+                self.record(key, execution, entry["call"], str(request_id) if request_id is not None else None)
 
     # -- closing them ------------------------------------------------------------------------
 
@@ -236,9 +314,15 @@ class _FileLog:
         self.key = key
         self.opened = opened
 
-    def record(self, call: CallRecord) -> None:
+    def send(self, role: str, turn: int, send: Send) -> None:
         try:
-            self.journal.record(self.key, self.opened.execution, call)
+            self.journal.sent(self.key, self.opened.execution, role, turn, send)
+        except ConfinedPathError:
+            pass  # kept as journal.failure; the driver stops the run with it
+
+    def record(self, call: CallRecord, request_id: str | None = None) -> None:
+        try:
+            self.journal.record(self.key, self.opened.execution, call, request_id)
         except ConfinedPathError:
             pass  # kept as journal.failure; the driver stops the run with it
 
@@ -253,9 +337,15 @@ class CallBuffer:
     def begin(self, key: str) -> _BufferLog:
         return _BufferLog(self, key, new_execution_id())
 
-    def add(self, key: str, execution: str, call: CallRecord) -> None:
+    def add(self, key: str, execution: str, call: CallRecord, request_id: str | None = None) -> None:
         with self._lock:
-            self._entries.append({"key": key, "execution": execution, "call": _call_data(call)})
+            self._entries.append({"key": key, "execution": execution, "call": _call_data(call),
+                                  "request_id": request_id})
+
+    def add_send(self, key: str, execution: str, role: str, turn: int, send: Send) -> None:
+        with self._lock:
+            self._entries.append({"kind": "send", "key": key, "execution": execution, "send": {
+                "request_id": send.request_id, "role": role, "turn": turn, "attempt": send.attempt}})
 
     def drain(self) -> list[dict[str, Any]]:
         """Every call buffered so far, removed from the buffer."""
@@ -277,8 +367,11 @@ class _BufferLog:
         self.key = key
         self.execution = execution
 
-    def record(self, call: CallRecord) -> None:
-        self.buffer.add(self.key, self.execution, call)
+    def send(self, role: str, turn: int, send: Send) -> None:
+        self.buffer.add_send(self.key, self.execution, role, turn, send)
+
+    def record(self, call: CallRecord, request_id: str | None = None) -> None:
+        self.buffer.add(self.key, self.execution, call, request_id)
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -293,6 +386,9 @@ class _Execution:
     #: calls are in their metrics.yaml), so reading a long run's journal stays cheap
     calls: list[tuple[int, Any]] = field(default_factory=list)
     ends: list[dict[str, Any]] = field(default_factory=list)
+    #: request id -> role of each send line; the ids some call line answers
+    sends: dict[str, tuple[str, float | None]] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
     last_at: float | None = None
 
 
@@ -317,20 +413,24 @@ class DiedSpend:
     agent_cost_usd: float | None
     user_cost_usd: float | None
     unknown_cost_calls: int
+    unanswered_sends: int
     agent_tokens: int
     user_tokens: int
     last_call_at: float | None
-    #: every known call cost summed (a role whose total is unknown still spent its known calls' part)
-    known_part_usd: float = 0.0
+    #: every call's known cost (a role total is None as soon as one is unknown; these dollars still count)
+    known_calls_usd: float = 0.0
+    #: the worst cases the unanswered sends reserved (0 where the run had no budget): what --max-cost counts for them
+    unanswered_max_usd: float = 0.0
 
     @property
     def known_usd(self) -> float:
-        return round_usd(self.known_part_usd)
+        return self.known_calls_usd
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "attempt": self.attempt, "execution": self.execution, "calls": self.calls,
                 "agent_cost_usd": self.agent_cost_usd, "user_cost_usd": self.user_cost_usd,
-                "unknown_cost_calls": self.unknown_cost_calls, "agent_tokens": self.agent_tokens,
+                "unknown_cost_calls": self.unknown_cost_calls, "unanswered_sends": self.unanswered_sends,
+                "agent_tokens": self.agent_tokens,
                 "user_tokens": self.user_tokens}
 
 
@@ -416,9 +516,23 @@ def _take_line(journal: Journal, chunk: bytes, lineno: int) -> str | None:
     entry = journal.executions.get(execution)
     if entry is None:
         entry = journal.executions[execution] = _Execution(execution, key, attempt)
+    if kind == "send":
+        send = data.get("send")
+        if not (isinstance(send, dict) and isinstance(send.get("request_id"), str) and isinstance(send.get("role"), str)):
+            return "a send line must hold its send as an object with a request_id and a role"
+        worst = send.get("max_usd")
+        entry.sends[send["request_id"]] = (send["role"], float(worst) if isinstance(worst, (int, float))
+                                           and not isinstance(worst, bool) and math.isfinite(worst) and worst >= 0
+                                           else None)
+        return None
     if kind == "call":
         if not isinstance(data.get("call"), dict):
             return "a call line must hold its call record as an object"
+        request_id = data.get("request_id")
+        if request_id is not None and not isinstance(request_id, str):
+            return "a call line's request_id must be a string"
+        if request_id is not None:
+            entry.answered.add(request_id)
         entry.calls.append((lineno, data["call"]))
         at = data.get("at")
         entry.last_at = float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else entry.last_at
@@ -428,7 +542,7 @@ def _take_line(journal: Journal, chunk: bytes, lineno: int) -> str | None:
             return "an end line must say as: written or as: interrupted"
         entry.ends.append(data)
         return None
-    return "kind must be call, end or lost"
+    return "kind must be send, call, end or lost"
 
 
 def died_in_flight(journal: Journal, written: Callable[[str, int], bool],
@@ -443,7 +557,8 @@ def died_in_flight(journal: Journal, written: Callable[[str, int], bool],
     noted = set(interrupted)
     died = []
     for entry in journal.executions.values():
-        if not entry.calls or any(_accounts(end, written, noted) for end in entry.ends):
+        unanswered = [send for request_id, send in entry.sends.items() if request_id not in entry.answered]
+        if not (entry.calls or unanswered) or any(_accounts(end, written, noted) for end in entry.ends):
             continue
         calls = []
         for lineno, raw in entry.calls:
@@ -456,16 +571,24 @@ def died_in_flight(journal: Journal, written: Callable[[str, int], bool],
                                             f"call: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}",
                                             hint=f"{JOURNAL_FILE} is written by capplan only; restore it from a "
                                                  "backup, or remove the line (its call's spend is then not counted)"))
+        answered = [c for c in calls if c.outcome != "failed"]
+        # a send with no outcome line: sent, outcome unknown, cost unknown (its role's total too)
+        agent_open = any(role in _AGENT_ROLES for role, _ in unanswered)
+        user_open = any(role in _USER_ROLES for role, _ in unanswered)
         died.append(DiedSpend(
             key=entry.key, attempt=entry.attempt, execution=entry.execution, calls=len(calls),
-            agent_cost_usd=known_cost(calls, _AGENT_ROLES), user_cost_usd=known_cost(calls, _USER_ROLES),
+            agent_cost_usd=None if agent_open else known_cost(calls, _AGENT_ROLES),
+            user_cost_usd=None if user_open else known_cost(calls, _USER_ROLES),
             unknown_cost_calls=unknown_cost_calls(calls),
+            unanswered_sends=len(unanswered),
+            known_calls_usd=round_usd(sum(c.cost_usd for c in calls if c.cost_usd is not None)),
+            unanswered_max_usd=round_usd(sum(w for _, w in unanswered if w is not None)),
             # the known tokens (a call that reported none adds nothing; its cost is unknown and counted above)
             agent_tokens=sum(c.usage.prompt_tokens + c.usage.completion_tokens
                              for c in calls if c.role in _AGENT_ROLES and c.usage is not None),
             user_tokens=sum(c.usage.prompt_tokens + c.usage.completion_tokens
                             for c in calls if c.role in _USER_ROLES and c.usage is not None),
-            last_call_at=entry.last_at, known_part_usd=sum(c.cost_usd or 0.0 for c in calls),
+            last_call_at=entry.last_at,
         ))
     return died
 

@@ -2,7 +2,8 @@
 
 It validates everything before the first call (plans verified, every task file linted
 against its environment, llm-user tasks need a user plan), skips what the run folder already
-finished, feeds the backend lazily so the budget stop (``--max-cost``) can end the feed, and
+finished, feeds the backend lazily so the budget stop (``--max-cost``, checked before every send:
+see :mod:`capplan.trials.budget`) can end the feed, and
 writes each record as it arrives. The first Ctrl-C stops the feed and lets running trials end
 at their next turn as ``interrupted`` (they rerun on resume); a second one exits at once.
 """
@@ -24,6 +25,7 @@ from capplan.core.errors import UserError
 from capplan.executor.plan import Plan
 from capplan.executor.probe import RateLimitProbeConfig
 from capplan.trials.backends import Backend
+from capplan.trials.budget import Budget
 from capplan.trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
 from capplan.executor.probe_stats import ProbeStats
 from capplan.trials.probe_census import load_census, write_census
@@ -196,6 +198,11 @@ def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concu
     # the budget counts every attempt, superseded ones included: that money was spent
     outcome = RunOutcome(skipped=len(specs) - len(todo), spent_usd=folder.spent_usd() + folder.unfinished_spent_usd())
     stop = threading.Event()
+    # sends that died unanswered may have been billed: the budget counts the worst case they reserved
+    budget = Budget(max_cost, outcome.spent_usd + folder.unanswered_reserved_usd(), stop) \
+        if max_cost is not None else None
+    if folder.journal is not None:
+        folder.journal.budget = budget
     started: set[str] = set()
     if todo:
         backend.prepare(todo)
@@ -206,7 +213,7 @@ def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concu
         for spec in todo:
             if outcome.configuration_error is not None:
                 return  # every further trial would make the same refused call
-            if max_cost is not None and outcome.spent_usd >= max_cost:
+            if budget is not None and (budget.reached or budget.exhausted()):
                 outcome.budget_stopped = True
                 return
             started.add(str(spec.key))
@@ -246,9 +253,14 @@ def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concu
         if probe is not None and census is not None:
             write_census(folder.root, probe, census)
     outcome.not_started = [s.key for s in todo if str(s.key) not in done_keys and str(s.key) not in started]
+    if budget is not None and budget.reached:
+        outcome.budget_stopped = True  # a send was refused: its trial and the others running ended interrupted
     if outcome.configuration_error is not None:
         _record_unstarted(todo, done_keys, outcome, folder)
-    if stop.is_set() and outcome.configuration_error is None:
+    if outcome.budget_stopped and outcome.configuration_error is None:
+        # as a budget stop always was: trials never started are not listed; the ones the budget cut short are
+        folder.mark_interrupted(outcome.interrupted, outcome.interrupted_spend)
+    elif stop.is_set() and outcome.configuration_error is None:
         folder.mark_interrupted([*outcome.interrupted, *outcome.not_started], outcome.interrupted_spend)
     else:
         folder.clear_interrupted()

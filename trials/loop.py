@@ -316,7 +316,8 @@ class ToolCallingLoop:
 
     def _agent_generate(self, turn: int) -> GenerationResult:
         try:
-            result = self._generate_raw(self._agent_request())
+            with self.sink.sending("agent", turn):
+                result = self._generate_raw(self._agent_request())
         except Exception as exc:
             self.sink.failed("agent", turn, exc, self.route)
             raise
@@ -424,6 +425,8 @@ class ToolCallingLoop:
                                          self.config.summarize_policy)
         except handoff.SummarizerFailedError as exc:
             raise Terminal(TerminationReason.CONTEXT_WINDOW_EXCEEDED, f"summarise failed: {exc}") from None
+        except Terminal:
+            raise  # the harness ended it (a spent --max-cost), not the summariser's provider
         except Exception as exc:  # the summariser's own call: a window error is the second loud failure
             reason = self.classify(exc)
             detail = f"summarise call raised {type(exc).__name__}: {scrub(str(exc), self.recorder.secrets)[:1000]}"
@@ -442,7 +445,8 @@ class ToolCallingLoop:
     def _summarize_generate(self, turn: int) -> Generate:
         def generate(request: ChatRequest | dict[str, Any]) -> GenerationResult:
             try:
-                result = self._generate_raw(request)
+                with self.sink.sending("summarize", turn):
+                    result = self._generate_raw(request)
             except Exception as exc:
                 self.sink.failed("summarize", turn, exc, self.route)
                 raise

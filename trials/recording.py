@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any, Literal
 
@@ -25,6 +27,7 @@ from capplan.core.redaction import Redactor, process_redactor
 from capplan.executor.attempts import attempts_of
 from capplan.executor.cost import has_token_counts
 from capplan.executor.result import Attempt, GenerationResult
+from capplan.executor.send_observer import Send, observing_sends
 from capplan.executor.usage import Usage
 from capplan.trials.call_journal import CallLog, current_log
 from capplan.trials.costs import cost_source, known_usage
@@ -37,6 +40,7 @@ from capplan.trials.records import (
     UsageRecord,
 )
 from capplan.trials.spec import TrialRecords
+from capplan.trials.terminal import Terminal
 
 _KEYISH = re.compile(r"\b(sk-[A-Za-z0-9_-]{6,}|Bearer\s+[A-Za-z0-9._-]{6,})")
 
@@ -176,6 +180,20 @@ class MetricsSink:
         # the loop's own backoff (the API-error replay) is charged to the next attempt's wait_s
         self._pending_wait = 0.0
 
+    @contextmanager
+    def sending(self, role: Role, turn: int) -> Iterator[None]:
+        """The calls made inside the block journal each send (``role``, ``turn``) before it goes out."""
+        log = self.log
+        if log is None:
+            yield
+            return
+
+        def observe(send: Send) -> None:
+            log.send(role, turn, send)
+
+        with observing_sends(observe):
+            yield
+
     def waited(self, seconds: float) -> None:
         """The loop slept ``seconds`` before its next call: the wait goes on that call's first attempt."""
         self._pending_wait += seconds
@@ -186,7 +204,7 @@ class MetricsSink:
                                                key_index=result.key_index),)
         route, kind = result.gateway_route, result.gateway_route_kind
         for number, attempt in enumerate(attempts[:-1], start=1):
-            self._add(self._error(role, turn, number, attempt, route, kind))
+            self._add(self._error(role, turn, number, attempt, route, kind), attempt.request_id)
         last = attempts[-1]
         record = CallRecord(
             role=role, turn=turn, outcome="accepted", status="ok", attempt=len(attempts),
@@ -195,7 +213,7 @@ class MetricsSink:
             openrouter_generation_id=result.openrouter_generation_id, gateway_route=route, gateway_route_kind=kind,
             key_index=result.key_index,
         )
-        self._add(record)
+        self._add(record, last.request_id)
         if role == "agent":
             self.last_prompt_tokens = result.usage.prompt_tokens
             if self.effective_system_prompt is None:
@@ -213,6 +231,8 @@ class MetricsSink:
         as the provider reported neither.
         """
         attempts = attempts_of(exc) if exc is not None else ()
+        if not attempts and isinstance(exc, Terminal):
+            return  # the harness stopped the call before it was sent (a spent --max-cost): nothing was called
         if not attempts:
             unsent = Attempt(status="error", wait_s=0.0, latency_s=0.0,
                              error_type=type(exc).__name__ if exc is not None else None)
@@ -220,12 +240,12 @@ class MetricsSink:
                 update={"usage": UsageRecord(), "cost_usd": 0.0, "cost_source": "none"}))
             return
         for number, attempt in enumerate(attempts, start=1):
-            self._add(self._error(role, turn, number, attempt, *route))
+            self._add(self._error(role, turn, number, attempt, *route), attempt.request_id)
 
-    def _add(self, record: CallRecord) -> None:
+    def _add(self, record: CallRecord, request_id: str | None = None) -> None:
         self.calls.append(record)
         if self.log is not None:
-            self.log.record(record)
+            self.log.record(record, request_id)
 
     def _error(self, role: Role, turn: int, number: int, attempt: Attempt, route: str | None,
                kind: str | None) -> CallRecord:

@@ -480,6 +480,8 @@ class RunDiedSpend(_Record):
     user_cost_usd: float | None = Field(ge=0, allow_inf_nan=False,
                                         description="User-simulator calls; null: a call's cost is unknown.")
     unknown_cost_calls: int = Field(ge=0, description="Answered calls whose cost nobody knows.")
+    unanswered_sends: int = Field(0, ge=0, description="Sends journalled with no outcome after them: sent, "
+                                                     "outcome and cost unknown.")
     agent_tokens: int = Field(0, ge=0, description="Agent prompt + completion tokens.")
     user_tokens: int = Field(0, ge=0, description="User-simulator prompt + completion tokens.")
 

@@ -467,6 +467,10 @@ class RunFolder:
             raise RunFolderError(found[:20])
         return died
 
+    def unanswered_reserved_usd(self) -> float:
+        """The worst cases reserved by sends of trials that died in flight with no outcome after them."""
+        return round(sum(d.unanswered_max_usd for d in self.died_in_flight()), 9)
+
     def superseded_spent_usd(self) -> float:
         """What attempts spent that a later attempt of the same trial superseded (an aborted trial rerun)."""
         latest = {id(entry) for entry in self._contents().latest().values()}
@@ -486,9 +490,12 @@ class RunFolder:
             agent = [d.agent_cost_usd for d in died]
             user = [d.user_cost_usd for d in died]
             unknown = sum(d.unknown_cost_calls for d in died)
+            unanswered = sum(d.unanswered_sends for d in died)
             parts.append(f"{len(died)} trial attempt(s) that died in flight ${sum(d.known_usd for d in died):.4f} "
                          f"(agent {_usd_or_unknown(agent)}, user {_usd_or_unknown(user)}"
-                         + (f"; {unknown} call(s) of unknown cost not in it" if unknown else "") + ")")
+                         + (f"; {unknown} call(s) of unknown cost not in it" if unknown else "")
+                         + (f"; {unanswered} send(s) with no outcome recorded (sent; outcome and cost unknown) "
+                            "not in it" if unanswered else "") + ")")
         if superseded:
             parts.append(f"superseded attempts of rerun trials ${superseded:.4f}")
         from capplan.trials.summary import split_unknown
@@ -614,7 +621,9 @@ class RunFolder:
         self._with_died(data)
         self._write_manifest(data)
         self.run_id = data["run_id"]
-        self.journal = CallJournal(self.root, self.run_id, lines.attempts)
+        journalled = self._journalled_attempts()
+        self.journal = CallJournal(self.root, self.run_id,
+                                   lambda key: max(lines.attempts(key), journalled.get(key, 0)))
         return self.finished()
 
     def _hold_writer(self) -> None:
@@ -630,6 +639,18 @@ class RunFolder:
         """Let the next writer in (the driver calls it when the run ends; a process's end does it too)."""
         if self._writer is not None:
             self._writer.release()
+
+    def _journalled_attempts(self) -> dict[str, int]:
+        """Per trial key, the highest attempt ``calls.jsonl`` has an execution under (read as open checked it).
+
+        A new execution is numbered past them: an execution killed between its ``end`` line and its
+        ``runs.jsonl`` line must stay unaccounted (its calls counted as died in flight), which it
+        would not if its rerun's line took the same attempt number.
+        """
+        highest: dict[str, int] = {}
+        for entry in self._journal_read.read(self.root, []).executions.values():
+            highest[entry.key] = max(highest.get(entry.key, 0), entry.attempt)
+        return highest
 
     def _set_torn_aside(self, lines: _Lines) -> None:
         if lines.torn is None:
@@ -666,7 +687,8 @@ class RunFolder:
         confined.write_atomic_many(self.root, folder, (("trajectory.yaml", trajectory), ("metrics.yaml", metrics)))
         lines = self._contents()
         with self._lock:
-            data = {**records.run_line, **stamp, "attempt": lines.attempts(str(key)) + 1}
+            attempt = self.journal.attempt_of(str(key)) if self.journal is not None else lines.attempts(str(key)) + 1
+            data = {**records.run_line, **stamp, "attempt": attempt}
             text = json.dumps(data, sort_keys=True, ensure_ascii=False)
             line = self._readable(text, key)
             if self.journal is not None:

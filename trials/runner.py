@@ -336,7 +336,11 @@ class _Trial:
 
         def generate(request: dict[str, Any], user_turn: int) -> GenerationResult:
             try:
-                result = client.generate(request, role="user", probe_stats=self.probe_stats)
+                with self.sink.sending("user", user_turn):
+                    result = client.generate(request, role="user", probe_stats=self.probe_stats)
+            except Terminal as exc:
+                self.sink.failed("user", user_turn, exc, route)
+                raise  # the harness ended it (a spent --max-cost): not the simulator's provider
             except Exception as exc:
                 self.sink.failed("user", user_turn, exc, route)
                 reason = classify(exc)

@@ -89,9 +89,10 @@ def folder_contents(root: Path) -> dict[str, Any]:
             out[rel] = sorted(json.dumps(_without_timings(json.loads(line), _RUN_STAMPS), sort_keys=True)
                               for line in text.splitlines())
         elif rel == "calls.jsonl":
-            # completion order and execution ids differ between backends: compared as a multiset without them
-            out[rel] = sorted(json.dumps(_without_timings(json.loads(line), _RUN_STAMPS | {"execution", "at"}),
-                                         sort_keys=True) for line in text.splitlines())
+            # completion order, execution and request ids differ between backends: compared as a multiset without them
+            drop = _RUN_STAMPS | {"execution", "at", "request_id"}
+            out[rel] = sorted(json.dumps(_without_timings(json.loads(line), drop), sort_keys=True)
+                              for line in text.splitlines())
         elif rel == "run.json":
             out[rel] = _without_timings(json.loads(text), _RUN_STAMPS)
         elif rel == "summary.json":

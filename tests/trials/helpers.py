@@ -76,13 +76,20 @@ def spec_for(task: Path, plan: Plan, *, index: int = 0, api_base: str | None = N
     )
 
 
-def openai_plan(*, loop: dict[str, Any] | None = None, key: str = "agent", pricing: dict[str, Any] | None = None) -> Plan:
-    """A sealed openai-route plan with the given loop knobs (the test server speaks OpenAI)."""
+def openai_plan(*, loop: dict[str, Any] | None = None, key: str = "agent", pricing: dict[str, Any] | None = None,
+                max_tokens: int | None = None) -> Plan:
+    """A sealed openai-route plan with the given loop knobs (the test server speaks OpenAI).
+
+    ``max_tokens``: the plan's default output cap (a priced plan with one is what ``--max-cost`` can bound).
+    """
     plan = make_plan("openai", "agent-model", key=key, pricing=pricing)
-    if not loop:
+    if not loop and max_tokens is None:
         return plan
     body = plan.body()
-    body["loop"] = {**body["loop"], **loop}
+    if loop:
+        body["loop"] = {**body["loop"], **loop}
+    if max_tokens is not None:
+        body["request_defaults"] = {**body["request_defaults"], "max_tokens": max_tokens}
     return Plan.seal(body)
 
 

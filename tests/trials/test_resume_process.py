@@ -128,7 +128,8 @@ def test_max_cost_stops_starting_trials(setup: tuple[Path, Path], tmp_path: Path
     task, _ = setup
     plan = tmp_path / "priced.json"
     # $1 per 1M tokens each way: a trial's four calls of 25 tokens (two tool turns, two answers) cost $0.0001
-    plan.write_bytes(openai_plan(pricing={"key": "openai/agent-model", "input": 1.0, "output": 1.0}).to_bytes())
+    plan.write_bytes(openai_plan(pricing={"key": "openai/agent-model", "input": 1.0, "output": 1.0},
+                                 max_tokens=5).to_bytes())
     monkeypatch.setenv("OPENAI_API_KEY", "sk-budget-test-key")
     monkeypatch.delenv("LLM_PROXY_BASE_URL", raising=False)
     out = tmp_path / "run"
@@ -139,6 +140,11 @@ def test_max_cost_stops_starting_trials(setup: tuple[Path, Path], tmp_path: Path
     assert result.exit_code == 1, result.output
     assert "budget stop" in result.output
     found = lines(out)
-    assert len(found) == 3  # 0.0001 × 3 crosses 0.00025; nothing starts after that
+    # every call is checked before it is sent: trial 2's third call would start at $0.00025 spent, so it is
+    # not sent and trial 2 stops there (interrupted; it reruns on resume); nothing starts after that
+    assert len(found) == 2
     assert all(line["cost_usd"] == pytest.approx(0.0001) for line in found)
-    assert json.loads((out / "summary.json").read_text())["total_cost_usd"] == pytest.approx(0.0003)
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["interrupted"] == ["agent/count/2"]
+    assert manifest["interrupted_spend_usd"] == pytest.approx(0.00005)
+    assert json.loads((out / "summary.json").read_text())["total_cost_usd"] == pytest.approx(0.00025)

@@ -186,9 +186,8 @@ def test_unknown_cost_is_null_in_every_file_and_unknown_in_the_summary(env: None
     plan = tmp_path / "unpriced.json"
     plan.write_bytes(openai_plan().to_bytes())  # no pricing entry, and the server reports no cost
     with AgentServer() as server:
-        result = run(tmp_path, task, plan, server, "--max-cost", "1")
+        result = run(tmp_path, task, plan, server)
     assert result.exit_code == 0, result.output
-    assert "warning: --max-cost cannot be enforced for plan 'agent'" in result.output
     [line], [metrics], summary, markdown = files(tmp_path / "run")
     assert line["cost_usd"] is None and line["cost_source"] == "unknown"
     assert metrics["cost_usd"] is None and metrics["cost_source"] == "unknown"
@@ -221,7 +220,7 @@ def test_agent_and_user_cost_and_tokens_are_separate(env: None, tmp_path: Path) 
 
     task = write_task(tmp_path / "pack", user=LLM_USER)
     plan = tmp_path / "priced.json"
-    plan.write_bytes(openai_plan(pricing=PRICING).to_bytes())
+    plan.write_bytes(openai_plan(pricing=PRICING, max_tokens=100).to_bytes())
     with AgentServer(answer) as server:
         result = run(tmp_path, task, plan, server, "--user-plan", str(plan), "--max-cost", "1")
     assert result.exit_code == 0, result.output

@@ -2,8 +2,9 @@
 
 The driver starts N worker actors (``capplan.trials.cluster.worker``), each running its share of the
 run's ``--concurrency`` in threads, and one limiter actor the workers' provider calls pass
-through. It pulls specs only when a worker has a free slot, so the driver's budget stop
-(``--max-cost``) holds across the cluster exactly as on the local backend. Plans go into the
+through. It pulls specs only when a worker has a free slot. ``capplan trial run`` refuses
+``--max-cost`` here: a worker's sends reach the driver's budget only when drained, too late to
+stop them (see :mod:`capplan.trials.budget`). Plans go into the
 object store once each, as canonical JSON; a spec travels without them.
 
 A worker or node that dies mid-trial loses only its running attempts: Ray restarts the actor
@@ -14,7 +15,7 @@ If the driver itself dies, its actors die with it; rerunning the command resumes
 ``runs.jsonl`` like any other run.
 
 Call journal: workers cannot append to the driver's ``calls.jsonl`` (another process, often another
-machine), so each keeps its trials' calls in a buffer that the driver drains every
+machine), so each keeps its trials' sends and calls in a buffer that the driver drains every
 ``_DRAIN_S`` and appends to the journal; a finished trial's remaining calls come back with its
 records. A worker or driver that dies loses at most its last drain interval of calls from the
 journal; the calls drained before are counted as spend of trials that died in flight.
