@@ -223,7 +223,7 @@ def _spent(folder: Any, known_usd: float) -> str:
     """What the budget counted: every known dollar, a lower bound when some trial's cost is unknown (never $0 for it)."""
     from capplan.trials.summary import summarize
 
-    unknown = summarize(list(folder.finished().values())).unknown_cost_trials
+    unknown = summarize(list(folder.finished().values())).unknown_cost_trials + folder.interrupted_unknown_trials()
     if not unknown:
         return f"${known_usd:.4f} spent"
     return f"≥ ${known_usd:.4f} spent (+ {unknown} trial(s) of unknown cost)"

@@ -79,6 +79,8 @@ class RunOutcome:
     spent_usd: float = 0.0
     #: trial key -> what an interrupted trial had spent (None: unknown); run.json keeps it
     interrupted_spend: dict[str, float | None] = field(default_factory=dict)
+    #: for an interrupted trial whose spend is unknown (a call was sent and never priced): its known part
+    interrupted_known: dict[str, float] = field(default_factory=dict)
     #: Set when a trial ended ``configuration_error``: the run stopped there (its one-line reason).
     configuration_error: str | None = None
 
@@ -236,7 +238,10 @@ def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concu
                     records = _aborted(records, outcome.configuration_error)
                 if records.status is TrialStatus.INTERRUPTED:
                     outcome.interrupted.append(records.key)
-                    outcome.interrupted_spend[str(records.key)] = records.cost_usd
+                    unknown = records.run_line.get("cost_usd", 0.0) is None or records.run_line.get("user_cost_usd", 0.0) is None
+                    outcome.interrupted_spend[str(records.key)] = None if unknown else records.cost_usd
+                    if unknown:
+                        outcome.interrupted_known[str(records.key)] = records.cost_usd
                     outcome.spent_usd += records.cost_usd  # spent all the same: the budget counts it
                     progress.finished(records, written=False)
                     continue
@@ -246,7 +251,8 @@ def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concu
     except BaseException:
         # a second Ctrl-C, or a failure: the invocation ends here; what it left unfinished reruns on resume
         writer.close_quietly()
-        _end_quietly(folder, [s.key for s in todo if str(s.key) not in done_keys], outcome.interrupted_spend)
+        _end_quietly(folder, [s.key for s in todo if str(s.key) not in done_keys], outcome.interrupted_spend,
+                     outcome.interrupted_known)
         raise
     finally:
         writer.close()
@@ -259,9 +265,10 @@ def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concu
         _record_unstarted(todo, done_keys, outcome, folder)
     if outcome.budget_stopped and outcome.configuration_error is None:
         # as a budget stop always was: trials never started are not listed; the ones the budget cut short are
-        folder.mark_interrupted(outcome.interrupted, outcome.interrupted_spend)
+        folder.mark_interrupted(outcome.interrupted, outcome.interrupted_spend, outcome.interrupted_known)
     elif stop.is_set() and outcome.configuration_error is None:
-        folder.mark_interrupted([*outcome.interrupted, *outcome.not_started], outcome.interrupted_spend)
+        folder.mark_interrupted([*outcome.interrupted, *outcome.not_started], outcome.interrupted_spend,
+                                outcome.interrupted_known)
     else:
         folder.clear_interrupted()
     write_summary(folder)
@@ -417,10 +424,11 @@ def young_collections_spaced() -> Iterator[None]:
             gc.set_threshold(*previous)
 
 
-def _end_quietly(folder: RunFolder, unfinished: Sequence[TrialKey], spend: dict[str, float | None]) -> None:
+def _end_quietly(folder: RunFolder, unfinished: Sequence[TrialKey], spend: dict[str, float | None],
+                 known: dict[str, float]) -> None:
     """Record the unfinished trials and the invocation's end, unless the folder itself is what failed."""
     try:
-        folder.mark_interrupted(unfinished, spend)
+        folder.mark_interrupted(unfinished, spend, known)
     except (InputError, ConfinedPathError, OSError, ValueError):
         pass  # the error being raised says what went wrong with the folder
 

@@ -455,6 +455,9 @@ class RunInterruptedSpend(_Record):
 
     key: str
     cost_usd: float | None = Field(ge=0, allow_inf_nan=False, description="Agent and user simulator; null: unknown.")
+    known_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when cost_usd is null: what its calls of known cost spent (a "
+        "lower bound; the budget counts it).")
     at: str = Field(description="When the invocation that interrupted it ended.")
 
     @field_validator("key")

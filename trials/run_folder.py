@@ -710,11 +710,13 @@ class RunFolder:
             raise ConfinedPathError(self.runs, "run-line-invalid", "the trial's line is for another trial than its files")
         return line
 
-    def mark_interrupted(self, keys: Iterable[TrialKey], spend: Mapping[str, float | None] | None = None) -> None:
+    def mark_interrupted(self, keys: Iterable[TrialKey], spend: Mapping[str, float | None] | None = None,
+                         known: Mapping[str, float] | None = None) -> None:
         """Record the trials that did not finish (a re-run of the same command runs them) and the invocation's end.
 
         ``spend``: what each trial that stopped part-way had spent (trial key -> USD, None when
-        unknown); added to ``interrupted_spend``, since its rerun starts from nothing.
+        unknown); added to ``interrupted_spend``, since its rerun starts from nothing. ``known``: for a
+        trial whose spend is unknown, what its calls of known cost spent (kept as the entry's lower bound).
         """
         from capplan.trials.run_identity import utc_now
 
@@ -724,8 +726,13 @@ class RunFolder:
         for key, cost in sorted((spend or {}).items()):
             if self.journal is not None:
                 self.journal.interrupted(key, now)  # matched to the entry below by key and time
-            data["interrupted_spend"].append({"key": key, "cost_usd": _rounded(cost), "at": now})
-        data["interrupted_spend_usd"] = _rounded(sum(e["cost_usd"] or 0.0 for e in data["interrupted_spend"])) or 0.0
+            entry: dict[str, Any] = {"key": key, "cost_usd": _rounded(cost), "at": now}
+            if cost is None and (known or {}).get(key):
+                entry["known_usd"] = _rounded((known or {})[key])
+            data["interrupted_spend"].append(entry)
+        data["interrupted_spend_usd"] = _rounded(sum(
+            e["cost_usd"] if e["cost_usd"] is not None else (e.get("known_usd") or 0.0)
+            for e in data["interrupted_spend"])) or 0.0
         data["ended_at"] = now
         if data["invocations"] and data["invocations"][-1]["ended_at"] is None:
             data["invocations"][-1]["ended_at"] = now
@@ -743,6 +750,12 @@ class RunFolder:
         if not os.path.lexists(self.manifest):
             return 0.0
         return self._read_manifest().interrupted_spend_usd
+
+    def interrupted_unknown_trials(self) -> int:
+        """How many interrupted trial attempts, every invocation of the run, spent an unknown amount."""
+        if not os.path.lexists(self.manifest):
+            return 0
+        return sum(1 for entry in self._read_manifest().interrupted_spend if entry.cost_usd is None)
 
     def _with_died(self, data: dict[str, Any]) -> None:
         """``data`` (run.json) with the trials that died in flight as the journal has them now."""
