@@ -23,7 +23,7 @@ from capplan.cli import main
 from capplan.trials.report.run_data import load_run
 from capplan.trials.view.write import render_runs
 from tests.trials.results import browser
-from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns
+from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns, with_second_trials
 
 pytestmark = pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))
 
@@ -200,6 +200,20 @@ def test_every_section_of_every_page_shows_its_values(page: Path, driver: Any) -
     not_pwned(driver)
 
 
+def test_pass_hat_k_says_how_many_tasks_it_covers(hostile_runs: HostileRuns, driver: Any, tmp_path: Path) -> None:
+    """Two trials of each of 12 tasks, one of t03's aborted: the stats row shows pass^2 over the other 11."""
+    from selenium.webdriver.common.by import By
+
+    run = with_second_trials(hostile_runs.a.out, tmp_path / "run", aborted="t03")
+    page = tmp_path / "view.html"
+    assert CliRunner().invoke(main, ["trial", "view", str(run), "--out", str(page)]).exit_code == 0
+    open_page(driver, page)
+    [row] = driver.find_elements(By.CSS_SELECTOR, "#stats tbody tr")
+    cells = [td.get_attribute("textContent") for td in row.find_elements(By.TAG_NAME, "td")]
+    assert cells[6] == "^1 91.7 %, ^2 90.9 % (11 of 12 tasks)"
+    assert browser.text_problems(driver, "#overview") == []
+
+
 def test_filters_work_without_a_server(page: Path, driver: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
@@ -264,6 +278,7 @@ def test_a_page_of_1000_trials_opens_and_pages(driver: Any, tmp_path: Path) -> N
     result = CliRunner().invoke(main, ["trial", "view", str(run), "--out", str(page)])
     assert result.exit_code == 0, result.output
     open_page(driver, page)
+    assert browser.text_problems(driver, "#overview") == []
     timing = driver.execute_script(
         "const t = performance.getEntriesByType('navigation')[0]; return [t.domContentLoadedEventEnd, t.loadEventEnd];")
     print(f"\ntrial view of 1000 trials: {page.stat().st_size / 2**20:.1f} MB, DOMContentLoaded "
@@ -277,6 +292,7 @@ def test_a_page_of_1000_trials_opens_and_pages(driver: Any, tmp_path: Path) -> N
     assert len(rows) == 50 and rows[-1].get_attribute("data-task") == "task-00249"
     cells(driver)[-1].click()
     assert browser.wait_for(driver, "#trial-title").text == "trial model-b/task-00249/1"
+    assert browser.text_problems(driver, "#trial") == []
 
 
 def test_harness_turns_handoffs_guard_rejections_retries_and_waits_are_marked(hostile_runs: HostileRuns, driver: Any,
@@ -322,4 +338,5 @@ def test_harness_turns_handoffs_guard_rejections_retries_and_waits_are_marked(ho
     first, second = driver.find_elements(By.CSS_SELECTOR, ".calls-table tbody tr")[:2]
     assert "rate_limit (RateLimitError)" in first.text
     assert "openai/agent-model (exact)" in second.text and "gen-123" in second.text and "$0.000420" in second.text
+    assert browser.text_problems(driver, "#trial") == []
     not_pwned(driver)

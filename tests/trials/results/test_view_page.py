@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from capplan.cli import main
 from capplan.trials.view.page import script_json
-from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns
+from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns, with_second_trials
 
 
 def view(*args: str | Path) -> tuple[int, str]:
@@ -154,3 +154,21 @@ def test_open_hands_the_written_file_to_the_browser(hostile_runs: HostileRuns, t
     code, output = view(hostile_runs.a.out, "--out", out, "--open")
     assert code == 0 and opened == [out.resolve().as_uri()]
     assert "no browser could be started" in output  # open() said it could not
+
+
+def test_an_aborted_trial_leaves_only_its_task_out_of_pass_hat_k(hostile_runs: HostileRuns, tmp_path: Path) -> None:
+    """Two trials of each of 12 tasks, one of t03's aborted: pass^2 averages over the other 11 and says so."""
+    run = with_second_trials(hostile_runs.a.out, tmp_path / "run", aborted="t03")
+    out = tmp_path / "report.html"
+    code, output = view(run, "--out", out)
+    assert code == 0, output
+    index = blocks(out.read_text(encoding="utf-8"))["view-index"]
+    assert isinstance(index, dict)
+    stats = index["columns"][0]["stats"]
+    # t00 fails both trials, t03 passed its one graded trial, the 10 others pass both:
+    # ^1 = (0 + 1 + 10) / 12; ^2 over the 11 tasks with two graded trials = (0 + 10) / 11
+    assert stats["pass_hat_k"] == {"1": round(11 / 12, 9), "2": round(10 / 11, 9)}
+    assert stats["pass_hat_k_tasks"] == {"1": 12, "2": 11}
+    reported = CliRunner().invoke(main, ["trial", "report", str(run), "--format", "md"])
+    assert reported.exit_code == 0, reported.output
+    assert "| ^1 91.7%, ^2 90.9% (11 of 12 tasks) |" in reported.output
