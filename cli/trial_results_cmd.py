@@ -78,10 +78,11 @@ def _summary(run_dir: Path) -> None:
 
 @click.command("view")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False, exists=True))
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("report.html"),
-              show_default=True, help="The HTML file to write (never inside a run folder).")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="The HTML file to write. Default: report.html in the first RUN's folder (the only place "
+                   "inside a run folder a page may go).")
 @click.option("--open", "open_page", is_flag=True, default=False, help="Open the page in the default browser.")
-def view_cmd(runs: tuple[Path, ...], out: Path, open_page: bool) -> None:
+def view_cmd(runs: tuple[Path, ...], out: Path | None, open_page: bool) -> None:
     """Write one self-contained HTML page of RUN folders: runs, model × task matrix, every trial.
 
     The page needs no server and no network (styles and script inline; it opens from
@@ -93,18 +94,20 @@ def view_cmd(runs: tuple[Path, ...], out: Path, open_page: bool) -> None:
     as a chat (tool calls with arguments, full tool results, harness feedback, handoff
     summaries, guard rejections), retries and waits with their reason, the grader's verdict
     per check, and per call its usage, cost, route and generation id. Every recorded text
-    is shown as text, never run. The run folders are only read.
+    is shown as text, never run. The run folders are only read, but for the page itself:
+    without --out it is RUN/report.html (with several RUNs, in the first one's folder).
 
     \b
-      capplan trial view runs/demo                      # writes report.html
+      capplan trial view runs/demo                      # writes runs/demo/report.html
       capplan trial view runs/demo runs/again --out compare.html   # add --open to open it
     """
     from capplan.trials.view.write import write_view
 
     written = write_view(list(runs), out, notify=_note)
-    click.echo(f"wrote {out} ({written.size_bytes / 1024:.0f} KiB, {written.trials} trial(s))", err=True)
+    # through _note: a run folder's name is free text, its escapes have no place on the terminal
+    _note(f"wrote {written.path} ({written.size_bytes / 1024:.0f} KiB, {written.trials} trial(s))")
     if open_page:
         import webbrowser
 
         if not webbrowser.open(written.path.resolve().as_uri()):
-            click.echo(f"note: no browser could be started; open {written.path.resolve()} yourself", err=True)
+            _note(f"note: no browser could be started; open {written.path.resolve()} yourself")

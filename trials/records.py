@@ -595,8 +595,12 @@ class SummaryRow(_Record):
     pass_rate: float | None
     pass_rate_ci95: tuple[float, float] | None = Field(None, description="Wilson score interval at 95 %.")
     pass_hat_k: dict[str, float] | None = Field(
-        None, description="pass^k for k = 1..n (n: the fewest graded trials of a task), when n > 1: per task "
-        "C(c, k) / C(n, k) with c passes of n, averaged over tasks (tau-bench's reliability metric).")
+        None, description="pass^k for k = 1..n (n: the most graded trials of a task), when n > 1: per task "
+        "C(c, k) / C(n, k) with c passes of n graded trials, averaged over the tasks with n >= k (tau-bench's "
+        "reliability metric; a task with fewer than k graded trials is left out of that k only).")
+    pass_hat_k_tasks: dict[str, int] | None = Field(
+        None, description="For each k of pass_hat_k, the tasks it averages over (those with at least k graded "
+        "trials); '1' counts every task with a graded trial.")
     mean_cost_usd: float | None = Field(description="Mean agent + user cost of the trials of known cost.")
     agent_cost: CostStat | None = None
     user_cost: CostStat | None = None

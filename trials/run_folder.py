@@ -14,6 +14,7 @@ Layout::
     DIR/trials/<plan>/<task>/<i>/metrics.yaml
     DIR/summary.md, DIR/summary.json     re-rendered from runs.jsonl
     DIR/writer.lock                      the writer's lock (see capplan.core.folder_lock): one writer per folder
+    DIR/report.html                      written by ``capplan trial view`` only; a run never reads it
 
 Crash safety: a trial's files are written atomically (temp file, rename), then its
 ``runs.jsonl`` line is appended with one ``write``: the line is the commit marker. That holds

@@ -48,6 +48,38 @@ def pass_hat_k(per_task: Sequence[tuple[int, int]], k: int) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def pass_hat_ks(per_task: Sequence[tuple[int, int]]) -> tuple[dict[str, float], dict[str, int]] | None:
+    """pass^k for k = 1 .. the most graded trials of a task, and for each k how many tasks it averages over.
+
+    Each k leaves out only the tasks with fewer than k graded trials (one aborted trial takes its
+    task out of the highest k, not the row out of pass^k); None when no task has two trials.
+    """
+    most = max((n for _, n in per_task), default=0)
+    if most < 2:
+        return None
+    values: dict[str, float] = {}
+    tasks: dict[str, int] = {}
+    for k in range(1, most + 1):
+        value = pass_hat_k(per_task, k)
+        if value is not None:  # always so up to the most trials; kept honest for the type checker
+            values[str(k)] = round(value, 9)
+            tasks[str(k)] = sum(1 for _, n in per_task if n >= k)
+    return values, tasks
+
+
+def pass_hat_k_text(values: dict[str, float] | None, tasks: dict[str, int] | None) -> str:
+    """``^1 75.0%, ^2 50.0% (3 of 4 tasks)``: how many tasks a k covers, where it leaves some out."""
+    if not values:
+        return "—"
+    every = (tasks or {}).get("1")
+    parts = []
+    for k, value in values.items():
+        covered = (tasks or {}).get(k)
+        left_out = covered is not None and every is not None and covered < every
+        parts.append(f"^{k} {value:.1%}" + (f" ({covered} of {every} tasks)" if left_out else ""))
+    return ", ".join(parts)
+
+
 def percentile(values: Sequence[float], q: float) -> float | None:
     """The q-quantile (0..1) by linear interpolation between closest ranks; None when empty."""
     if not values:
@@ -126,10 +158,7 @@ def _row(plan_key: str, pack: str, group: list[dict[str, Any]]) -> SummaryRow:
     per_task: dict[str, list[bool]] = defaultdict(list)
     for g in graded:
         per_task[g["task_id"]].append(bool(g["passed"]))
-    fewest = min((len(v) for v in per_task.values()), default=0)
-    hat = ({str(k): v for k in range(1, fewest + 1)
-            if (v := pass_hat_k([(sum(r), len(r)) for r in per_task.values()], k)) is not None}
-           if fewest > 1 else None)
+    hat = pass_hat_ks([(sum(r), len(r)) for r in per_task.values()])
     agent = [_agent_cost(g) for g in group]
     user = [_user_cost(g) for g in group]
     both = [g.get("cost_usd") if split_unknown(g) else a + u if a is not None and u is not None else None
@@ -150,7 +179,7 @@ def _row(plan_key: str, pack: str, group: list[dict[str, Any]]) -> SummaryRow:
         error=len(errors), aborted=sum(1 for g in group if g["status"] == "aborted"),
         graded=len(graded), pass_rate=_round(rate),
         pass_rate_ci95=(round(interval[0], 9), round(interval[1], 9)) if interval else None,
-        pass_hat_k={k: round(v, 9) for k, v in hat.items()} if hat else None,
+        pass_hat_k=hat[0] if hat else None, pass_hat_k_tasks=hat[1] if hat else None,
         mean_cost_usd=_round(sum(known_both) / len(known_both)) if known_both else None,
         agent_cost=_cost_stat(agent, [_known_part(g, "cost_known_usd") for g in group]),
         user_cost=_cost_stat(user, [_known_part(g, "user_cost_known_usd") for g in group]),
@@ -230,7 +259,7 @@ ROW_ALIGN = "rrrlrrrrrrrrrrl"
 def row_cells(r: SummaryRow) -> list[str]:
     """A summary row's statistics as table cells (raw text: the table escapes them)."""
     interval = f"{r.pass_rate_ci95[0]:.1%}–{r.pass_rate_ci95[1]:.1%}" if r.pass_rate_ci95 else "—"
-    hat = ", ".join(f"^{k} {v:.1%}" for k, v in r.pass_hat_k.items()) if r.pass_hat_k else "—"
+    hat = pass_hat_k_text(r.pass_hat_k, r.pass_hat_k_tasks)
     agent, user = r.agent_cost, r.user_cost
     unknown = max(agent.unknown_trials if agent else 0, user.unknown_trials if user else 0)
     latency = ("—" if r.latency_p50_s is None or r.latency_p95_s is None

@@ -97,8 +97,10 @@ def test_summary_counts_costs_tokens_and_reliability() -> None:
     interval = wilson_interval(4, 7)
     assert row.pass_rate_ci95 == (pytest.approx(interval[0]), pytest.approx(interval[1]))  # type: ignore[index]
     # a: 3 of 4 pass; b: 1 of 3 graded (the error counts as not passed, the aborted one not at all)
+    # k = 4 averages over a alone: b has 3 graded trials, too few to say whether 4 in a row pass
     assert row.pass_hat_k == {"1": pytest.approx((3 / 4 + 1 / 3) / 2), "2": pytest.approx((3 / 6 + 0 / 3) / 2),
-                              "3": pytest.approx((1 / 4 + 0 / 1) / 2)}
+                              "3": pytest.approx((1 / 4 + 0 / 1) / 2), "4": 0.0}
+    assert row.pass_hat_k_tasks == {"1": 2, "2": 2, "3": 2, "4": 1}
     assert row.agent_cost is not None and row.user_cost is not None
     assert row.agent_cost.unknown_trials == 1 and row.agent_cost.total_usd == pytest.approx(0.7)
     assert row.agent_cost.mean_usd == pytest.approx(0.1)
@@ -113,6 +115,19 @@ def test_summary_counts_costs_tokens_and_reliability() -> None:
     assert summary.total_cost_usd == pytest.approx(0.95) and summary.unknown_cost_trials == 1
     data = json.loads(json.dumps(summary.model_dump(mode="json")))
     assert Summary.model_validate(data) == summary  # summary.json reads back whole
+
+
+def test_an_aborted_trial_leaves_only_its_task_out_of_pass_hat_k() -> None:
+    # two trials per task; c's second trial aborted: c has one graded trial, a and b two
+    lines = [line("a", 0), line("a", 1, passed=False), line("b", 0), line("b", 1), line("c", 0),
+             line("c", 1, status="aborted", passed=None, reason="rate_limit")]
+    [row] = summarize(lines).rows
+    # ^1 over a, b, c: (1/2 + 2/2 + 1/1) / 3; ^2 over a and b: (C(1,2)/C(2,2) + C(2,2)/C(2,2)) / 2
+    assert row.pass_hat_k == {"1": round(2.5 / 3, 9), "2": 0.5}
+    assert row.pass_hat_k_tasks == {"1": 3, "2": 2}
+    assert "| ^1 83.3%, ^2 50.0% (2 of 3 tasks) |" in render_markdown(summarize(lines))
+    # one trial per task: no pass^k beyond the pass rate
+    assert summarize([line("a", 0), line("b", 0, passed=False)]).rows[0].pass_hat_k is None
 
 
 def test_amounts_are_rounded_to_a_billionth() -> None:

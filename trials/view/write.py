@@ -1,9 +1,11 @@
 """Read the runs, render the page, write it: the whole of ``capplan trial view`` but its options.
 
-The page is written atomically inside the folder that holds it (:mod:`capplan.trials.confined`:
-the name checked, no link followed). It is never written into a run folder: a run folder
-holds only what ``trial run`` writes, and a foreign file there would make the next resume
-refuse the folder.
+Without ``--out`` the page is ``report.html`` at the top of the first run folder given (with
+several runs, the comparison lives beside the first one's records). That is the one name a
+view may take inside a run folder: ``trial run`` never writes, reads or refuses it, so a resume
+goes on as before. Any other place inside a run folder is refused: a run folder holds only what
+capplan writes. The page is written atomically (:mod:`capplan.trials.confined`: the name
+checked, no link followed; a link at ``report.html`` is refused, never written through).
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from capplan.trials.confined import ConfinedPathError
 from capplan.trials.report.run_data import LoadedRun, load_runs
 from capplan.trials.view.page import render_page
 from capplan.trials.view.payload import build_payload
+
+
+#: the page's name at the top of a run folder, where ``trial view`` writes it by default
+VIEW_FILE = "report.html"
 
 
 class ViewOutputError(UserError):
@@ -61,23 +67,32 @@ def render_runs(runs: list[LoadedRun]) -> str:
     return render_page(payload, title=f"capplan trial view: {labels}")
 
 
-def write_view(paths: list[Path], out: Path, notify: Callable[[str], None] | None = None) -> WrittenView:
-    """Read the run folders at ``paths`` and write their page to ``out``."""
+def write_view(paths: list[Path], out: Path | None = None,
+               notify: Callable[[str], None] | None = None) -> WrittenView:
+    """Read the run folders at ``paths`` and write their page to ``out`` (default: the first run's report.html)."""
     runs = load_runs(paths, notify=notify)
-    inside = _inside_a_run(out, runs)
-    if inside is not None:
-        raise ViewOutputError(f"--out {out} is inside the run folder {inside.path}", location=str(out),
-                              hint="a run folder holds only what capplan trial run writes; write the page beside it, "
-                                   "e.g. --out report.html")
-    if out.is_dir():
-        raise ViewOutputError(f"--out {out} is a folder", location=str(out), hint="name the HTML file to write, "
-                              "e.g. --out report.html")
+    if out is None:
+        folder, name = runs[0].path, VIEW_FILE
+    else:
+        inside = _inside_a_run(out, runs)
+        if inside is not None and not (out.name == VIEW_FILE and out.resolve().parent == inside.path.resolve()):
+            raise ViewOutputError(f"--out {out} is inside the run folder {inside.path}", location=str(out),
+                                  hint=f"a run folder holds only what capplan writes, the page only as its top-level "
+                                       f"{VIEW_FILE} (leave --out out for that); or write the page beside it, "
+                                       f"e.g. --out {VIEW_FILE}")
+        if out.is_dir():
+            raise ViewOutputError(f"--out {out} is a folder", location=str(out), hint="name the HTML file to write, "
+                                  "e.g. --out report.html")
+        folder, name = (inside.path, VIEW_FILE) if inside is not None else (out.parent if str(out.parent) else Path("."),
+                                                                            out.name)
+        os.makedirs(folder, exist_ok=True)
     html = render_runs(runs).encode("utf-8")
-    folder = out.parent if str(out.parent) else Path(".")
-    os.makedirs(folder, exist_ok=True)
+    target = folder / name
     try:
-        confined.write_atomic(folder, (out.name,), html, mode=0o644)
+        # a run folder's own root: the page is one more name in it, written as its files are
+        confined.write_atomic(folder, (name,), html, mode=0o644)
     except ConfinedPathError as exc:
         diag = exc.diagnostic()
-        raise ViewOutputError(diag.message, location=str(out), hint=diag.hint) from None
-    return WrittenView(path=out, size_bytes=len(html), trials=sum(len(r.trials) for r in runs), runs=tuple(runs))
+        raise ViewOutputError(diag.message, location=str(target), hint=diag.hint) from None
+    return WrittenView(path=target if out is None else out, size_bytes=len(html),
+                       trials=sum(len(r.trials) for r in runs), runs=tuple(runs))

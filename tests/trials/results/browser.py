@@ -60,3 +60,52 @@ def wait_for(driver: Any, css: str) -> Any:
     from selenium.webdriver.support.ui import WebDriverWait
 
     return WebDriverWait(driver, WAIT_S).until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, css)))
+
+
+#: what a page must never show where a value belongs: a JavaScript value turned into text
+_SWEEP = r"""
+const root = document.querySelector(arguments[0]);
+if (!root) return ["no element matches " + arguments[0]];
+const problems = [];
+// "null" is a value inside a JSON block (pre.code); anywhere else it is a value that was never formatted
+const ALWAYS = /\[object |\bundefined\b|\bNaN\b/;
+const OUTSIDE_JSON = /\bnull\b/;
+function where(node) {
+  const parts = [];
+  for (let e = node; e && e !== root.parentElement; e = e.parentElement) {
+    parts.unshift(e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className ? "." + String(e.className).split(" ").join(".") : ""));
+  }
+  return parts.slice(-4).join(" > ");
+}
+const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+  const text = n.nodeValue;
+  const json = n.parentElement && n.parentElement.closest("pre.code");
+  if (ALWAYS.test(text) || (!json && OUTSIDE_JSON.test(text))) problems.push(where(n.parentElement) + ": " + JSON.stringify(text.slice(0, 120)));
+}
+root.querySelectorAll("[title]").forEach(function (e) {
+  const t = e.getAttribute("title");
+  if (ALWAYS.test(t) || OUTSIDE_JSON.test(t)) problems.push(where(e) + " title: " + JSON.stringify(t.slice(0, 120)));
+});
+root.querySelectorAll("h3").forEach(function (h) {
+  const next = h.nextElementSibling;
+  if (!next || next.tagName === "H3" || !next.textContent.trim()) problems.push("section '" + h.textContent + "' shows nothing");
+});
+root.querySelectorAll("details").forEach(function (d) {
+  const summary = d.querySelector(":scope > summary");
+  const body = Array.from(d.childNodes).filter(function (c) { return c !== summary; }).map(function (c) { return c.textContent; }).join("");
+  if (!summary || !summary.textContent.trim()) problems.push(where(d) + ": a folded block without a title");
+  else if (!body.trim()) problems.push(where(d) + " '" + summary.textContent + "': folded block is empty");
+});
+root.querySelectorAll("table").forEach(function (t) {
+  if (t.id !== "matrix" && t.querySelectorAll("tbody tr").length === 0) problems.push(where(t) + ": a table without rows");
+});
+return problems;
+"""
+
+
+def text_problems(driver: Any, css: str) -> list[str]:
+    """Every place under ``css`` that shows a JavaScript value as text or an empty section (all of it, hidden parts too)."""
+    problems = driver.execute_script(_SWEEP, css)
+    assert isinstance(problems, list)
+    return [str(p) for p in problems]

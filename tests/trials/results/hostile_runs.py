@@ -119,3 +119,25 @@ def build(root: Path, monkeypatch: pytest.MonkeyPatch) -> HostileRuns:
         assert results[key].complete, results[key]
     return HostileRuns(root=root, a=results["agent-a"], b=results["agent-b"])
 
+
+
+def with_second_trials(run: Path, copy: Path, *, aborted: str) -> Path:
+    """A copy of ``run`` with a second trial (index 1) of every task, the same as its first but for ``aborted``'s.
+
+    The second trial of task ``aborted`` ended aborted (a rate limit): that task has one graded
+    trial, every other task two. Trial folders are copied, runs.jsonl gets one line per new trial.
+    """
+    import shutil
+
+    shutil.copytree(run, copy)
+    lines = [json.loads(text) for text in (copy / "runs.jsonl").read_text().splitlines()]
+    added = []
+    for line in lines:
+        second = {**line, "key": line["key"].removesuffix("/0") + "/1", "index": 1,
+                  "dir": line["dir"].removesuffix("/0") + "/1"}
+        if line["task_id"] == aborted:
+            second.update(status="aborted", termination_reason="rate_limit", counts_against_model=False, passed=None)
+        shutil.copytree(copy / line["dir"], copy / second["dir"])
+        added.append(second)
+    (copy / "runs.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines + added))
+    return copy

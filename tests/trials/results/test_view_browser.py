@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,13 +23,19 @@ from capplan.cli import main
 from capplan.trials.report.run_data import load_run
 from capplan.trials.view.write import render_runs
 from tests.trials.results import browser
-from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns
+from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns, with_second_trials
 
 pytestmark = pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))
 
 REPO = Path(__file__).resolve().parents[3]
 #: what the page shows for HOSTILE: every control character made visible, the ESC as ␛
 SHOWN = HOSTILE.replace("\x1b", "\u241b").replace("\x07", "\\x07")
+
+
+def visible(text: str) -> str:
+    """What the page's visible() shows for ``text``: the ESC as ␛, other control characters as \\xNN."""
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]",
+                  lambda m: "\u241b" if m.group() == "\x1b" else f"\\x{ord(m.group()):02x}", text)
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +132,88 @@ def test_matrix_cell_opens_the_trial_and_its_conversation(page: Path, driver: An
     assert driver.find_element(By.ID, "overview").is_displayed()
 
 
+def _open_trial(driver: Any, i: int, key: str) -> None:
+    """Route the page to trial ``i`` and wait until its title is there."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.execute_script("location.hash = arguments[0]", f"#trial-{i}")
+    WebDriverWait(driver, browser.WAIT_S).until(lambda d: d.execute_script(
+        "const t = document.getElementById('trial-title'); return t && t.textContent") == f"trial {key}")
+
+
+def _folded(driver: Any, css: str) -> list[tuple[str, str]]:
+    return [(s, p) for s, p in driver.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0])).map(function (d) {"
+        " return [d.querySelector(':scope > summary').textContent, d.querySelector('pre').textContent]; })", css)]
+
+
+def test_every_section_of_every_page_shows_its_values(page: Path, driver: Any) -> None:
+    """The run page, the matrix and every trial's page read section by section against the data the page holds.
+
+    No section may show a JavaScript value as text ("[object …]", "undefined", "NaN", a bare
+    "null") or be empty; each trial's "other recorded fields", transcript, grader reasons, calls
+    and checkpoints show one entry per recorded item, with its value.
+    """
+    from selenium.webdriver.common.by import By
+
+    open_page(driver, page)
+    assert browser.text_problems(driver, "#overview") == []
+    index = driver.execute_script("return JSON.parse(document.getElementById('view-index').textContent)")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#run-cards .run-card")) == len(index["runs"]) == 2
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#stats tbody tr")) == len(index["columns"]) == 2
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#matrix tbody tr")) == len(index["tasks"]) == len(TASKS)
+    key_field = index["trial_fields"].index("key")
+    reasons_seen = 0
+    for i, trial in enumerate(index["trials"]):
+        key = trial[key_field]
+        _open_trial(driver, i, key)
+        assert browser.text_problems(driver, "#trial") == [], key
+        detail = driver.execute_script("return JSON.parse(document.getElementById('d-' + arguments[0]).textContent)", i)
+        # fields the page has no section of its own for: one folded block each, holding the value
+        other = {**(detail.get("trajectory_other") or {}), **(detail.get("metrics_other") or {})}
+        assert other, key  # every trial of these runs records some (usage, cost source, wall time…)
+        shown = _folded(driver, "#other-fields > details.other-field")
+        assert sorted(name for name, _ in shown) == sorted(other), key
+        for name, text in shown:
+            value = other[name]
+            assert (text == visible(value)) if isinstance(value, str) else json.loads(text) == value, (key, name)
+        # the transcript: one bubble per message, each with its text
+        messages = detail["messages"]
+        bubbles = driver.find_elements(By.CSS_SELECTOR, "#chat .msg:not(.guard)")
+        assert len(bubbles) == len(messages) > 0, key
+        for message, bubble in zip(messages, bubbles):
+            if isinstance(message.get("content"), str) and message["content"]:
+                assert visible(message["content"]) in bubble.get_attribute("textContent"), (key, message["role"])
+        # the grade: one row per grader, its name, verdict and every reason
+        graders = detail["grade"]["graders"]
+        rows = driver.find_elements(By.CSS_SELECTOR, ".grade-table tbody tr")
+        assert len(rows) == len(graders) > 0, key
+        for grader, row in zip(graders, rows):
+            cells = [td.get_attribute("textContent") for td in row.find_elements(By.CSS_SELECTOR, ":scope > td")]
+            assert cells[:2] == [grader["name"], "passed" if grader["passed"] else "failed"], key
+            reasons = [li.get_attribute("textContent") for li in row.find_elements(By.CSS_SELECTOR, "ul.reasons li")]
+            assert reasons == [visible(r) for r in grader["reasons"]], key
+            reasons_seen += len(reasons)
+        assert len(driver.find_elements(By.CSS_SELECTOR, ".calls-table tbody tr")) == len(detail["calls"]) > 0
+        assert len(driver.find_elements(By.CSS_SELECTOR, ".checkpoint-table tbody tr")) == len(detail["checkpoints"])
+    assert reasons_seen == 12  # agent-a fails t00, agent-b every task but t00: one reason each
+    not_pwned(driver)
+
+
+def test_pass_hat_k_says_how_many_tasks_it_covers(hostile_runs: HostileRuns, driver: Any, tmp_path: Path) -> None:
+    """Two trials of each of 12 tasks, one of t03's aborted: the stats row shows pass^2 over the other 11."""
+    from selenium.webdriver.common.by import By
+
+    run = with_second_trials(hostile_runs.a.out, tmp_path / "run", aborted="t03")
+    page = tmp_path / "view.html"
+    assert CliRunner().invoke(main, ["trial", "view", str(run), "--out", str(page)]).exit_code == 0
+    open_page(driver, page)
+    [row] = driver.find_elements(By.CSS_SELECTOR, "#stats tbody tr")
+    cells = [td.get_attribute("textContent") for td in row.find_elements(By.TAG_NAME, "td")]
+    assert cells[6] == "^1 91.7 %, ^2 90.9 % (11 of 12 tasks)"
+    assert browser.text_problems(driver, "#overview") == []
+
+
 def test_filters_work_without_a_server(page: Path, driver: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
@@ -188,6 +278,7 @@ def test_a_page_of_1000_trials_opens_and_pages(driver: Any, tmp_path: Path) -> N
     result = CliRunner().invoke(main, ["trial", "view", str(run), "--out", str(page)])
     assert result.exit_code == 0, result.output
     open_page(driver, page)
+    assert browser.text_problems(driver, "#overview") == []
     timing = driver.execute_script(
         "const t = performance.getEntriesByType('navigation')[0]; return [t.domContentLoadedEventEnd, t.loadEventEnd];")
     print(f"\ntrial view of 1000 trials: {page.stat().st_size / 2**20:.1f} MB, DOMContentLoaded "
@@ -201,6 +292,7 @@ def test_a_page_of_1000_trials_opens_and_pages(driver: Any, tmp_path: Path) -> N
     assert len(rows) == 50 and rows[-1].get_attribute("data-task") == "task-00249"
     cells(driver)[-1].click()
     assert browser.wait_for(driver, "#trial-title").text == "trial model-b/task-00249/1"
+    assert browser.text_problems(driver, "#trial") == []
 
 
 def test_harness_turns_handoffs_guard_rejections_retries_and_waits_are_marked(hostile_runs: HostileRuns, driver: Any,
@@ -246,4 +338,5 @@ def test_harness_turns_handoffs_guard_rejections_retries_and_waits_are_marked(ho
     first, second = driver.find_elements(By.CSS_SELECTOR, ".calls-table tbody tr")[:2]
     assert "rate_limit (RateLimitError)" in first.text
     assert "openai/agent-model (exact)" in second.text and "gen-123" in second.text and "$0.000420" in second.text
+    assert browser.text_problems(driver, "#trial") == []
     not_pwned(driver)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from capplan.cli import main
 from capplan.trials.view.page import script_json
-from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns
+from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns, with_second_trials
 
 
 def view(*args: str | Path) -> tuple[int, str]:
@@ -154,3 +154,82 @@ def test_open_hands_the_written_file_to_the_browser(hostile_runs: HostileRuns, t
     code, output = view(hostile_runs.a.out, "--out", out, "--open")
     assert code == 0 and opened == [out.resolve().as_uri()]
     assert "no browser could be started" in output  # open() said it could not
+
+
+def test_an_aborted_trial_leaves_only_its_task_out_of_pass_hat_k(hostile_runs: HostileRuns, tmp_path: Path) -> None:
+    """Two trials of each of 12 tasks, one of t03's aborted: pass^2 averages over the other 11 and says so."""
+    run = with_second_trials(hostile_runs.a.out, tmp_path / "run", aborted="t03")
+    out = tmp_path / "report.html"
+    code, output = view(run, "--out", out)
+    assert code == 0, output
+    index = blocks(out.read_text(encoding="utf-8"))["view-index"]
+    assert isinstance(index, dict)
+    stats = index["columns"][0]["stats"]
+    # t00 fails both trials, t03 passed its one graded trial, the 10 others pass both:
+    # ^1 = (0 + 1 + 10) / 12; ^2 over the 11 tasks with two graded trials = (0 + 10) / 11
+    assert stats["pass_hat_k"] == {"1": round(11 / 12, 9), "2": round(10 / 11, 9)}
+    assert stats["pass_hat_k_tasks"] == {"1": 12, "2": 11}
+    reported = CliRunner().invoke(main, ["trial", "report", str(run), "--format", "md"])
+    assert reported.exit_code == 0, reported.output
+    assert "| ^1 91.7%, ^2 90.9% (11 of 12 tasks) |" in reported.output
+
+
+def _files(folder: Path) -> dict[Path, bytes]:
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_without_out_the_page_is_the_first_runs_report_html(hostile_runs: HostileRuns, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not the current folder: RUN/report.html, and with two runs the first one's; the run still resumes."""
+    import capplan.trials
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(hostile_runs.a.out, a)
+    shutil.copytree(hostile_runs.b.out, b)
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    b_before = _files(b)
+    code, output = view(a)
+    assert code == 0, output
+    assert f"wrote {a / 'report.html'} (" in output
+    assert list(here.iterdir()) == []
+    index = blocks((a / "report.html").read_text(encoding="utf-8"))["view-index"]
+    assert isinstance(index, dict) and [r["path"] for r in index["runs"]] == [str(a)]
+    code, output = view(a, b)  # several runs: into the first one's folder, over its earlier page
+    assert code == 0, output
+    index = blocks((a / "report.html").read_text(encoding="utf-8"))["view-index"]
+    assert isinstance(index, dict) and [r["path"] for r in index["runs"]] == [str(a), str(b)]
+    assert _files(b) == b_before and list(here.iterdir()) == []
+    # --out still wins, and may name the same place
+    code, output = view(a, "--out", "elsewhere.html")
+    assert code == 0 and (here / "elsewhere.html").is_file()
+    code, output = view(b, "--out", b / "report.html")
+    assert code == 0 and (b / "report.html").is_file()
+    # the page is no foreign file to the run: trial report re-renders and a resume goes on, the page kept
+    page = (a / "report.html").read_bytes()
+    reported = CliRunner().invoke(main, ["trial", "report", str(a)])
+    assert reported.exit_code == 0, reported.output
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-view-0123456789abcdef")
+    resumed = capplan.trials.run([hostile_runs.root / "tasks" / "desk"], [hostile_runs.root / "agent-a.json"], out=a,
+                                 api_base="http://127.0.0.1:9/v1")  # every trial is done: nothing is called
+    assert resumed.complete and (a / "report.html").read_bytes() == page
+
+
+def test_the_default_page_is_not_written_through_a_link(hostile_runs: HostileRuns, tmp_path: Path) -> None:
+    run = copy_run(hostile_runs, tmp_path)
+    target = tmp_path / "elsewhere.html"
+    target.write_text("keep")
+    (run / "report.html").symlink_to(target)
+    code, output = view(run)
+    assert code == 2 and "error[VIEW_OUT]" in output and "report.html" in output and "hint:" in output
+    assert "Traceback" not in output and target.read_text() == "keep" and (run / "report.html").is_symlink()
+
+
+def test_no_other_place_inside_a_run_folder_is_taken(hostile_runs: HostileRuns, tmp_path: Path) -> None:
+    run = copy_run(hostile_runs, tmp_path)
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    code, output = view(run, "--out", run / "view.html")
+    assert code == 2 and "error[VIEW_OUT]" in output and "inside the run folder" in output
+    assert "top-level report.html" in output
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
