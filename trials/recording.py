@@ -76,12 +76,15 @@ def secret_values(env_names: tuple[str | None, ...]) -> tuple[str, ...]:
 
 
 def usage_record(usage: Usage) -> UsageRecord:
-    # the counters only: asdict would deep-copy the raw usage block first, once per call, to drop it
+    # the counters only: asdict would deep-copy the raw usage block first, once per call, to drop it.
+    # A counter the provider reported out of bounds is unknown (None) in the executor's Usage; the
+    # record's counters are whole numbers summed into the trial's, so it adds 0 there, and the call
+    # record's response_problems names it (its cost is unknown, which makes the trial's unknown)
     return UsageRecord(
-        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-        reasoning_tokens=usage.reasoning_tokens, cached_tokens=usage.cached_tokens,
-        cache_creation_input_tokens=usage.cache_creation_input_tokens,
-        cache_read_input_tokens=usage.cache_read_input_tokens,
+        prompt_tokens=usage.prompt_tokens or 0, completion_tokens=usage.completion_tokens or 0,
+        reasoning_tokens=usage.reasoning_tokens or 0, cached_tokens=usage.cached_tokens or 0,
+        cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+        cache_read_input_tokens=usage.cache_read_input_tokens or 0,
     )
 
 
@@ -185,11 +188,11 @@ class MetricsSink:
             usage=usage_record(result.usage), cost_usd=result.cost_usd, cost_source=result.cost_source,
             wait_s=self._take_wait(last.wait_s), latency_s=last.latency_s, finish_reason=result.finish_reason,
             openrouter_generation_id=result.openrouter_generation_id, gateway_route=route, gateway_route_kind=kind,
-            key_index=result.key_index,
+            key_index=result.key_index, response_problems=list(result.response_problems),
         )
         self._add(record)
         if role == "agent":
-            self.last_prompt_tokens = result.usage.prompt_tokens
+            self.last_prompt_tokens = result.usage.prompt_tokens  # None (unknown): no watermark check on it
             if self.effective_system_prompt is None:
                 self.effective_system_prompt = result.effective_system_prompt
         return record

@@ -58,8 +58,9 @@ class DirectCompletion:
             raise failure(status, raw.decode("utf-8", "replace"), response, self.provider)
         try:
             data = json.loads(raw)  # bytes: JSON is UTF-8, so no charset detection on the way
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            where = f"{exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else exc.reason
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer past Python's digit limit
+            where = (f"{exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError)
+                     else exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)[:200])
             raise ProviderHTTPError(
                 f"{self.provider} HTTP {status}: the response body is not JSON ({where})",
                 status_code=status, response=response,
