@@ -245,3 +245,13 @@ def test_an_integer_past_pythons_digit_limit_is_a_provider_error_not_a_crash(cli
     body = json.dumps(completion({"prompt_tokens": 5})).replace('"prompt_tokens": 5', '"prompt_tokens": ' + "9" * 5000)
     with pytest.raises(ProviderHTTPError, match="the response body is not JSON"):
         client_for(raw(body.encode())).generate(REQUEST)
+
+
+def test_an_answer_past_a_limit_ends_a_trial_turn_as_a_provider_failure() -> None:
+    # the provider misbehaved: an api_error like a malformed answer, not a harness error
+    from capplan.executor.errors import ProviderResponseError
+    from capplan.executor.loop_errors import LoopErrorReason, classify_loop_error
+
+    exc = ProviderResponseError("openai HTTP 200: too large", http_status=200, limit_field="max_response_bytes",
+                                limit=MIB)
+    assert classify_loop_error(exc, ()).reason is LoopErrorReason.API_ERROR
