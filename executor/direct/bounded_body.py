@@ -83,10 +83,15 @@ class _Decoder:
             header_ok = (data[0] & 0x0F) == 8 and ((data[0] << 8) | data[1]) % 31 == 0
             self._inflate = zlib.decompressobj(zlib.MAX_WBITS if header_ok else -zlib.MAX_WBITS)
         try:
-            while data:
-                # max_length: one more byte than the room left, so passing the limit is seen without inflating past it
-                self._keep(self._inflate.decompress(data, self._limits.max_decoded_bytes - len(self._out) + 1))
+            while True:
+                # at most a piece at a time (never a second copy of the whole body), and never more than
+                # one byte past the room left, so passing the limit is seen without inflating past it
+                want = min(PIECE, self._limits.max_decoded_bytes - len(self._out) + 1)
+                out = self._inflate.decompress(data, want)
+                self._keep(out)
                 data = self._inflate.unconsumed_tail
+                if not data and len(out) < want:  # input used up and nothing held back by the bound
+                    return
         except zlib.error as exc:
             raise BodyUndecodable(f"the answer's {self._coding} body cannot be decoded: {exc}") from exc
 
@@ -95,7 +100,7 @@ class _Decoder:
             raise BodyUndecodable(f"the answer's {self._coding} body is cut short")
         if self._inflate is not None:
             try:
-                self._keep(self._inflate.flush(self._limits.max_decoded_bytes - len(self._out) + 1))
+                self._keep(self._inflate.flush(max(1, self._limits.max_decoded_bytes - len(self._out) + 1)))
             except zlib.error as exc:
                 raise BodyUndecodable(f"the answer's {self._coding} body cannot be decoded: {exc}") from exc
             if not self._inflate.eof:
