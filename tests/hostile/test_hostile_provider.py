@@ -255,3 +255,23 @@ def test_an_answer_past_a_limit_ends_a_trial_turn_as_a_provider_failure() -> Non
     exc = ProviderResponseError("openai HTTP 200: too large", http_status=200, limit_field="max_response_bytes",
                                 limit=MIB)
     assert classify_loop_error(exc, ()).reason is LoopErrorReason.API_ERROR
+
+
+def test_send_past_the_cap_is_one_located_line_naming_the_limit(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # in process: a finite 2 MiB body, so even a client without the cap only reads 2 MiB
+    from click.testing import CliRunner
+
+    from capplan.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-hostile-test")
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+    with HostileProvider(raw(b" " * (2 * MIB))) as server:
+        result = CliRunner().invoke(main, ["send", "--plan", str(plan_file(tmp_path, max_response_bytes=MIB)),
+                                           "--api-base", server.base, str(request)])
+        assert server.posts == 1  # not retried
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    assert f"{request}: error[PROVIDER]: ProviderResponseError: openai HTTP 200: the answer's body is larger than the " \
+           f"binding's max_response_bytes ({MIB} bytes)" in result.output
