@@ -162,13 +162,14 @@ class _DeadlineSocket:
     def _arm(self) -> None:
         self._sock.settimeout(remaining(self.deadline))
 
-    def sendall(self, data: Any, flags: int = 0) -> None:
+    def sendall(self, data: Any) -> None:
         self._arm()
-        self._sock.sendall(data, flags)
+        self._sock.sendall(data)
 
-    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+    def recv_into(self, buffer: Any) -> int:
+        # the buffer's size, as socket.SocketIO asks (an SSL socket reads nothing when told 0 bytes)
         self._arm()
-        return int(self._sock.recv_into(buffer, nbytes, flags))
+        return int(self._sock.recv_into(buffer))
 
     def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
         self._readers += 1

@@ -9,6 +9,7 @@ going past the test.
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
@@ -98,7 +99,8 @@ def lying(usage: Any) -> Handler:
 class HostileProvider(ServedOnLoopback):
     """Answers every POST with ``self.answer``; counts them."""
 
-    def __init__(self, answer: Handler) -> None:
+    def __init__(self, answer: Handler, tls: tuple[str, str] | None = None) -> None:
+        """``tls``: a certificate and key file to serve https with."""
         self.answer = answer
         self.posts = 0
         self.stop = threading.Event()
@@ -117,12 +119,19 @@ class HostileProvider(ServedOnLoopback):
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._serve(LoopbackHTTPServer(("127.0.0.1", 0), _Handler))
+        httpd = LoopbackHTTPServer(("127.0.0.1", 0), _Handler)
+        self.scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+            self.scheme = "https"
+        self._serve(httpd)
 
     @property
     def base(self) -> str:
-        """``http://127.0.0.1:<port>/v1``."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        """``http(s)://127.0.0.1:<port>/v1``."""
+        return f"{self.scheme}://127.0.0.1:{self.port}/v1"
 
     def __exit__(self, *exc: Any) -> None:
         self.stop.set()  # ends every answer still streaming or dripping

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zlib
@@ -49,6 +50,9 @@ CHILD = r"""
 import json, resource, sys, time
 limit = int(sys.argv[3])
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+if "no-h2" in sys.argv[4:]:  # https on http.client, as where the h2 package is not installed
+    from capplan.executor.direct import pool
+    pool._HTTP2 = False
 from capplan.executor.attempts import attempts_of
 from capplan.executor.client import Client
 from capplan.executor.plan import Plan
@@ -89,12 +93,14 @@ def via(path: str, base: str) -> str:
     return base if path == "http.client" else base.replace("http://", "http://probe:probe-pass@")
 
 
-def call_in_child(plan: Path, base: str) -> dict[str, Any]:
+def call_in_child(plan: Path, base: str, *flags: str, ca_file: str | None = None) -> dict[str, Any]:
     """One ``Client.generate`` in a fresh interpreter; its report (or the test fails on a hang)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         env.pop(name, None)
-    done = subprocess.run([sys.executable, "-c", CHILD, str(plan), base, str(CHILD_ADDRESS_SPACE)],
+    if ca_file is not None:
+        env["SSL_CERT_FILE"] = ca_file
+    done = subprocess.run([sys.executable, "-c", CHILD, str(plan), base, str(CHILD_ADDRESS_SPACE), *flags],
                           capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
     report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -275,3 +281,32 @@ def test_send_past_the_cap_is_one_located_line_naming_the_limit(tmp_path: Path,
     assert "Traceback" not in result.output
     assert f"{request}: error[PROVIDER]: ProviderResponseError: openai HTTP 200: the answer's body is larger than the " \
            f"binding's max_response_bytes ({MIB} bytes)" in result.output
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 and its key (the client trusts it through SSL_CERT_FILE)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+@pytest.mark.parametrize("flags", [("no-h2",), ()], ids=["http.client", "httpx-if-h2"])
+def test_https_answers_are_read_and_bounded_the_same_way(tmp_path: Path, certificate: tuple[str, str],
+                                                         flags: tuple[str, ...]) -> None:
+    # https is the common route: TLS sockets under the deadline, and the caps, on the path each install takes
+    answers = [(lying({"prompt_tokens": 3, "completion_tokens": 1}), None), (drip_body, "ApiTimeoutError"),
+               (endless, "ProviderResponseError")]
+    for answer, error in answers:
+        with HostileProvider(answer, tls=certificate) as server:
+            report = call_in_child(plan_file(tmp_path, max_response_bytes=MIB), server.base, *flags,
+                                   ca_file=certificate[0])
+        assert report.get("error_type") == error, report
+        assert error is not None or report["text"] == "done"
+        assert report["wall_s"] < HANG_S and report["peak_mib"] < PEAK_MIB, report
+
