@@ -19,7 +19,8 @@ Each origin (``scheme://host:port``) is served one of two ways, chosen on its fi
 
 Either way: a ``User-Agent: capplan/<version>`` header (unless the request names its own), TLS verification with the CA bundle httpx uses (certifi, or ``SSL_CERT_FILE`` /
 ``SSL_CERT_DIR``), the per-attempt timeout as one deadline for the whole attempt (connecting,
-sending and every read together: a body dripped a byte at a time ends there), the body read within
+sending and every read together: a status line, headers or body dripped a byte at a time end
+there; :mod:`capplan.executor.direct.httpx_deadline` on the httpx path), the body read within
 the binding's limits (:mod:`capplan.executor.direct.bounded_body`), redirects
 never followed (a 3xx is an answer like any other status: httpx drops only ``Authorization``
 when the origin changes, so a gateway or ``api-key`` header would reach whatever host a 3xx
@@ -316,6 +317,10 @@ class _Httpx:
                                 keepalive_expiry=KEEPALIVE_EXPIRY_S),
             trust_env=True,  # the proxy variables, and SSL_CERT_FILE / SSL_CERT_DIR
         )
+        from capplan.executor.direct.httpx_deadline import attempt_deadline, bound_by_deadline
+
+        bound_by_deadline(self._client)  # httpx's timeout is per read; the attempt's is a total
+        self._attempt_deadline = attempt_deadline
         self._timeouts: dict[float, Any] = {}
 
     def send(self, url: str, content: bytes, headers: Mapping[str, str], timeout_s: float,
@@ -328,14 +333,16 @@ class _Httpx:
         try:
             request = self._client.build_request("POST", url, content=content, headers=_with_agent(headers),
                                                  timeout=timeout)
-            # streamed: the body is read piece by piece within the limits, the deadline checked between pieces
-            response = self._client.send(request, stream=True)
-            try:
-                pieces: Iterator[bytes] = response.iter_raw()
-                body = read_body(lambda _n: next(pieces, b""), response.headers.get("content-encoding"),
-                                 response.status_code, limits, deadline)
-            finally:
-                response.close()
+            # streamed: the body is read piece by piece within the limits, every network read and write
+            # (the headers' too) given the time left
+            with self._attempt_deadline(deadline):
+                response = self._client.send(request, stream=True)
+                try:
+                    pieces: Iterator[bytes] = response.iter_raw()
+                    body = read_body(lambda _n: next(pieces, b""), response.headers.get("content-encoding"),
+                                     response.status_code, limits, deadline)
+                finally:
+                    response.close()
         except (httpx.TimeoutException, DeadlinePassed) as exc:
             raise WireTimeout(f"{type(exc).__name__}: {exc}") from exc
         except BodyTooLarge as exc:

@@ -310,3 +310,15 @@ def test_https_answers_are_read_and_bounded_the_same_way(tmp_path: Path, certifi
         assert error is not None or report["text"] == "done"
         assert report["wall_s"] < HANG_S and report["peak_mib"] < PEAK_MIB, report
 
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_dripped_headers_end_at_the_deadline_on_the_httpx_path(tmp_path: Path, certificate: tuple[str, str],
+                                                               scheme: str) -> None:
+    # httpx's timeout is per read; the network backend it reads through is given the time left instead
+    tls = certificate if scheme == "https" else None
+    with HostileProvider(drip_head, tls=tls) as server:
+        base = server.base if scheme == "https" else via("httpx", server.base)
+        report = call_in_child(plan_file(tmp_path, timeout_s=2.0), base, ca_file=certificate[0])
+    assert report.get("error_type") == "ApiTimeoutError", report
+    assert report["wall_s"] < HANG_S, report
