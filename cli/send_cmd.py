@@ -106,9 +106,10 @@ def render_result(data: dict[str, Any]) -> str:
     if usage.get("prompt_tokens") or usage.get("completion_tokens"):
         lines.append(
             "usage: "
-            + ", ".join(f"{k}={v}" for k, v in sorted(usage.items()) if k != "provider_raw" and not isinstance(v, (dict, list)))
+            + ", ".join(f"{k}={'unknown' if v is None else v}" for k, v in sorted(usage.items())
+                        if k != "provider_raw" and not isinstance(v, (dict, list)))
         )
-    else:  # a prompt always has tokens: all zeros is a response that reported none (unknown, not 0)
+    else:  # a prompt always has tokens: all zeros (or unknowns) is a response that reported none usable
         lines.append("usage: unknown (the provider reported no token counts)")
     cost = "unknown" if data["cost_usd"] is None else f"${data['cost_usd']:.6f}"
     lines.append(f"cost: {cost} ({data['cost_source']})")
@@ -127,4 +128,6 @@ def render_result(data: dict[str, Any]) -> str:
         lines.append(f"schema_violation {v['tool_name']} at {v['path']}: {v['message']}")
     for s in data["value_substitutions"]:
         lines.append(f"value_substitution: {json.dumps(s, sort_keys=True, default=str)}")
+    for problem in data.get("response_problems", ()):
+        lines.append(f"response_problem: {problem}")
     return "\n".join(lines)

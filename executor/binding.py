@@ -16,6 +16,13 @@ from capplan.core.env_var_names import env_var_name as env_var_name
 from capplan.core.env_var_names import looks_like_key as looks_like_key
 
 
+#: The binding's default ``max_response_bytes`` and ``max_decoded_bytes`` (see the fields).
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_DECODED_BYTES = 64 * 1024 * 1024
+#: The most either limit may be set to: 1 GiB, times --concurrency, is already a machine's memory.
+MAX_LIMIT_BYTES = 1024 * 1024 * 1024
+
+
 class _Frozen(BaseModel):
     # finite: a resealed plan can spell infinity as 1e999, which JSON parses without complaint
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True,
@@ -46,5 +53,18 @@ class ProviderBinding(_Frozen):
     format_model_name_bare: bool = Field(False, description="model_id is the bare name, without '<provider>/'.")
     kwargs_pin_transport: bool = Field(False, description="Pin endpoint and api_key_env into each call's kwargs.")
     slug_rewrite: SlugRewrite | None = Field(None, description="Per-attempt rewrite of the model string.")
+
+    # -- response limits (the direct transport): what one answer may make capplan read and hold --
+    # Sized for the largest real completion: 128k tokens with logprobs (top_logprobs 5) is about 400
+    # bytes of JSON a token, ~50 MB; a plain 128k-token answer is ~1 MB. 64 MiB holds either with room,
+    # and stops an endless or inflating body long before it takes the machine (x --concurrency).
+    max_response_bytes: int = Field(
+        DEFAULT_MAX_RESPONSE_BYTES, ge=1024, le=MAX_LIMIT_BYTES,
+        description="Most bytes of one answer's body read off the wire (direct transport); past it the attempt "
+        "fails with a provider-response error.")
+    max_decoded_bytes: int = Field(
+        DEFAULT_MAX_DECODED_BYTES, ge=1024, le=MAX_LIMIT_BYTES,
+        description="Most bytes one answer's body may hold after its content coding (gzip, deflate) is undone "
+        "(direct transport); past it the attempt fails with a provider-response error.")
 
     _env_names = field_validator("api_base_env", "api_key_env", "api_keys_env", "key_file_env")(env_var_name)

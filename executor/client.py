@@ -275,7 +275,8 @@ class Client:
         if self._probe is not None and probe_stats is not None:
             probe_stats.record_success(
                 role=role, model=self.plan.model.model_id, duration_s=log.last_latency_s,
-                prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
+                # throughput telemetry, not a bill: a counter the provider reported out of bounds adds none
+                prompt_tokens=result.usage.prompt_tokens or 0, completion_tokens=result.usage.completion_tokens or 0,
                 ts=self._wall_clock(),
             )
         return result

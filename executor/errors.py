@@ -175,3 +175,18 @@ class ProviderRequestTimeout(ProviderTimeoutError):
         self.status_code = status_code
         self.response = response
         self.body = body
+
+
+class ProviderResponseError(RuntimeError):
+    """A direct-transport answer broke a limit of the plan's binding (its body too large on the wire or decoded).
+
+    The provider misbehaving, not a transient condition: never retried (it carries no ``status_code``
+    for the retry controllers to read; ``http_status`` is the answer's). The message names the limit
+    and how to raise it.
+    """
+
+    def __init__(self, message: str, *, http_status: int, limit_field: str, limit: int) -> None:
+        super().__init__(message)
+        self.http_status = http_status
+        self.limit_field = limit_field
+        self.limit = limit

@@ -53,6 +53,7 @@ from capplan.executor.errors import (
     ContextWindowExceededError,
     CredentialSpentError,
     ProviderConnectionError,
+    ProviderResponseError,
     ProviderTimeoutError,
 )
 from capplan.executor.rate_limit import Patterns, cause_chain, is_typed_rate_limit_exception, matches_rate_limit_text, wire_status
@@ -129,8 +130,8 @@ def _is_provider_failure(exc: BaseException) -> bool:
     for link in cause_chain(exc):
         if wire_status(link) is not None:
             return True
-        if isinstance(link, (ProviderConnectionError, ProviderTimeoutError)):
-            return True  # the direct transport's own failures of the wire
+        if isinstance(link, (ProviderConnectionError, ProviderTimeoutError, ProviderResponseError)):
+            return True  # the direct transport's own failures of the wire, and an answer past the binding's limits
         module = type(link).__module__ or ""
         if module.startswith(("litellm", "openai", "httpx")):
             return True

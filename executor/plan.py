@@ -443,6 +443,9 @@ def _verified_plan(p: Path, raw: bytes) -> Plan:
         # a sealed body can still be hostile (a resealed plan): every value is refused where it stands
         problems = _refusal(p, text, data, exc)
         raise PlanLoadError("\n".join(m for _, m in problems), location=problems[0][0], problems=problems) from None
+    # the file's own bytes, verified above: a plan compiled before a field with a default was added
+    # (a binding limit) still travels as what its fingerprint covers, not as a re-dump with the default
+    plan._canonical = raw
     return plan
 
 

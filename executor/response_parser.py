@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from capplan.executor.cost import response_cost
+from capplan.executor.cost import checked_cost
 from capplan.executor.errors import ResponseShapeError
 from capplan.executor.plan import Plan
 from capplan.executor.policy_set import PolicySet
@@ -44,7 +44,7 @@ class ResponseParser:
         ``synthetic`` marks an offline mock response: its text bypasses the assistant-text
         policy, so offline fixtures do not depend on whichever preset a plan resolved to.
         """
-        usage = self.usage_extractor.extract(response)
+        usage, usage_problems = self.usage_extractor.extract_checked(response)
         choices = _get(response, "choices") or []
         if not choices:
             raise ResponseShapeError(f"{self.plan.model.key}: response has no choices")
@@ -62,7 +62,7 @@ class ResponseParser:
         if not synthetic:
             text = self.policies.assistant_text_policy.parse_assistant_text(text, model=self.plan.model)
         calls, parser_errors, violations, repairs = self._tool_calls(_get(message, "tool_calls") or [], built.tools)
-        cost, source = response_cost(response, usage, self.plan.pricing)
+        cost, source, cost_problems = checked_cost(response, usage, self.plan.pricing)
         return GenerationResult(
             text=text,
             tool_calls=tuple(calls),
@@ -79,6 +79,7 @@ class ResponseParser:
             value_substitutions=built.value_substitutions,
             reasoning_left_out=built.reasoning_left_out,
             argument_repairs=tuple(repairs),
+            response_problems=usage_problems + cost_problems,
         )
 
     def _tool_calls(

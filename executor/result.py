@@ -132,6 +132,9 @@ class GenerationResult:
     attempts: tuple[Attempt, ...] = ()
     #: Backoff slept between the attempts; ``latency_s`` includes it.
     wait_s: float = 0.0
+    #: What the provider's answer reported out of bounds (usage counters, cost), one line each; what
+    #: they name is ``None`` (unknown) in ``usage`` and ``cost_usd``.
+    response_problems: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict of the whole result (for ``capplan send`` and trajectory writers)."""

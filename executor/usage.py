@@ -1,9 +1,11 @@
 """Token and cache accounting read off a litellm response, and the OpenRouter generation id.
 
 :class:`UsageExtractor` is the one reader of ``response.usage``; nothing else branches on which
-provider filled which counter. It never raises: a missing or malformed counter reads as 0 (with
-a warning for malformed ones) and the raw block is kept verbatim in ``provider_raw``, so nothing
-the provider reported is lost.
+provider filled which counter. It never raises: a missing counter reads as 0; a counter outside its bounds
+(not an integer, negative, not finite, or above :data:`~capplan.executor.provider_bounds.MAX_TOKENS` — a provider is untrusted)
+reads as ``None``, unknown, and is named in the problems :meth:`UsageExtractor.extract_checked`
+returns; the raw block is kept verbatim in ``provider_raw``, so nothing the provider reported is
+lost.
 
 Cost is not a usage field: where a call's cost comes from (provider-reported or priced from the
 plan) is a property of the result, decided once in ``capplan.executor.cost``.
@@ -17,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from capplan.executor.provider_bounds import quoted, token_count_problem
+
 logger = logging.getLogger("capplan.usage")
 
 #: litellm re-keys upstream response headers as ``llm_provider-<name>``.
@@ -29,50 +33,70 @@ OPENROUTER_GENERATION_HEADER = "x-generation-id"
 class Usage:
     """Normalised token counters for one call, or the field-wise sum over several.
 
-    ``provider_raw`` is the JSON-safe raw usage block of the call; a sum keeps the right-hand
-    operand's (per-call blocks differ in shape, so merging them would produce junk).
+    A counter is ``None`` when the provider reported a value outside its bounds: unknown, and so
+    is any sum it is part of. ``provider_raw`` is the JSON-safe raw usage block of the call; a sum
+    keeps the right-hand operand's (per-call blocks differ in shape, so merging them would produce junk).
     """
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
-    cached_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+    reasoning_tokens: int | None = 0
+    cached_tokens: int | None = 0
+    cache_creation_input_tokens: int | None = 0
+    cache_read_input_tokens: int | None = 0
     provider_raw: dict[str, Any] = field(default_factory=dict)
 
     def __add__(self, other: object) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
         counters = {
-            f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self) if f.name != "provider_raw"
+            f.name: _sum(getattr(self, f.name), getattr(other, f.name)) for f in fields(self) if f.name != "provider_raw"
         }
         return Usage(**counters, provider_raw=other.provider_raw)
+
+    def unknown(self) -> tuple[str, ...]:
+        """The counters a provider reported out of bounds (``None``)."""
+        return tuple(f.name for f in fields(self) if f.name != "provider_raw" and getattr(self, f.name) is None)
+
+
+def _sum(left: int | None, right: int | None) -> int | None:
+    return None if left is None or right is None else left + right
 
 
 class UsageExtractor:
     """Reads a :class:`Usage` from a litellm ``ModelResponse`` or a response dict."""
 
     def extract(self, response: Any) -> Usage:
-        """The call's usage; every counter absent or malformed in the response is 0."""
+        """The call's usage; a counter absent in the response is 0, one out of bounds ``None``."""
+        return self.extract_checked(response)[0]
+
+    def extract_checked(self, response: Any) -> tuple[Usage, tuple[str, ...]]:
+        """The call's usage and one problem line per counter the provider reported out of bounds."""
         usage = _get(response, "usage")
         if usage is None:
-            return Usage()
+            return Usage(), ()
+        problems: list[str] = []
         prompt_details = _get(usage, "prompt_tokens_details")
         completion_details = _get(usage, "completion_tokens_details")
+
+        def count(container: Any, name: str, path: str = "") -> int | None:
+            return _count(container, name, path, problems)
+
+        # Anthropic direct reports cache counters top-level; OpenRouter zeroes those and
+        # re-surfaces them nested. Top-level wins whenever it is non-zero (or unknown).
+        write_top = count(usage, "cache_creation_input_tokens")
+        read_top = count(usage, "cache_read_input_tokens")
         return Usage(
-            prompt_tokens=_count(usage, "prompt_tokens"),
-            completion_tokens=_count(usage, "completion_tokens"),
-            reasoning_tokens=_count(completion_details, "reasoning_tokens", "completion_tokens_details."),
-            cached_tokens=_count(prompt_details, "cached_tokens", "prompt_tokens_details."),
-            # Anthropic direct reports cache counters top-level; OpenRouter zeroes those and
-            # re-surfaces them nested. Top-level wins whenever it is non-zero.
-            cache_creation_input_tokens=_count(usage, "cache_creation_input_tokens")
-            or _count(prompt_details, "cache_write_tokens", "prompt_tokens_details."),
-            cache_read_input_tokens=_count(usage, "cache_read_input_tokens")
-            or _count(prompt_details, "cache_read_tokens", "prompt_tokens_details."),
+            prompt_tokens=count(usage, "prompt_tokens"),
+            completion_tokens=count(usage, "completion_tokens"),
+            reasoning_tokens=count(completion_details, "reasoning_tokens", "completion_tokens_details."),
+            cached_tokens=count(prompt_details, "cached_tokens", "prompt_tokens_details."),
+            cache_creation_input_tokens=write_top if write_top != 0
+            else count(prompt_details, "cache_write_tokens", "prompt_tokens_details."),
+            cache_read_input_tokens=read_top if read_top != 0
+            else count(prompt_details, "cache_read_tokens", "prompt_tokens_details."),
             provider_raw=_raw_block(usage),
-        )
+        ), tuple(problems)
 
 
 def extract_openrouter_generation_id(response: Any) -> str | None:
@@ -106,16 +130,17 @@ def _get(obj: Any, name: str) -> Any:
         return None
 
 
-def _count(container: Any, name: str, path: str = "") -> int:
+def _count(container: Any, name: str, path: str, problems: list[str]) -> int | None:
     value = _get(container, name)
     if value is None:
         return 0
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value >= 0 and value.is_integer():
+    why = token_count_problem(value)
+    if why is None:
         return int(value)
-    logger.warning("usage.%s%s is not a token count (%r); counted as 0, kept in provider_raw", path, name, value)
-    return 0
+    problem = f"usage.{path}{name} is {why} ({quoted(value)}): the count is unknown"
+    logger.warning("%s; kept in provider_raw", problem)
+    problems.append(problem)
+    return None
 
 
 def _raw_block(usage: Any) -> dict[str, Any]:

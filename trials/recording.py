@@ -85,15 +85,18 @@ def usage_record(usage: Usage) -> UsageRecord | None:
     """The call's counters; None when the provider reported no token counts (unknown, never 0 tokens).
 
     A prompt always has tokens, so all-zero counters are what litellm fills in for a missing block.
+    A prompt or completion count the provider reported out of bounds is unknown (None in the
+    executor's Usage): the call's tokens are then unknown too, and its ``response_problems`` says why.
+    A secondary counter out of bounds (reasoning, cached) adds 0 to the record, named the same way.
     """
-    if not has_token_counts(usage):
+    if not has_token_counts(usage) or usage.prompt_tokens is None or usage.completion_tokens is None:
         return None
     # the counters only: asdict would deep-copy the raw usage block first, once per call, to drop it
     return UsageRecord(
-        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-        reasoning_tokens=usage.reasoning_tokens, cached_tokens=usage.cached_tokens,
-        cache_creation_input_tokens=usage.cache_creation_input_tokens,
-        cache_read_input_tokens=usage.cache_read_input_tokens,
+        prompt_tokens=usage.prompt_tokens or 0, completion_tokens=usage.completion_tokens or 0,
+        reasoning_tokens=usage.reasoning_tokens or 0, cached_tokens=usage.cached_tokens or 0,
+        cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+        cache_read_input_tokens=usage.cache_read_input_tokens or 0,
     )
 
 
@@ -211,11 +214,11 @@ class MetricsSink:
             usage=usage_record(result.usage), cost_usd=result.cost_usd, cost_source=result.cost_source,
             wait_s=self._take_wait(last.wait_s), latency_s=last.latency_s, finish_reason=result.finish_reason,
             openrouter_generation_id=result.openrouter_generation_id, gateway_route=route, gateway_route_kind=kind,
-            key_index=result.key_index,
+            key_index=result.key_index, response_problems=list(result.response_problems),
         )
         self._add(record, last.request_id)
         if role == "agent":
-            self.last_prompt_tokens = result.usage.prompt_tokens
+            self.last_prompt_tokens = result.usage.prompt_tokens  # None (unknown): no watermark check on it
             if self.effective_system_prompt is None:
                 self.effective_system_prompt = result.effective_system_prompt
         return record

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from capplan.executor.provider_bounds import cost_problem, quoted, token_count_problem
 from capplan.trials.confined import check_segment
 from capplan.trials.outcome import TerminationReason, TrialStatus
 
@@ -155,6 +156,37 @@ class Trajectory(_Record):
     termination: Termination
 
 
+def out_of_bounds_as_unknown(data: Any) -> Any:
+    """A call record's data with a recorded cost or token counter outside the provider bounds read as unknown.
+
+    The cost becomes null (``cost_source: unknown``), a counter 0 (the record's counters are whole
+    numbers summed into the trial's), and each gets a ``response_problems`` line saying what was read.
+    """
+    if not isinstance(data, dict):
+        return data
+    problems: list[str] = []
+    cost = data.get("cost_usd")
+    if cost is not None and cost_problem(cost) is not None:
+        problems.append(f"recorded cost_usd is {cost_problem(cost)} ({quoted(cost)}), written unchecked by an older "
+                        "capplan: read as unknown")
+    usage = data.get("usage")
+    bad = {name: value for name, value in usage.items() if token_count_problem(value) is not None
+           and isinstance(value, (int, float)) and not isinstance(value, bool)} if isinstance(usage, dict) else {}
+    if not problems and not bad:
+        return data
+    out = dict(data)
+    if problems:
+        out["cost_usd"], out["cost_source"] = None, "unknown"
+    if bad and isinstance(usage, dict):
+        out["usage"] = {**usage, **dict.fromkeys(bad, 0)}
+        problems += [f"recorded usage.{name} is {token_count_problem(value)} ({quoted(value)}), written unchecked by "
+                     "an older capplan: read as unknown (0 in the sums)" for name, value in bad.items()]
+        if out.get("cost_usd") is not None:
+            out["cost_usd"], out["cost_source"] = None, "unknown"
+    out["response_problems"] = [*(data.get("response_problems") or []), *problems]
+    return out
+
+
 class UsageRecord(_Record):
     """Token counters, summed field-wise over calls."""
 
@@ -192,6 +224,16 @@ class CallRecord(_Record):
     gateway_route: str | None = None
     gateway_route_kind: Literal["exact", "wildcard", "untranslated", "direct"] | None = None
     key_index: int | None = Field(None, description="The rotation key's index that served it (never the key).")
+    response_problems: list[str] = Field(
+        default_factory=list, description="What the provider's answer reported out of bounds (a negative or "
+        "non-finite cost, an absurd token count), one line each; the call's cost is then unknown.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        # a call journal or metrics file an older capplan wrote can hold a provider's figure unchecked
+        # (a cost of -5000 or Infinity, 1e308 tokens): read as unknown and said so, never a dead resume
+        return out_of_bounds_as_unknown(data)
 
 
 class GraderResult(_Record):

@@ -18,7 +18,10 @@ Each origin (``scheme://host:port``) is served one of two ways, chosen on its fi
   is installed (HTTP/2, negotiated through ALPN where the server offers it).
 
 Either way: a ``User-Agent: capplan/<version>`` header (unless the request names its own), TLS verification with the CA bundle httpx uses (certifi, or ``SSL_CERT_FILE`` /
-``SSL_CERT_DIR``), the per-attempt timeout on connecting and on every read and write, redirects
+``SSL_CERT_DIR``), the per-attempt timeout as one deadline for the whole attempt (connecting,
+sending and every read together: a status line, headers or body dripped a byte at a time end
+there; :mod:`capplan.executor.direct.httpx_deadline` on the httpx path), the body read within
+the binding's limits (:mod:`capplan.executor.direct.bounded_body`), redirects
 never followed (a 3xx is an answer like any other status: httpx drops only ``Authorization``
 when the origin changes, so a gateway or ``api-key`` header would reach whatever host a 3xx
 names), an idle connection closed after :data:`KEEPALIVE_EXPIRY_S` (httpx's default) or when
@@ -33,17 +36,26 @@ import functools
 import http.client
 import importlib.metadata
 import importlib.util
+import io
 import os
 import select
 import ssl
 import threading
 import time
 import urllib.request
-import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import SplitResult, urlsplit
+
+from capplan.executor.direct.bounded_body import (
+    BodyLimits,
+    BodyTooLarge,
+    BodyUndecodable,
+    DeadlinePassed,
+    read_body,
+    remaining,
+)
 
 #: Idle connections kept per origin: enough for a trial run's --concurrency, bounded for a runaway one.
 MAX_IDLE_CONNECTIONS = 256
@@ -52,6 +64,8 @@ MAX_IDLE_CONNECTIONS = 256
 KEEPALIVE_EXPIRY_S = 5.0
 #: The timeout of a request that names none (the plan's per-attempt timeout always does).
 DEFAULT_TIMEOUT_S = 600.0
+#: The limits of a request that names none (the plan's binding always does): the binding's defaults.
+DEFAULT_LIMITS = BodyLimits(max_response_bytes=64 * 1024 * 1024, max_decoded_bytes=64 * 1024 * 1024)
 
 _HTTP2 = importlib.util.find_spec("h2") is not None
 
@@ -62,6 +76,16 @@ class WireTimeout(Exception):
 
 class WireBroken(Exception):
     """The connection failed: refused, dropped, or the answer was cut short or unreadable."""
+
+
+class WireTooLarge(Exception):
+    """The answer's body passed one of the binding's limits; ``status`` is the answer's, ``field`` the limit's name."""
+
+    def __init__(self, status: int, field: str, limit: int) -> None:
+        super().__init__(f"the answer's body is larger than {field} ({limit} bytes)")
+        self.status = status
+        self.field = field
+        self.limit = limit
 
 
 class ResponseHeaders(dict[str, str]):
@@ -89,7 +113,8 @@ class WireAnswer:
 
 
 class _Sender(Protocol):
-    def send(self, url: str, content: bytes, headers: Mapping[str, str], timeout_s: float) -> WireAnswer: ...
+    def send(self, url: str, content: bytes, headers: Mapping[str, str], timeout_s: float,
+             limits: BodyLimits) -> WireAnswer: ...
 
     def close(self) -> None: ...
 
@@ -118,6 +143,72 @@ def origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+class _DeadlineSocket:
+    """A connected socket whose every send and receive waits at most until the attempt's deadline.
+
+    ``http.client`` reads the status line, the headers and the body through ``makefile``, many
+    receives each; a timeout set once applies to each receive alone, so a server that sends a byte
+    just inside it keeps the attempt going for ever. Here the timeout is set to the time left before
+    every receive and send, so the per-attempt timeout bounds the attempt as a whole.
+    """
+
+    def __init__(self, sock: Any) -> None:
+        self._sock = sock
+        self.deadline = time.monotonic() + DEFAULT_TIMEOUT_S
+        # as socket.makefile's own count: a connection closed while its answer is still read (a server
+        # that says `Connection: close`) keeps the socket open until that answer's reader is closed
+        self._readers = 0
+        self._closing = False
+
+    def _arm(self) -> None:
+        self._sock.settimeout(remaining(self.deadline))
+
+    def sendall(self, data: Any) -> None:
+        self._arm()
+        self._sock.sendall(data)
+
+    def recv_into(self, buffer: Any) -> int:
+        # the buffer's size, as socket.SocketIO asks (an SSL socket reads nothing when told 0 bytes)
+        self._arm()
+        return int(self._sock.recv_into(buffer))
+
+    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
+        self._readers += 1
+        return io.BufferedReader(_DeadlineReader(self))
+
+    def reader_closed(self) -> None:
+        self._readers -= 1
+        if self._closing and self._readers == 0:
+            self._sock.close()
+
+    def close(self) -> None:
+        self._closing = True
+        if self._readers == 0:
+            self._sock.close()
+
+    def __getattr__(self, name: str) -> Any:  # fileno, close, settimeout, ...: the socket's own
+        return getattr(self._sock, name)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The raw stream ``http.client`` reads an answer from, through :class:`_DeadlineSocket`."""
+
+    def __init__(self, sock: _DeadlineSocket) -> None:
+        super().__init__()
+        self._sock = sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        return self._sock.recv_into(buffer)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._sock.reader_closed()
+        super().close()
+
+
 class _Connections:
     """Idle kept-alive ``http.client`` connections to one origin; any thread takes one, sends, gives it back."""
 
@@ -131,24 +222,27 @@ class _Connections:
         self._lock = threading.Lock()
         self._idle: list[tuple[http.client.HTTPConnection, float]] = []
 
-    def _open(self, timeout_s: float) -> http.client.HTTPConnection:
+    def _open(self, deadline: float) -> http.client.HTTPConnection:
+        left = remaining(deadline)
         if self._context is not None:
-            return http.client.HTTPSConnection(self._host, self._port, timeout=timeout_s, context=self._context)
-        return http.client.HTTPConnection(self._host, self._port, timeout=timeout_s)
+            connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+                self._host, self._port, timeout=left, context=self._context)
+        else:
+            connection = http.client.HTTPConnection(self._host, self._port, timeout=left)
+        connection.connect()  # connecting (and the TLS handshake) within the time left
+        connection.sock = _DeadlineSocket(connection.sock)
+        return connection
 
-    def _take(self, timeout_s: float) -> http.client.HTTPConnection:
+    def _take(self, deadline: float) -> http.client.HTTPConnection:
         while True:
             with self._lock:
                 if not self._idle:
                     break
                 connection, since = self._idle.pop()  # the most recently used: the least likely to be closed
             if time.monotonic() - since < KEEPALIVE_EXPIRY_S and _still_open(connection):
-                if connection.sock is not None:
-                    connection.sock.settimeout(timeout_s)
-                connection.timeout = timeout_s
                 return connection
             connection.close()
-        return self._open(timeout_s)
+        return self._open(deadline)
 
     def _give_back(self, connection: http.client.HTTPConnection) -> None:
         with self._lock:
@@ -157,25 +251,37 @@ class _Connections:
                 return
         connection.close()
 
-    def send(self, url: str, content: bytes, headers: Mapping[str, str], timeout_s: float) -> WireAnswer:
+    def send(self, url: str, content: bytes, headers: Mapping[str, str], timeout_s: float,
+             limits: BodyLimits) -> WireAnswer:
         parts = urlsplit(url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        connection = self._take(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        connection: http.client.HTTPConnection | None = None
         try:
+            connection = self._take(deadline)
+            sock = connection.sock
+            if isinstance(sock, _DeadlineSocket):  # every connection _open made
+                sock.deadline = deadline
             connection.request("POST", target, body=content, headers=_with_agent(headers))
             response = connection.getresponse()
-            raw = response.read()
-        except TimeoutError as exc:  # socket.timeout is TimeoutError
-            connection.close()
+            body = read_body(response.read1, response.getheader("content-encoding"), response.status, limits, deadline)
+            response.close()  # read to its end; read1 does not mark it done, and the connection asks before reuse
+        except TimeoutError as exc:  # socket.timeout is TimeoutError; so is DeadlinePassed
+            _close(connection)
             raise WireTimeout(f"{type(exc).__name__}: {exc}") from exc
+        except BodyTooLarge as exc:
+            _close(connection)  # the rest of the body is still on the connection
+            raise WireTooLarge(exc.status, exc.field, exc.limit) from None
+        except BodyUndecodable as exc:
+            _close(connection)
+            raise WireBroken(str(exc)) from exc
         except (OSError, http.client.HTTPException) as exc:
-            connection.close()
+            _close(connection)
             raise WireBroken(f"{type(exc).__name__}: {exc}") from exc
         except BaseException:
-            connection.close()  # an interrupt mid-answer leaves the connection unusable
+            _close(connection)  # an interrupt mid-answer leaves the connection unusable
             raise
-        answer = WireAnswer(response.status, ResponseHeaders.of(response.getheaders()),
-                            _decoded(raw, response.getheader("content-encoding")))
+        answer = WireAnswer(response.status, ResponseHeaders.of(response.getheaders()), body)
         if response.will_close:
             connection.close()
         else:
@@ -193,6 +299,11 @@ class _Connections:
             return len(self._idle)
 
 
+def _close(connection: http.client.HTTPConnection | None) -> None:
+    if connection is not None:
+        connection.close()
+
+
 class _Httpx:
     """One ``httpx.Client`` for an origin behind a proxy, or for HTTP/2."""
 
@@ -206,20 +317,41 @@ class _Httpx:
                                 keepalive_expiry=KEEPALIVE_EXPIRY_S),
             trust_env=True,  # the proxy variables, and SSL_CERT_FILE / SSL_CERT_DIR
         )
+        from capplan.executor.direct.httpx_deadline import attempt_deadline, bound_by_deadline
+
+        bound_by_deadline(self._client)  # httpx's timeout is per read; the attempt's is a total
+        self._attempt_deadline = attempt_deadline
         self._timeouts: dict[float, Any] = {}
 
-    def send(self, url: str, content: bytes, headers: Mapping[str, str], timeout_s: float) -> WireAnswer:
+    def send(self, url: str, content: bytes, headers: Mapping[str, str], timeout_s: float,
+             limits: BodyLimits) -> WireAnswer:
         httpx = self._httpx
+        deadline = time.monotonic() + timeout_s
         timeout = self._timeouts.get(timeout_s)
         if timeout is None:  # one per distinct value: the plan's per-attempt timeout, in practice one
             timeout = self._timeouts.setdefault(timeout_s, httpx.Timeout(timeout_s))
         try:
-            response = self._client.post(url, content=content, headers=_with_agent(headers), timeout=timeout)
-        except httpx.TimeoutException as exc:
+            request = self._client.build_request("POST", url, content=content, headers=_with_agent(headers),
+                                                 timeout=timeout)
+            # streamed: the body is read piece by piece within the limits, every network read and write
+            # (the headers' too) given the time left
+            with self._attempt_deadline(deadline):
+                response = self._client.send(request, stream=True)
+                try:
+                    pieces: Iterator[bytes] = response.iter_raw()
+                    body = read_body(lambda _n: next(pieces, b""), response.headers.get("content-encoding"),
+                                     response.status_code, limits, deadline)
+                finally:
+                    response.close()
+        except (httpx.TimeoutException, DeadlinePassed) as exc:
             raise WireTimeout(f"{type(exc).__name__}: {exc}") from exc
+        except BodyTooLarge as exc:
+            raise WireTooLarge(exc.status, exc.field, exc.limit) from None
+        except BodyUndecodable as exc:
+            raise WireBroken(str(exc)) from exc
         except (httpx.TransportError, httpx.DecodingError) as exc:
             raise WireBroken(f"{type(exc).__name__}: {exc}") from exc
-        return WireAnswer(response.status_code, ResponseHeaders.of(response.headers.multi_items()), response.content)
+        return WireAnswer(response.status_code, ResponseHeaders.of(response.headers.multi_items()), body)
 
     def close(self) -> None:
         self._client.close()
@@ -257,9 +389,13 @@ def _make(parts: SplitResult) -> _Sender:
     return _Connections(parts)
 
 
-def send(url: str, content: bytes, headers: Mapping[str, str], timeout_s: float | None) -> WireAnswer:
-    """POST ``content`` to ``url`` on this process's kept-alive connections to its origin."""
-    return sender_for(url).send(url, content, headers, DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
+def send(url: str, content: bytes, headers: Mapping[str, str], timeout_s: float | None,
+         limits: BodyLimits = DEFAULT_LIMITS) -> WireAnswer:
+    """POST ``content`` to ``url`` on this process's kept-alive connections to its origin.
+
+    ``timeout_s`` bounds the whole attempt (connecting, sending, every read); ``limits`` the body.
+    """
+    return sender_for(url).send(url, content, headers, DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s, limits)
 
 
 def idle_connections(url: str) -> int:
@@ -296,21 +432,3 @@ def _still_open(connection: http.client.HTTPConnection) -> bool:
         return not select.select([sock], [], [], 0)[0]
     except (OSError, ValueError):
         return False
-
-
-def _decoded(raw: bytes, encoding: str | None) -> bytes:
-    """The body without its content coding (capplan asks for none; a server may send gzip or deflate anyway)."""
-    if not encoding or encoding.strip().lower() in ("identity", ""):
-        return raw
-    coding = encoding.strip().lower()
-    try:
-        if coding in ("gzip", "x-gzip"):
-            return zlib.decompress(raw, 16 + zlib.MAX_WBITS)
-        if coding == "deflate":
-            try:
-                return zlib.decompress(raw)
-            except zlib.error:
-                return zlib.decompress(raw, -zlib.MAX_WBITS)  # raw deflate, as some servers send it
-    except zlib.error as exc:
-        raise WireBroken(f"the answer's {coding} body cannot be decoded: {exc}") from exc
-    raise WireBroken(f"the answer is {coding}-encoded, which capplan does not decode (it asked for identity)")

@@ -11,9 +11,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from capplan.executor.direct import pool
+from capplan.executor.direct.bounded_body import BodyLimits
 from capplan.executor.direct.request import RequestMapper
 from capplan.executor.direct.response import failure, success
-from capplan.executor.errors import ProviderConnectionError, ProviderHTTPError, ProviderTimeoutError
+from capplan.executor.errors import (
+    ProviderConnectionError,
+    ProviderHTTPError,
+    ProviderResponseError,
+    ProviderTimeoutError,
+)
 from capplan.executor.plan import Plan
 
 
@@ -23,14 +29,26 @@ class DirectCompletion:
     def __init__(self, plan: Plan, env: Mapping[str, str]) -> None:
         self.mapper = RequestMapper(plan, env)
         self.provider = self.mapper.wire.provider
+        binding = plan.binding.binding
+        self.limits = BodyLimits(binding.max_response_bytes, binding.max_decoded_bytes)
+        self._binding_key = plan.binding.key
 
     def __call__(self, **kwargs: Any) -> dict[str, Any]:
         request = self.mapper.map(kwargs)
         try:
-            response = pool.send(request.url, request.content(), request.headers, request.timeout_s)
+            response = pool.send(request.url, request.content(), request.headers, request.timeout_s, self.limits)
         except pool.WireTimeout as exc:
             waited = request.timeout_s if request.timeout_s is not None else pool.DEFAULT_TIMEOUT_S
-            raise ProviderTimeoutError(f"{self.provider}: no answer within {waited}s ({exc})") from exc
+            raise ProviderTimeoutError(f"{self.provider}: no complete answer within {waited}s, the attempt's total "
+                                       f"time ({exc})") from exc
+        except pool.WireTooLarge as exc:
+            raise ProviderResponseError(
+                f"{self.provider} HTTP {exc.status}: the answer's body is larger than the binding's {exc.field} "
+                f"({exc.limit} bytes); capplan stopped reading it there. If this provider's answers really are "
+                f"that large, raise `{exc.field}` in the binding (an overlay's `bindings: "
+                f"{self._binding_key or self.provider}: {{{exc.field}: N}}`) and recompile with `capplan compile`",
+                http_status=exc.status, limit_field=exc.field, limit=exc.limit,
+            ) from None
         except pool.WireBroken as exc:
             # a refused or dropped connection, a body cut short: litellm's APIConnectionError
             raise ProviderConnectionError(f"{self.provider}: connection failed: {exc}") from exc
@@ -40,8 +58,9 @@ class DirectCompletion:
             raise failure(status, raw.decode("utf-8", "replace"), response, self.provider)
         try:
             data = json.loads(raw)  # bytes: JSON is UTF-8, so no charset detection on the way
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            where = f"{exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else exc.reason
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer past Python's digit limit
+            where = (f"{exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError)
+                     else exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)[:200])
             raise ProviderHTTPError(
                 f"{self.provider} HTTP {status}: the response body is not JSON ({where})",
                 status_code=status, response=response,

@@ -65,3 +65,23 @@ def test_a_sealed_plan_writes_the_bytes_serialising_would_and_a_copy_serialises_
     assert plan.to_bytes() == canonical_bytes(plan.model_dump(mode="json", by_alias=True))
     changed = plan.model_copy(update={"effective_preset": "other"})
     assert b'"effective_preset": "other"' in changed.to_bytes()
+
+
+def test_a_plan_compiled_before_a_defaulted_field_was_added_travels_as_its_own_bytes(tmp_path: Path) -> None:
+    # a plan from before the binding's body limits: loading fills the defaults, but what a trial
+    # spec carries must still be the bytes its fingerprint covers, or every trial is "tampered"
+    from capplan.core.canonical import sha256_hex
+    from capplan.executor.plan_integrity import with_fingerprint
+    from capplan.trials.runner import plan_from_text
+
+    body = make_plan().body()
+    for name in ("max_response_bytes", "max_decoded_bytes"):
+        del body["binding"]["binding"][name]
+    raw_body = canonical_bytes(body)
+    fingerprint = sha256_hex(raw_body)
+    raw = with_fingerprint(raw_body, fingerprint)
+    assert raw is not None
+    plan = Plan.load(written(tmp_path, raw))
+    assert plan.binding.binding.max_response_bytes == 64 * 1024 * 1024
+    assert plan.to_bytes() == raw
+    assert plan_from_text(plan.to_bytes().decode("utf-8"), fingerprint).fingerprint == fingerprint

@@ -100,10 +100,13 @@ def test_no_choices_is_a_typed_error() -> None:
 
 
 def test_malformed_usage_never_raises() -> None:
+    # out-of-bounds counters are unknown (None), never a made-up 0, and each is a recorded problem
     result = _generate(make_plan(), _response({"content": "x"}, usage={"prompt_tokens": "many", "completion_tokens": -1}))
-    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (0, 0)
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (None, None)
     assert result.usage.provider_raw == {"prompt_tokens": "many", "completion_tokens": -1}
     assert result.cost_source == "unknown" and result.cost_usd is None
+    assert result.response_problems[:2] == ("usage.prompt_tokens is not a number but str ('many'): the count is unknown",
+                                            "usage.completion_tokens is negative (-1): the count is unknown")
 
 
 def test_generation_id_from_litellm_hidden_headers() -> None:

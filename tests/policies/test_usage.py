@@ -107,16 +107,29 @@ def test_missing_usage_reads_as_zero(response: Any) -> None:
     assert UsageExtractor().extract(response) == Usage()
 
 
-@pytest.mark.parametrize("bad", ["12", -3, True, float("nan"), 1.5, {"n": 1}, [1]])
-def test_malformed_counters_read_as_zero_and_stay_in_the_raw_block(bad: Any, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("bad", ["12", -3, True, float("nan"), float("inf"), 1.5, 1e308, 10**9 + 1, "NaN",
+                                 {"n": 1}, [1]])
+def test_counters_out_of_bounds_are_unknown_and_stay_in_the_raw_block(bad: Any, caplog: pytest.LogCaptureFixture) -> None:
     body = {"usage": {"prompt_tokens": bad, "completion_tokens": 4, "prompt_tokens_details": {"cached_tokens": bad}}}
     with caplog.at_level(logging.WARNING, logger="capplan.usage"):
-        usage = UsageExtractor().extract(body)
-    assert (usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens) == (0, 0, 4)
-    assert "usage.prompt_tokens is not a token count" in caplog.text
-    assert "usage.prompt_tokens_details.cached_tokens is not a token count" in caplog.text
+        usage, problems = UsageExtractor().extract_checked(body)
+    assert (usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens) == (None, None, 4)
+    assert usage.unknown() == ("prompt_tokens", "cached_tokens")
+    assert [p.split(" is ")[0] for p in problems] == ["usage.prompt_tokens", "usage.prompt_tokens_details.cached_tokens"]
+    assert all(p.endswith(": the count is unknown") for p in problems)
+    assert "usage.prompt_tokens is" in caplog.text
     assert "prompt_tokens" in usage.provider_raw
     json.dumps(usage.provider_raw)  # JSON-safe whatever came in
+
+
+def test_the_largest_believable_count_is_kept() -> None:
+    usage, problems = UsageExtractor().extract_checked({"usage": {"prompt_tokens": 10**9, "completion_tokens": 0}})
+    assert (usage.prompt_tokens, problems) == (10**9, ())
+
+
+def test_an_unknown_counter_makes_every_sum_it_is_in_unknown() -> None:
+    total = Usage(prompt_tokens=3, completion_tokens=None) + Usage(prompt_tokens=4, completion_tokens=5)
+    assert (total.prompt_tokens, total.completion_tokens) == (7, None)
 
 
 def test_integral_floats_count() -> None:
