@@ -12,8 +12,8 @@ from typing import Any
 
 from capplan.executor.direct import pool
 from capplan.executor.direct.request import RequestMapper
-from capplan.executor.direct.response import failure, success
-from capplan.executor.errors import ProviderConnectionError, ProviderHTTPError, ProviderTimeoutError
+from capplan.executor.direct.response import failure, not_json, success
+from capplan.executor.errors import ProviderConnectionError, ProviderTimeoutError
 from capplan.executor.plan import Plan
 
 
@@ -42,8 +42,5 @@ class DirectCompletion:
             data = json.loads(raw)  # bytes: JSON is UTF-8, so no charset detection on the way
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             where = f"{exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else exc.reason
-            raise ProviderHTTPError(
-                f"{self.provider} HTTP {status}: the response body is not JSON ({where})",
-                status_code=status, response=response,
-            ) from None
+            raise not_json(status, raw, response.headers, where, response, self.provider) from None
         return success(data, response.headers, status, response, self.provider)
