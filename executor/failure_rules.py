@@ -37,10 +37,26 @@ LITELLM_PROTOCOL_RULES: Rules = (
         "evidence": f"{_LITELLM} litellm_core_utils/llm_response_utils/convert_dict_to_response.py "
                     "_invalid_choices_message (read 2026-12-04)"}),
     FailureRule.model_validate({
-        "pattern": r"Unable to get json response - .*Original Response: \s*<", "class": "infrastructure",
-        "problem": "an HTML page instead of a provider response (a captive portal, a login page or a wrong base URL)",
-        "evidence": f"{_LITELLM} llms/openai/chat/gpt_transformation.py and llms/anthropic/chat/transformation.py "
-                    "'Unable to get json response - …, Original Response: …' (read 2026-12-04)"}),
+        "pattern": r"Unable to get json response - Expecting value: line 1 column 1 \(char 0\)",
+        "class": "infrastructure",
+        "problem": "a 2xx answer that is not JSON from its first character (an HTML page: a captive portal, "
+                   "a login page or a wrong base URL)",
+        "evidence": f"{_LITELLM} llms/openai/chat/gpt_transformation.py 'Unable to get json response - {{e}}, "
+                    "Original Response: …' (its own sender: OpenRouter, xAI) (read 2026-12-04)"}),
+    FailureRule.model_validate({
+        "pattern": r"Expecting value: line 1 column 1 \(char 0\), Received response - <APIResponse \[2\d\d ",
+        "class": "infrastructure",
+        "problem": "a 2xx answer that is not JSON from its first character (an HTML page: a captive portal, "
+                   "a login page or a wrong base URL)",
+        "evidence": f"{_LITELLM} llms/openai/openai.py 'error - {{e}}, Received response - {{raw}}, Type of "
+                    "response - …' (the openai SDK routes), observed against a loopback page (2026-12-04)"}),
+    FailureRule.model_validate({
+        "pattern": r"[A-Za-z_]+Exception - Expecting value: line 1 column 1 \(char 0\)",
+        "class": "infrastructure",
+        "problem": "a 2xx answer that is not JSON from its first character (an HTML page: a captive portal, "
+                   "a login page or a wrong base URL)",
+        "evidence": f"{_LITELLM} the azure_ai route's 'Azure_aiException - Expecting value: line 1 column 1 "
+                    "(char 0)' (an APIConnectionError), observed against a loopback page (2026-12-04)"}),
 )
 
 

@@ -61,8 +61,12 @@ def classifier(decide: Callable[[BaseException], LoopErrorDecision]) -> Classify
     """The loop's classifier around a client's bound ``classify_loop_error``."""
 
     def classify(exc: BaseException) -> TerminationReason:
+        decision = decide(exc)
+        # an answer that says the setup is wrong wins: litellm may wrap it as a connection error
+        if decision.reason is LoopErrorReason.CONFIGURATION_ERROR:
+            return TerminationReason.CONFIGURATION_ERROR
         if never_reached_provider(exc):
             return TerminationReason.INFRA_ERROR
-        return _REASONS[decide(exc).reason]
+        return _REASONS[decision.reason]
 
     return classify

@@ -87,13 +87,17 @@ def failure(status: int, text: str, response: object, provider: str) -> Provider
     return ProviderHTTPError(shown, status_code=status, response=response, body=body)
 
 
-def not_json(status: int, raw: bytes, headers: Mapping[str, str], why: str, response: object,
-             provider: str) -> ProviderHTTPError:
-    """The error for a 2xx body that is not JSON; an HTML page is infrastructure (see :class:`ProviderProtocolError`)."""
-    content_type = str(headers.get("content-type") or "").lower()
-    if "html" in content_type or raw.lstrip()[:1] == b"<":
-        # a page, not an API answer: a captive portal or login page, or a base URL that names a website
-        problem = "an HTML page instead of a provider response (a captive portal, a login page or a wrong base URL)"
+def not_json(status: int, raw: bytes, why: str, at_start: bool, response: object, provider: str) -> ProviderHTTPError:
+    """The error for a 2xx body that is not JSON.
+
+    A body that is not JSON from its very first character (an HTML page, plain text, nothing) is
+    infrastructure (:class:`ProviderProtocolError`): a provider's answer, even one cut short, starts
+    as JSON. litellm reports the same decoder position (``Expecting value: line 1 column 1 (char 0)``),
+    which :data:`~capplan.executor.failure_rules.LITELLM_PROTOCOL_RULES` reads, so both transports agree.
+    """
+    if at_start:
+        problem = ("a 2xx answer that is not JSON from its first character (an HTML page: a captive portal, "
+                   "a login page or a wrong base URL)")
         return ProviderProtocolError(f"{provider} HTTP {status}: {problem}", status_code=status, problem=problem,
                                      response=response)
     return ProviderHTTPError(f"{provider} HTTP {status}: the response body is not JSON ({why})",

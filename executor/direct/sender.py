@@ -42,5 +42,6 @@ class DirectCompletion:
             data = json.loads(raw)  # bytes: JSON is UTF-8, so no charset detection on the way
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             where = f"{exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else exc.reason
-            raise not_json(status, raw, response.headers, where, response, self.provider) from None
+            at_start = isinstance(exc, json.JSONDecodeError) and exc.pos == 0
+            raise not_json(status, raw, where, at_start, response, self.provider) from None
         return success(data, response.headers, status, response, self.provider)
