@@ -10,7 +10,9 @@ compacted, the record is not) and by the record-only markers (summarise, termina
 user's stop turn).
 
 A failed generation never mutates either view, so the API-error retry replays in place
-against the unchanged prefix; that budget and the three resample budgets reset every turn.
+against the unchanged prefix; that budget and the three resample budgets reset every turn. A
+request the provider refused (a 4xx other than 408, 409 and 429) is not replayed: it would be
+refused again. A replay's attempts are numbered on from the failed call's (every send counts).
 
 The agent's request is built incrementally: one :class:`~capplan.executor.messages.ChatRequest`
 per conversation, extended by the messages each turn adds (``ChatRequest.extended``), so every
@@ -46,6 +48,7 @@ from typing import Any
 
 from capplan.executor.messages import ChatRequest, ReasoningIn
 from capplan.executor.plan import LoopKnobs
+from capplan.executor.retrying import is_refused
 from capplan.executor.result import GenerationResult, ParserError, ToolCall
 from capplan.trials import handoff
 from capplan.trials.classify import Classify
@@ -295,8 +298,11 @@ class ToolCallingLoop:
                         continue
                     suffix = " (after a summarise)" if reactive_done else ""
                     raise Terminal(reason, detail + suffix) from None
-                if reason is TerminationReason.API_ERROR and state.budgets.take(RetryClass.API_ERROR):
+                # a refused request (a 4xx other than 408/409/429) is refused again: it is never sent twice
+                if (reason is TerminationReason.API_ERROR and not is_refused(exc)
+                        and state.budgets.take(RetryClass.API_ERROR)):
                     self.recorder.retry(RetryClass.API_ERROR.value, turn, state.attempt(RetryClass.API_ERROR), detail)
+                    self.sink.replaying()  # the replay's sends continue the failed call's attempt numbers
                     self.sink.waited(self.config.api_error_backoff_s)
                     self.sleep(self.config.api_error_backoff_s)
                     continue
