@@ -83,6 +83,8 @@ class LoopErrorDecision:
     excluded: bool = False
     #: The chain's type names, outermost first, when ``excluded`` (what the verdict rests on).
     evidence: str = ""
+    #: For ``configuration_error``: its class and what is wrong ("configuration: …", "infrastructure: …").
+    problem: str = ""
 
 
 def chain_types(exc: BaseException) -> str:
@@ -163,7 +165,7 @@ def classify_loop_error(exc: BaseException, patterns: Patterns, rules: tuple[Fai
     if (problem := configuration_problem(exc, rules)) is not None:
         return LoopErrorDecision(
             LoopErrorReason.CONFIGURATION_ERROR, f"Configuration error ({problem}): {text}", excluded=True,
-            evidence=chain_types(exc),
+            evidence=chain_types(exc), problem=problem,
         )
     if any(isinstance(link, ApiTimeoutError) for link in cause_chain(exc)):
         return LoopErrorDecision(

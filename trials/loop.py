@@ -51,7 +51,7 @@ from capplan.executor.plan import LoopKnobs
 from capplan.executor.retrying import is_refused
 from capplan.executor.result import GenerationResult, ParserError, ToolCall
 from capplan.trials import handoff
-from capplan.trials.classify import Classify
+from capplan.trials.classify import Classify, problem_of
 from capplan.trials.outcome import TerminationReason
 from capplan.trials.terminal import Terminal
 from capplan.trials.recording import GENERATION_ID, ORIGIN, MetricsSink, Recorder, scrub
@@ -291,6 +291,8 @@ class ToolCallingLoop:
             except Exception as exc:  # classified below: every provider failure has a typed end
                 reason = self.classify(exc)
                 detail = f"{type(exc).__name__}: {scrub(str(exc), self.recorder.secrets)[:1000]}"
+                if reason is TerminationReason.CONFIGURATION_ERROR and (problem := problem_of(self.classify, exc)):
+                    detail = f"{problem}; {detail}"  # what is wrong first, then what the answerer said
                 if reason is TerminationReason.CONTEXT_WINDOW_EXCEEDED:
                     if handoff.armed(self.config.knobs) and not reactive_done:
                         reactive_done = True
