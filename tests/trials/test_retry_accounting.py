@@ -121,3 +121,27 @@ def test_every_send_is_numbered_and_every_retry_counted_by_class(upstream: Upstr
     assert row.retries == expected
     cells = dict(zip(ROW_HEADER, row_cells(row)))
     assert cells["retries"] == "api_error 1, transport_rate_limit 3, transport_server_error 5"
+
+
+def test_timeouts_are_counted_as_transport_retries(upstream: Upstream, tmp_path: Path) -> None:
+    upstream.reset()
+    release = threading.Event()
+
+    def hold(seen: Seen) -> tuple[int, Any]:
+        release.wait(timeout=60)  # never answers within the attempt's timeout; released at the end
+        return 200, completion("too late")
+
+    upstream.script = hold
+    task = write_task(tmp_path / "pack", turns=["hi"])
+    slept: list[float] = []
+    try:
+        spec = spec_for(task, openai_plan(loop={"api_call_timeout_s": 0.5}), api_base=upstream.base)
+        records = run_trial(spec, RunContext(sleep=slept.append))
+    finally:
+        release.set()
+    assert records.termination_reason is TerminationReason.API_TIMEOUT
+    calls = records.metrics["calls"]
+    # the timeout retry's three attempts: two were sent again, the last one raised
+    assert [(c["attempt"], c["error_class"], c["retry_class"]) for c in calls] == [
+        (1, "timeout", "transport_timeout"), (2, "timeout", "transport_timeout"), (3, "timeout", None)]
+    assert records.metrics["retries"] == {"transport_timeout": 2} == records.run_line["retries"]
