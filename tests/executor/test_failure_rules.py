@@ -161,3 +161,21 @@ def test_a_binding_cap_beyond_300_s_is_refused() -> None:
     body["binding"]["binding"]["retry_after_max_s"] = 301
     with pytest.raises(ValueError, match="retry_after_max_s"):
         Plan.seal(body)
+
+
+def test_send_names_the_setup_problem_on_its_one_line(server: RecordingServer, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from capplan.cli import main
+
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(CONVERSATION), encoding="utf-8")
+    plan = ROOT / "golden" / "plans" / "kimi-k3.json"
+    server.script(json_answer({"error": {"message": "moonshotai/kimi-k3 is not a valid model ID", "code": 400}}, 400))
+    result = CliRunner().invoke(main, ["send", "--plan", str(plan), "--api-base", server.base, str(request)],
+                                env={"OPENROUTER_API_KEY": KEYS["OPENROUTER_API_KEY"], "LLM_PROXY_BASE_URL": ""})
+    assert result.exit_code == 1, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert "error[PROVIDER]" in line and "configuration: OpenRouter serves no model of this id" in line
+    assert "check OPENROUTER_API_KEY, the endpoint and the model name" in line
+    assert len(server.seen) == 1 and KEYS["OPENROUTER_API_KEY"] not in result.output
