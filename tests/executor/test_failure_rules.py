@@ -179,3 +179,27 @@ def test_send_names_the_setup_problem_on_its_one_line(server: RecordingServer, t
     assert "error[PROVIDER]" in line and "configuration: OpenRouter serves no model of this id" in line
     assert "check OPENROUTER_API_KEY, the endpoint and the model name" in line
     assert len(server.seen) == 1 and KEYS["OPENROUTER_API_KEY"] not in result.output
+
+
+def test_an_overlays_rules_replace_the_bindings_and_a_bad_one_is_a_located_error(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from capplan.cli import main
+
+    overlay = tmp_path / "overlay.yaml"
+    rule = ('{status: 404, contains: "No endpoints found for this model", class: configuration, '
+            'problem: no provider serves this model, evidence: "OpenRouter error page (2026-12-04)"}')
+    overlay.write_text(f"bindings:\n  openrouter:\n    retry_after_max_s: 20\n    failure_rules:\n      - {rule}\n"
+                       '      - {status: 400, pattern: "(unclosed [a-z", class: configuration, problem: bad, '
+                       'evidence: "nowhere at all, today"}\n', encoding="utf-8")
+    out = tmp_path / "plans"
+    args = ["compile", "--model", "kimi-k3", "--presets-file", str(overlay), "--out", str(out)]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and not out.exists()
+    assert (f"{overlay}:6:23: error[wrong-type]: bindings.openrouter.failure_rules[1].pattern: not a regular "
+            "expression: unterminated character set") in refused.stderr
+    overlay.write_text("\n".join(overlay.read_text(encoding="utf-8").splitlines()[:-1]) + "\n", encoding="utf-8")
+    assert CliRunner().invoke(main, args).exit_code == 0
+    binding = Plan.load(out / "kimi-k3.json").binding.binding
+    assert binding.retry_after_max_s == 20.0
+    assert [r.problem for r in binding.failure_rules] == ["no provider serves this model"]  # the list is replaced
