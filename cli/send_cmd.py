@@ -76,9 +76,10 @@ def _send(plan_path: str, api_base: str | None, fmt: str, request_file: str) -> 
         from capplan.executor.loop_errors import configuration_problem
         from capplan.executor.preflight import configuration_advice
 
-        # a refused configuration (401/403/404, missing credentials, a refused gateway key) says what to fix,
-        # on the same one line
-        advice = configuration_advice(client, api_base) if client is not None and configuration_problem(exc) else None
+        # a refused configuration (401/403/404, missing credentials, a refused gateway key, a failure rule of the
+        # binding or gateway, an answer that was no completion) says what to fix and what is wrong, on the same line
+        problem = configuration_problem(exc, client.failure_rules) if client is not None else None
+        advice = f"{configuration_advice(client, api_base)}; {problem}" if client is not None and problem else None
         raise ProviderCallFailed(f"{type(exc).__name__}: {_one_line(str(exc))}" + (f" ({advice})" if advice else ""),
                                  location=request_file) from None
     # the model's text too: an upstream that dumps the headers it got answers with the credentials

@@ -246,6 +246,11 @@ def _outcome_status(folder: Any, specs: list[Any], tolerance: float) -> int:
     if not bad["error"] and not bad["aborted"]:
         return EXIT_OK
     told = " and ".join(f"{n} {status}" for status, n in bad.items() if n)
+    if not any(line["status"] in ("completed", "failed") for line in lines):
+        # a tolerance is for some trials going wrong, not for a run that measured nothing (an unreachable endpoint)
+        click.echo(f"capplan trial run: {told} trial(s) of {len(lines)} and none completed or failed: nothing could "
+                   "be graded (exit 1 whatever --fail-on-error says)", err=True)
+        return EXIT_FINDINGS
     if tolerated(bad["error"] + bad["aborted"], len(lines), tolerance):
         click.echo(f"note: {told} trial(s) of {len(lines)}, within --fail-on-error", err=True)
         return EXIT_OK

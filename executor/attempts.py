@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from capplan.executor.errors import ApiTimeoutError, CredentialSpentError
+from capplan.executor.binding import FailureRule
+from capplan.executor.errors import ApiTimeoutError, CredentialSpentError, ProviderProtocolError
+from capplan.executor.failure_rules import LITELLM_PROTOCOL_RULES, matching_rule
 from capplan.executor.keys import is_per_key_limit
-from capplan.executor.rate_limit import Patterns, cause_chain, is_transient_rate_limit, wire_status
+from capplan.executor.rate_limit import Patterns, cause_chain, is_transient_rate_limit, retry_after_s, wire_status
 from capplan.executor.result import Attempt
 from capplan.executor.send_observer import Send, current_observer, new_request_id
 from capplan.executor.timeout_retry import is_timeout
@@ -28,13 +30,20 @@ if TYPE_CHECKING:
 _ATTR = "capplan_attempts"
 
 
-def error_class(exc: BaseException, patterns: Patterns = ()) -> str:
+def error_class(exc: BaseException, patterns: Patterns = (), rules: tuple[FailureRule, ...] = ()) -> str:
     """The retry-relevant kind of a failed attempt: what a reader of the record groups retries by.
 
-    ``rate_limit``, ``timeout``, ``server_error`` (5xx), ``connection``, ``credential`` (a key over
-    its per-key limit, a spent key chain or a refused gateway key), ``auth`` (401/403), ``not_found`` (404), ``client_error``
+    ``infrastructure`` (a 2xx that was no completion, or a failure rule of that class) or
+    ``configuration`` (a failure rule of the binding or gateway), ``rate_limit``, ``timeout``,
+    ``server_error`` (5xx), ``connection``, ``credential`` (a key over its per-key limit, a spent
+    key chain or a refused gateway key), ``auth`` (401/403), ``not_found`` (404), ``client_error``
     (another 4xx) or ``other``.
     """
+    if any(isinstance(link, ProviderProtocolError) for link in cause_chain(exc)):
+        return "infrastructure"
+    rule = matching_rule(exc, (*rules, *LITELLM_PROTOCOL_RULES))
+    if rule is not None:
+        return rule.failure_class
     if is_transient_rate_limit(exc, patterns):
         return "rate_limit"
     chain = list(cause_chain(exc))
@@ -71,13 +80,14 @@ class AttemptLog:
     """Collects one generation's attempts; not shared between calls (each ``generate`` makes its own)."""
 
     def __init__(self, clock: Callable[[], float], sleep: Callable[[float], None], patterns: Patterns = (),
-                 plan: Plan | None = None) -> None:
+                 plan: Plan | None = None, rules: tuple[FailureRule, ...] = ()) -> None:
         self._clock = clock
         self._sleep = sleep
         self._patterns = patterns
         # taken when the generation starts: the caller's observer (a trial's journal) hears every send
         self._observer = current_observer()
         self._plan = plan
+        self._rules = rules
         self._pending_wait = 0.0
         self.attempts: list[Attempt] = []
         #: The round trip of the attempt that answered (probe telemetry measures that call alone).
@@ -112,8 +122,8 @@ class AttemptLog:
         except Exception as exc:
             self.attempts.append(Attempt(
                 status="error", wait_s=wait, latency_s=self._clock() - started,
-                error_class=error_class(exc, self._patterns), error_type=type(exc).__name__, key_index=key_index,
-                request_id=request_id,
+                error_class=error_class(exc, self._patterns, self._rules), error_type=type(exc).__name__,
+                key_index=key_index, request_id=request_id, retry_after_s=retry_after_s(exc),
             ))
             raise
         self.last_latency_s = self._clock() - started

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from capplan.executor import mock_provider
 from capplan.executor.attempts import AttemptLog
+from capplan.executor.binding import FailureRule
 from capplan.executor.errors import AllApiKeysExhausted, GatewayRejectedError, MissingCredentialError
 from capplan.executor.gateway.config import EnvSource, GatewayConfig, GatewayConfigError, resolve_gateway_config
 from capplan.executor.gateway.route import RouteDecision, direct_fallback_warning
@@ -147,7 +148,15 @@ class Client:
         The seam a trial loop takes as ``classify_error=client.classify_loop_error``; see
         :mod:`capplan.executor.loop_errors` for the contract.
         """
-        return classify_loop_error(exc, self._rate_limit_patterns)
+        return classify_loop_error(exc, self._rate_limit_patterns, self.failure_rules)
+
+    @property
+    def failure_rules(self) -> tuple[FailureRule, ...]:
+        """The failure rules this plan's calls are classified with: the binding's, then the gateway's when calls go through it."""
+        rules = self.plan.binding.binding.failure_rules
+        if self.gateway is not None and self.gateway.decision.via_gateway:
+            return (*rules, *self.gateway.config.failure_rules)
+        return rules
 
     def build(self, request: ChatRequest | Mapping[str, Any]) -> BuiltRequest:
         """The request as litellm will receive it, plus what parsing the response needs.
@@ -244,10 +253,11 @@ class Client:
         self._warn_direct_fallback()
         # every attempt (outer retries, timeout retries, key rotation) goes through the log's
         # call and every backoff through its sleep, so the record holds each one and its wait
-        log = AttemptLog(self._clock, self._sleep, self._rate_limit_patterns, self.plan)
+        log = AttemptLog(self._clock, self._sleep, self._rate_limit_patterns, self.plan, self.failure_rules)
         context = RetryContext(
             patterns=self._rate_limit_patterns, sleep=log.sleep, clock=self._clock, wall_clock=self._wall_clock,
             probe_stats=probe_stats, role=role, model=self.plan.model.model_id, redact=self.redactor.text,
+            rules=self.failure_rules, retry_after_max_s=self.plan.binding.binding.retry_after_max_s,
         )
         controller = probe_retrying(self._probe, context) if self._probe else default_retrying(log.sleep, context)
         # the built kwargs share cached tool and message dicts with later builds; litellm (or a caller's

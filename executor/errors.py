@@ -151,6 +151,19 @@ class ProviderHTTPError(RuntimeError):
         self.body = body
 
 
+class ProviderProtocolError(ProviderHTTPError):
+    """A 2xx answer that is no chat completion at all (an HTML page, JSON without ``choices``).
+
+    A protocol fact, not a text guess: an OpenAI-compatible provider answers a success with a
+    completion, so something else answered (a captive portal, a login page, a wrong base URL).
+    Infrastructure, never retried and never graded: ``problem`` says what arrived.
+    """
+
+    def __init__(self, message: str, *, status_code: int, problem: str, response: object = None) -> None:
+        super().__init__(message, status_code=status_code, response=response)
+        self.problem = problem
+
+
 class ProviderRateLimitError(ProviderHTTPError):
     """HTTP 429 from the provider."""
 

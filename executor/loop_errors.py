@@ -13,10 +13,11 @@ The decision's ``reason`` is one of :class:`LoopErrorReason`, checked in this or
 ``context_window_exceeded``
     litellm's ``ContextWindowExceededError`` anywhere in the chain. Counts against the model.
 ``configuration_error``
-    the provider or gateway refused the call for its configuration (:func:`configuration_problem`:
-    a 401 / 403 / 404 off the wire, a gateway answering 400 "No connected db.", or a missing-
-    credentials text under any status, litellm's 500 included). Excludes the trial; no attempt,
-    wait or replay can clear it, so a run stops at the first one.
+    the provider or gateway refused the call for its configuration, or something other than the
+    provider answered (:func:`configuration_problem`: a 401 / 403 / 404 off the wire, a 2xx that is
+    no completion, a gateway answering 400 "No connected db.", a missing-credentials text under
+    any status, litellm's 500 included, or a failure rule of the binding or gateway). Excludes the
+    trial; no attempt, wait or replay can clear it, so a run stops at the first one.
 ``api_timeout``
     :class:`~capplan.executor.errors.ApiTimeoutError` in the chain (the transport-timeout retry is
     spent). Excludes the trial; ``evidence`` names the chain's types.
@@ -48,14 +49,17 @@ import enum
 import sys
 from dataclasses import dataclass
 
+from capplan.executor.binding import FailureRule
 from capplan.executor.errors import (
     ApiTimeoutError,
     ContextWindowExceededError,
     CredentialSpentError,
     ProviderConnectionError,
+    ProviderProtocolError,
     ProviderResponseError,
     ProviderTimeoutError,
 )
+from capplan.executor.failure_rules import LITELLM_PROTOCOL_RULES, Rules, matching_rule
 from capplan.executor.rate_limit import Patterns, cause_chain, is_typed_rate_limit_exception, matches_rate_limit_text, wire_status
 
 
@@ -80,6 +84,8 @@ class LoopErrorDecision:
     excluded: bool = False
     #: The chain's type names, outermost first, when ``excluded`` (what the verdict rests on).
     evidence: str = ""
+    #: For ``configuration_error``: its class and what is wrong ("configuration: …", "infrastructure: …").
+    problem: str = ""
 
 
 def chain_types(exc: BaseException) -> str:
@@ -103,17 +109,23 @@ _MISSING_CREDENTIAL_TEXTS = ("Missing credentials", "api_key client option must 
 _GATEWAY_KEY_REFUSED_TEXT = "No connected db"
 
 
-def configuration_problem(exc: BaseException) -> str | None:
-    """What is wrong with the call's configuration when ``exc`` says so, else None.
+def configuration_problem(exc: BaseException, rules: Rules = ()) -> str | None:
+    """What is wrong with the call's setup when ``exc`` says so, else None.
 
     Typed evidence first: an upstream status of 401, 403 or 404 (a 429 or a spent key chain is
-    never this). Then the two refusals that carry no telling status: a missing-credentials text
-    (under any status) and the LiteLLM proxy's 400 "No connected db." for a key it cannot check.
-    The answer names the kind of problem only; it never quotes the provider's text.
+    never this), and a 2xx answer that was no completion at all (the direct transport's
+    :class:`~capplan.executor.errors.ProviderProtocolError`). Then the two refusals that carry no
+    telling status: a missing-credentials text (under any status) and the LiteLLM proxy's 400
+    "No connected db." for a key it cannot check. Then ``rules``, the failure rules the plan's
+    binding and the gateway carry as data (and litellm's own reports of a non-completion answer).
+    The answer names the class and kind of problem only; it never quotes the provider's text.
     """
     links = list(cause_chain(exc))
     if any(isinstance(link, (CredentialSpentError, ApiTimeoutError)) for link in links):
         return None
+    protocol = next((link for link in links if isinstance(link, ProviderProtocolError)), None)
+    if protocol is not None:
+        return f"infrastructure: {protocol.problem}"
     for link in links:
         status = wire_status(link)
         if status in _CONFIGURATION_STATUS:
@@ -123,6 +135,9 @@ def configuration_problem(exc: BaseException) -> str | None:
             return "missing credentials"
         if status == 400 and _GATEWAY_KEY_REFUSED_TEXT in text:
             return "gateway key refused (HTTP 400 No connected db.)"
+    rule = matching_rule(exc, (*rules, *LITELLM_PROTOCOL_RULES))
+    if rule is not None:
+        return f"{rule.failure_class}: {rule.problem}"
     return None
 
 
@@ -138,17 +153,20 @@ def _is_provider_failure(exc: BaseException) -> bool:
     return False
 
 
-def classify_loop_error(exc: BaseException, patterns: Patterns) -> LoopErrorDecision:
-    """Classify a turn-loop exception (see the module docstring for the full contract)."""
+def classify_loop_error(exc: BaseException, patterns: Patterns, rules: tuple[FailureRule, ...] = ()) -> LoopErrorDecision:
+    """Classify a turn-loop exception (see the module docstring for the full contract).
+
+    ``rules`` are the failure rules of the call's binding and gateway (:func:`configuration_problem`).
+    """
     text = " ".join(str(exc).split())
     window = _litellm_class("ContextWindowExceededError")
     windows = (ContextWindowExceededError, window) if window is not None else (ContextWindowExceededError,)
     if any(isinstance(link, windows) for link in cause_chain(exc)):
         return LoopErrorDecision(LoopErrorReason.CONTEXT_WINDOW_EXCEEDED, f"Context window exceeded: {text}")
-    if (problem := configuration_problem(exc)) is not None:
+    if (problem := configuration_problem(exc, rules)) is not None:
         return LoopErrorDecision(
             LoopErrorReason.CONFIGURATION_ERROR, f"Configuration error ({problem}): {text}", excluded=True,
-            evidence=chain_types(exc),
+            evidence=chain_types(exc), problem=problem,
         )
     if any(isinstance(link, ApiTimeoutError) for link in cause_chain(exc)):
         return LoopErrorDecision(

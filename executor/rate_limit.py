@@ -18,6 +18,7 @@ every question here walks the ``__cause__`` chain rather than looking at the out
 from __future__ import annotations
 
 import enum
+import math
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -137,16 +138,13 @@ def is_transient_rate_limit(exc: BaseException, patterns: Patterns) -> bool:
     return matches_rate_limit_text(str(exc), patterns)
 
 
-#: The longest ``Retry-After`` a retry waits for: a provider asking for an hour is answered by the
-#: caller's own budget, not by a silent hour-long sleep.
-MAX_RETRY_AFTER_S = 300.0
-
-
 def retry_after_s(exc: BaseException) -> float | None:
-    """The ``Retry-After`` seconds (numeric form) the provider sent with ``exc``'s response, bounded.
+    """The ``Retry-After`` seconds (numeric form) the provider sent with ``exc``'s response, as sent.
 
     Read off the headers a link of the cause chain keeps (litellm's ``litellm_response_headers``, the
-    direct transport's ``.response``); an HTTP-date form or a missing header is None.
+    direct transport's ``.response``); an HTTP-date form, a missing header, or a value that is not a
+    finite number of seconds at least 0 is None. Capping it is the retry controller's business (the
+    binding's ``retry_after_max_s``), so the record can show what the provider asked for.
     """
     for link in cause_chain(exc):
         value = None
@@ -163,10 +161,10 @@ def retry_after_s(exc: BaseException) -> float | None:
         if value is None:
             continue
         try:
-            seconds = float(value)
+            seconds = float(str(value)[:64])
         except (TypeError, ValueError):
             return None
-        if seconds != seconds or seconds < 0:  # NaN or negative: no usable hint
+        if not math.isfinite(seconds) or seconds < 0:  # NaN, infinity or negative: no usable hint
             return None
-        return min(seconds, MAX_RETRY_AFTER_S)
+        return seconds
     return None

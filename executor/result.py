@@ -61,7 +61,7 @@ class Attempt:
     """One provider call as it went over the wire: the outer controller's and the timeout retry's included.
 
     ``wait_s`` is the backoff slept before this attempt (0 for the first); ``latency_s`` the
-    attempt's own round trip. ``error_class`` is the retry-relevant kind of a failure
+    attempt's own round trip; ``retry_after_s`` what a failed attempt's ``Retry-After`` asked for. ``error_class`` is the retry-relevant kind of a failure
     (:func:`capplan.executor.attempts.error_class`), ``error_type`` its exception's name. No
     key value is ever part of it: ``key_index`` names the rotation slot only.
     """
@@ -74,6 +74,9 @@ class Attempt:
     key_index: int | None = None
     #: names the send (:class:`capplan.executor.send_observer.Send`) this attempt is the outcome of
     request_id: str | None = None
+    #: The ``Retry-After`` seconds a failed attempt's answer asked for, as sent (the next attempt's
+    #: ``wait_s`` is what was waited: at most the binding's ``retry_after_max_s``).
+    retry_after_s: float | None = None
 
 
 @dataclass(frozen=True)

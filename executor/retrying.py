@@ -7,13 +7,14 @@ its own attempt count, on the *global* attempt number, so a 5xx after a long 429
 the curve rather than restarting it (waits only ever get longer).
 
 Both retry only what a second attempt can fix (rate limits, timeouts, connection errors, 5xx).
-A request the provider refused as malformed (400, unsupported params, context window) fails at
-once, and so does one refused for its configuration (401, 403, 404, missing credentials, a refused
-gateway key: see :func:`~capplan.executor.loop_errors.configuration_problem`), even when litellm
+A request the provider refused (a 4xx other than 408, 409 and 429: malformed, unsupported params,
+context window) fails at once, and so does one refused for its setup (401, 403, 404, missing
+credentials, a refused gateway key, a 2xx that is no completion, a failure rule of the binding or
+gateway: see :func:`~capplan.executor.loop_errors.configuration_problem`), even when litellm
 labels it an ``InternalServerError``. A spent key chain and an exhausted timeout retry are terminal here too: no wait clears them.
 Both controllers share one ``before_sleep`` hook, so retry logs and probe telemetry are the
 same on either path. Neither retries sooner than the ``Retry-After`` a failed attempt's response
-asked for (numeric form, at most :data:`~capplan.executor.rate_limit.MAX_RETRY_AFTER_S`).
+asked for (numeric form), cut to the binding's ``retry_after_max_s``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 
 import tenacity
 
+from capplan.executor.binding import DEFAULT_RETRY_AFTER_MAX_S, FailureRule
 from capplan.executor.errors import ApiTimeoutError, CredentialSpentError, ProviderConnectionError, ProviderTimeoutError
 from capplan.executor.loop_errors import configuration_problem
 from capplan.executor.probe import RateLimitProbeConfig, rate_limit_wait
@@ -46,11 +48,25 @@ _TRANSIENT_LITELLM = (
 )
 
 
-def is_transient(exc: BaseException) -> bool:
-    """Whether another attempt of the same request can succeed (by type or HTTP status)."""
+def is_refused(exc: BaseException) -> bool:
+    """Whether the provider refused the request itself: a 4xx off the wire other than 408, 409 and 429.
+
+    The same request sent again is refused again, so no controller (nor the trial loop's replay)
+    sends it twice.
+    """
+    status = wire_status(exc)
+    return status is not None and 400 <= status < 500 and status not in _TRANSIENT_STATUS
+
+
+def is_transient(exc: BaseException, rules: tuple[FailureRule, ...] = ()) -> bool:
+    """Whether another attempt of the same request can succeed (by type or HTTP status).
+
+    ``rules`` are the failure rules of the call's binding and gateway: an answer one of them
+    matches says the setup is wrong, which no wait fixes.
+    """
     if any(isinstance(link, (CredentialSpentError, ApiTimeoutError)) for link in cause_chain(exc)):
         return False
-    if configuration_problem(exc) is not None:
+    if configuration_problem(exc, rules) is not None:
         return False  # no wait fixes a key, an endpoint or a model name
     status = wire_status(exc)
     if status is not None:
@@ -70,14 +86,19 @@ def exponential() -> tenacity.wait.wait_base:
     return tenacity.wait_exponential(multiplier=2, min=4, max=60)
 
 
-def honouring_retry_after(wait: Callable[[tenacity.RetryCallState], float]) -> Callable[[tenacity.RetryCallState], float]:
-    """``wait``, but never shorter than the ``Retry-After`` the failed attempt's response asked for."""
+def honouring_retry_after(wait: Callable[[tenacity.RetryCallState], float],
+                          cap_s: float = DEFAULT_RETRY_AFTER_MAX_S) -> Callable[[tenacity.RetryCallState], float]:
+    """``wait``, but never shorter than the ``Retry-After`` the failed attempt's response asked for, cut to ``cap_s``.
+
+    A provider asking for five minutes is answered by the binding's ``retry_after_max_s``, not by a
+    silent five-minute sleep; the attempt record keeps both what it asked and what was waited.
+    """
 
     def waited(state: tenacity.RetryCallState) -> float:
         planned = float(wait(state))
         exc = state.outcome.exception() if state.outcome is not None else None
         asked = retry_after_s(exc) if exc is not None else None
-        return max(planned, asked) if asked is not None else planned
+        return max(planned, min(asked, cap_s)) if asked is not None else planned
 
     return waited
 
@@ -95,16 +116,19 @@ class RetryContext:
     model: str = ""
     #: Applied to every logged message: provider errors can echo the credential they were sent.
     redact: Callable[[str], str] = str
+    #: The failure rules of the call's binding and gateway: a match is never retried.
+    rules: tuple[FailureRule, ...] = ()
+    #: The binding's cap on a provider's Retry-After.
+    retry_after_max_s: float = DEFAULT_RETRY_AFTER_MAX_S
 
 
 def default_retrying(sleep: Callable[[float], None], context: RetryContext | None = None) -> tenacity.Retrying:
     """A fresh default controller per call; ``sleep`` is injectable so tests never wait."""
     context = context or RetryContext(sleep=sleep)
-    patterns = context.patterns
     return tenacity.Retrying(
         stop=tenacity.stop_after_attempt(MAX_ATTEMPTS),
-        wait=honouring_retry_after(exponential()),
-        retry=tenacity.retry_if_exception(lambda exc: is_transient(exc) or is_transient_rate_limit(exc, patterns)),
+        wait=honouring_retry_after(exponential(), context.retry_after_max_s),
+        retry=tenacity.retry_if_exception(lambda exc: _retryable(exc, context)),
         sleep=sleep,
         reraise=True,
         before_sleep=_before_sleep(context, probe_active=False),
@@ -132,18 +156,24 @@ def probe_retrying(config: RateLimitProbeConfig, context: RetryContext, *, rng_s
             return context.clock() - started >= config.per_call_budget_s
         return state.attempt_number - seen_429 >= MAX_ATTEMPTS
 
-    @honouring_retry_after
     def wait(state: tenacity.RetryCallState) -> float:
         return float(wait_429(state) if is_429(state) else wait_other(state))
 
     return tenacity.Retrying(
         stop=stop,
-        wait=wait,
-        retry=tenacity.retry_if_exception(lambda exc: is_transient(exc) or is_transient_rate_limit(exc, patterns)),
+        wait=honouring_retry_after(wait, context.retry_after_max_s),
+        retry=tenacity.retry_if_exception(lambda exc: _retryable(exc, context)),
         sleep=context.sleep,
         reraise=True,
         before_sleep=_before_sleep(context, probe_active=True),
     )
+
+
+def _retryable(exc: BaseException, context: RetryContext) -> bool:
+    if is_transient(exc, context.rules):
+        return True
+    # a 429 shown only by text is retried, unless a failure rule says the setup is wrong
+    return is_transient_rate_limit(exc, context.patterns) and configuration_problem(exc, context.rules) is None
 
 
 def _before_sleep(context: RetryContext, *, probe_active: bool) -> Callable[[tenacity.RetryCallState], None]:

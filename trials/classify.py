@@ -2,9 +2,10 @@
 
 The decision is the executor's ``Client.classify_loop_error`` (typed evidence only for the
 reasons that exclude a trial; see ``capplan.executor.loop_errors``), mapped onto the runner's enum.
-One runner-level reason is decided first, as that contract leaves to the runner: a
-connection that never reached the provider is ``INFRA_ERROR``, an abort that says nothing
-about the model. litellm re-raises a refused connection as a 500 ``InternalServerError``, so
+One runner-level reason is decided before the executor's other reasons, as that contract leaves
+to the runner: a connection that never reached the provider is ``INFRA_ERROR``, an abort that
+says nothing about the model. Only a ``configuration_error`` verdict comes before it: litellm
+wraps some answers that were no completion (an HTML page) as a connection error. litellm re-raises a refused connection as a 500 ``InternalServerError``, so
 the evidence is the typed transport exception it was raised from (``httpx.ConnectError``,
 openai's ``APIConnectionError``, a ``ConnectionError``), found by following the implicit
 ``__context__`` links as well as ``__cause__``; a timeout is not this (the executor owns it).
@@ -57,12 +58,31 @@ def never_reached_provider(exc: BaseException) -> bool:
     return any(isinstance(link, connects) for link in links)
 
 
-def classifier(decide: Callable[[BaseException], LoopErrorDecision]) -> Classify:
+class _Classifier:
     """The loop's classifier around a client's bound ``classify_loop_error``."""
 
-    def classify(exc: BaseException) -> TerminationReason:
+    def __init__(self, decide: Callable[[BaseException], LoopErrorDecision]) -> None:
+        self.decide = decide
+
+    def __call__(self, exc: BaseException) -> TerminationReason:
+        decision = self.decide(exc)
+        # an answer that says the setup is wrong wins: litellm may wrap it as a connection error
+        if decision.reason is LoopErrorReason.CONFIGURATION_ERROR:
+            return TerminationReason.CONFIGURATION_ERROR
         if never_reached_provider(exc):
             return TerminationReason.INFRA_ERROR
-        return _REASONS[decide(exc).reason]
+        return _REASONS[decision.reason]
 
-    return classify
+    def problem(self, exc: BaseException) -> str:
+        """What is wrong with the setup when ``exc`` is a configuration error ("" otherwise), for the trial's detail."""
+        return self.decide(exc).problem
+
+
+def classifier(decide: Callable[[BaseException], LoopErrorDecision]) -> Classify:
+    """The loop's classifier around a client's bound ``classify_loop_error``."""
+    return _Classifier(decide)
+
+
+def problem_of(classify: Classify, exc: BaseException) -> str:
+    """The setup problem ``classify`` sees in ``exc`` ("" for a classifier that does not say)."""
+    return classify.problem(exc) if isinstance(classify, _Classifier) else ""

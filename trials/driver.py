@@ -83,6 +83,8 @@ class RunOutcome:
     interrupted_known: dict[str, float] = field(default_factory=dict)
     #: Set when a trial ended ``configuration_error``: the run stopped there (its one-line reason).
     configuration_error: str | None = None
+    #: The plan keys whose configuration failed (None: every plan's, as when the shared user plan failed).
+    failing_plans: frozenset[str] | None = frozenset()
 
 
 def load_tasks(paths: Sequence[Path]) -> list[LoadedTask]:
@@ -233,9 +235,10 @@ def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concu
                     census.merge(ProbeStats.from_json(records.probe))
                 if records.termination_reason is TerminationReason.CONFIGURATION_ERROR and outcome.configuration_error is None:
                     outcome.configuration_error = _configuration_reason(records, specs)
+                    outcome.failing_plans = _failing_plans(records)
                     stop.set()  # running trials end at their next turn; they are recorded aborted below
                 elif records.status is TrialStatus.INTERRUPTED and outcome.configuration_error is not None:
-                    records = _aborted(records, outcome.configuration_error)
+                    records = _aborted(records, outcome)
                 if records.status is TrialStatus.INTERRUPTED:
                     outcome.interrupted.append(records.key)
                     unknown = records.run_line.get("cost_usd", 0.0) is None or records.run_line.get("user_cost_usd", 0.0) is None
@@ -300,13 +303,33 @@ def _configuration_reason(records: TrialRecords, specs: Sequence[TrialSpec]) -> 
     return redact_text(f"{advice} (trial {records.key}: {detail[:300]})")
 
 
-def _aborted(records: TrialRecords, reason: str) -> TrialRecords:
+def _failing_plans(records: TrialRecords) -> frozenset[str] | None:
+    """Whose configuration failed: the trial's plan, or every plan when the failing call was the shared user simulator's."""
+    detail = str(records.trajectory.get("termination", {}).get("detail", ""))
+    return None if detail.startswith("user simulator call") else frozenset({records.key.plan_key})
+
+
+def _stop_label(plan_key: str, outcome: RunOutcome, what: str) -> tuple[TerminationReason, str]:
+    """How a trial the configuration stop cut short is labelled: its own plan's failure, or the run stopping for another's.
+
+    Only the failing plan's trials carry ``configuration_error``; a healthy plan's are
+    ``run_stopped`` (aborted: nothing is known about that plan), the detail naming the other plan's failure.
+    """
+    failing = outcome.failing_plans
+    if failing is None or plan_key in failing:
+        return TerminationReason.CONFIGURATION_ERROR, f"{what} by a configuration error in another trial: " \
+            f"{outcome.configuration_error}"
+    return TerminationReason.RUN_STOPPED, (f"{what} by plan {', '.join(sorted(failing))}'s configuration error "
+                                           f"(this plan's own calls were not refused; rerun with --retry-aborted): "
+                                           f"{outcome.configuration_error}")
+
+
+def _aborted(records: TrialRecords, outcome: RunOutcome) -> TrialRecords:
     """An in-flight trial the configuration stop cut short, recorded as aborted by it (its calls and cost kept)."""
     import dataclasses
 
-    code = TerminationReason.CONFIGURATION_ERROR
+    code, detail = _stop_label(records.key.plan_key, outcome, "run stopped")
     status = status_for(code)
-    detail = f"run stopped by a configuration error in another trial: {reason}"
     marks = {"status": status.value, "termination_reason": code.value, "counts_against_model": counts_against_model(status)}
     run_line = {**records.run_line, **marks, "passed": None}
     metrics = {**records.metrics, **marks}
@@ -323,14 +346,14 @@ def _record_unstarted(todo: Sequence[TrialSpec], done: set[str], outcome: RunOut
     from capplan.trials.runner import unstarted_records
 
     assert outcome.configuration_error is not None
-    detail = f"not started: the run stopped at a configuration error: {outcome.configuration_error}"
     for spec in todo:
         if str(spec.key) in done:
             continue
         done.add(str(spec.key))
         outcome.finished += 1
+        code, detail = _stop_label(spec.plan_key, outcome, "not started: the run was stopped")
         # written here, not through the progress display: these trials never started
-        folder.write(unstarted_records(spec, TerminationReason.CONFIGURATION_ERROR, detail))
+        folder.write(unstarted_records(spec, code, detail))
     outcome.not_started = []
     outcome.interrupted = []
 
@@ -452,9 +475,15 @@ def configuration_stop_line(lines: Sequence[dict[str, Any]]) -> str:
     if not stopped:
         return ""
     plans = ", ".join(sorted({str(line["plan_key"]) for line in stopped}))
+    others = [line for line in lines if line.get("termination_reason") == TerminationReason.RUN_STOPPED.value]
+    with_it = ""
+    if others:
+        healthy = ", ".join(sorted({str(line["plan_key"]) for line in others}))
+        with_it = f"; {len(others)} trial(s) of {healthy} stopped with it (run_stopped: not refused themselves)"
     return (f"\n**Run stopped by a configuration error**: {len(stopped)} trial(s) of {plans} aborted "
-            "(configuration_error: a credential, gateway key, endpoint or model the provider refused; the first "
-            "trial's trajectory.yaml termination.detail says which); fix it and rerun with --retry-aborted.\n")
+            "(configuration_error: a credential, gateway key, endpoint or model the provider refused, or something "
+            "other than the provider answered; the first trial's trajectory.yaml termination.detail says which)"
+            f"{with_it}; fix it and rerun with --retry-aborted.\n")
 
 
 class _first_interrupt_sets:

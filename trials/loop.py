@@ -10,7 +10,9 @@ compacted, the record is not) and by the record-only markers (summarise, termina
 user's stop turn).
 
 A failed generation never mutates either view, so the API-error retry replays in place
-against the unchanged prefix; that budget and the three resample budgets reset every turn.
+against the unchanged prefix; that budget and the three resample budgets reset every turn. A
+request the provider refused (a 4xx other than 408, 409 and 429) is not replayed: it would be
+refused again. A replay's attempts are numbered on from the failed call's (every send counts).
 
 The agent's request is built incrementally: one :class:`~capplan.executor.messages.ChatRequest`
 per conversation, extended by the messages each turn adds (``ChatRequest.extended``), so every
@@ -50,9 +52,10 @@ from typing import Any
 
 from capplan.executor.messages import ChatRequest, ReasoningIn
 from capplan.executor.plan import LoopKnobs
+from capplan.executor.retrying import is_refused
 from capplan.executor.result import GenerationResult, ParserError, ToolCall
 from capplan.trials import handoff
-from capplan.trials.classify import Classify
+from capplan.trials.classify import Classify, problem_of
 from capplan.trials.outcome import FinalAnswer, TerminationReason
 from capplan.trials.terminal import Terminal
 from capplan.trials.recording import GENERATION_ID, ORIGIN, MetricsSink, Recorder, scrub
@@ -297,6 +300,8 @@ class ToolCallingLoop:
             except Exception as exc:  # classified below: every provider failure has a typed end
                 reason = self.classify(exc)
                 detail = f"{type(exc).__name__}: {scrub(str(exc), self.recorder.secrets)[:1000]}"
+                if reason is TerminationReason.CONFIGURATION_ERROR and (problem := problem_of(self.classify, exc)):
+                    detail = f"{problem}; {detail}"  # what is wrong first, then what the answerer said
                 if reason is TerminationReason.CONTEXT_WINDOW_EXCEEDED:
                     if handoff.armed(self.config.knobs) and not reactive_done:
                         reactive_done = True
@@ -304,8 +309,11 @@ class ToolCallingLoop:
                         continue
                     suffix = " (after a summarise)" if reactive_done else ""
                     raise Terminal(reason, detail + suffix) from None
-                if reason is TerminationReason.API_ERROR and state.budgets.take(RetryClass.API_ERROR):
+                # a refused request (a 4xx other than 408/409/429) is refused again: it is never sent twice
+                if (reason is TerminationReason.API_ERROR and not is_refused(exc)
+                        and state.budgets.take(RetryClass.API_ERROR)):
                     self.recorder.retry(RetryClass.API_ERROR.value, turn, state.attempt(RetryClass.API_ERROR), detail)
+                    self.sink.replaying()  # the replay's sends continue the failed call's attempt numbers
                     self.sink.waited(self.config.api_error_backoff_s)
                     self.sleep(self.config.api_error_backoff_s)
                     continue

@@ -2,7 +2,8 @@
 
 Rate limits, timeouts, infrastructure failures and configuration errors (a refused key, an
 unknown model: the run stops at the first) end a trial as ``ABORTED``: they say
-nothing about the model, so they are excluded from every pass rate. A harness defect (a
+nothing about the model, so they are excluded from every pass rate. So does ``RUN_STOPPED``: a
+trial of a healthy plan that another plan's configuration error stopped. A harness defect (a
 refused user reply, an environment that cannot be built) is ``ERROR``: our fault, counted,
 never the agent's. Everything the model did itself is ``COMPLETED`` or ``FAILED``.
 
@@ -31,6 +32,8 @@ class TerminationReason(str, Enum):
     INFRA_ERROR = "infra_error"  # connection refused, DNS, a lost worker: nothing reached the model
     # a credential, gateway key, endpoint or model the provider refused; it stops the whole run
     CONFIGURATION_ERROR = "configuration_error"
+    # another plan's configuration error stopped the run before this trial could finish: nothing about this plan
+    RUN_STOPPED = "run_stopped"
     ERROR = "error"  # harness defect: refused user reply, broken environment, internal bug
     INTERRUPTED = "interrupted"
 
@@ -57,6 +60,7 @@ _STATUS = {
     TerminationReason.API_TIMEOUT: TrialStatus.ABORTED,
     TerminationReason.INFRA_ERROR: TrialStatus.ABORTED,
     TerminationReason.CONFIGURATION_ERROR: TrialStatus.ABORTED,
+    TerminationReason.RUN_STOPPED: TrialStatus.ABORTED,
     TerminationReason.ERROR: TrialStatus.ERROR,
     TerminationReason.INTERRUPTED: TrialStatus.INTERRUPTED,
 }

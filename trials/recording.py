@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -79,6 +80,23 @@ def redact_records(records: TrialRecords, redactor: Redactor | None = None) -> T
 def secret_values(env_names: tuple[str | None, ...]) -> tuple[str, ...]:
     """The current values of the named credential variables (to scrub, never to record)."""
     return tuple(v for n in env_names if n for v in [os.environ.get(n, "")] if v)
+
+
+#: The prefix of a transport retry's class (``transport_rate_limit``, ``transport_server_error``,
+#: ``transport_timeout``, ``transport_connection``, …), beside the loop's own retry classes.
+TRANSPORT_RETRY = "transport_"
+
+
+def transport_retry_class(error_class: str | None) -> str:
+    """The retry class of a failed attempt the transport sent again: its error class, prefixed."""
+    return TRANSPORT_RETRY + (error_class or "other")
+
+
+def retries_by_class(loop_retries: list[RetryRecord], sink: MetricsSink) -> dict[str, int]:
+    """Every retry of a trial by class: the loop's (resamples, replays) and the transport's, sorted by name."""
+    counts: Counter[str] = Counter(r.retry_class for r in loop_retries)
+    counts.update(sink.transport_retries())
+    return dict(sorted(counts.items()))
 
 
 def usage_record(usage: Usage) -> UsageRecord | None:
@@ -182,6 +200,19 @@ class MetricsSink:
         self.last_prompt_tokens: int | None = None
         # the loop's own backoff (the API-error replay) is charged to the next attempt's wait_s
         self._pending_wait = 0.0
+        # attempts already sent for the call under way: a loop replay numbers its sends on from them
+        self._attempt_base = 0
+        self._last_sent = 0
+
+    def replaying(self) -> None:
+        """The loop sends the call that just failed again: its attempts are numbered on from that call's."""
+        self._attempt_base = self._last_sent
+
+    def _numbering(self, sent: int) -> int:
+        """The number of this call's first attempt; ``sent`` attempts are now on the record."""
+        base, self._attempt_base = self._attempt_base, 0
+        self._last_sent = base + sent
+        return base + 1
 
     @contextmanager
     def sending(self, role: Role, turn: int) -> Iterator[None]:
@@ -206,11 +237,12 @@ class MetricsSink:
         attempts = result.attempts or (Attempt(status="ok", wait_s=result.wait_s, latency_s=result.latency_s,
                                                key_index=result.key_index),)
         route, kind = result.gateway_route, result.gateway_route_kind
-        for number, attempt in enumerate(attempts[:-1], start=1):
-            self._add(self._error(role, turn, number, attempt, route, kind), attempt.request_id)
+        first = self._numbering(len(attempts))
+        for number, attempt in enumerate(attempts[:-1], start=first):
+            self._add(self._error(role, turn, number, attempt, route, kind, retried=True), attempt.request_id)
         last = attempts[-1]
         record = CallRecord(
-            role=role, turn=turn, outcome="accepted", status="ok", attempt=len(attempts),
+            role=role, turn=turn, outcome="accepted", status="ok", attempt=first + len(attempts) - 1,
             usage=usage_record(result.usage), cost_usd=result.cost_usd, cost_source=result.cost_source,
             wait_s=self._take_wait(last.wait_s), latency_s=last.latency_s, finish_reason=result.finish_reason,
             openrouter_generation_id=result.openrouter_generation_id, gateway_route=route, gateway_route_kind=kind,
@@ -239,11 +271,14 @@ class MetricsSink:
         if not attempts:
             unsent = Attempt(status="error", wait_s=0.0, latency_s=0.0,
                              error_type=type(exc).__name__ if exc is not None else None)
-            self._add(self._error(role, turn, 1, unsent, *route).model_copy(
+            self._add(self._error(role, turn, self._numbering(1), unsent, *route, retried=False).model_copy(
                 update={"usage": UsageRecord(), "cost_usd": 0.0, "cost_source": "none"}))
             return
-        for number, attempt in enumerate(attempts, start=1):
-            self._add(self._error(role, turn, number, attempt, *route), attempt.request_id)
+        first = self._numbering(len(attempts))
+        for number, attempt in enumerate(attempts, start=first):
+            # every attempt but the last was sent again by the transport's retry controllers
+            self._add(self._error(role, turn, number, attempt, *route, retried=number < first + len(attempts) - 1),
+                      attempt.request_id)
 
     def _add(self, record: CallRecord, request_id: str | None = None) -> None:
         self.calls.append(record)
@@ -251,14 +286,20 @@ class MetricsSink:
             self.log.record(record, request_id)
 
     def _error(self, role: Role, turn: int, number: int, attempt: Attempt, route: str | None,
-               kind: str | None) -> CallRecord:
+               kind: str | None, *, retried: bool) -> CallRecord:
         return CallRecord(
             role=role, turn=turn, outcome="failed", status="error", error_class=attempt.error_class,
             error_type=attempt.error_type, attempt=number, usage=None, cost_usd=None, cost_source="unknown",
+            retry_class=transport_retry_class(attempt.error_class) if retried else None,
             wait_s=self._take_wait(attempt.wait_s), latency_s=attempt.latency_s, gateway_route=route,
             gateway_route_kind=kind,
-            key_index=attempt.key_index,
+            key_index=attempt.key_index, retry_after_s=attempt.retry_after_s,
         )
+
+    def transport_retries(self) -> Counter[str]:
+        """The transport's retries by class: each failed attempt the controllers sent again."""
+        return Counter(c.retry_class for c in self.calls
+                       if c.status == "error" and c.retry_class is not None and c.retry_class.startswith(TRANSPORT_RETRY))
 
     def _take_wait(self, wait_s: float) -> float:
         wait, self._pending_wait = wait_s + self._pending_wait, 0.0

@@ -210,8 +210,12 @@ class CallRecord(_Record):
     error_class: str | None = Field(None, description="rate_limit, timeout, server_error, connection, credential, "
                                                        "client_error or other; null when the attempt answered.")
     error_type: str | None = Field(None, description="The exception's class name.")
-    attempt: int = Field(1, description="1 for a call's first attempt, then 2, 3…")
-    retry_class: str | None = None
+    attempt: int = Field(1, description="1 for a call's first attempt, then 2, 3… for every send of it (the "
+                                        "transport's retries and the loop's API-error replay alike).")
+    retry_class: str | None = Field(
+        None, description="Why this attempt was not the call's last: a loop class (empty_completion, parser_error, "
+        "output_length) on a resampled answer, or transport_<error_class> on a failed attempt the transport sent "
+        "again (transport_rate_limit, transport_server_error, transport_timeout, transport_connection, …).")
     usage: UsageRecord | None = Field(description="null: the provider reported no token counts (an attempt that "
                                                   "failed, an answer without usage); unknown, never 0 tokens.")
     cost_usd: float | None = Field(description="null: unknown (no reported cost and nothing to price).")
@@ -227,6 +231,10 @@ class CallRecord(_Record):
     response_problems: list[str] = Field(
         default_factory=list, description="What the provider's answer reported out of bounds (a negative or "
         "non-finite cost, an absurd token count), one line each; the call's cost is then unknown.")
+    retry_after_s: float | None = Field(
+        None, ge=0, allow_inf_nan=False,
+        description="The Retry-After seconds this failed attempt's answer asked for, as sent; the next attempt's "
+        "wait_s is what was waited (at most the binding's retry_after_max_s).")
 
     @model_validator(mode="before")
     @classmethod
@@ -287,6 +295,10 @@ class Metrics(_Record):
     calls: list[CallRecord]
     latency_s: float = Field(description="Summed provider latency of every attempt, backoff waits included.")
     wait_s: float = Field(0.0, description="The backoff waits inside latency_s.")
+    retries: dict[str, int] = Field(
+        default_factory=dict, description="Retries by class: the loop's (empty_completion, parser_error, "
+        "output_length, api_error) and the transport's (transport_rate_limit, transport_server_error, "
+        "transport_timeout, transport_connection, …).")
     openrouter_generation_ids: list[str] = Field(
         default_factory=list, description="Every OpenRouter generation id of the trial's calls, in call order.")
     wall_s: float
@@ -408,7 +420,8 @@ class RunLine(_Record):
     usage: LineUsage | None = Field(None, description="The agent's token counters (null: unknown, or absent).")
     user_usage: LineUsage | None = Field(None, description="The user simulator's token counters, as usage.")
     n_calls: int | None = Field(None, ge=0, description="Provider calls of the trial, every role.")
-    retries: dict[str, int] | None = Field(None, description="Retries by class.")
+    retries: dict[str, int] | None = Field(None, description="Retries by class, the loop's and the transport's "
+                                                              "(as metrics.yaml's retries).")
     latency_s: float | None = Field(None, ge=0, allow_inf_nan=False, description="Summed provider latency.")
     turns: int = Field(ge=0)
     dir: str = Field(description="The trial's folder, trials/<plan_key>/<task_id>/<index>.")
@@ -657,7 +670,10 @@ class SummaryRow(_Record):
     mean_turns: float | None = None
     total_calls: int | None = None
     mean_calls: float | None = None
-    retries: dict[str, int] = Field(default_factory=dict, description="Retries by class, summed over trials.")
+    retries: dict[str, int] = Field(default_factory=dict, description="Retries by class, summed over trials: the "
+                                    "loop's (empty_completion, parser_error, output_length, api_error) and the "
+                                    "transport's (transport_rate_limit, transport_server_error, transport_timeout, "
+                                    "transport_connection, …).")
     latency_p50_s: float | None = None
     latency_p95_s: float | None = None
     termination_reasons: dict[str, int]

@@ -28,7 +28,6 @@ import functools
 import json
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,7 @@ from capplan.trials.loop import LoopConfig, LoopEnd, ToolCallingLoop, WireToolCh
 from capplan.trials.terminal import Terminal
 from capplan.trials.outcome import (FinalAnswer, TerminationReason, TrialStatus, counts_against_model, status_for,
                                    unaccepted_end)
-from capplan.trials.recording import MetricsSink, Recorder, scrub, secret_values
+from capplan.trials.recording import MetricsSink, Recorder, retries_by_class, scrub, secret_values
 from capplan.trials.costs import known_cost, known_part, line_usage, rounded_calls, total_tokens
 from capplan.trials.records import (
     Grade,
@@ -416,6 +415,7 @@ class _Trial:
             user_cost_usd=user_cost, user_cost_source=sink.cost_source("user"), n_calls=len(sink.calls),
             calls=rounded_calls(sink.calls), latency_s=sink.latency(), wait_s=sink.wait(),
             openrouter_generation_ids=sink.generation_ids(), wall_s=time.monotonic() - self.started, grade=verdict,
+            retries=retries_by_class(rec.retries, sink),
         )
         line = RunLine(
             **parts, key=str(spec.key), plan_key=spec.plan_key, plan_fingerprint=spec.plan_fingerprint,
@@ -426,7 +426,7 @@ class _Trial:
             user_cost_source=metrics.user_cost_source,
             total_tokens=total_tokens(usage), user_total_tokens=total_tokens(user_usage),
             usage=line_usage(usage), user_usage=line_usage(user_usage), n_calls=len(sink.calls),
-            retries=dict(sorted(Counter(r.retry_class for r in rec.retries).items())),
+            retries=metrics.retries,
             latency_s=round(metrics.latency_s, 9), turns=end.turns, dir=spec.key.relpath,
         )
         return TrialRecords(

@@ -252,8 +252,8 @@ def _rate(value: float | None) -> str:
 #: the statistics columns of a summary row, as summary.md and ``trial report`` show them
 ROW_HEADER = ["trials", "pass rate", "95 % CI", "pass^k", "passed / graded", "failed", "error", "aborted",
               "mean agent cost (USD)", "mean user cost (USD)", "unknown cost", "mean tokens", "mean turns",
-              "latency p50 / p95 (s)", "termination reasons"]
-ROW_ALIGN = "rrrlrrrrrrrrrrl"
+              "latency p50 / p95 (s)", "termination reasons", "retries"]
+ROW_ALIGN = "rrrlrrrrrrrrrrll"
 
 
 def row_cells(r: SummaryRow) -> list[str]:
@@ -265,10 +265,12 @@ def row_cells(r: SummaryRow) -> list[str]:
     latency = ("—" if r.latency_p50_s is None or r.latency_p95_s is None
                else f"{r.latency_p50_s:.2f} / {r.latency_p95_s:.2f}")
     reasons = ", ".join(f"{k} {v}" for k, v in r.termination_reasons.items())
+    # the loop's retry classes and the transport's (transport_rate_limit, transport_server_error, …), by name
+    retries = ", ".join(f"{k} {v}" for k, v in r.retries.items()) or "—"
     return [str(r.trials), _rate(r.pass_rate), interval, hat, f"{r.passed} / {r.graded}", str(r.failed),
             str(r.error), str(r.aborted), _usd(agent.mean_usd if agent else None),
             _usd(user.mean_usd if user else None), str(unknown), _mean_tokens_cell(r),
-            f"{(r.mean_turns or 0):.1f}", latency, reasons]
+            f"{(r.mean_turns or 0):.1f}", latency, reasons, retries]
 
 
 def lower_bound_usd(value: float | None, unknown: int, digits: int = 4) -> str:

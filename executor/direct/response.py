@@ -22,6 +22,7 @@ from typing import Any
 from capplan.executor.errors import (
     ContextWindowExceededError,
     ProviderHTTPError,
+    ProviderProtocolError,
     ProviderRateLimitError,
     ProviderRequestTimeout,
 )
@@ -86,6 +87,23 @@ def failure(status: int, text: str, response: object, provider: str) -> Provider
     return ProviderHTTPError(shown, status_code=status, response=response, body=body)
 
 
+def not_json(status: int, raw: bytes, why: str, at_start: bool, response: object, provider: str) -> ProviderHTTPError:
+    """The error for a 2xx body that is not JSON.
+
+    A body that is not JSON from its very first character (an HTML page, plain text, nothing) is
+    infrastructure (:class:`ProviderProtocolError`): a provider's answer, even one cut short, starts
+    as JSON. litellm reports the same decoder position (``Expecting value: line 1 column 1 (char 0)``),
+    which :data:`~capplan.executor.failure_rules.LITELLM_PROTOCOL_RULES` reads, so both transports agree.
+    """
+    if at_start:
+        problem = ("a 2xx answer that is not JSON from its first character (an HTML page: a captive portal, "
+                   "a login page or a wrong base URL)")
+        return ProviderProtocolError(f"{provider} HTTP {status}: {problem}", status_code=status, problem=problem,
+                                     response=response)
+    return ProviderHTTPError(f"{provider} HTTP {status}: the response body is not JSON ({why})",
+                             status_code=status, response=response)
+
+
 def _error_message(body: Any) -> str | None:
     if not isinstance(body, Mapping):
         return None
@@ -109,6 +127,12 @@ def success(data: Any, headers: Mapping[str, str], status: int, response: object
         # some OpenAI-compatible servers answer a failure with 200 and an error object
         raise ProviderHTTPError(f"{provider} HTTP {status}: {_error_message(data) or 'error in response body'}",
                                 status_code=status, response=response, body=data)
+    if "choices" not in data:
+        # a provider's success always carries choices (OpenAI's chat.completion object): whatever sent
+        # this 200 is not the provider, so it is infrastructure, not a model failure and not retried
+        problem = "a 200 answer with no choices: something other than the provider answered"
+        raise ProviderProtocolError(f"{provider} HTTP {status}: {problem}", status_code=status, problem=problem,
+                                    response=response)
     out = dict(data)
     choices = data.get("choices")
     if isinstance(choices, list):

@@ -13,10 +13,9 @@ from typing import Any
 from capplan.executor.direct import pool
 from capplan.executor.direct.bounded_body import BodyLimits
 from capplan.executor.direct.request import RequestMapper
-from capplan.executor.direct.response import failure, success
+from capplan.executor.direct.response import failure, not_json, success
 from capplan.executor.errors import (
     ProviderConnectionError,
-    ProviderHTTPError,
     ProviderResponseError,
     ProviderTimeoutError,
 )
@@ -61,8 +60,6 @@ class DirectCompletion:
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer past Python's digit limit
             where = (f"{exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError)
                      else exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)[:200])
-            raise ProviderHTTPError(
-                f"{self.provider} HTTP {status}: the response body is not JSON ({where})",
-                status_code=status, response=response,
-            ) from None
+            at_start = isinstance(exc, json.JSONDecodeError) and exc.pos == 0
+            raise not_json(status, raw, where, at_start, response, self.provider) from None
         return success(data, response.headers, status, response, self.provider)

@@ -26,7 +26,9 @@ from urllib.parse import urlsplit
 
 from capplan.core.dotenv_file import DotenvError, read_dotenv, read_dotenv_text
 from capplan.core.input_limits import MAX_CONFIG_BYTES, MAX_NESTING, InputLimitError, check_flow_nesting
+from capplan.executor.binding import FailureRule
 from capplan.executor.errors import GatewayError
+from capplan.executor.gateway.failure_rules import LITELLM_PROXY_RULES
 from capplan.executor.gateway.secret_refs import SecretReferenceError, expand_secret_refs
 
 BASE_URL = "LLM_PROXY_BASE_URL"
@@ -84,6 +86,9 @@ class GatewayConfig:
     trust_namespace_wildcards: bool = False
     #: Header names whose value came (wholly or partly) from a ``${secret:NAME}`` reference.
     secret_headers: frozenset[str] = frozenset()
+    #: What the gateway (a LiteLLM proxy) answers when a call's setup is wrong, with evidence
+    #: (:mod:`capplan.executor.gateway.failure_rules`); applied to calls that go through it.
+    failure_rules: tuple[FailureRule, ...] = LITELLM_PROXY_RULES
 
     @property
     def routed_providers(self) -> frozenset[str]:

@@ -121,6 +121,22 @@ def test_every_attempt_passes_the_gate_and_a_429_is_reported() -> None:
     assert not is_rate_limited(ValueError("429 tokens"))  # prose is not evidence
 
 
+def test_a_lane_pauses_at_most_the_bindings_retry_after_cap() -> None:
+    class AsksFiveMinutes(Exception):
+        status_code = 429
+
+        class response:  # noqa: N801 - shaped like httpx.Response
+            headers = {"retry-after": "300"}
+
+    def refuse(**kw: Any) -> Any:
+        raise AsksFiveMinutes()
+
+    gate = _Gate()
+    with pytest.raises(AsksFiveMinutes):
+        LimitedCompletion(refuse, gate, canary_plan())()
+    assert gate.events[-1] == ("release", 7, True, 60.0)  # the binding's default retry_after_max_s, not 300
+
+
 def test_rate_limits_come_from_the_run_config_with_located_did_you_mean(tmp_path: Path) -> None:
     config = tmp_path / "run.yaml"
     config.write_text(

@@ -52,7 +52,7 @@ def test_a_field_level_change_to_a_shipped_binding_keeps_the_other_fields(write:
     assert code == 0
     assert 'binding.binding.endpoint = "https://gateway.internal/openai/v1"\n    set by overlay:external:a.yaml' in out
     assert "binding.binding.rate_limit_patterns = [" in out
-    assert out.count("set by binding  bundled:providers.yaml:23") >= 2  # the fields the overlay left alone
+    assert out.count("set by binding  bundled:providers.yaml:36") >= 2  # the fields the overlay left alone
 
 
 @pytest.mark.parametrize("value", ["sk-proj-abcdefghijklmnop1234567890", "AIzaSyD3xample0000000000000000000",

@@ -85,8 +85,11 @@ def test_a_version_1_folder_diffs_against_a_compiled_folder_and_its_manifest(tmp
     for model in models.values():
         assert model["plan_version"] == {"old": 1, "new": PLAN_VERSION}
         # v1 carried its inputs in the plan, v2 in the manifest: both are read as the same field; the
-        # wire route is new since v1 (a plan without one sends through litellm), so adding it is a change
-        assert all(c["check"] == "inputs" or (c["check"], c["field"], c["kind"]) == ("transport", "wire", "added")
+        # wire route is new since v1 (a plan without one sends through litellm), so adding it is a change;
+        # so are the binding's failure rules and Retry-After cap (a v1 plan retried what they stop, waited up to 300 s)
+        added = {("transport", "wire", "added"), ("binding", "binding.binding.failure_rules", "added"),
+                 ("binding", "binding.binding.retry_after_max_s", "added")}
+        assert all(c["check"] == "inputs" or (c["check"], c["field"], c["kind"]) in added
                    for c in model["changes"]), model["changes"]
     inputs_of = {c["field"] for c in models["gpt-4o"]["changes"]}
     assert not any(f.startswith("inputs.presets.path") for f in inputs_of)  # bundled:… on both sides

@@ -115,6 +115,9 @@ FAILURES: dict[str, Answer] = {
     "context_window_openrouter": json_answer(OPENROUTER_CONTEXT, 400),
     "truncated_json": Answer(b'{"id": "gen-1", "object": "chat.completion", "choi', 200),
     "dropped_connection": Answer(drop=True),
+    # something other than the provider answered: infrastructure, sent once on both transports
+    "html_page_200": Answer(b"<!DOCTYPE html><html><body>Sign in to the guest network</body></html>", 200),
+    "no_choices_200": json_answer({"id": "gen-1", "object": "chat.completion", "model": "m"}),
 }
 
 
@@ -242,6 +245,9 @@ def documented(key: str, failure: str) -> tuple[dict[str, Any], dict[str, Any]] 
         # litellm reports the openai SDK's / httpx's connection error as an InternalServerError with status 500
         return ({"status": 500, "error_class": "server_error", "attempts": [("error", "server_error")] * 5},
                 {"status": None, "error_class": "connection", "attempts": [("error", "connection")] * 5})
+    if failure == "no_choices_200" or (failure == "html_page_200" and key in SDK_ROUTES):
+        # litellm relabels the 200 it could not read as a 500; both send it once and call it infrastructure
+        return {"status": 500}, {"status": 200}
     if failure == "truncated_json" and key in SDK_ROUTES:
         # the openai SDK turns an unreadable 200 body into a 500 that is retried; litellm's own sender (and
         # the direct transport) report the 200 whose body is not a response, and do not send it again

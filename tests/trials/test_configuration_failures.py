@@ -141,34 +141,119 @@ def test_send_makes_one_attempt_at_a_refused_configuration(upstream: Upstream, t
 
 def test_a_trial_in_flight_when_the_run_stops_is_recorded_aborted_with_its_calls(upstream: Upstream,
                                                                                   tmp_path: Path) -> None:
-    import threading
-
-    release = threading.Event()
+    out = tmp_path / "runs" / "run"
 
     def script(seen: Seen) -> tuple[int, Any] | None:
         if isinstance(seen.body, dict) and seen.body.get("model") == "refused-model":
             return REFUSALS["401"]
-        release.wait(timeout=10)  # the slow plan's first answer comes after the other plan was refused
+        # the slow plan's first answer is held until the refused trial's line is written: the run has stopped
+        _wait_for_line(out, "refused")
         return None
 
-    def refused_then_release(seen: Seen) -> tuple[int, Any] | None:
-        answer = script(seen)
-        if answer is not None:
-            threading.Timer(1.0, release.set).start()
-        return answer
-
-    upstream.script = refused_then_release
+    upstream.script = script
     slow = write_plan(tmp_path, "openai", "slow-model", "slow")
     refused = write_plan(tmp_path, "openai", "refused-model", "refused")
     tasks = [str(p) for p in write_pack(tmp_path / "pack", n_tasks=1, user_turns=2)]
-    out = tmp_path / "runs" / "run"
     result = run("trial", "run", *tasks, "--plan", slow, "--plan", refused, "--out", str(out), "--concurrency", "2",
                  "--api-base", upstream.base + "/v1", expect=1)
     lines = {line["plan_key"]: line for line in map(json.loads, (out / "runs.jsonl").read_text().splitlines())}
-    assert {(line["status"], line["termination_reason"]) for line in lines.values()} == {("aborted", "configuration_error")}
+    # only the refused plan's trial carries the configuration error; the healthy plan's was stopped with the run
+    assert (lines["refused"]["status"], lines["refused"]["termination_reason"]) == ("aborted", "configuration_error")
+    assert (lines["slow"]["status"], lines["slow"]["termination_reason"]) == ("aborted", "run_stopped")
     metrics = (out / "trials" / "slow" / "count-0" / "0" / "metrics.yaml").read_text(encoding="utf-8")
     assert "n_calls: 1" in metrics  # the slow trial's one call is kept; it made no further one
-    trajectory = (out / "trials" / "slow" / "count-0" / "0" / "trajectory.yaml").read_text(encoding="utf-8")
-    assert "run stopped by a configuration error in another trial" in trajectory
+    assert "run stopped by plan refused's configuration error" in _detail(out, "slow/count-0/0")
     assert len(posts(upstream)) == 2
     assert "provider openai" in result.stderr and "plan refused" in result.stderr
+
+
+def _detail(out: Path, key: str) -> str:
+    from ruamel.yaml import YAML
+
+    data = YAML(typ="safe").load((out / "trials" / key / "trajectory.yaml").read_text(encoding="utf-8"))
+    return str(data["termination"]["detail"])
+
+
+def _wait_for_line(out: Path, plan_key: str, timeout_s: float = 60.0) -> None:
+    """Until runs.jsonl holds a line of ``plan_key`` (the driver set its stop before writing it); bounded."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        runs = out / "runs.jsonl"
+        if runs.is_file() and f'"plan_key": "{plan_key}"' in runs.read_text(encoding="utf-8"):
+            return
+        time.sleep(0.05)
+
+
+INVALID_MODEL = {"error": {"message": "/chat/completions: Invalid model name passed in model=vendor/gone. Call "
+                                      "`/v1/models` to view available models for your key.",
+                           "type": "invalid_request_error", "param": "model", "code": "400"}}
+
+
+def test_a_gateway_that_serves_no_such_model_stops_only_that_plans_trials_as_configuration(
+        upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "runs" / "run"
+    upstream.catalog = ["openrouter/vendor/gone", "openrouter/vendor/good"]
+
+    def script(seen: Seen) -> tuple[int, Any] | None:
+        if isinstance(seen.body, dict) and "gone" in str(seen.body.get("model")):
+            return 400, INVALID_MODEL  # the LiteLLM proxy's own words for a model it does not serve
+        _wait_for_line(out, "gone")  # the healthy plan's first answer comes after the run has stopped
+        return None
+
+    upstream.script = script
+    monkeypatch.setenv("LLM_PROXY_BASE_URL", upstream.base)
+    monkeypatch.setenv("LLM_PROXY_API_KEY", GATEWAY_KEY)
+    gone = write_plan(tmp_path, "openrouter", "vendor/gone", "gone")
+    good = write_plan(tmp_path, "openrouter", "vendor/good", "good")
+    tasks = [str(p) for p in write_pack(tmp_path / "pack", n_tasks=1, user_turns=2)]
+    # gone/0 and gone/1 and good/0 start; good/1 never starts
+    result = run("trial", "run", *tasks, "--plan", gone, "--plan", good, "--out", str(out), "--trials", "2",
+                 "--concurrency", "3", expect=1)
+    lines = [json.loads(line) for line in (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    labels = {line["key"]: (line["status"], line["termination_reason"]) for line in lines}
+    assert labels == {"gone/count-0/0": ("aborted", "configuration_error"),
+                      "gone/count-0/1": ("aborted", "configuration_error"),
+                      "good/count-0/0": ("aborted", "run_stopped"), "good/count-0/1": ("aborted", "run_stopped")}
+    sent = [s.body.get("model") for s in posts(upstream) if isinstance(s.body, dict)]
+    assert 1 <= sum("gone" in str(m) for m in sent) <= 2  # each refused trial sent its call once at most
+    detail = _detail(out, "good/count-0/0")
+    assert "run stopped by plan gone's configuration error" in detail
+    assert "the gateway serves no model of this name" in detail
+    assert "not started: the run was stopped by plan gone's configuration error" in _detail(out, "good/count-0/1")
+    assert "the gateway serves no model of this name" in _detail(out, "gone/count-0/0")
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "2 trial(s) of gone aborted" in summary and "2 trial(s) of good stopped with it (run_stopped" in summary
+    assert "error[CONFIGURATION]: run stopped:" in result.stderr
+    assert GATEWAY_KEY not in result.output
+
+
+class _Folder:
+    """The part of a run folder the exit code reads: the latest line per trial."""
+
+    def __init__(self, lines: list[dict[str, Any]]) -> None:
+        self.lines = {line["key"]: line for line in lines}
+
+    def finished(self) -> dict[str, dict[str, Any]]:
+        return self.lines
+
+
+class _Spec:
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+@pytest.mark.parametrize("tolerance", [0.7, 0.99, 10.0])
+def test_a_run_where_nothing_could_be_graded_exits_1_whatever_the_tolerance(tolerance: float,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from capplan.cli.trial_cmd import _outcome_status
+
+    # an unreachable endpoint: every trial aborted infra_error (the connection never reached a provider)
+    keys = [f"agent/count-{i}/0" for i in range(3)]
+    folder = _Folder([{"key": k, "status": "aborted", "termination_reason": "infra_error"} for k in keys])
+    assert _outcome_status(folder, [_Spec(k) for k in keys], tolerance) == 1
+    assert "nothing could be graded" in capsys.readouterr().err
+    # one graded trial among them: the tolerance decides, as before
+    folder.lines[keys[0]] = {"key": keys[0], "status": "failed", "termination_reason": "api_error"}
+    assert _outcome_status(folder, [_Spec(k) for k in keys], tolerance) == 0

@@ -216,9 +216,9 @@ def test_api_error_is_replayed_in_place_once(server: AgentServer, pack: Path) ->
     assert len(server.requests) == 6
     assert all(server.requests[i]["messages"] == server.requests[0]["messages"] for i in range(6))
     assert [r["retry_class"] for r in records.trajectory["retries"]] == ["api_error"]
-    # one record per provider attempt: the controller's five, then the replay that answered
+    # one record per provider attempt: the controller's five, then the replay that answered, numbered on
     assert [c["outcome"] for c in records.metrics["calls"]] == ["failed"] * 5 + ["accepted"]
-    assert [c["attempt"] for c in records.metrics["calls"]] == [1, 2, 3, 4, 5, 1]
+    assert [c["attempt"] for c in records.metrics["calls"]] == [1, 2, 3, 4, 5, 6]
 
 
 def test_api_error_exhausted_fails_the_trial_and_counts(server: AgentServer, pack: Path) -> None:

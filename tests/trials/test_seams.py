@@ -79,8 +79,12 @@ def test_connection_failures_are_infrastructure_before_the_executor_decides() ->
     wrapped = RuntimeError("call failed")
     wrapped.__cause__ = ConnectionResetError("peer reset")
     assert classify(wrapped) is TerminationReason.INFRA_ERROR
-    assert decided == []
+    assert decided == [wrapped]  # asked first only whether the setup is wrong
     assert classify(RuntimeError("x")) is TerminationReason.RATE_LIMIT
+    # an answer that says the setup is wrong wins over litellm's connection-error wrapping of it
+    setup = classifier(lambda e: LoopErrorDecision(LoopErrorReason.CONFIGURATION_ERROR, "", excluded=True,
+                                                   problem="infrastructure: an HTML page"))
+    assert setup(wrapped) is TerminationReason.CONFIGURATION_ERROR
     for reason in LoopErrorReason:  # every executor decision has a runner reason
         assert classifier(lambda e, r=reason: LoopErrorDecision(r, ""))(RuntimeError()).value == reason.value
 

@@ -58,6 +58,8 @@ class LimitedCompletion:
         self._completion = completion
         self._gate = gate
         self.provider, self.key = limit_lanes(plan)
+        # a lane pauses for a provider's Retry-After no longer than a retry would wait for it
+        self._retry_after_max_s = plan.binding.binding.retry_after_max_s
 
     def __call__(self, **kwargs: Any) -> Any:
         ticket = self._gate.acquire(self.provider, self.key)
@@ -66,7 +68,8 @@ class LimitedCompletion:
             return self._completion(**kwargs)
         except Exception as exc:
             limited = is_rate_limited(exc)
-            wait = retry_after_s(exc) if limited else None
+            asked = retry_after_s(exc) if limited else None
+            wait = min(asked, self._retry_after_max_s) if asked is not None else None
             raise
         finally:
             self._gate.release(ticket, rate_limited=limited, retry_after_s=wait)
