@@ -88,7 +88,10 @@ def test_a_version_1_folder_diffs_against_a_compiled_folder_and_its_manifest(tmp
         # wire route is new since v1 (a plan without one sends through litellm), so adding it is a change;
         # so are the binding's failure rules and Retry-After cap (a v1 plan retried what they stop, waited up to 300 s)
         added = {("transport", "wire", "added"), ("binding", "binding.binding.failure_rules", "added"),
-                 ("binding", "binding.binding.retry_after_max_s", "added")}
+                 ("binding", "binding.binding.retry_after_max_s", "added"),
+                 # and the response limits (a v1 plan read any body, however large)
+                 ("binding", "binding.binding.max_response_bytes", "added"),
+                 ("binding", "binding.binding.max_decoded_bytes", "added")}
         assert all(c["check"] == "inputs" or (c["check"], c["field"], c["kind"]) in added
                    for c in model["changes"]), model["changes"]
     inputs_of = {c["field"] for c in models["gpt-4o"]["changes"]}

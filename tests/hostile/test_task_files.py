@@ -96,9 +96,11 @@ def test_the_popen_task_runs_nothing_through_any_command(tmp_path: Path) -> None
     (cwd / "overlays").mkdir()
     (cwd / "overlays" / "team.yaml").write_text(PWNED_TASK)
     commands: list[tuple[list[str], set[int]]] = [
-        (["lint", "t2.yaml"], {1}),  # a warning: the module is not in the task's folder, so it is not read
-        (["lint", "--kind", "task", "t2.yaml"], {1}),
-        (["lint", "--format", "github", "ops-overlay.yaml", "overlays/team.yaml"], {1}),  # examples/ci/capplan.yml
+        # an error: a task's code is a module file in its folder or of a distribution it declares, never the
+        # standard library; the ref is judged by its name, nothing is imported
+        (["lint", "t2.yaml"], {2}),
+        (["lint", "--kind", "task", "t2.yaml"], {2}),
+        (["lint", "--format", "github", "ops-overlay.yaml", "overlays/team.yaml"], {2}),  # examples/ci/capplan.yml
         (["lint", "--kind", "overlay", "t2.yaml"], {2}),
         (["lint", "--config", "t2.yaml", "ops-overlay.yaml"], {1, 2}),
         (["compile", "--presets-file", "t2.yaml", "--out", "plans"], {2}),
@@ -116,8 +118,8 @@ def test_the_popen_task_runs_nothing_through_any_command(tmp_path: Path) -> None
         assert not (cwd / "plans").exists(), args
     assert not (REPO / "PWNED").exists()
     lint = capplan(cwd, "lint", "t2.yaml")
-    assert "t2.yaml:3:1: warning[not-checked-statically]" in lint.stdout
-    assert "--import-environments" in lint.stdout
+    assert "t2.yaml:3:1: error[ref-stdlib]" in lint.stdout
+    assert "requires:" in lint.stdout
 
 
 def test_the_pre_commit_hook_entry_runs_nothing(tmp_path: Path) -> None:
@@ -125,7 +127,7 @@ def test_the_pre_commit_hook_entry_runs_nothing(tmp_path: Path) -> None:
     assert "entry: capplan lint\n" in hooks  # no --import-environments in the hook
     (tmp_path / "ops-overlay.yaml").write_text(PWNED_TASK)
     done = capplan(tmp_path, "lint", "ops-overlay.yaml")
-    assert done.returncode == 1
+    assert done.returncode == 2 and "error[ref-stdlib]" in done.stdout
     assert not (tmp_path / "PWNED").exists()
 
 
