@@ -209,13 +209,16 @@ def test_running_never_exceeds_the_concurrency(tmp_path: Path, monkeypatch: pyte
     is still being written: counted down only after the write, it read "5 running".
     """
     active, most = 0, 0
-    lock = threading.Lock()
+    lock = threading.Condition()
 
     def fake_trial(spec: TrialSpec, context: object) -> TrialRecords:
         nonlocal active, most
         with lock:
             active += 1
             most = max(most, active)
+            lock.notify_all()
+            if spec.index < 4:  # the first four run at once, however the threads are scheduled
+                lock.wait_for(lambda: active >= 4, timeout=60)
         time.sleep(0.01 + 0.01 * (spec.index % 3))
         with lock:
             active -= 1
