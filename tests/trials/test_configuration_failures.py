@@ -139,25 +139,34 @@ def test_send_makes_one_attempt_at_a_refused_configuration(upstream: Upstream, t
     assert OPENAI_KEY not in result.output
 
 
-def test_a_trial_in_flight_when_the_run_stops_is_recorded_aborted_with_its_calls(upstream: Upstream,
-                                                                                  tmp_path: Path) -> None:
+def test_a_trial_in_flight_when_the_run_stops_is_recorded_aborted_with_its_calls(
+        upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
+    import time
 
-    release = threading.Event()
+    from capplan.trials.backends import local
+
+    # the run's stop event, set once the driver has taken the refused trial: the slow plan's first
+    # answer is held until then (a fixed delay after the refusal raced the driver on a loaded machine)
+    stops: list[threading.Event] = []
+    run_backend = local.LocalBackend.run
+
+    def run_keeping_the_stop(self: local.LocalBackend, specs: Any, *, concurrency: int,
+                             stop: threading.Event) -> Any:
+        stops.append(stop)
+        return run_backend(self, specs, concurrency=concurrency, stop=stop)
+
+    monkeypatch.setattr(local.LocalBackend, "run", run_keeping_the_stop)
 
     def script(seen: Seen) -> tuple[int, Any] | None:
         if isinstance(seen.body, dict) and seen.body.get("model") == "refused-model":
             return REFUSALS["401"]
-        release.wait(timeout=10)  # the slow plan's first answer comes after the other plan was refused
+        deadline = time.monotonic() + 120  # bounded: a run that never stops fails below instead of hanging
+        while not (stops and stops[0].wait(0.05)) and time.monotonic() < deadline:
+            pass
         return None
 
-    def refused_then_release(seen: Seen) -> tuple[int, Any] | None:
-        answer = script(seen)
-        if answer is not None:
-            threading.Timer(1.0, release.set).start()
-        return answer
-
-    upstream.script = refused_then_release
+    upstream.script = script
     slow = write_plan(tmp_path, "openai", "slow-model", "slow")
     refused = write_plan(tmp_path, "openai", "refused-model", "refused")
     tasks = [str(p) for p in write_pack(tmp_path / "pack", n_tasks=1, user_turns=2)]
