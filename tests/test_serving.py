@@ -22,7 +22,7 @@ class _LateWriter(ServedOnLoopback):
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-                server.client_gone.wait(timeout=5)
+                server.client_gone.wait(timeout=60)
                 self.send_response(200)
                 self.end_headers()
                 for _ in range(64):  # enough writes that one lands after the peer's reset
@@ -45,6 +45,6 @@ def test_a_client_hanging_up_mid_answer_prints_nothing(capsys: pytest.CaptureFix
         with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as sock:
             sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         srv.client_gone.set()
-        assert srv.handled.wait(timeout=10)
+        assert srv.handled.wait(timeout=60)
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", "")

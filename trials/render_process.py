@@ -15,7 +15,9 @@ such a value is rendered in this process instead, exactly as without the helper.
 an optimisation and never a new way to fail: when it cannot be started, is not ready yet, dies,
 answers late or answers garbage, the records are rendered here (and after a failure the helper
 is not used again in this run; :attr:`RecordRenderer.gave_up` says why). It ignores Ctrl-C (the
-run decides when to stop) and exits when its input closes, so it never outlives the run.
+run decides when to stop) and exits when its input closes, so it never outlives the run. A run
+never waits for the helper to start; :meth:`RecordRenderer.wait_ready` (tests, benchmarks) does,
+for a bounded time, so that what they measure does not depend on how loaded the machine is.
 
 Protocol, both ways over the helper's stdin/stdout: the helper writes ``R`` once it is ready;
 a request is an 8-byte big-endian length and a pickled list of documents; a reply is a status
@@ -111,12 +113,8 @@ class RecordRenderer:
                 return None
             assert process.stdin is not None and process.stdout is not None
             try:
-                if not self._ready:
-                    if not _readable(process.stdout, 0.0):
-                        return None  # still starting: not worth waiting for
-                    if _read_exact(process.stdout, 1, time.monotonic() + EXCHANGE_TIMEOUT_S) != _READY:
-                        raise _HelperFailed("it did not say it was ready")
-                    self._ready = True
+                if not self._take_ready(process.stdout, 0.0):
+                    return None  # still starting: not worth waiting for
                 try:
                     request = pickle.dumps(list(documents), protocol=pickle.HIGHEST_PROTOCOL)
                 except Exception:  # noqa: BLE001 - not picklable: rendered here, as without the helper
@@ -137,6 +135,34 @@ class RecordRenderer:
                 return None
             self.rendered_by_helper += len(parts)
             return parts
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the helper to say it is ready; whether it may be used now.
+
+        Never called by a run (which renders in-process while the helper starts): a seam for tests
+        and benchmarks that must know the helper takes the next request, whatever the machine's load.
+        """
+        with self._lock:
+            process = self._process
+            if process is None or self.gave_up is not None:
+                return False
+            assert process.stdout is not None
+            try:
+                return self._take_ready(process.stdout, timeout_s)
+            except (OSError, ValueError, _HelperFailed) as exc:
+                self._give_up(f"the helper process failed: {exc}")
+                return False
+
+    def _take_ready(self, stdout: IO[bytes], timeout_s: float) -> bool:
+        """Whether the helper has said it is ready, reading its ``R`` if it is waiting within ``timeout_s``."""
+        if self._ready:
+            return True
+        if not _readable(stdout, timeout_s):
+            return False
+        if _read_exact(stdout, 1, time.monotonic() + EXCHANGE_TIMEOUT_S) != _READY:
+            raise _HelperFailed("it did not say it was ready")
+        self._ready = True
+        return True
 
     def _give_up(self, why: str) -> None:
         self.gave_up = why

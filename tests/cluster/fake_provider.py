@@ -4,7 +4,9 @@ Each answer is a function of the request alone, so trials give identical traject
 backend, in any order, from any process: after a user message it calls the first offered
 tool with ``{"amount": 2}``; after a tool result it answers in text. Ids derive from the
 request body. It records each request's headers (the credential the worker sent) and can
-add latency and answer some requests with a 429.
+add latency, answer some requests with a 429, and hold requests: ``hold_after(n)`` answers the
+next ``n`` and holds every later one until ``release()`` (or ``HOLD_LIMIT_S``), so that a test can
+act mid-run (kill a worker, kill the driver) before the run can possibly have ended.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.serving import LoopbackHTTPServer, ServedOnLoopback
+
+#: the longest a request waits for ``release()``: a bound for a test that failed before releasing
+HOLD_LIMIT_S = 120.0
 
 
 def answer(body: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +62,8 @@ class FakeProvider(ServedOnLoopback):
         self.authorizations: set[str] = set()
         self.count = 0
         self._lock = threading.Lock()
+        self._answer_up_to: int | None = None  # None: every request is answered
+        self._released = threading.Condition(self._lock)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -69,6 +76,8 @@ class FakeProvider(ServedOnLoopback):
                     server.count += 1
                     n = server.count
                     server.authorizations.add(self.headers.get("Authorization", ""))
+                    server._released.wait_for(lambda: server._answer_up_to is None or n <= server._answer_up_to,
+                                              timeout=HOLD_LIMIT_S)
                 if server.latency_s:
                     time.sleep(server.latency_s)
                 status, payload = 200, answer(body)
@@ -93,6 +102,26 @@ class FakeProvider(ServedOnLoopback):
     def base(self) -> str:
         """The api_base a plan's calls are pointed at."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def hold_after(self, answered: int) -> None:
+        """Answer the next ``answered`` requests; hold each later one until :meth:`release`."""
+        with self._lock:
+            self._answer_up_to = self.count + answered
+
+    def held(self) -> int:
+        """How many requests are being held now."""
+        with self._lock:
+            return 0 if self._answer_up_to is None else max(0, self.count - self._answer_up_to)
+
+    def release(self) -> None:
+        """Answer every held request, and every later one."""
+        with self._lock:
+            self._answer_up_to = None
+            self._released.notify_all()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()  # held handler threads end with the server
+        super().__exit__(*exc)
 
 
 

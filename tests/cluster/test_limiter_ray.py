@@ -12,6 +12,8 @@ from capplan.trials.cluster.limiter_actor import start_limiter
 WORKERS = 8
 RPM = 600.0  # 10 calls per second, shared by all eight
 SECONDS = 3.0
+#: how late a grant may reach its worker (a loaded machine) before the rate check fails
+DELIVERY_SLACK_S = 1.0
 
 
 def test_eight_workers_share_one_rate_and_one_seat_limit(ray_cluster: RayCluster) -> None:
@@ -37,8 +39,16 @@ def test_eight_workers_share_one_rate_and_one_seat_limit(ray_cluster: RayCluster
             ray.kill(actor)
 
     starts = sorted(began for run in rated for began, _ in run)
-    observed_rpm = (len(starts) - 1) / (starts[-1] - starts[0]) * 60
-    assert abs(observed_rpm - RPM) / RPM <= 0.10, f"{observed_rpm:.1f} rpm against a limit of {RPM}"
+    # The limiter grants the n calls at least 60 / RPM apart; a worker notes a call's start when the
+    # grant reaches it, which a loaded machine delays by any amount, so the span of the starts is
+    # the span of the grants less at most DELIVERY_SLACK_S. Never faster than the shared rate is
+    # what holds on any machine (eight workers each under their own limit would make 8x the calls);
+    # how close to the rate a loaded machine comes is not asserted (the spacing itself is pinned on
+    # a virtual clock in test_limiter.py).
+    span = starts[-1] - starts[0]
+    assert (len(starts) - 1) * 60 / RPM <= span + DELIVERY_SLACK_S, (
+        f"{len(starts)} calls in {span:.2f} s against a limit of {RPM} rpm")
+    assert len(starts) >= 2
     assert sum(1 for run in rated if run) >= WORKERS - 1  # the calls were spread, not won by one worker
     assert stats["lanes"]["provider:loopback"]["granted"] == len(starts)
 

@@ -63,18 +63,28 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(ray_cluster: RayCl
     with FakeProvider(latency_s=0.3) as fake:
         fake.rate_limit_every = 11  # a few 429s on the way, which the workers report to the limiter
         request = _request(tmp_path, "out", fake.base, trials=4)
+        # two calls answered, then every call held: no trial (four calls) can finish before the kill,
+        # so the four running trials, two on each worker, are all mid-call when worker 0 dies
+        fake.hold_after(2)
+        killed: list[int] = []
 
         def kill_one_worker() -> None:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and not (backend.stats.workers and fake.count >= 4):
-                time.sleep(0.05)
-            os.kill(backend.stats.workers[0].pid, signal.SIGKILL)
+            try:
+                deadline = time.monotonic() + 120
+                while not (backend.stats.workers and fake.held() >= 4):
+                    assert time.monotonic() < deadline, "the trials never all reached the provider"
+                    time.sleep(0.05)
+                os.kill(backend.stats.workers[0].pid, signal.SIGKILL)
+                killed.append(backend.stats.workers[0].pid)
+            finally:
+                fake.release()
 
         killer = threading.Thread(target=kill_one_worker, daemon=True)
         killer.start()
         outcome = drive(build_specs(request), RunFolder(request.out), backend, concurrency=4, max_cost=None,
                         progress=Progress(live=False))
-        killer.join(timeout=5)
+        killer.join(timeout=120)
+    assert len(killed) == 1
     assert outcome.finished == 8
     lines = [json.loads(x) for x in (request.out / "runs.jsonl").read_text().splitlines()]
     assert sorted(line["key"] for line in lines) == sorted({line["key"] for line in lines})  # no duplicate
@@ -114,19 +124,24 @@ def test_killed_driver_then_rerun_resumes_over_an_existing_cluster(ray_cluster: 
                    "--concurrency", "2", "--api-base", fake.base, "--config", str(config),
                    "--backend", "ray", "--address", ray_cluster.gcs_address, "--workers", "1"]
         runs = request.out / "runs.jsonl"
+        # a trial is four calls and two run at once: after 16 answers at least (16 - 2 * 3) // 4 = 2 trials
+        # have finished and at most 4 can; every later call is held, so the kill always lands mid-run
+        fake.hold_after(16)
         first = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + 180
-            while time.monotonic() < deadline and first.poll() is None:
+            while first.poll() is None:
                 if runs.exists() and len(runs.read_text().splitlines()) >= 2:
                     break
+                assert time.monotonic() < deadline, "no trial finished"
                 time.sleep(0.05)
             assert first.poll() is None, first.communicate()[1].decode()[-3000:]
             first.kill()  # SIGKILL: no handler runs, the run folder is left as the crash left it
         finally:
             first.wait(timeout=30)
+            fake.release()
         before = len(runs.read_text().splitlines())
-        assert 2 <= before < 10
+        assert 2 <= before <= 4
         second = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-3000:]
     assert f"resuming: {before} of 10 trial(s) already finished" in second.stderr

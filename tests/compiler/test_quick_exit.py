@@ -47,10 +47,20 @@ def test_exit_handlers_still_run(tmp_path: Path) -> None:
 
 
 def test_a_running_thread_gets_the_ordinary_exit(tmp_path: Path) -> None:
-    # os._exit would end the thread mid-way; the ordinary exit waits for it
+    # os._exit would end the thread mid-way; the ordinary exit waits for it. The thread prints only
+    # once the main thread has finished (the interpreter's shutdown, which joins it), so it is alive
+    # whenever the command ends, however slowly the machine runs the command (bounded: 120 s)
     done = run_script("""
         import sys, threading, time
-        threading.Thread(target=lambda: (time.sleep(0.3), print("thread done", flush=True))).start()
+
+        def after_main():
+            for _ in range(12_000):
+                if not threading.main_thread().is_alive():
+                    print("thread done", flush=True)
+                    return
+                time.sleep(0.01)
+
+        threading.Thread(target=after_main).start()
         sys.argv = ["capplan", "lint", "--help"]
         from capplan.cli import run
         run()

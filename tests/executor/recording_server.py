@@ -17,6 +17,9 @@ from typing import Any
 
 from tests.serving import LoopbackHTTPServer, ServedOnLoopback
 
+#: the longest an answer waits for its ``held_until`` event: a bound for a test that forgot to set it
+HOLD_LIMIT_S = 120.0
+
 
 @dataclass
 class Seen:
@@ -40,6 +43,10 @@ class Answer:
     drop: bool = False
     #: seconds the answer is held back (a slow provider)
     delay_s: float = 0.0
+    #: when set, the answer is held back until the test sets this event (at most HOLD_LIMIT_S): a
+    #: provider that answers only after the client gave up, however slowly a loaded machine runs
+    #: the client (a fixed ``delay_s`` longer than the client's timeout is a race with the scheduler)
+    held_until: threading.Event | None = None
 
 
 def json_answer(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Answer:
@@ -71,6 +78,8 @@ class RecordingServer(ServedOnLoopback):
                         {"error": {"message": "no answer scripted"}}, 500)
                 if answer.delay_s:
                     time.sleep(answer.delay_s)
+                if answer.held_until is not None:
+                    answer.held_until.wait(HOLD_LIMIT_S)
                 if answer.drop:
                     self.close_connection = True
                     self.connection.shutdown(2)  # SHUT_RDWR: the client reads end-of-stream, no status line

@@ -12,7 +12,6 @@ import gzip
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -22,6 +21,8 @@ from tests.executor.recording_server import Answer, RecordingServer, json_answer
 
 BODY = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode("utf-8")
 HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer sk-pool-test"}
+#: the bound on every wait for the loopback server's thread: generous, a passing test never waits it out
+WAIT_S = 60.0
 OK = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}]}
 
 
@@ -38,7 +39,7 @@ def server() -> Iterator[RecordingServer]:
         yield srv
 
 
-def _post(base: str, timeout_s: float = 10.0) -> pool.WireAnswer:
+def _post(base: str, timeout_s: float = WAIT_S) -> pool.WireAnswer:
     return pool.send(f"{base}/chat/completions", BODY, HEADERS, timeout_s)
 
 
@@ -84,6 +85,8 @@ class _AnswersOnceThenHangsUp:
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
         self.connections = 0
+        #: set by the test once its client has the answer (and has put the connection back in its pool)
+        self.answered = threading.Event()
         self.hung_up = threading.Event()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -97,7 +100,7 @@ class _AnswersOnceThenHangsUp:
                 continue
             self.connections += 1
             with conn:
-                conn.settimeout(5)
+                conn.settimeout(WAIT_S)
                 data = b""
                 while b"\r\n\r\n" not in data:
                     chunk = conn.recv(65536)
@@ -112,12 +115,13 @@ class _AnswersOnceThenHangsUp:
                 payload = json.dumps(OK).encode("utf-8")
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                              + f"Content-Length: {len(payload)}\r\n\r\n".encode("ascii") + payload)
-                time.sleep(0.05)  # the client has put the connection back in its pool by now
+                self.answered.wait(WAIT_S)  # hang up only on a connection idle in the client's pool
             self.hung_up.set()
 
     def close(self) -> None:
         self.stop.set()
-        self.thread.join(timeout=5)
+        self.answered.set()
+        self.thread.join(timeout=WAIT_S)
         self.sock.close()
 
 
@@ -126,7 +130,8 @@ def test_a_connection_the_server_closed_while_idle_is_noticed_before_sending() -
     try:
         base = f"http://127.0.0.1:{server.port}/v1"
         assert _post(base).status_code == 200
-        assert server.hung_up.wait(timeout=5)
+        server.answered.set()
+        assert server.hung_up.wait(timeout=WAIT_S)
         assert _post(base).status_code == 200  # not a dropped-connection error: a fresh connection carried it
         assert server.connections == 2
     finally:
@@ -145,9 +150,13 @@ def test_an_answer_in_an_unknown_coding_is_a_broken_answer_not_garbage(server: R
 
 
 def test_no_answer_in_time_is_a_timeout(server: RecordingServer) -> None:
-    server.script(Answer(json.dumps(OK).encode("utf-8"), delay_s=1.0))
-    with pytest.raises(pool.WireTimeout):
-        _post(server.base, timeout_s=0.2)
+    released = threading.Event()  # the answer comes only once the client has timed out
+    server.script(Answer(json.dumps(OK).encode("utf-8"), held_until=released))
+    try:
+        with pytest.raises(pool.WireTimeout):
+            _post(server.base, timeout_s=0.2)
+    finally:
+        released.set()
     assert pool.idle_connections(server.base) == 0  # a connection that timed out is never reused
 
 
@@ -168,7 +177,7 @@ def test_a_proxy_variable_sends_the_origin_through_the_proxy(server: RecordingSe
     # the recording server stands in for the proxy: a proxied request names the absolute URL
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
     server.script(json_answer(OK))
-    answer = pool.send("http://provider.invalid/v1/chat/completions", BODY, HEADERS, 10.0)
+    answer = pool.send("http://provider.invalid/v1/chat/completions", BODY, HEADERS, WAIT_S)
     assert answer.status_code == 200
     assert server.seen[0].path == "http://provider.invalid/v1/chat/completions"
     assert server.seen[0].headers["user-agent"].startswith("capplan")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,9 +78,13 @@ def test_a_slow_attempt_times_out_and_is_retried_as_on_litellm(server: Recording
     plan = PLANS["gpt-4o"].model_copy(update={"loop": LoopKnobs(api_call_timeout_s=0.2)})
     outcomes: dict[str, tuple[int, list[str | None]]] = {}
     for name, client in _both(plan, {"OPENAI_API_KEY": "sk-oa-slow"}, server.base, litellm_completion).items():
-        server.script(*[Answer(OK.raw, delay_s=1.0)] * 3)
-        with pytest.raises(ApiTimeoutError) as raised:
-            client.generate(CONVERSATION)
+        released = threading.Event()  # each answer comes only once the client has timed out on all three
+        server.script(*[Answer(OK.raw, held_until=released)] * 3)
+        try:
+            with pytest.raises(ApiTimeoutError) as raised:
+                client.generate(CONVERSATION)
+        finally:
+            released.set()
         outcomes[name] = (len(server.seen), [a.error_class for a in attempts_of(raised.value)])
     assert outcomes["direct"] == outcomes["litellm"] == (3, ["timeout"] * 3)
 

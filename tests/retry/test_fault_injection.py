@@ -174,19 +174,26 @@ def test_wrapper_with_429_text_and_no_status(fault: Upstream, clock: FakeClock) 
 
 
 def test_transport_timeout_is_retried_then_terminal(fault: Upstream, clock: FakeClock) -> None:
-    import time
+    import threading
 
-    def slow(seen: Seen) -> None:
-        time.sleep(0.6)
+    # each request is held until the test has its answer, not for a fixed time: a client starved
+    # of CPU past a fixed hold would find the answer there and not time out
+    released = threading.Event()
+
+    def held(seen: Seen) -> None:
+        released.wait(timeout=120)
         return None
 
-    fault.script = slow
+    fault.script = held
     plan = plan_at(fault)
     body = plan.body()
     body["loop"] = {**body["loop"], "api_call_timeout_s": 0.2}
     c = Client(Plan.seal(body), env={"OPENAI_API_KEY": "sk-o"}, sleep=clock.sleep, clock=clock, timeout_retries=2)
-    with pytest.raises(Exception) as caught:
-        c.generate(USER)
+    try:
+        with pytest.raises(Exception) as caught:
+            c.generate(USER)
+    finally:
+        released.set()
     assert type(caught.value).__name__ == "ApiTimeoutError"
     assert "3 attempt(s) (timeout=0.2s)" in str(caught.value)
     assert len(fault.seen) == 3  # the outer controller does not multiply the timeout retry

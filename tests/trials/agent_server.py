@@ -4,7 +4,10 @@ Bound to 127.0.0.1 on a free port, served from daemon threads, shut down by the 
 manager. Each request's JSON body is recorded. The answer is the next queued one (a body with
 a status) or, with the queue empty, the ``responder``'s answer to the body; ``delay_s`` holds
 each answer back like a provider's latency. A body marked with :data:`CUT_SHORT` is sent cut
-short: its headers announce the whole length, half of it is written, and the connection closes. ``python -m tests.trials.agent_server`` serves the
+short: its headers announce the whole length, half of it is written, and the connection closes.
+``hold_after(n)`` answers the next ``n`` requests and holds every later one until ``release()``
+(or ``HOLD_LIMIT_S``): a run that cannot finish before the test has done what it must do mid-run,
+however fast or slow the machine is. ``python -m tests.trials.agent_server`` serves the
 default responder (tool call after a user turn, text after a tool result) until killed, for
 tests that run ``capplan`` in a subprocess.
 """
@@ -27,6 +30,8 @@ Responder = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
 
 #: a key a responder sets on an answer to have it sent cut short (the key itself is never sent)
 CUT_SHORT = "__cut_short__"
+#: the longest a request waits for ``release()``: a bound for a test that failed before releasing
+HOLD_LIMIT_S = 120.0
 
 
 def completion(content: str | None = "", tool_calls: list[dict[str, Any]] | None = None, *, finish: str | None = None,
@@ -71,6 +76,10 @@ class AgentServer(ServedOnLoopback):
         self.delay_s = delay_s
         self._queue: deque[tuple[int, dict[str, Any]]] = deque()
         self._lock = threading.Lock()
+        #: requests received so far (never reset), and how many of them may be answered (None: all)
+        self._received = 0
+        self._answer_up_to: int | None = None
+        self._released = threading.Condition(self._lock)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -88,6 +97,10 @@ class AgentServer(ServedOnLoopback):
                 with server._lock:
                     server.requests.append(body)
                     queued = server._queue.popleft() if server._queue else None
+                    server._received += 1
+                    number = server._received
+                    server._released.wait_for(lambda: server._answer_up_to is None or number <= server._answer_up_to,
+                                              timeout=HOLD_LIMIT_S)
                 status, answer = queued if queued is not None else server.responder(body)
                 if server.delay_s:
                     time.sleep(server.delay_s)
@@ -113,6 +126,21 @@ class AgentServer(ServedOnLoopback):
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def hold_after(self, answered: int) -> None:
+        """Answer the next ``answered`` requests; hold each later one until :meth:`release`."""
+        with self._lock:
+            self._answer_up_to = self._received + answered
+
+    def release(self) -> None:
+        """Answer every held request, and every later one."""
+        with self._lock:
+            self._answer_up_to = None
+            self._released.notify_all()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()  # held handler threads end with the server
+        super().__exit__(*exc)
 
     def queue(self, body: dict[str, Any], status: int = 200) -> None:
         with self._lock:

@@ -195,8 +195,14 @@ class _Folder:
     def finished(self) -> dict[str, Any]:
         return {}
 
-    def mark_interrupted(self, keys: object) -> None:
+    def mark_interrupted(self, keys: object, spend: object = None, known: object = None) -> None:
         raise AssertionError("nothing is interrupted")
+
+    def unanswered_reserved_usd(self) -> float:
+        return 0.0
+
+    def release(self) -> None:  # the writer lock a real folder holds for the drive
+        pass
 
     def clear_interrupted(self) -> None:
         pass
@@ -209,13 +215,16 @@ def test_running_never_exceeds_the_concurrency(tmp_path: Path, monkeypatch: pyte
     is still being written: counted down only after the write, it read "5 running".
     """
     active, most = 0, 0
-    lock = threading.Lock()
+    lock = threading.Condition()
 
     def fake_trial(spec: TrialSpec, context: object) -> TrialRecords:
         nonlocal active, most
         with lock:
             active += 1
             most = max(most, active)
+            lock.notify_all()
+            if spec.index < 4:  # the first four run at once, however the threads are scheduled
+                lock.wait_for(lambda: active >= 4, timeout=60)
         time.sleep(0.01 + 0.01 * (spec.index % 3))
         with lock:
             active -= 1

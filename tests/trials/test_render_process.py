@@ -8,7 +8,7 @@ import random
 import signal
 import sys
 import textwrap
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,24 +28,20 @@ TRAJECTORY = {"messages": [{"role": "user", "content": "add one ünïcødé 🙂
               "usage": {"input_tokens": 12, "output_tokens": 3, "cost_usd": None}}
 
 
+#: how long a test waits for a helper (or a stand-in) to start: generous, a loaded 2-core machine
+#: can take seconds to start an interpreter; a test that passes never waits this long
+HELPER_START_TIMEOUT_S = 120.0
+
+
 @pytest.fixture
 def renderer() -> Iterator[RecordRenderer]:
     made = RecordRenderer()
     try:
-        _wait_ready(made)
+        # it renders here while the helper is still starting: these tests are about the helper
+        assert made.wait_ready(HELPER_START_TIMEOUT_S), f"the helper never said it was ready ({made.gave_up})"
         yield made
     finally:
         made.close()
-
-
-def _wait_ready(renderer: RecordRenderer) -> None:
-    """Renders until the helper takes a request (it renders here while it is still starting)."""
-    deadline = time.monotonic() + 30
-    while renderer.rendered_by_helper == 0:
-        assert time.monotonic() < deadline, f"the helper never answered ({renderer.gave_up})"
-        assert renderer.gave_up is None, renderer.gave_up
-        renderer.render([{"warm": "up"}])
-        time.sleep(0.01)
 
 
 def test_the_helper_renders_the_same_bytes(renderer: RecordRenderer) -> None:
@@ -92,7 +88,7 @@ def test_a_helper_that_dies_is_given_up_and_rendering_goes_on_here(renderer: Rec
     process = renderer._process
     assert process is not None
     process.kill()
-    process.wait(timeout=10)
+    process.wait(timeout=HELPER_START_TIMEOUT_S)
     assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
     assert renderer.gave_up is not None and "failed" in renderer.gave_up
     here = renderer.rendered_here
@@ -100,11 +96,16 @@ def test_a_helper_that_dies_is_given_up_and_rendering_goes_on_here(renderer: Rec
     assert renderer.rendered_here == here + 2
 
 
-def test_ctrl_c_does_not_stop_the_helper_and_closing_does(renderer: RecordRenderer) -> None:
+def test_ctrl_c_does_not_stop_the_helper_and_closing_does(renderer: RecordRenderer,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # closing kills a helper that has not exited within CLOSE_TIMEOUT_S: a loaded machine may take longer
+    monkeypatch.setattr(render_process, "CLOSE_TIMEOUT_S", HELPER_START_TIMEOUT_S)
     process = renderer._process
     assert process is not None
     os.kill(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends the whole process group
-    time.sleep(0.2)
+    # no sleep needed: the signal is pending before the request is written, and the helper (blocked
+    # reading its input) acts on it before it can read the request, so a helper that Ctrl-C stopped
+    # never answers this exchange
     before = renderer.rendered_by_helper
     assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
     assert renderer.rendered_by_helper == before + 1
@@ -129,25 +130,70 @@ def _stand_in(monkeypatch: pytest.MonkeyPatch, source: str) -> None:
     monkeypatch.setattr(render_process, "HELPER_ARGS", ("-c", textwrap.dedent(source)))
 
 
-def _until_given_up(renderer: RecordRenderer) -> None:
-    deadline = time.monotonic() + 30
-    while renderer.gave_up is None:
-        assert time.monotonic() < deadline, "the stand-in was never given up on"
-        assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
-        time.sleep(0.01)
+def _given_up_on_its_first_request(renderer: RecordRenderer) -> None:
+    """The stand-in says it is ready, is sent one request, and is given up on; the records render here."""
+    assert renderer.wait_ready(HELPER_START_TIMEOUT_S), f"the stand-in never said it was ready ({renderer.gave_up})"
+    assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
+    assert renderer.gave_up is not None and renderer.rendered_by_helper == 0 and renderer.rendered_here == 1
 
 
 def test_a_helper_that_is_not_ready_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    _stand_in(monkeypatch, "import sys; sys.stdin.buffer.read()")  # never says it is ready, never exits
+    # a renderer that waited for readiness at all would wait on this deadline: an hour, not the bound below
+    monkeypatch.setattr(render_process, "EXCHANGE_TIMEOUT_S", 3600.0)
+    renderer = RecordRenderer()
+    rendered: list[list[bytes]] = []
+    renders = threading.Thread(target=lambda: rendered.extend(renderer.render([TRAJECTORY]) for _ in range(5)),
+                               daemon=True)
+    try:
+        renders.start()
+        renders.join(timeout=HELPER_START_TIMEOUT_S)
+        assert not renders.is_alive(), "rendering waited for a helper that is not ready"
+        assert rendered == [[dump_records_yaml(TRAJECTORY)]] * 5
+        assert renderer.rendered_here == 5 and renderer.rendered_by_helper == 0 and renderer.gave_up is None
+    finally:
+        if renderer._process is not None:
+            renderer._process.kill()  # ends a wait for its answer, should the thread above be stuck in one
+        renders.join(timeout=HELPER_START_TIMEOUT_S)
+        renderer.close()
+
+
+def test_waiting_for_a_helper_that_never_gets_ready_ends_at_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     _stand_in(monkeypatch, "import sys; sys.stdin.buffer.read()")  # never says it is ready
     renderer = RecordRenderer()
     try:
-        started = time.monotonic()
-        for _ in range(5):
-            assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
-        assert time.monotonic() - started < 5
-        assert renderer.rendered_here == 5 and renderer.rendered_by_helper == 0 and renderer.gave_up is None
+        assert renderer.wait_ready(0.2) is False  # never ready: any bound is reached, however short
+        assert renderer.gave_up is None  # not a failure: the run goes on rendering here, as while it starts
+        assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)] and renderer.rendered_here == 1
     finally:
         renderer.close()
+
+
+@pytest.mark.parametrize(("source", "why"), [
+    ("import sys; sys.stdout.buffer.write(b'X'); sys.stdout.buffer.flush(); sys.stdin.buffer.read()",
+     "did not say it was ready"),
+    ("pass", "it exited"),
+])
+def test_waiting_for_a_helper_that_fails_to_get_ready_gives_it_up(monkeypatch: pytest.MonkeyPatch,
+                                                                  source: str, why: str) -> None:
+    _stand_in(monkeypatch, source)
+    renderer = RecordRenderer()
+    try:
+        assert renderer.wait_ready(HELPER_START_TIMEOUT_S) is False
+        assert why in (renderer.gave_up or "") and renderer._process is None
+        assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)] and renderer.rendered_here == 1
+    finally:
+        renderer.close()
+
+
+def test_a_helper_that_could_not_start_or_was_closed_is_never_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+    closed = RecordRenderer()
+    closed.close()
+    assert closed.wait_ready(HELPER_START_TIMEOUT_S) is False
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    renderer = RecordRenderer()
+    assert renderer.wait_ready(HELPER_START_TIMEOUT_S) is False and renderer.gave_up is not None
+    renderer.close()
 
 
 def test_a_garbled_answer_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -161,7 +207,7 @@ def test_a_garbled_answer_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> Non
     """)
     renderer = RecordRenderer()
     try:
-        _until_given_up(renderer)
+        _given_up_on_its_first_request(renderer)
         assert "cut short" in (renderer.gave_up or "")
     finally:
         renderer.close()
@@ -176,10 +222,9 @@ def test_a_helper_that_does_not_answer_is_given_up_on_in_time(monkeypatch: pytes
     monkeypatch.setattr(render_process, "EXCHANGE_TIMEOUT_S", 0.5)
     renderer = RecordRenderer()
     try:
-        started = time.monotonic()
-        _until_given_up(renderer)
+        _given_up_on_its_first_request(renderer)
+        # its deadline ended the wait, not its exit a minute later (which would say "it exited")
         assert "in time" in (renderer.gave_up or "")
-        assert time.monotonic() - started < 20
     finally:
         renderer.close()
 
@@ -201,11 +246,15 @@ def test_a_run_of_many_trials_writes_its_records_through_the_helper(tmp_path: Pa
     from tests.trials.test_cli_offline import MOCK_PLAN
 
     made: list[RecordRenderer] = []
+    ready: list[bool] = []
     original = RecordRenderer.__init__
 
     def spy(self: RecordRenderer) -> None:
         original(self)
         made.append(self)
+        # the run renders in-process while the helper starts, so a run that ends before the helper
+        # is up (a loaded machine) would render nothing through it: wait for it, bounded, first
+        ready.append(self.wait_ready(HELPER_START_TIMEOUT_S))
 
     monkeypatch.setattr(RecordRenderer, "__init__", spy)
     task = write_task(tmp_path / "pack", turns=["add one", "thanks, that's all"])
@@ -213,10 +262,11 @@ def test_a_run_of_many_trials_writes_its_records_through_the_helper(tmp_path: Pa
     done = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(tmp_path / "run"),
                                      "--trials", str(trials), "--concurrency", "4"])
     assert done.exit_code == 0, done.output
+    assert ready == [True], made[0].gave_up
     assert len(made) == 1 and made[0]._process is None  # closed when the run ended
-    rendered = made[0].rendered_by_helper + made[0].rendered_here
-    assert rendered == 2 * trials and made[0].gave_up is None
-    assert made[0].rendered_by_helper > 0
+    assert made[0].gave_up is None
+    # every trial's trajectory.yaml and metrics.yaml went through the helper
+    assert (made[0].rendered_by_helper, made[0].rendered_here) == (2 * trials, 0)
     for trajectory in (tmp_path / "run").glob("trials/*/*/*/trajectory.yaml"):
         records = yaml.safe_load(trajectory.read_bytes())
         assert dump_records_yaml(records) == trajectory.read_bytes()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -22,8 +21,13 @@ from click.testing import CliRunner
 from capplan.cli import main
 from tests.trials.agent_server import AgentServer
 from tests.trials.helpers import openai_plan, write_task
+from tests.trials.interrupts import interrupt, traced_child
 
 TRIALS = 10
+#: requests answered before the server holds the rest: a trial makes four calls (two turns of a tool
+#: call and an answer), so with two trials running at most 20 // 4 = 5 trials can finish and at least
+#: (20 - 2 * 3) // 4 = 3 do; the run can never end on its own before the test has stopped it
+ANSWERED = 20
 
 
 @pytest.fixture(scope="module")
@@ -81,15 +85,19 @@ def test_sigkill_mid_run_loses_and_duplicates_nothing(slow_server: AgentServer, 
                                                       tmp_path: Path) -> None:
     task, plan = setup
     out = tmp_path / "run"
-    proc = subprocess.Popen(command(task, plan, out, slow_server.base), env=child_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    slow_server.hold_after(ANSWERED)
     try:
-        wait_for_lines(out, 3, proc)
+        proc = subprocess.Popen(command(task, plan, out, slow_server.base), env=child_env(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            wait_for_lines(out, 3, proc)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
     finally:
-        proc.kill()
-        proc.wait(timeout=30)
+        slow_server.release()
     before = (out / "runs.jsonl").read_bytes()
-    assert 3 <= len(lines(out)) < TRIALS
+    assert 3 <= len(lines(out)) <= ANSWERED // 4
     done = subprocess.run(command(task, plan, out, slow_server.base), env=child_env(), capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr.decode()
     assert b"resuming:" in done.stderr
@@ -102,15 +110,16 @@ def test_ctrl_c_marks_the_rest_interrupted_and_a_rerun_finishes_them(slow_server
                                                                       setup: tuple[Path, Path], tmp_path: Path) -> None:
     task, plan = setup
     out = tmp_path / "run"
-    proc = subprocess.Popen(command(task, plan, out, slow_server.base), env=child_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    slow_server.hold_after(ANSWERED)
     try:
-        wait_for_lines(out, 2, proc)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        with traced_child(command(task, plan, out, slow_server.base)[3:], "from capplan.cli import main; main()",
+                          child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as (proc, handled):
+            wait_for_lines(out, 2, proc)
+            interrupt(proc, handled)  # the run stops taking trials before the held calls are answered
+            slow_server.release()
+            _, err = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        slow_server.release()
     assert proc.returncode == 130, err.decode()
     assert b"run the same command again to resume" in err
     manifest = json.loads((out / "run.json").read_text())

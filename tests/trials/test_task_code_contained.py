@@ -10,7 +10,6 @@ every wait is bounded.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import yaml
 from tests.trials.agent_server import AgentServer
 from tests.trials.desk_pack import told_responder, write_desk_task
 from tests.trials.helpers import openai_plan
+from tests.trials.interrupts import interrupt, traced_child
 from tests.trials.test_resume_process import child_env
 
 
@@ -33,8 +33,11 @@ def server() -> Iterator[AgentServer]:
         yield srv
 
 
+ENTRY = "from capplan.cli import run; run()"
+
+
 def command(tasks: Path, plan: Path, out: Path, base: str) -> list[str]:
-    return [sys.executable, "-c", "from capplan.cli import run; run()", "trial", "run", str(tasks), "--plan", str(plan),
+    return [sys.executable, "-c", ENTRY, "trial", "run", str(tasks), "--plan", str(plan),
             "--out", str(out), "--concurrency", "2", "--api-base", base]
 
 
@@ -116,32 +119,23 @@ def test_what_task_code_raises_is_recorded_and_the_run_goes_on(server: AgentServ
     assert (out / "runs.jsonl").read_bytes() == before  # every trial was finished: the resume ran none again
 
 
-def test_two_ctrl_c_end_a_run_with_a_hung_tool_at_once_and_resume_finishes_it(server: AgentServer,
+def test_ctrl_c_ends_a_run_with_a_hung_tool_at_once_and_resume_finishes_it(server: AgentServer,
                                                                                tmp_path: Path) -> None:
     pack, flags = tmp_path / "pack", tmp_path / "flags"
     flags.mkdir()
     write_desk_task(pack, "t-hang", ["call hang", "thanks"], flags=flags, extra="tool_timeout_s: 600\n")
     out, plan = tmp_path / "run", plan_file(tmp_path)
-    proc = subprocess.Popen(command(pack, plan, out, server.base), env=child_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
+    with traced_child(command(pack, plan, out, server.base)[3:], ENTRY, child_env(),
+                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as (proc, handled):
         deadline = time.monotonic() + 120
         while not (flags / "hanging").exists():
             assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "child exited"
             assert time.monotonic() < deadline, "the tool never started"
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=1)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)  # the tool would hang for ten minutes
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-    # 130 from the CLI; a second Ctrl-C that lands while the interpreter shuts down ends it by the signal itself
-    assert proc.returncode in (130, -signal.SIGINT), err.decode()
+        interrupt(proc, handled)
+        # one Ctrl-C is enough: the trial stops waiting for its hung tool (which would hang ten minutes)
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.decode()
     manifest = json.loads((out / "run.json").read_text())
     assert [str(key) for key in manifest["interrupted"]] == ["agent/t-hang/0"]
     (flags / "release").write_text("go")
@@ -157,23 +151,19 @@ def test_a_second_ctrl_c_exits_at_once_with_provider_calls_in_flight(tmp_path: P
 
     task = write_task(tmp_path / "pack")
     out, plan = tmp_path / "run", plan_file(tmp_path)
-    with AgentServer(delay_s=60) as slow:  # every answer would take a minute
-        base = [*command(task, plan, out, slow.base), "--trials", "2"]
-        proc = subprocess.Popen(base, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
+    with AgentServer() as slow:
+        slow.hold_after(0)  # no call is answered while the test is at it
+        argv = [*command(task, plan, out, slow.base)[3:], "--trials", "2"]
+        with traced_child(argv, ENTRY, child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as (proc, handled):
             deadline = time.monotonic() + 120
             while len(slow.requests) < 2:
                 assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "child exited"
                 assert time.monotonic() < deadline, "no call reached the server"
                 time.sleep(0.05)
-            proc.send_signal(signal.SIGINT)
-            time.sleep(0.5)
-            proc.send_signal(signal.SIGINT)
-            _, err = proc.communicate(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=30)
+            interrupt(proc, handled)  # both trials wait on their calls: the run goes on
+            assert proc.poll() is None
+            interrupt(proc, handled)
+            _, err = proc.communicate(timeout=60)  # no call was answered: it did not wait for them
     assert proc.returncode == 130, err.decode()
     assert b"interrupted" in err
     manifest = json.loads((out / "run.json").read_text())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -295,13 +294,12 @@ def test_bad_input_gets_a_deterministic_quick_answer(
     label: str, text: str, expected: str | None
 ) -> None:
     guard = UserReplyGuard()
-    started = time.perf_counter()
     answers = [guard.inspect(text) for _ in range(3)]
-    elapsed = time.perf_counter() - started
     assert answers[0] == answers[1] == answers[2]
     assert (answers[0].code if answers[0] else None) == expected
-    # Generous bound for a loaded CI machine; catastrophic backtracking takes seconds.
-    assert elapsed < 0.75, f"{label}: {elapsed:.3f}s for three inspections"
+    # quick without a clock: test_usersim_guard_speed.py bounds every detector pattern's work per
+    # start position, which rules out catastrophic backtracking on any input (a wall-time bound
+    # here depended on the machine's load)
 
 
 def test_an_empty_reply_is_delivered_as_written() -> None:
