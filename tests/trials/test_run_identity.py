@@ -267,7 +267,8 @@ class _StopsAfterFirst:
         for n, records in enumerate(self.inner.run(specs, concurrency=1, stop=stop)):  # type: ignore[arg-type]
             if n:
                 stop.set()  # type: ignore[attr-defined]
-                records = dataclasses.replace(records, status=TrialStatus.INTERRUPTED, cost_usd=0.25)
+                records = dataclasses.replace(records, status=TrialStatus.INTERRUPTED, cost_usd=0.25,
+                                              run_line={**records.run_line, "cost_usd": 0.25, "user_cost_usd": 0.0})
             yield records
 
 

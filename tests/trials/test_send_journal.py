@@ -125,8 +125,12 @@ def test_a_kill_between_the_journal_end_line_and_the_runs_line_loses_no_dollar(
     out = tmp_path / "run"
     with AgentServer() as srv:
         args = run_args(task, plan, out, srv.base, "--trials", "2", "--concurrency", "1")
+        # the trials up to the killed one are answered; the next one, which the backend may start while the
+        # killed one's line is being written, is held at its first call however slow the writer is
+        srv.hold_after(2 * kill_at)
         child = subprocess.run([sys.executable, "-c", KILL_AT_RUN_LINE, str(kill_at), *args], env=child_env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
+        srv.release()
         assert child.returncode == -9, child.stderr.decode()
         entries = journal(out)
         killed = f"agent/count/{kill_at - 1}"
