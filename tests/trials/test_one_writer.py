@@ -28,16 +28,16 @@ WAIT_S = 120.0
 
 
 class HeldAgent(AgentServer):
-    """The default agent, whose answers wait until ``release`` is set; ``arrived`` is set by the first request."""
+    """The default agent, whose answers wait until ``answer_now`` is set; ``arrived`` is set by the first request."""
 
     def __init__(self) -> None:
         self.arrived = threading.Event()
-        self.release = threading.Event()
+        self.answer_now = threading.Event()  # not `release`: AgentServer.release() answers held requests
         super().__init__(self._answer)
 
     def _answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         self.arrived.set()
-        self.release.wait(WAIT_S)  # bounded: a failed test still ends
+        self.answer_now.wait(WAIT_S)  # bounded: a failed test still ends
         return default_responder(body)
 
 
@@ -47,7 +47,7 @@ def held() -> Iterator[HeldAgent]:
         try:
             yield srv
         finally:
-            srv.release.set()  # the handler threads end before the server stops
+            srv.answer_now.set()  # the handler threads end before the server stops
 
 
 def _command(task: Path, plan: Path, out: Path, base: str) -> list[str]:
@@ -91,7 +91,7 @@ def test_a_second_run_of_a_folder_being_written_is_refused_naming_the_pid(held: 
         first.kill()  # SIGKILL: the kernel releases its lock
         first.wait(timeout=WAIT_S)
     assert not (out / "runs.jsonl").exists()  # neither refused run wrote a line
-    held.release.set()
+    held.answer_now.set()
     resumed = subprocess.run(_command(task, plan, out, held.base), env=_env(), capture_output=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr.decode()
     keys = [json.loads(line)["key"] for line in (out / "runs.jsonl").read_text().splitlines()]
