@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the layer folders (each is ``capplan.<name>``) and the data package they may read
-LAYERS = ("core", "compiler", "executor", "trials", "cli", "evals")
+LAYERS = ("core", "compiler", "executor", "trials", "conformance", "cli", "evals")
 SCANNED = (*LAYERS, "presets")
 
 #: the executor modules the compiler builds plans from: the plan model, the registry, and the
@@ -42,6 +42,8 @@ ALLOWED: dict[str, frozenset[str] | None] = {
     "executor": frozenset({"core"}),
     "compiler": frozenset({"core", "presets", "executor"}),  # executor: only COMPILER_MAY_USE
     "trials": frozenset({"core", "executor"}),
+    # the conformance emulators and runner drive the executor and the trial loop; nothing below imports them
+    "conformance": frozenset({"core", "executor", "trials", "presets"}),
     "cli": None,
     "evals": frozenset({"core"}),
     "presets": frozenset(),
