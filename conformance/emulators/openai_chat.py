@@ -203,6 +203,31 @@ def anthropic_signature_invalid(emulator: Emulator, body: Mapping[str, Any],
     return None
 
 
+def anthropic_thinking_block_missing(emulator: Emulator, body: Mapping[str, Any],
+                                     params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Thinking is on and the request continues a tool loop (its last assistant message made tool
+    calls and only their results follow) whose assistant message carries no thinking block:
+    no signed ``reasoning.text`` and no ``reasoning.encrypted`` entry. Fields: ``index`` (its
+    position upstream), ``found`` (the block Claude sees first: ``text`` or ``tool_use``)."""
+    model = str(body.get("model"))
+    if not thinks(model, body):
+        return None
+    messages = _messages(body)
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    if last is None or not _tool_calls(messages[last]):
+        return None
+    if any(m.get("role") not in ("tool",) for m in messages[last + 1:]):
+        return None
+    signed = [entry for entry in _details(messages[last])
+              if (entry.get("type") == "reasoning.text" and entry.get("signature"))
+              or (entry.get("type") == "reasoning.encrypted" and entry.get("data"))]
+    if signed:
+        return None
+    content = messages[last].get("content")
+    found = "text" if isinstance(content, str) and content.strip() else "tool_use"
+    return {"index": native_position(messages, last), "found": found}
+
+
 def _object_levels(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Mapping[str, Any]]]:
     """Every object schema inside ``schema`` with its path (properties, items, anyOf, $defs ...)."""
     found: list[tuple[tuple[str, ...], Mapping[str, Any]]] = []
@@ -311,6 +336,7 @@ class OpenAIChatEmulator(Emulator):
         "tool_call_reasoning_missing": tool_call_reasoning_missing,
         "gemini_reasoning_details_missing": gemini_reasoning_details_missing,
         "anthropic_signature_invalid": anthropic_signature_invalid,
+        "anthropic_thinking_block_missing": anthropic_thinking_block_missing,
         "strict_schema_violation": strict_schema_violation,
         "value_refused": value_refused,
         "parameter_unsupported": parameter_unsupported,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -18,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from capplan.cli import main
 from capplan.conformance.corpus import Corpus, load_corpus
 from capplan.conformance.emulator import Reply
 from capplan.conformance.emulators import checks_by_protocol, emulator_for
@@ -142,6 +145,16 @@ def refused_only_by(emu: OpenAIChatEmulator, rule_id: str) -> KnownRefusal:
     return KnownRefusal(emu.exchanges[-1].violations[0].body)
 
 
+def compiled_with_overlay(tmp_path: Path, model: str, overlay: str) -> Plan:
+    """The bundled ``model`` compiled by ``capplan compile`` with an operator overlay on top."""
+    path = tmp_path / "overlay.yaml"
+    path.write_text(overlay)
+    out = tmp_path / "plans"
+    result = CliRunner().invoke(main, ["compile", "--model", model, "--presets-file", str(path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return Plan.load(out / f"{model}.json")
+
+
 def history(model: str, *, carriers: list[Mapping[str, Any]], **top: Any) -> dict[str, Any]:
     """A two-step tool loop as the provider receives it; ``carriers[i]`` is merged into the i-th
     assistant tool-call message (so a test leaves one step's reasoning out)."""
@@ -178,7 +191,8 @@ def test_the_bundled_corpus_loads_against_the_emulator_checks(corpus: Corpus) ->
     ids = {rule.id for rule in corpus.rules if rule.protocol == "openai-chat"}
     assert {"deepseek.reasoning_content_missing", "moonshot.kimi_reasoning_content_missing",
             "openrouter.kimi_reasoning_missing", "openrouter.gemini_reasoning_details_missing",
-            "openrouter.anthropic_signature_invalid", "openai.strict_additional_properties", "openai.strict_required",
+            "openrouter.anthropic_signature_invalid", "openrouter.anthropic_thinking_block_missing",
+            "openai.strict_additional_properties", "openai.strict_required",
             "openai.temperature_default_only", "openai.reasoning_effort_minimal_gpt51",
             "openai.max_tokens_unsupported", "openai.argument_unrecognized"} <= ids
 
@@ -380,6 +394,38 @@ def test_openrouter_claude_model_switch_mid_loop_is_accepted(corpus: Corpus) -> 
         accepted(emu, "openrouter.anthropic_signature_invalid", requests=4)
 
 
+def test_openrouter_claude_with_thinking_refuses_a_loop_step_without_its_thinking_block(corpus: Corpus) -> None:
+    with emulator(corpus, "openrouter") as emu:
+        status, answer = post(emu, history("anthropic/claude-opus-4.7", carriers=[{}], reasoning={"max_tokens": 1024}))
+        raw = ('{"type":"error","error":{"type":"invalid_request_error","message":"messages.1.content.0.type: Expected '
+               '`thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final '
+               '`assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and '
+               '`tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this '
+               'requirement, disable `thinking`. Please consult our documentation at '
+               'https://docs.claude.com/en/docs/build-with-claude/extended-thinking"},"request_id":"req_redacted"}')
+        refused(emu, status, answer, "openrouter.anthropic_thinking_block_missing",
+                {"error": {"message": "Provider returned error", "code": 400,
+                           "metadata": {"raw": raw, "provider_name": "Anthropic"}}})
+        # thinking off: no thinking block is required
+        status, _ = post(emu, history("anthropic/claude-opus-4.7", carriers=[{}]))
+        assert status == 200
+
+
+def test_a_broken_overlay_setting_claude_codec_none_with_thinking_on_fails_with_the_provider_text(
+        corpus: Corpus, tmp_path: Path) -> None:
+    plan = compiled_with_overlay(tmp_path, "claude-opus-4.7-openrouter",
+                                 "presets:\n  claude_codec_off:\n    match: [\"anthropic/claude-opus-4.7\"]\n"
+                                 "    reasoning_codec: none\n")
+    with emulator(corpus, "openrouter") as emu:
+        client = Client(plan, env={"OPENROUTER_API_KEY": "test-key"}, api_base=emu.base_url, sleep=lambda s: None)
+        with pytest.raises(ProviderHTTPError):
+            tool_loop(client, emu, steps=3, extra={"reasoning": {"mode": "budget", "budget_tokens": 2048}})
+        assert emu.exchanges[-1].body["reasoning"] == {"max_tokens": 2048, "enabled": True}
+        (violation,) = emu.exchanges[-1].violations
+        assert violation.rule_id == "openrouter.anthropic_thinking_block_missing"
+        assert "but found `tool_use`. When `thinking` is enabled" in violation.body["error"]["metadata"]["raw"]
+
+
 # --- OpenAI ---------------------------------------------------------------------------------------------
 
 STRICT_LOOSE = {"type": "function", "function": {"name": "lookup", "strict": True, "parameters": {
@@ -479,6 +525,19 @@ def test_gpt5_and_o3_bundled_plans_are_accepted_through_a_tool_loop_asked_for_te
         for rule in ("openai.temperature_default_only", "openai.max_tokens_unsupported",
                      "openai.argument_unrecognized"):
             accepted(emu, rule, requests=4)
+
+
+def test_a_broken_overlay_forcing_sampling_on_gpt5_fails_with_the_provider_text(
+        corpus: Corpus, tmp_path: Path) -> None:
+    plan = compiled_with_overlay(tmp_path, "gpt-5", "presets:\n  gpt5_sampling_forced:\n    match: [\"gpt-5\"]\n"
+                                 "    reasoning_codec: openai\n    params:\n      supports_sampling_params: true\n")
+    with emulator(corpus, "openai") as emu:
+        client = Client(plan, env={"OPENAI_API_KEY": "test-key"}, api_base=emu.base_url, sleep=lambda s: None)
+        with pytest.raises(ProviderHTTPError, match=re.escape(
+                "Unsupported value: 'temperature' does not support 0.0 with this model. Only the default (1) value "
+                "is supported.")):
+            client.generate({"messages": [{"role": "user", "content": "go"}], "temperature": 0.0})
+        assert emu.exchanges[-1].violations[0].rule_id == "openai.temperature_default_only"
 
 
 def test_openai_refuses_minimal_effort_on_gpt51_and_gpt54(corpus: Corpus) -> None:
