@@ -185,6 +185,24 @@ def gemini_reasoning_details_missing(emulator: Emulator, body: Mapping[str, Any]
     return None
 
 
+def gemini_signature_invalid(emulator: Emulator, body: Mapping[str, Any],
+                             params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An assistant tool-call message's ``reasoning.encrypted`` entry names its first tool call but
+    its data is not the signature this route minted for this model over that call (edited, or
+    made by another model or route). No fields."""
+    model = str(body.get("model"))
+    for message in _messages(body):
+        calls = _tool_calls(message)
+        if not calls:
+            continue
+        first = calls[0]
+        for entry in _details(message):
+            if entry.get("type") == "reasoning.encrypted" and entry.get("id") == first.get("id") \
+                    and not emulator.mint.verify(entry.get("data"), model, gemini_signed(first)):
+                return {}
+    return None
+
+
 def anthropic_signature_invalid(emulator: Emulator, body: Mapping[str, Any],
                                 params: Mapping[str, Any]) -> dict[str, Any] | None:
     """A replayed signed ``reasoning.text`` entry whose signature this route did not mint for this
@@ -335,6 +353,7 @@ class OpenAIChatEmulator(Emulator):
     checks: ClassVar[Mapping[str, Check]] = {
         "tool_call_reasoning_missing": tool_call_reasoning_missing,
         "gemini_reasoning_details_missing": gemini_reasoning_details_missing,
+        "gemini_signature_invalid": gemini_signature_invalid,
         "anthropic_signature_invalid": anthropic_signature_invalid,
         "anthropic_thinking_block_missing": anthropic_thinking_block_missing,
         "strict_schema_violation": strict_schema_violation,

@@ -191,7 +191,7 @@ def test_the_bundled_corpus_loads_against_the_emulator_checks(corpus: Corpus) ->
     ids = {rule.id for rule in corpus.rules if rule.protocol == "openai-chat"}
     assert {"deepseek.reasoning_content_missing", "moonshot.kimi_reasoning_content_missing",
             "openrouter.kimi_reasoning_missing", "openrouter.gemini_reasoning_details_missing",
-            "openrouter.anthropic_signature_invalid", "openrouter.anthropic_thinking_block_missing",
+            "openrouter.gemini_signature_invalid", "openrouter.anthropic_signature_invalid", "openrouter.anthropic_thinking_block_missing",
             "openai.strict_additional_properties", "openai.strict_required",
             "openai.temperature_default_only", "openai.reasoning_effort_minimal_gpt51",
             "openai.max_tokens_unsupported", "openai.argument_unrecognized"} <= ids
@@ -315,11 +315,38 @@ def test_openrouter_gemini_answers_with_an_encrypted_entry_naming_the_first_tool
         assert encrypted[0]["data"].startswith("cpl1")
 
 
+def test_openrouter_gemini_answers_an_edited_or_foreign_signature_with_malformed_function_call(
+        corpus: Corpus) -> None:
+    with emulator(corpus, "openrouter") as emu:
+        emu.script([Reply(tool_calls=(("lookup", {"q": "a"}),))])
+        _, made = post(emu, {"model": "google/gemini-3.5-flash", "tools": TOOLS,
+                             "messages": [{"role": "user", "content": "go"}]})
+        message = made["choices"][0]["message"]
+        replay = {"role": "assistant", "content": None, "tool_calls": message["tool_calls"],
+                  "reasoning_details": message["reasoning_details"]}
+        result = {"role": "tool", "tool_call_id": message["tool_calls"][0]["id"], "content": "a record"}
+        start = [{"role": "user", "content": "go"}]
+        status, _ = post(emu, {"model": "google/gemini-3.5-flash", "tools": TOOLS, "messages": [*start, replay, result]})
+        assert status == 200 and emu.exchanges[-1].violations == ()
+        malformed = {"choices": [{"finish_reason": "error", "native_finish_reason": "MALFORMED_FUNCTION_CALL",
+                                  "message": {"role": "assistant", "content": None}}]}
+        edited = copy.deepcopy(replay)
+        edited["reasoning_details"][1]["data"] = edited["reasoning_details"][1]["data"][:-2] + "xx"
+        status, answer = post(emu, {"model": "google/gemini-3.5-flash", "tools": TOOLS,
+                                    "messages": [*start, edited, result]})
+        assert (status, answer) == (200, malformed)
+        assert emu.exchanges[-1].violations[0].rule_id == "openrouter.gemini_signature_invalid"
+        status, answer = post(emu, {"model": "google/gemini-3.1-pro-preview", "tools": TOOLS,
+                                    "messages": [*start, replay, result]})
+        assert (status, answer) == (200, malformed)
+
+
 def test_openrouter_gemini_bundled_plan_is_accepted_through_a_parallel_tool_loop(corpus: Corpus) -> None:
     with emulator(corpus, "openrouter") as emu:
         results = tool_loop(client_for("gemini-3.5-flash-openrouter", emu), emu, steps=3, parallel=True, turns=2)
         assert sum(len(r.tool_calls) for r in results) == 12
         accepted(emu, "openrouter.gemini_reasoning_details_missing", requests=8)
+        accepted(emu, "openrouter.gemini_signature_invalid", requests=8)
 
 
 # --- Claude through OpenRouter --------------------------------------------------------------------------
