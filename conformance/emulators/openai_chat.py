@@ -25,6 +25,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from capplan.conformance.carriers import CarrierMint
+from capplan.conformance.corpus import Rule
 from capplan.conformance.emulator import Check, Emulator, Reply
 
 #: routes that carry thinking in ``message.reasoning_content``
@@ -362,6 +364,21 @@ class OpenAIChatEmulator(Emulator):
         "argument_unrecognized": argument_unrecognized,
     }
 
+    def __init__(self, rules: Sequence[Rule], *, route: str, script: Sequence[Reply] = (),
+                 mint: CarrierMint | None = None) -> None:
+        super().__init__(rules, route=route, script=script, mint=mint)
+        #: tool calls minted so far: ids are ``call_<n>``, unique for the emulator's life, as a
+        #: provider's are within a conversation
+        self._calls_made = 0
+
+    def answer(self, path: str, raw: bytes) -> tuple[int, Any]:
+        """Only ``.../chat/completions`` exists (under any prefix); another path is a 404, recorded."""
+        if not path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
+            return self._record(path, None, None, 404, {"error": {
+                "message": f"Invalid URL (POST {path})", "type": "invalid_request_error", "param": None, "code": None}},
+                (), ())
+        return super().answer(path, raw)
+
     def model_of(self, path: str, body: Mapping[str, Any]) -> str | None:
         """The body's ``model`` (OpenRouter's is ``<upstream>/<model>``)."""
         model = body.get("model")
@@ -371,8 +388,10 @@ class OpenAIChatEmulator(Emulator):
         """A chat.completion with the reply's text or tool calls and the route's reasoning carrier."""
         with self._lock:
             serial = len(self.exchanges) + 1
+            first = self._calls_made + 1
+            self._calls_made += len(reply.tool_calls)
         calls = [
-            {"id": f"call_{serial}_{i}", "type": "function",
+            {"id": f"call_{first + i}", "type": "function",
              "function": {"name": name, "arguments": json.dumps(arguments, sort_keys=True)}}
             for i, (name, arguments) in enumerate(reply.tool_calls)
         ]

@@ -187,6 +187,27 @@ def test_native_position_drops_system_and_merges_tool_results() -> None:
     assert [native_position(messages, i) for i in (1, 2, 3, 4, 5)] == [0, 1, 2, 2, 3]
 
 
+def test_only_chat_completions_is_served_and_tool_call_ids_are_unique(corpus: Corpus) -> None:
+    with emulator(corpus, "vllm") as emu:
+        request = urllib.request.Request(f"{emu.base_url}/v1/completions", data=b"{}", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused_path:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused_path.value.code == 404 and emu.exchanges[-1].status == 404
+        emu.script([Reply(tool_calls=(("lookup", {"q": "a"}), ("lookup", {"q": "b"}))),
+                    Reply(tool_calls=(("lookup", {"q": "c"}),))])
+        ids = []
+        for _ in range(2):
+            status, answer = post(emu, {"model": "qwen3-32b", "messages": [{"role": "user", "content": "go"}],
+                                        "chat_template_kwargs": {"enable_thinking": True}})
+            assert status == 200 and answer["choices"][0]["finish_reason"] == "tool_calls"
+            message = answer["choices"][0]["message"]
+            assert message["reasoning_content"] == Reply().reasoning
+            assert all(json.loads(call["function"]["arguments"]) for call in message["tool_calls"])
+            ids += [call["id"] for call in message["tool_calls"]]
+        assert ids == ["call_1", "call_2", "call_3"]
+        assert answer["usage"]["prompt_tokens"] == len(json.dumps(emu.exchanges[-1].body, sort_keys=True).encode()) // 4
+
+
 def test_the_bundled_corpus_loads_against_the_emulator_checks(corpus: Corpus) -> None:
     ids = {rule.id for rule in corpus.rules if rule.protocol == "openai-chat"}
     assert {"deepseek.reasoning_content_missing", "moonshot.kimi_reasoning_content_missing",
