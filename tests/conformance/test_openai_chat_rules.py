@@ -273,6 +273,9 @@ def test_moonshot_kimi_refuses_any_tool_call_turn_without_reasoning_content(corp
         assert status == 400
         status, _ = post(emu, history("kimi-k2.6", carriers=[{}], thinking={"type": "disabled"}))
         assert status == 200
+        # K2-Thinking has no off switch: asking for it off does not lift the rule
+        status, _ = post(emu, history("kimi-k2-thinking", carriers=[{}], thinking={"type": "disabled"}))
+        assert status == 400
 
 
 def test_openrouter_kimi_refuses_a_loop_whose_earlier_step_lacks_reasoning(corpus: Corpus) -> None:
@@ -290,6 +293,14 @@ def test_openrouter_kimi_refuses_a_loop_whose_earlier_step_lacks_reasoning(corpu
                                       carriers=[{"reasoning_content": "one"},
                                                 {"reasoning_details": [{"type": "reasoning.text", "text": "two"}]}]))
         assert status == 200
+        # reasoning.exclude hides the thinking from the answer, but the model still thinks: the
+        # next step has nothing to replay and is refused
+        emu.script([Reply(tool_calls=(("lookup", {"q": "a"}),))])
+        status, answer = post(emu, {"model": "moonshotai/kimi-k2.6", "reasoning": {"exclude": True}, "tools": TOOLS,
+                                    "messages": [{"role": "user", "content": "go"}]})
+        assert status == 200 and "reasoning_details" not in answer["choices"][0]["message"]
+        status, _ = post(emu, history("moonshotai/kimi-k2.6", carriers=[{}], reasoning={"exclude": True}))
+        assert status == 400
         # message.reasoning alone is not a carrier any source shows OpenRouter forwarding
         status, _ = post(emu, history("moonshotai/kimi-k2-thinking", carriers=[{"reasoning": "one"}]))
         assert status == 400
