@@ -312,6 +312,14 @@ class ResponsesEmulator(Emulator):
         if not route_path.endswith(RESPONSES_PATH):
             # the provider's API has no such endpoint; the request is never held to a rule
             return self._record(path, None, None, 404, _not_found(path), (), ())
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            body = None
+        if isinstance(body, dict) and body.get("stream") is True:
+            # the emulator answers whole JSON objects only; saying so beats an event stream a
+            # client would misread (plumbing, not a corpus rule)
+            return self._record(path, body, self.model_of(path, body), 400, _no_stream(), (), ())
         return super().answer(path, raw)
 
     def model_of(self, path: str, body: Mapping[str, Any]) -> str | None:
@@ -396,6 +404,11 @@ class ResponsesEmulator(Emulator):
 def _tokens(text: str) -> int:
     # a stable, rough count (4 characters a token); the emulator's usage only has to be plausible
     return max(1, (len(text) + 3) // 4) if text else 0
+
+
+def _no_stream() -> dict[str, Any]:
+    return {"error": {"message": "this emulator does not stream: send the request with stream unset or false",
+                      "type": "invalid_request_error"}}
 
 
 def _not_found(path: str) -> dict[str, Any]:

@@ -154,6 +154,29 @@ def test_only_the_responses_endpoint_is_served(corpus: Corpus) -> None:
     assert (exchange.violations, exchange.rules) == ((), ())  # never held to a rule: the endpoint does not exist
 
 
+def test_a_streaming_request_is_refused_plainly_not_answered_as_json(corpus: Corpus) -> None:
+    with emulator(corpus) as emu:
+        status, answer = http_send(emu.base_url + "/v1")(request("gpt-5", stream=True))
+        exchange = emu.exchanges[-1]
+    assert status == 400 and "does not stream" in answer["error"]["message"]
+    assert exchange.rules == () and exchange.model == "gpt-5"
+
+
+def test_with_store_on_the_provider_pairs_reasoning_items_from_what_it_kept(corpus: Corpus) -> None:
+    stored = {"reasoning": {"effort": "low", "summary": "auto"}}  # store defaults to true; no encrypted content
+    with emulator(corpus) as emu:
+        emu.script(LOOP)
+        result = run_tool_loop(http_send(emu.base_url + "/v1"), request("gpt-5", **stored), tool)
+        items = result.items
+        reasoning = next(item for item in items if item.get("type") == "reasoning")
+        follower = items[items.index(reasoning) + 1]
+        status, answer = refused(emu, {**request("gpt-5", **stored), "input": [item for item in items if item is not follower]})
+    assert result.accepted and len(result.steps) == 4
+    assert reasoning["encrypted_content"] is None
+    assert status == 400 and answer["error"]["message"] == (
+        f"Item '{reasoning['id']}' of type 'reasoning' was provided without its required following item.")
+
+
 # --- each rule refuses its naive request with the provider's exact answer -----------------------
 
 def refused(emu: ResponsesEmulator, body: dict[str, Any]) -> tuple[int, Any]:
