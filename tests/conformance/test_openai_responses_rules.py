@@ -12,11 +12,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from capplan.conformance.corpus import Corpus, load_corpus
+from capplan.conformance.corpus import BUNDLED_DIR, Corpus, load_corpus
 from capplan.conformance.emulator import Reply
 from capplan.conformance.emulators import checks_by_protocol, emulator_for
 from capplan.conformance.emulators.openai_responses import CHECKS, ResponsesEmulator, unseal
@@ -28,6 +29,7 @@ from capplan.conformance.responses_replay import (
     replay_items,
     run_tool_loop,
 )
+from capplan.core.diagnostics import InputError
 
 PROTOCOL = "openai-responses"
 TOOLS = [{"type": "function", "name": "lookup", "description": "Look a word up.", "strict": False,
@@ -82,6 +84,18 @@ def test_the_protocol_module_is_registered_and_its_rules_load(corpus: Corpus) ->
     for rule in rules:
         assert rule.sources and all(source.url.startswith("https://") for source in rule.sources)
         assert set(rule.routes) <= {"openai", "xai"}
+
+
+def test_a_rule_naming_a_check_the_emulator_lacks_is_a_located_error(tmp_path: Path) -> None:
+    rules = (BUNDLED_DIR / "openai_responses.yaml").read_text(encoding="utf-8")
+    broken = tmp_path / "responses.yaml"
+    broken.write_text(rules.replace("check: reasoning_without_follower", "check: reasoning_without_folower"), encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_corpus([broken], checks=checks_by_protocol())
+    (problem,) = error.value.diagnostics
+    line = next(number for number, text in enumerate(broken.read_text().splitlines(), 1) if "reasoning_without_folower" in text)
+    assert (problem.file, problem.line, problem.code) == (str(broken), line, "RULE")
+    assert "reasoning_without_follower" in (problem.hint or "")
 
 
 # --- a correct client is accepted ---------------------------------------------------------------
