@@ -77,7 +77,7 @@ class Rule(_Model):
 
     def render_error(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         """The error body with the check's fields put into its placeholders."""
-        filled: dict[str, Any] = _fill(self.error, fields)  # a dict in, a dict out
+        filled: dict[str, Any] = _fill(self.error, fields)
         return filled
 
 
