@@ -151,6 +151,15 @@ def test_naive_unsigned_call_of_the_current_turn_is_refused(emulator: GeminiEmul
     assert exchange.violations[0].rule_id == "gemini.thought_signature_missing"
 
 
+def test_proto_field_names_are_read_too(emulator: GeminiEmulator) -> None:
+    # litellm writes parts with proto names (function_call, function_response); the rule reads both spellings
+    body = {"contents": [user("weather?"),
+                         {"role": "model", "parts": [{"function_call": {"name": "lookup", "args": {"city": "Paris"}}}]},
+                         {"role": "user", "parts": [{"function_response": {"name": "lookup", "response": {}}}]}],
+            "tools": [{"function_declarations": FLAT_TOOL["functionDeclarations"]}]}
+    assert error_message(post(emulator, body)) == MISSING.format(name="lookup", position=2)
+
+
 def test_the_position_is_the_model_contents_place_in_the_conversation(emulator: GeminiEmulator) -> None:
     signed = emulator.mint.mint(MODEL, call_text("lookup", {"city": "Paris"}))
     body = {"contents": [user("weather?"), calls(("lookup", {"city": "Paris"}), signature=signed),
