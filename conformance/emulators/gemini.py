@@ -22,6 +22,8 @@ validated only for the function calls of the current turn
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 import threading
@@ -182,20 +184,41 @@ def thought_signature_missing(emulator: Emulator, body: Mapping[str, Any], param
     return None
 
 
+def is_placeholder(signature: Any, accepted: set[str]) -> bool:
+    """Whether ``signature`` is one of Google's documented placeholders, as text or as its base64.
+
+    ``thoughtSignature`` is a bytes field, so on the JSON wire it is base64: the SDKs (and litellm,
+    ``get_dummy_thought_signature``) send the placeholder's bytes encoded; some clients send the
+    text itself. Both are taken.
+    """
+    if not isinstance(signature, str):
+        return False
+    if signature in accepted:
+        return True
+    padded = signature + "=" * (-len(signature) % 4)
+    for decode in (base64.b64decode, base64.urlsafe_b64decode):
+        try:
+            if decode(padded).decode("utf-8") in accepted:
+                return True
+        except (binascii.Error, ValueError):
+            continue
+    return False
+
+
 def thought_signature_corrupted(emulator: Emulator, body: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any] | None:
     """A model part's thoughtSignature is not one this route minted for this model over that part.
 
     An edited call or text, a signature from another model or from another route all fail. The
-    placeholder values Google documents for history it did not sign (``params.accepted``) pass.
+    placeholders Google documents for history it did not sign (``params.accepted``) pass.
     """
     model = _model_checked()
-    accepted = set(params.get("accepted") or ())
+    accepted = {str(value) for value in params.get("accepted") or ()}
     for content in _contents(body):
         if content.get("role") != "model":
             continue
         for part in _parts(content):
             signature = _signature(part)
-            if signature is None or signature in accepted:
+            if signature is None or is_placeholder(signature, accepted):
                 continue
             if not emulator.mint.verify(signature, model, part_text(part)):
                 return {}

@@ -11,6 +11,7 @@ must be what comes back on the wire (not litellm's documented placeholder).
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -211,11 +212,22 @@ def test_naive_foreign_or_edited_signature_is_refused(emulator: GeminiEmulator, 
     assert (answer.status_code, answer.json()) == (400, CORRUPTED)
 
 
-def test_googles_documented_placeholder_passes(emulator: GeminiEmulator) -> None:
-    body = {"contents": [user("weather?"), calls(("lookup", {"city": "Paris"}),
-                                                 signature="skip_thought_signature_validator"),
+@pytest.mark.parametrize("placeholder", [
+    "skip_thought_signature_validator",
+    base64.b64encode(b"skip_thought_signature_validator").decode(),  # litellm's, as a bytes field's base64
+    base64.b64encode(b"context_engineering_is_the_way_to_go").decode(),
+])
+def test_googles_documented_placeholders_pass(emulator: GeminiEmulator, placeholder: str) -> None:
+    body = {"contents": [user("weather?"), calls(("lookup", {"city": "Paris"}), signature=placeholder),
                          responses("lookup")], "tools": [FLAT_TOOL]}
     assert post(emulator, body).status_code == 200
+
+
+def test_a_base64_signature_that_is_no_placeholder_is_refused(emulator: GeminiEmulator) -> None:
+    body = {"contents": [user("weather?"), calls(("lookup", {"city": "Paris"}),
+                                                 signature=base64.b64encode(b"made up by a client").decode()),
+                         responses("lookup")], "tools": [FLAT_TOOL]}
+    assert post(emulator, body).json() == CORRUPTED
 
 
 # --- rules 3 and 4: function declarations use Gemini's Schema ---------------------------------------
