@@ -312,9 +312,11 @@ class GeminiEmulator(Emulator):
     def success(self, path: str, body: Mapping[str, Any], model: str, reply: Reply) -> tuple[int, Any]:
         config = body.get("generationConfig")
         thinking = config.get("thinkingConfig") if isinstance(config, Mapping) else None
-        show_thoughts = isinstance(thinking, Mapping) and bool(thinking.get("includeThoughts"))
+        # a thinkingBudget of 0 turns thinking off (on the models that allow it)
+        thinks = isinstance(thinking, Mapping) and thinking.get("thinkingBudget") != 0
+        show_thoughts = thinks and isinstance(thinking, Mapping) and bool(thinking.get("includeThoughts"))
         # Gemini 3 signs every response; earlier thinking models sign when they think
-        signs = model.startswith("gemini-3") or isinstance(thinking, Mapping)
+        signs = model.startswith("gemini-3") or thinks
         parts: list[dict[str, Any]] = []
         if show_thoughts:
             parts.append({"text": reply.reasoning, "thought": True})
@@ -331,7 +333,7 @@ class GeminiEmulator(Emulator):
         prompt_tokens = _token_count(json.dumps(body.get("contents"), sort_keys=True))
         answer_tokens = sum(_token_count(json.dumps(p.get("functionCall") or p.get("text"))) for p in parts
                             if not p.get("thought"))
-        thought_tokens = _token_count(reply.reasoning) if isinstance(thinking, Mapping) else 0
+        thought_tokens = _token_count(reply.reasoning) if thinks else 0
         usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": answer_tokens,
                  "totalTokenCount": prompt_tokens + answer_tokens + thought_tokens}
         if thought_tokens:
