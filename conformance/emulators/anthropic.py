@@ -64,6 +64,10 @@ class AnthropicMessagesEmulator(Emulator):
         #: latest assistant message of a later request can be compared with what was returned
         self._issued: dict[tuple[str, ...], tuple[dict[str, Any], ...]] = {}
 
+    def __enter__(self) -> AnthropicMessagesEmulator:
+        self.start()
+        return self
+
     # --- the protocol -------------------------------------------------------------------------
 
     def answer(self, path: str, raw: bytes) -> tuple[int, Any]:

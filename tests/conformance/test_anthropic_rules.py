@@ -132,7 +132,7 @@ def test_success_is_a_messages_response_with_a_signed_thinking_block_first(emu: 
 
 def test_without_thinking_the_answer_has_no_thinking_and_usage_follows_the_markers(emu: AnthropicMessagesEmulator) -> None:
     marked = {"type": "ephemeral"}
-    body = {"model": SONNET, "max_tokens": 100,
+    body: dict[str, Any] = {"model": SONNET, "max_tokens": 100,
             "system": [{"type": "text", "text": "s" * 400, "cache_control": marked}],
             "messages": [{"role": "user", "content": [{"type": "text", "text": "u" * 400, "cache_control": marked}]}]}
     status, answer = post(emu, body)
@@ -220,7 +220,7 @@ def test_parallel_tool_calls_are_all_answered_in_the_next_message(emu: Anthropic
 
 def test_more_than_four_cache_markers_in_the_whole_request_are_refused(emu: AnthropicMessagesEmulator) -> None:
     mark = {"cache_control": {"type": "ephemeral"}}
-    body = {"model": SONNET, "max_tokens": 100,
+    body: dict[str, Any] = {"model": SONNET, "max_tokens": 100,
             "system": [{"type": "text", "text": "a", **mark}, {"type": "text", "text": "b", **mark}],
             "tools": [{"name": "lookup", "input_schema": {"type": "object"}, **mark}],
             "messages": [{"role": "user", "content": [{"type": "text", "text": "c", **mark}, {"type": "text", "text": "d", **mark}]}]}
@@ -293,7 +293,7 @@ OPUS_4_7_TEMPERATURE_OFF = pytest.mark.xfail(
     "drops it while thinking); litellm refuses it before sending and Anthropic answers '`temperature` is deprecated "
     "for this model.' (rule anthropic.temperature_deprecated); the fix is in the preset, outside the codec and cache policy.")
 
-THINKING_ON = {"claude-opus-4.7": {"mode": "budget", "budget_tokens": 4000},
+THINKING_ON: dict[str, dict[str, Any]] = {"claude-opus-4.7": {"mode": "budget", "budget_tokens": 4000},
                "claude-opus-5": {"mode": "adaptive", "effort_hint": "high"}}
 
 
@@ -390,6 +390,37 @@ def test_a_request_cannot_carry_its_own_cache_markers() -> None:
         ChatRequest.model_validate({"messages": [{"role": "user", "content": [
             {"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}]}]})
     assert "cache_control" in str(info.value)
+
+
+def test_markers_a_caller_brought_are_counted_against_the_whole_request(emu: AnthropicMessagesEmulator) -> None:
+    """A list system prompt with the caller's own markers, through the plan's cache policy and
+    litellm: the policy leaves the message anchors what remains of the four; marking them as if
+    the caller's markers were not there is what Anthropic refuses."""
+    import litellm
+
+    from capplan.executor.policies.cache_policy import EPHEMERAL, AnthropicEphemeralCache
+
+    policy = AnthropicEphemeralCache()
+    caller: list[dict[str, Any]] = [{"type": "text", "text": "rules", "cache_control": dict(EPHEMERAL)},
+              {"type": "text", "text": "glossary", "cache_control": dict(EPHEMERAL)}, {"type": "text", "text": "today"}]
+    system, tools, _ = policy.apply(caller, [LOOKUP], [])
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "find a"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "toolu_x", "type": "function",
+                                                                "function": {"name": "lookup", "arguments": '{"q": "a"}'}}]},
+        {"role": "tool", "tool_call_id": "toolu_x", "content": "a is here"},
+    ]
+    messages = policy.apply_messages([{"role": "system", "content": system}, *history])
+    litellm.completion(model=f"anthropic/{SONNET}", messages=messages, tools=tools, api_base=emu.base_url, api_key="test")
+    sent = emu.exchanges[-1]
+    assert sent.status == 200 and json.dumps(sent.body).count('"cache_control"') == 4
+
+    unbudgeted = [{"role": "system", "content": system}, {**history[0], "content": [{"type": "text", "text": "find a", "cache_control": dict(EPHEMERAL)}]},
+                  history[1], {**history[2], "content": [{"type": "text", "text": "a is here", "cache_control": dict(EPHEMERAL)}]}]
+    with pytest.raises(Exception) as info:
+        litellm.completion(model=f"anthropic/{SONNET}", messages=unbudgeted, tools=tools, api_base=emu.base_url, api_key="test")
+    assert "A maximum of 4 blocks with cache_control may be provided. Found 6." in str(info.value)
+    assert emu.exchanges[-1].violations[0].rule_id == "anthropic.cache_breakpoints"
 
 
 # --- a broken overlay is refused with the provider's text --------------------------------------
