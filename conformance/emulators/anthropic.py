@@ -98,7 +98,7 @@ class AnthropicMessagesEmulator(Emulator):
             key: tuple[str, ...] = tuple(ids)
         else:
             content.append({"type": "text", "text": reply.text})
-            key = ("text", reply.text)
+            key = _text_key(content)
         with self._ids_lock:
             self._issued[key] = tuple(dict(block) for block in content if block["type"] in THINKING_BLOCKS)
             self._next_message_id += 1
@@ -130,20 +130,27 @@ class AnthropicMessagesEmulator(Emulator):
 
     def issued_thinking(self, blocks: Sequence[Any]) -> tuple[dict[str, Any], ...] | None:
         """The thinking blocks of the response an assistant message's ``blocks`` came from, if known."""
-        ids = tuple(block.get("id", "") for block in blocks if isinstance(block, Mapping) and block.get("type") == "tool_use")
-        if not ids:
-            texts = [block.get("text") for block in blocks if isinstance(block, Mapping) and block.get("type") == "text"]
-            if len(texts) != 1 or not isinstance(texts[0], str):
-                return None
-            ids = ("text", texts[0])
+        key = tuple(str(block.get("id", "")) for block in blocks if isinstance(block, Mapping) and block.get("type") == "tool_use")
+        if not key:
+            key = _text_key(blocks)
         with self._ids_lock:
-            return self._issued.get(ids)
+            return self._issued.get(key) if key else None
 
     def _tool_ids(self, count: int) -> list[str]:
         with self._ids_lock:
             first = self._next_tool_id + 1
             self._next_tool_id += count
         return [f"toolu_{n}" for n in range(first, first + count)]
+
+
+def _text_key(blocks: Sequence[Any]) -> tuple[str, ...]:
+    """A text-only response's key: its text and its first signature (a reply text such as
+    "done" recurs across conversations; the signature tells their responses apart)."""
+    texts = [b.get("text") for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"]
+    if len(texts) != 1 or not isinstance(texts[0], str):
+        return ()
+    signature = next((b.get("signature") for b in blocks if isinstance(b, Mapping) and b.get("type") == "thinking"), None)
+    return ("text", texts[0], signature if isinstance(signature, str) else "")
 
 
 # --- reading a request ------------------------------------------------------------------------
