@@ -21,6 +21,7 @@ only and stands for the model behind Bedrock, not for Bedrock's own envelope.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import threading
@@ -40,6 +41,10 @@ THINKING_BLOCKS = ("thinking", "redacted_thinking")
 FORCED_TOOL_CHOICE = ("any", "tool")
 #: rough characters per token, for a usage that is a pure function of the body
 CHARS_PER_TOKEN = 4
+#: models whose thinking text is omitted unless ``thinking.display`` asks for it: "Starting with
+#: Claude Opus 4.7, thinking content is omitted from the response by default" (Anthropic's
+#: What's new in Claude Opus 4.7, quoted in anthropics/claude-code#56356, 2026-05-05)
+OMITTED_BY_DEFAULT: tuple[str, ...] = ("claude-opus-4-7*", "claude-opus-4.7*", "claude-opus-4-8*", "claude-opus-4.8*")
 
 
 @dataclass(frozen=True)
@@ -86,8 +91,10 @@ class AnthropicMessagesEmulator(Emulator):
         content: list[dict[str, Any]] = []
         thinking = body.get("thinking")
         if isinstance(thinking, Mapping) and thinking.get("type") in THINKING_ON:
-            # display "omitted" (Claude 4.7's default) shows no text; the signature covers what is shown
-            shown = "" if thinking.get("display") == "omitted" else reply.reasoning
+            # display "omitted" shows no text (the signature covers what is shown); it is the
+            # default from Claude Opus 4.7 on
+            display = thinking.get("display") or ("omitted" if _omits_by_default(model) else "summarized")
+            shown = "" if display == "omitted" else reply.reasoning
             content.append({"type": "thinking", "thinking": shown, "signature": self.mint.mint(model, shown)})
             if isinstance(reply, AnthropicReply) and reply.redacted:
                 content.append({"type": "redacted_thinking", "data": self.redacted_data(model, shown)})
@@ -141,6 +148,10 @@ class AnthropicMessagesEmulator(Emulator):
             first = self._next_tool_id + 1
             self._next_tool_id += count
         return [f"toolu_{n}" for n in range(first, first + count)]
+
+
+def _omits_by_default(model: str) -> bool:
+    return any(fnmatch.fnmatchcase(model, glob) for glob in OMITTED_BY_DEFAULT)
 
 
 def _text_key(blocks: Sequence[Any]) -> tuple[str, ...]:
