@@ -281,18 +281,6 @@ def test_opus_4_7_refuses_budget_thinking_and_temperature(emu: AnthropicMessages
 # --- capplan's real path: bundled plans through litellm ----------------------------------------
 
 
-OPUS_5_TEMPERATURE = pytest.mark.xfail(
-    strict=True,
-    reason="bundled claude-opus-5 plan: the catalogue sets temperature 0.0 and the preset keeps sampling params on; "
-    "litellm 1.110.2 refuses it before sending (claude-opus-5 does not support temperature=0.0), and Anthropic answers "
-    "'`temperature` is deprecated for this model.' (rule anthropic.temperature_deprecated). The fix is in the catalogue "
-    "/ preset (supports_sampling_params: false), outside the codec and cache policy.")
-OPUS_4_7_TEMPERATURE_OFF = pytest.mark.xfail(
-    strict=True,
-    reason="bundled claude-opus-4.7 plan with thinking off: temperature 0.0 is sent (drop_sampling_when_thinking only "
-    "drops it while thinking); litellm refuses it before sending and Anthropic answers '`temperature` is deprecated "
-    "for this model.' (rule anthropic.temperature_deprecated); the fix is in the preset, outside the codec and cache policy.")
-
 THINKING_ON: dict[str, dict[str, Any]] = {"claude-opus-4.7": {"mode": "budget", "budget_tokens": 4000},
                "claude-opus-5": {"mode": "adaptive", "effort_hint": "high"}}
 
@@ -347,10 +335,7 @@ def assert_all_accepted(exchanges: list[Exchange], count: int) -> None:
         assert "anthropic.cache_breakpoints" in exchange.rules
 
 
-@pytest.mark.parametrize("name", [
-    "claude-opus-4.7",
-    pytest.param("claude-opus-5", marks=OPUS_5_TEMPERATURE),
-])
+@pytest.mark.parametrize("name", sorted(THINKING_ON))
 def test_bundled_plan_tool_loops_with_thinking_are_accepted(emu: AnthropicMessagesEmulator, name: str) -> None:
     client = Client(Plan.load(PLANS[name]), env={"ANTHROPIC_API_KEY": "test"}, api_base=emu.base_url)
     run_loop(client, emu, two_turn_script(), THINKING_ON[name])
@@ -369,10 +354,7 @@ def test_bundled_plan_tool_loops_with_thinking_are_accepted(emu: AnthropicMessag
     assert all(ex.body.get("thinking", {}).get("type") in ("enabled", "adaptive") for ex in emu.exchanges)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param("claude-opus-4.7", marks=OPUS_4_7_TEMPERATURE_OFF),
-    pytest.param("claude-opus-5", marks=OPUS_5_TEMPERATURE),
-])
+@pytest.mark.parametrize("name", sorted(THINKING_ON))
 def test_bundled_plan_tool_loops_with_thinking_off_are_accepted(emu: AnthropicMessagesEmulator, name: str) -> None:
     client = Client(Plan.load(PLANS[name]), env={"ANTHROPIC_API_KEY": "test"}, api_base=emu.base_url)
     run_loop(client, emu, two_turn_script(), {"mode": "off"})
@@ -381,15 +363,15 @@ def test_bundled_plan_tool_loops_with_thinking_off_are_accepted(emu: AnthropicMe
 
 
 @pytest.mark.parametrize("name", sorted(PLANS))
-def test_with_the_temperature_these_models_take_both_plans_loop_with_and_without_thinking(
+def test_a_temperature_the_caller_asks_for_is_never_sent_to_these_models(
         emu: AnthropicMessagesEmulator, name: str) -> None:
-    """The one thing the xfails above trip on is the plan's temperature 0.0: a request that asks
-    for 1 (the only value these models take) runs the same loops, thinking on and off."""
+    """Opus 4.7 and 5 answer "`temperature` is deprecated for this model." (their presets say
+    supports_sampling_params: false): a request asking for one loops, thinking on and off, without it."""
     client = Client(Plan.load(PLANS[name]), env={"ANTHROPIC_API_KEY": "test"}, api_base=emu.base_url)
-    run_loop(client, emu, two_turn_script(), THINKING_ON[name], temperature=1.0)
-    run_loop(client, emu, two_turn_script(), {"mode": "off"}, temperature=1.0)
+    run_loop(client, emu, two_turn_script(), THINKING_ON[name], temperature=0.0)
+    run_loop(client, emu, two_turn_script(), {"mode": "off"}, temperature=0.0)
     assert_all_accepted(emu.exchanges, 14)
-    assert all(ex.body.get("temperature") == 1.0 for ex in emu.exchanges[7:])
+    assert all("temperature" not in ex.body for ex in emu.exchanges)
     assert sum("thinking" in ex.body for ex in emu.exchanges) == 7
 
 
