@@ -30,6 +30,7 @@ from capplan.executor.client import Client
 from capplan.executor.errors import ProviderHTTPError
 from capplan.executor.messages import ReasoningIn
 from capplan.executor.plan import Plan
+from capplan.executor.policies.schema_sanitizer import ToolSchemaError
 from capplan.executor.result import GenerationResult
 from capplan.trials.tool_call_ids import ToolCallIds
 
@@ -542,25 +543,17 @@ def test_gpt5_bundled_plan_sends_a_strict_compliant_tool_through_a_tool_loop(cor
         assert emu.exchanges[-1].body["tools"][0]["function"]["strict"] is True
 
 
-@pytest.mark.xfail(strict=True, raises=KnownRefusal, reason=(
-    "finding: the gpt-5 plan's strict schema sanitizer copies a strict tool's schema verbatim, so a "
-    "`strict: true` tool whose object levels leave additionalProperties unset reaches OpenAI and is refused: "
-    "\"Invalid schema for function 'lookup': In context=('properties', 'where'), 'additionalProperties' is "
-    "required to be supplied and to be false.\" (capplan neither makes it strict nor refuses it before sending)"))
 def test_gpt5_bundled_plan_never_sends_a_strict_tool_strict_mode_refuses(corpus: Corpus) -> None:
+    """A `strict: true` tool whose object levels leave additionalProperties unset is refused before
+    sending (a located tool-schema error), never sent for OpenAI to refuse."""
     loose = copy.deepcopy(STRICT_LOOSE)
     loose["function"]["parameters"]["additionalProperties"] = False
     del loose["function"]["parameters"]["properties"]["where"]["additionalProperties"]
     with emulator(corpus, "openai") as emu:
         emu.script([Reply(text="ok")])
-        try:
+        with pytest.raises(ToolSchemaError, match=r"tool 'lookup': /properties/where: .*additionalProperties: false"):
             client_for("gpt-5", emu).generate({"messages": [{"role": "user", "content": "go"}], "tools": [loose]})
-        except ProviderHTTPError:
-            raise refused_only_by(emu, "openai.strict_additional_properties") from None
-        except Exception as exc:  # refused locally (a located error, nothing sent) also keeps the rule
-            assert emu.exchanges == [], exc
-            return
-        accepted(emu, "openai.strict_additional_properties", requests=1)
+        assert emu.exchanges == []
 
 
 def test_openai_refuses_temperature_zero_on_gpt5_and_o_series(corpus: Corpus) -> None:
