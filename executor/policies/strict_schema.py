@@ -17,7 +17,9 @@ Everything else is copied verbatim: ``title``, ``examples``, ``format``, bounds,
 defaults, ``additionalProperties: true/false``, safe patterns, unknown keywords. The walk knows
 keyword positions from property-name positions, so a property named ``title`` is a property.
 The output is then checked (``SchemaInvariantError``): every ``required`` name is a property,
-no ``$ref`` survived, and (when patterns are stripped) no RE2-incompatible regex remains.
+no ``$ref`` survived, (when patterns are stripped) no RE2-incompatible regex remains, and a tool
+that asks for strict mode (``strict: true``) has ``additionalProperties: false`` and every
+property required on each object, as strict validators demand.
 """
 
 from __future__ import annotations
