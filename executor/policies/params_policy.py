@@ -137,6 +137,10 @@ class GenerationParams(ParamsPolicy):
         reasoning_budget_default: int | None = Field(
             None, gt=0, le=MAX_TOKENS, description="budget_tokens when a budget reasoning config gives none."
         )
+        thinking_refuses_forced_tool_choice: bool = Field(
+            False, description="The route refuses a forced tool_choice (required or a named tool) while the model "
+            "thinks: such a request is refused before sending."
+        )
 
     KNOWN_KEYS: ClassVar[frozenset[str]] = frozenset(Params.model_fields)
 
@@ -149,6 +153,7 @@ class GenerationParams(ParamsPolicy):
         reasoning_via_thinking_kwarg: bool = False,
         drop_sampling_when_thinking: bool = False,
         reasoning_budget_default: int | None = None,
+        thinking_refuses_forced_tool_choice: bool = False,
     ) -> None:
         flags = {
             "supports_seed": supports_seed,
@@ -156,6 +161,7 @@ class GenerationParams(ParamsPolicy):
             "reasoning_via_extra_body": reasoning_via_extra_body,
             "reasoning_via_thinking_kwarg": reasoning_via_thinking_kwarg,
             "drop_sampling_when_thinking": drop_sampling_when_thinking,
+            "thinking_refuses_forced_tool_choice": thinking_refuses_forced_tool_choice,
         }
         for key, value in flags.items():
             if not isinstance(value, bool):
@@ -196,6 +202,7 @@ class GenerationParams(ParamsPolicy):
         self.reasoning_via_thinking_kwarg = reasoning_via_thinking_kwarg
         self.drop_sampling_when_thinking = drop_sampling_when_thinking
         self.reasoning_budget_default = reasoning_budget_default
+        self.thinking_refuses_forced_tool_choice = thinking_refuses_forced_tool_choice
         self._noted: set[str] = set()
 
     def adapt(
@@ -216,6 +223,8 @@ class GenerationParams(ParamsPolicy):
         if not isinstance(active, ReasoningConfig):
             raise TypeError(f"reasoning must be a ReasoningConfig, got {type(active).__name__}")
         self._reasoning(out, active)
+        if self.thinking_refuses_forced_tool_choice and active.mode != "off":
+            _refuse_forced_tool_choice(out.get("tool_choice"))
         return out
 
     def _temperature(self, out: dict[str, Any], requested: float | None) -> None:
@@ -317,3 +326,20 @@ class GenerationParams(ParamsPolicy):
             import logging  # here: compiling imports this module and never warns, and logging costs start-up
 
             logging.getLogger(LOGGER_NAME).warning("%s", message)
+
+
+def _refuse_forced_tool_choice(choice: Any) -> None:
+    """Refuse a forced ``tool_choice`` beside thinking, before the provider does.
+
+    Anthropic answers "Thinking may not be enabled when tool_choice forces tool use." (conformance
+    rule anthropic.thinking_forced_tool_choice); changing the choice to ``auto`` would quietly
+    change what the caller asked for, so the request is refused with the ways out.
+    """
+    forced = choice == "required" or isinstance(choice, dict)
+    if forced:
+        shown = choice if isinstance(choice, str) else "a named tool"
+        raise ReasoningConfigError(
+            f"tool_choice {shown!r} forces tool use while the model thinks, which this route refuses "
+            "(\"Thinking may not be enabled when tool_choice forces tool use.\", conformance rule "
+            "anthropic.thinking_forced_tool_choice); ask with tool_choice 'auto' or 'none', or with reasoning off"
+        )

@@ -256,7 +256,26 @@ def test_known_keys_are_the_constructor_keywords() -> None:
     assert GenerationParams.KNOWN_KEYS == {
         "fixed_temperature", "supports_seed", "supports_sampling_params", "reasoning_via_extra_body",
         "reasoning_via_thinking_kwarg", "drop_sampling_when_thinking", "reasoning_budget_default",
+        "thinking_refuses_forced_tool_choice",
     }
+
+
+@pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "lookup"}}])
+def test_a_forced_tool_choice_beside_thinking_is_refused_where_the_route_says_so(choice: Any) -> None:
+    policy = GenerationParams(reasoning_via_thinking_kwarg=True, thinking_refuses_forced_tool_choice=True)
+    thinking = ReasoningConfig(mode="budget", budget_tokens=2000)
+    with pytest.raises(ReasoningConfigError, match="Thinking may not be enabled when tool_choice forces tool use"):
+        policy.adapt({"tool_choice": choice}, None, None, ReasoningConfig(), None, None, thinking)
+
+
+@pytest.mark.parametrize("choice", ["auto", "none", None])
+def test_an_unforced_tool_choice_or_reasoning_off_keeps_the_request(choice: Any) -> None:
+    policy = GenerationParams(reasoning_via_thinking_kwarg=True, thinking_refuses_forced_tool_choice=True)
+    thinking = ReasoningConfig(mode="budget", budget_tokens=2000)
+    kwargs = {} if choice is None else {"tool_choice": choice}
+    assert policy.adapt(kwargs, None, None, ReasoningConfig(), None, None, thinking)["thinking"]["budget_tokens"] == 2000
+    forced = policy.adapt({"tool_choice": "required"}, None, None, ReasoningConfig(), None, None, ReasoningConfig())
+    assert forced == {"tool_choice": "required"}
 
 
 def test_a_concrete_subclass_without_known_keys_fails_at_definition() -> None:
