@@ -159,6 +159,12 @@ class ReasoningBlockIn(_Model):
         "replayed as given.",
     )
 
+    def to_block(self) -> ReasoningBlock:
+        """The executor's block type."""
+        return ReasoningBlock(type=self.type, text=self.text, signature=self.signature,
+                              encrypted_data=self.encrypted_data, extras=tuple(self.extras.items()),
+                              origin=_origin(self.origin))
+
 
 class ReasoningIn(_Model):
     """The reasoning an earlier assistant turn returned, for replay."""
@@ -195,17 +201,7 @@ class ReasoningIn(_Model):
     def to_structured(self) -> StructuredReasoning:
         """The executor's reasoning type, which the plan's codec encodes for replay."""
         return StructuredReasoning(
-            blocks=tuple(
-                ReasoningBlock(
-                    type=b.type,
-                    text=b.text,
-                    signature=b.signature,
-                    encrypted_data=b.encrypted_data,
-                    extras=tuple(b.extras.items()),
-                    origin=_origin(b.origin),
-                )
-                for b in self.blocks
-            ),
+            blocks=tuple(b.to_block() for b in self.blocks),
             summary=self.summary,
             signatures=tuple(self.signatures),
             signatures_origin=_origin(self.signatures_origin),

@@ -154,6 +154,8 @@ class RequestBuilder:
         wire, left_out = self.conversations.wire(request.messages)  # 4
         if not self._thinks_unasked and self.reasoning_off(request):
             wire, left_out = self._without_reasoning(request.messages, wire, left_out)
+        if left_out:
+            wire = _without_call_signatures(request.messages, wire, left_out)
         messages = [head.message, *wire] if head.message is not None else wire[:]
         kwargs: dict[str, Any] = {"messages": self._mark_messages(messages)}  # 5
         if head.tools:
@@ -256,6 +258,49 @@ class RequestBuilder:
             {key: _fresh(value) for key, value in items[split:]},
             substitutions,
         )
+
+
+#: litellm's separator of a Gemini function call's thought signature inside the call's id
+#: (``call_<uuid>__thought__<signature>``), which its Gemini route puts back on the part
+THOUGHT_IN_CALL_ID = "__thought__"
+
+
+def _without_call_signatures(messages: list[Message], wire: list[dict[str, Any]],
+                             left_out: tuple[ReasoningLeftOut, ...]) -> list[dict[str, Any]]:
+    """``wire`` with a left-out thought signature also taken out of the tool-call ids that carry it.
+
+    litellm keeps a Gemini function call's own signature in the call's id, so leaving the
+    message's signatures out is not enough: the id would carry one to a model or route it was not
+    made for. The id loses its suffix, and so does every tool result answering it (the pair must
+    still match); the shared cached dicts are copied, never changed.
+    """
+    dropped: dict[int, set[int]] = {}
+    for record in left_out:
+        if record.type == "signature":
+            dropped.setdefault(record.message, set()).add(record.block)
+    renamed: dict[str, str] = {}
+    out: list[dict[str, Any]] | None = None
+    for index, blocks in dropped.items():
+        msg = messages[index]
+        if not isinstance(msg, AssistantMessage) or msg.reasoning is None or not msg.tool_calls:
+            continue
+        signatures = {msg.reasoning.signatures[i] for i in blocks if i < len(msg.reasoning.signatures)}
+        calls = []
+        for call in wire[index].get("tool_calls") or []:
+            head, separator, signature = str(call.get("id", "")).partition(THOUGHT_IN_CALL_ID)
+            if separator and head and signature in signatures:
+                renamed[call["id"]] = head
+                call = {**call, "id": head}
+            calls.append(call)
+        if renamed:
+            out = out if out is not None else list(wire)
+            out[index] = {**wire[index], "tool_calls": calls}
+    if out is None:
+        return wire
+    for index, message in enumerate(out):
+        if message.get("role") == "tool" and message.get("tool_call_id") in renamed:
+            out[index] = {**message, "tool_call_id": renamed[message["tool_call_id"]]}
+    return out
 
 
 def _settings(request: ChatRequest, has_tools: bool) -> tuple[Any, ...]:
