@@ -152,3 +152,9 @@ class ReasoningLeftOut:
     block: int
     type: str
     reason: str
+
+    @property
+    def where(self) -> str:
+        """The record's place in the request: ``messages[i].reasoning.blocks[j]`` (or ``.signatures[j]``)."""
+        field = "signatures" if self.type == "signature" else "blocks"
+        return f"messages[{self.message}].reasoning.{field}[{self.block}]"

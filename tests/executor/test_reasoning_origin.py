@@ -244,7 +244,7 @@ def test_a_model_switch_drops_gemini_thought_signatures_and_says_why(server: Loo
     # placeholder ("skip_thought_signature_validator", base64), never a signature from elsewhere
     assert base64.b64decode(call["thoughtSignature"]) == b"skip_thought_signature_validator"
     signatures = [r for r in result.reasoning_left_out if r.type == "signature"]
-    assert [r.block for r in signatures] == [0, 1, 2]
+    assert [r.where for r in signatures] == [f"messages[1].reasoning.signatures[{i}]" for i in range(3)]
     assert all(r.reason.startswith("model switch:") and "gemini/gemini-3.1-pro-preview" in r.reason
                and "gemini/gemini-3-pro-preview" in r.reason for r in signatures)
     # the signed thought is bound and goes; the unsigned one is plain text and stays
