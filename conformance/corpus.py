@@ -76,7 +76,8 @@ class Rule(_Model):
 
     def render_error(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         """The error body with the check's fields put into its placeholders."""
-        return _fill(self.error, fields)
+        filled: dict[str, Any] = _fill(self.error, fields)
+        return filled
 
 
 def _fill(value: Any, fields: Mapping[str, Any]) -> Any:
