@@ -58,8 +58,8 @@ def _preview(plan_path: str, api_base: str | None, fmt: str, request_file: str) 
         click.echo(redact_text(f"{request_file}: note: send would stop before sending: {problem}"), err=True)
     # stderr, so the JSON on stdout stays exactly the kwargs
     for record in built.reasoning_left_out:
-        click.echo(redact_text(f"{request_file}: note: messages[{record.message}].reasoning.blocks[{record.block}] "
-                               f"({record.type}) not replayed: {record.reason}"), err=True)
+        click.echo(redact_text(f"{request_file}: note: {record.where} ({record.type}) not replayed: {record.reason}"),
+                   err=True)
     if fmt == "json":
         sys.stdout.write(canonical_bytes(kwargs).decode("utf-8"))
     else:

@@ -21,20 +21,25 @@ from capplan.core.recent_entries import remember
 from capplan.executor.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from capplan.executor.policies.content_policy import AnthropicContent, TextOnlyContent
 from capplan.executor.policies.message_assembly_policy import MessageAssemblyPolicy
-from capplan.executor.policies.reasoning_codec import split_replayable
+from capplan.executor.policies.reasoning_codec import left_signatures, split_replayable
 from capplan.executor.policy_set import PolicySet
-from capplan.executor.reasoning import ReasoningLeftOut
+from capplan.executor.reasoning import ReasoningLeftOut, ReasoningOrigin
 
 
 class MessageConverter:
     """Converts request messages for one plan's policies.
 
     ``openrouter`` says which transport the plan uses, so the codec replays reasoning in the
-    envelope that route reads (see ``ReasoningCodec.for_route``).
+    envelope that route reads (see ``ReasoningCodec.for_route``). ``origin`` is where the plan's
+    requests go: an origin-bound block recorded with another origin is not replayed as it stands
+    (see ``split_replayable``). A request with reasoning off to a model that thinks only when
+    asked replays no history reasoning: ``_assistant``, ``replay_payload`` and ``left_out`` take
+    the reason as ``reasoning_off`` (the request builder applies it to a cached conversion).
     """
 
-    def __init__(self, policies: PolicySet, *, openrouter: bool = False) -> None:
+    def __init__(self, policies: PolicySet, *, openrouter: bool = False, origin: ReasoningOrigin | None = None) -> None:
         self.codec = policies.reasoning_codec.for_route(openrouter=openrouter)
+        self.origin = origin
         self.assembly = policies.message_assembly_policy
         self.content = policies.content_policy
         # Policies are stateless, so two answers are known before any message: the base
@@ -66,7 +71,7 @@ class MessageConverter:
             return {"role": "tool", "tool_call_id": msg.tool_call_id, "content": rendered}
         raise ValueError(f"unknown message type {type(msg).__name__}")
 
-    def _assistant(self, msg: AssistantMessage) -> dict[str, Any]:
+    def _assistant(self, msg: AssistantMessage, reasoning_off: str | None = None) -> dict[str, Any]:
         calls = msg.tool_calls
         content = msg.content if self._content_as_is else self.assembly.assistant_content(
             msg.content, has_tool_calls=bool(calls)
@@ -83,25 +88,32 @@ class MessageConverter:
             out["tool_calls"] = wire_calls
         # an in_loop codec's payload depends on the message's place: ConversationCache adds it
         if msg.reasoning is not None and self.codec.replay_scope != "in_loop":
-            out.update(self.replay_payload(msg))
+            out.update(self.replay_payload(msg, reasoning_off))
         return out
 
-    def replay_payload(self, msg: AssistantMessage) -> dict[str, Any]:
+    def replay_payload(self, msg: AssistantMessage, reasoning_off: str | None = None) -> dict[str, Any]:
         """The keys that replay ``msg``'s reasoning (``{}`` when nothing of it is replayable)."""
         if msg.reasoning is None:
             return {}
-        kept, _ = split_replayable(self.codec, msg.reasoning.to_structured())
+        kept, _ = split_replayable(self.codec, msg.reasoning.to_structured(), target=self.origin,
+                                   reasoning_off=reasoning_off)
         return self.codec.encode_for_replay(kept)
 
-    def left_out(self, messages: list[Message], start: int = 0) -> tuple[ReasoningLeftOut, ...]:
+    def left_out(self, messages: list[Message], start: int = 0,
+                 reasoning_off: str | None = None) -> tuple[ReasoningLeftOut, ...]:
         """Every history reasoning block this plan's codec does not replay, with the reason
-        (``messages`` sit at positions ``start``, ``start + 1``, ... of the conversation)."""
+        (``messages`` sit at positions ``start``, ``start + 1``, ... of the conversation);
+        message-level signatures left out are recorded with type ``signature``."""
         records: list[ReasoningLeftOut] = []
         for index, msg in enumerate(messages, start):
-            if isinstance(msg, AssistantMessage) and msg.reasoning is not None and msg.reasoning.blocks:
-                _, left = split_replayable(self.codec, msg.reasoning.to_structured())
+            if isinstance(msg, AssistantMessage) and msg.reasoning is not None and (
+                    msg.reasoning.blocks or msg.reasoning.signatures):
+                reasoning = msg.reasoning.to_structured()
+                _, left = split_replayable(self.codec, reasoning, target=self.origin, reasoning_off=reasoning_off)
                 records += [ReasoningLeftOut(index, block_index, block.type, reason)
                             for block_index, block, reason in left]
+                records += [ReasoningLeftOut(index, signature_index, "signature", reason) for signature_index, reason
+                            in left_signatures(reasoning, target=self.origin, reasoning_off=reasoning_off)]
                 if self.codec.replay_scope == "in_loop":
                     # position-free: every turn is left out until ConversationCache finds the one
                     # in-loop turn of a request and replays it (see in_loop_turn)
@@ -208,7 +220,9 @@ class ConversationCache:
             wire = list(map(self._converter.message, new))
             left_out = done.left_out
             for index, msg in enumerate(new, start):
-                if isinstance(msg, AssistantMessage) and msg.reasoning is not None and msg.reasoning.blocks:
+                # signatures alone (Gemini's) can be left out too: they are bound to their origin
+                if isinstance(msg, AssistantMessage) and msg.reasoning is not None and (
+                        msg.reasoning.blocks or msg.reasoning.signatures):
                     left_out += self._converter.left_out([msg], index)
             # tuple.__new__: the NamedTuple's own constructor is a Python-level call
             converted = tuple.__new__(_Converted, (messages[:], done.wire + wire if start else wire, left_out))

@@ -31,7 +31,7 @@ from capplan.core.strict_json import StrictJSONError, loads_strict
 from capplan.executor.content_checks import base64_problem, image_url_problem
 from capplan.executor.errors import RequestFileError
 from capplan.executor.policies.params_policy import MAX_TEMPERATURE
-from capplan.executor.reasoning import BlockType, ReasoningBlock, ReasoningConfig, StructuredReasoning
+from capplan.executor.reasoning import BlockType, ReasoningBlock, ReasoningConfig, ReasoningOrigin, StructuredReasoning
 from capplan.executor.request_checks import conversation_problems
 
 
@@ -116,6 +116,32 @@ class ToolCallIn(_Model):
     function: FunctionCall
 
 
+class ReasoningOriginIn(_Model):
+    """Where a reasoning block (or a message's signatures) was made: recorded when capplan parsed the
+    response. A block without one is replayed as the caller gave it, wherever the request goes."""
+
+    protocol: str = Field(min_length=1, description="The plan's wire protocol (openai-chat, litellm, ...).")
+    route: str = Field(min_length=1, description="The plan's binding key (its provider key when it has none).")
+    model: str = Field(min_length=1, description="The model as the plan sent it (its wire model string).")
+    upstream: str | None = Field(
+        None, min_length=1, description="The upstream a gateway said served the call (OpenRouter's `provider`).")
+
+    @classmethod
+    def of(cls, origin: ReasoningOrigin | None) -> ReasoningOriginIn | None:
+        """The request form of ``origin``."""
+        if origin is None:
+            return None
+        return cls(protocol=origin.protocol, route=origin.route, model=origin.model, upstream=origin.upstream)
+
+    def to_origin(self) -> ReasoningOrigin:
+        """The executor's origin type."""
+        return ReasoningOrigin(self.protocol, self.route, self.model, self.upstream)
+
+
+def _origin(origin: ReasoningOriginIn | None) -> ReasoningOrigin | None:
+    return None if origin is None else origin.to_origin()
+
+
 class ReasoningBlockIn(_Model):
     """One reasoning block exactly as an earlier response carried it; signatures verbatim."""
 
@@ -127,6 +153,17 @@ class ReasoningBlockIn(_Model):
         default_factory=dict,
         description="Provider keys with no field above (e.g. OpenRouter's id / format / index), replayed verbatim.",
     )
+    origin: ReasoningOriginIn | None = Field(
+        None, description="Where the block was made. A signed or encrypted block is replayed only to that origin "
+        "(another model or route: left out, or its text alone, as the plan's codec says); without one it is "
+        "replayed as given.",
+    )
+
+    def to_block(self) -> ReasoningBlock:
+        """The executor's block type."""
+        return ReasoningBlock(type=self.type, text=self.text, signature=self.signature,
+                              encrypted_data=self.encrypted_data, extras=tuple(self.extras.items()),
+                              origin=_origin(self.origin))
 
 
 class ReasoningIn(_Model):
@@ -136,6 +173,9 @@ class ReasoningIn(_Model):
     summary: str | None = None
     signatures: list[str] = Field(
         default_factory=list, description="Message-level signatures (e.g. Gemini thought signatures), verbatim."
+    )
+    signatures_origin: ReasoningOriginIn | None = Field(
+        None, description="Where the signatures were made; they are replayed only to that origin (without one: as given)."
     )
 
     @classmethod
@@ -149,28 +189,22 @@ class ReasoningIn(_Model):
                     signature=b.signature,
                     encrypted_data=b.encrypted_data,
                     extras=dict(b.extras),
+                    origin=ReasoningOriginIn.of(b.origin),
                 )
                 for b in reasoning.blocks
             ],
             summary=reasoning.summary,
             signatures=list(reasoning.signatures),
+            signatures_origin=ReasoningOriginIn.of(reasoning.signatures_origin),
         )
 
     def to_structured(self) -> StructuredReasoning:
         """The executor's reasoning type, which the plan's codec encodes for replay."""
         return StructuredReasoning(
-            blocks=tuple(
-                ReasoningBlock(
-                    type=b.type,
-                    text=b.text,
-                    signature=b.signature,
-                    encrypted_data=b.encrypted_data,
-                    extras=tuple(b.extras.items()),
-                )
-                for b in self.blocks
-            ),
+            blocks=tuple(b.to_block() for b in self.blocks),
             summary=self.summary,
             signatures=tuple(self.signatures),
+            signatures_origin=_origin(self.signatures_origin),
         )
 
 

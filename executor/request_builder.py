@@ -22,16 +22,36 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from capplan.executor.message_convert import ConversationCache, MessageConverter
-from capplan.executor.messages import ChatRequest, NamedToolChoice
+from capplan.executor.messages import AssistantMessage, ChatRequest, Message, NamedToolChoice
 from capplan.executor.plan import Plan
 from capplan.executor.plan_cache import per_plan
 from capplan.executor.policies.response_policy import param_types_from_tools
 from capplan.executor.policies.schema_sanitizer import rewrites
 from capplan.executor.policy_set import PolicySet
-from capplan.executor.reasoning import ReasoningLeftOut
+from capplan.executor.reasoning import ReasoningConfig, ReasoningLeftOut, ReasoningOrigin
 from capplan.executor.tool_memo import BoundedMemo, PerToolObjects, PreparedTools, ToolMemo
 from capplan.executor.transport import Transport
 from capplan.executor.value_rules import Substitution, apply_value_rules, note_substitution
+from capplan.executor.wire_dialect import protocol_of
+
+
+def plan_origin(plan: Plan, upstream: str | None = None) -> ReasoningOrigin:
+    """The origin of reasoning made through ``plan`` (``upstream``: the gateway's word, when it gave one).
+
+    Without ``upstream`` it is where the plan's requests go: an OpenRouter plan pinned to one
+    upstream without fallbacks names that upstream; otherwise which upstream serves a call is not
+    known before it answers, and the origin names none.
+    """
+    protocol = plan.wire.protocol if plan.wire is not None else protocol_of(plan.model.provider)
+    if upstream is None and plan.openrouter is not None and not plan.openrouter.allow_fallbacks \
+            and len(plan.openrouter.provider_order) == 1:
+        upstream = plan.openrouter.provider_order[0]
+    return ReasoningOrigin(protocol, plan.binding.key or plan.model.provider, plan.model.wire_model, upstream)
+
+
+#: why a request with reasoning off replays no history reasoning (see ReasoningCodec.thinks_unasked)
+REASONING_OFF = ("reasoning is off for this request and this model thinks only when asked: history reasoning is "
+                 "not replayed in a form the provider reads as thinking")
 
 
 @dataclass(frozen=True)
@@ -112,8 +132,10 @@ class RequestBuilder:
         self.tool_memo = ToolMemo(
             sanitizer.sanitize, param_types_from_tools, size=memo_size, verbatim=not rewrites(sanitizer)
         )
-        self.converter = MessageConverter(policies, openrouter=self.transport.openrouter)
+        self.origin = plan_origin(plan)
+        self.converter = MessageConverter(policies, openrouter=self.transport.openrouter, origin=self.origin)
         self.conversations = ConversationCache(self.converter)
+        self._thinks_unasked = policies.reasoning_codec.thinks_unasked
         self._mark_messages = policies.cache_policy.apply_messages
         self._heads: PerToolObjects[_Head] = PerToolObjects(memo_size)
         self._tails: BoundedMemo[tuple[Any, ...], _Tail] = BoundedMemo(memo_size)
@@ -130,6 +152,10 @@ class RequestBuilder:
         # 1-3: the system prompt and tools, sanitised, enriched and cache-marked
         head = self._heads.get_made(request.tools, system) or self._make_head(request, system)
         wire, left_out = self.conversations.wire(request.messages)  # 4
+        if not self._thinks_unasked and self.reasoning_off(request):
+            wire, left_out = self._without_reasoning(request.messages, wire, left_out)
+        if left_out:
+            wire = _without_call_signatures(request.messages, wire, left_out)
         messages = [head.message, *wire] if head.message is not None else wire[:]
         kwargs: dict[str, Any] = {"messages": self._mark_messages(messages)}  # 5
         if head.tools:
@@ -141,6 +167,32 @@ class RequestBuilder:
         if left_out:
             _note_left_out(self.plan.model.key, left_out)
         return built_request_unchecked(kwargs, head.system, head.prepared, tail.substitutions, left_out)
+
+    def reasoning_off(self, request: ChatRequest) -> bool:
+        """Whether ``request`` turns reasoning off for a model that then does not think."""
+        if self._thinks_unasked:
+            return False
+        active: ReasoningConfig = request.reasoning if request.reasoning is not None else self.plan.request_defaults.reasoning
+        return active.mode == "off"
+
+    def _without_reasoning(self, messages: list[Message], wire: list[dict[str, Any]],
+                           left_out: tuple[ReasoningLeftOut, ...]) -> tuple[list[dict[str, Any]], tuple[ReasoningLeftOut, ...]]:
+        """``wire`` with no history reasoning replayed, and every block recorded as left out.
+
+        The cached conversion replays reasoning as the plan's codec does; a request with
+        reasoning off takes its own copy of the turns that carry some (rare: a history of thinking
+        turns sent on with thinking off), so the cache stays one per conversation.
+        """
+        converter = self.converter
+        replaced: list[dict[str, Any]] | None = None
+        for index, msg in enumerate(messages):
+            if isinstance(msg, AssistantMessage) and msg.reasoning is not None:
+                if replaced is None:
+                    replaced = list(wire)
+                replaced[index] = converter._assistant(msg, REASONING_OFF)
+        if replaced is None:
+            return wire, left_out
+        return replaced, converter.left_out(messages, reasoning_off=REASONING_OFF)
 
     def _make_head(self, request: ChatRequest, system: str) -> _Head:
         tools = request.tools
@@ -206,6 +258,49 @@ class RequestBuilder:
             {key: _fresh(value) for key, value in items[split:]},
             substitutions,
         )
+
+
+#: litellm's separator of a Gemini function call's thought signature inside the call's id
+#: (``call_<uuid>__thought__<signature>``), which its Gemini route puts back on the part
+THOUGHT_IN_CALL_ID = "__thought__"
+
+
+def _without_call_signatures(messages: list[Message], wire: list[dict[str, Any]],
+                             left_out: tuple[ReasoningLeftOut, ...]) -> list[dict[str, Any]]:
+    """``wire`` with a left-out thought signature also taken out of the tool-call ids that carry it.
+
+    litellm keeps a Gemini function call's own signature in the call's id, so leaving the
+    message's signatures out is not enough: the id would carry one to a model or route it was not
+    made for. The id loses its suffix, and so does every tool result answering it (the pair must
+    still match); the shared cached dicts are copied, never changed.
+    """
+    dropped: dict[int, set[int]] = {}
+    for record in left_out:
+        if record.type == "signature":
+            dropped.setdefault(record.message, set()).add(record.block)
+    renamed: dict[str, str] = {}
+    out: list[dict[str, Any]] | None = None
+    for index, blocks in dropped.items():
+        msg = messages[index]
+        if not isinstance(msg, AssistantMessage) or msg.reasoning is None or not msg.tool_calls:
+            continue
+        signatures = {msg.reasoning.signatures[i] for i in blocks if i < len(msg.reasoning.signatures)}
+        calls = []
+        for call in wire[index].get("tool_calls") or []:
+            head, separator, signature = str(call.get("id", "")).partition(THOUGHT_IN_CALL_ID)
+            if separator and head and signature in signatures:
+                renamed[call["id"]] = head
+                call = {**call, "id": head}
+            calls.append(call)
+        if renamed:
+            out = out if out is not None else list(wire)
+            out[index] = {**wire[index], "tool_calls": calls}
+    if out is None:
+        return wire
+    for index, message in enumerate(out):
+        if message.get("role") == "tool" and message.get("tool_call_id") in renamed:
+            out[index] = {**message, "tool_call_id": renamed[message["tool_call_id"]]}
+    return out
 
 
 def _settings(request: ChatRequest, has_tools: bool) -> tuple[Any, ...]:

@@ -8,6 +8,7 @@ data (ParserError, SchemaViolation) or raised as a typed error, never dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -16,7 +17,8 @@ from capplan.executor.cost import checked_cost
 from capplan.executor.errors import ResponseShapeError
 from capplan.executor.plan import Plan
 from capplan.executor.policy_set import PolicySet
-from capplan.executor.request_builder import BuiltRequest
+from capplan.executor.reasoning import ReasoningOrigin
+from capplan.executor.request_builder import BuiltRequest, plan_origin
 from capplan.executor.result import ArgumentRepair, GenerationResult, ParserError, SchemaViolation, ToolCall
 from capplan.executor.tool_arguments import REPAIR_RUNGS, ArgumentsUndecodable, decode_arguments
 from capplan.executor.tool_memo import PreparedTools
@@ -30,6 +32,7 @@ class ResponseParser:
         self.plan = plan
         self.policies = policies
         self.usage_extractor = UsageExtractor()
+        self._origin = plan_origin(plan)
 
     def parse(
         self,
@@ -56,6 +59,9 @@ class ResponseParser:
             reasoning = self.policies.reasoning_codec.extract(message)
         except ValueError as exc:
             raise ResponseShapeError(f"{self.plan.model.key}: reasoning in the response cannot be read: {exc}") from exc
+        if reasoning is not None:
+            # recorded at extraction: a carrier in it verifies only where it was made
+            reasoning = reasoning.with_origin(self._origin_of(response))
         text = _get(message, "content") or ""
         if not isinstance(text, str):
             raise ResponseShapeError(f"{self.plan.model.key}: message content is {type(text).__name__}, not text")
@@ -81,6 +87,14 @@ class ResponseParser:
             argument_repairs=tuple(repairs),
             response_problems=usage_problems + cost_problems,
         )
+
+    def _origin_of(self, response: Any) -> ReasoningOrigin:
+        """The plan's origin, with the upstream a gateway says served ``response`` (OpenRouter's
+        top-level ``provider``) when it names one."""
+        upstream = _get(response, "provider")
+        if isinstance(upstream, str) and upstream and upstream != self._origin.upstream:
+            return dataclasses.replace(self._origin, upstream=upstream)
+        return self._origin
 
     def _tool_calls(
         self, raw_calls: list[Any], tools: PreparedTools | None

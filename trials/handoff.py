@@ -24,7 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from capplan.executor.messages import ReasoningIn
 from capplan.executor.plan import LoopKnobs
+from capplan.executor.reasoning import ReasoningLeftOut
 from capplan.executor.result import GenerationResult
 
 SUMMARIZER_SYSTEM = (
@@ -128,4 +130,65 @@ def summarize(generate: Generate, system_prompt: str, messages: Sequence[dict[st
 
 def compacted(first_user: dict[str, Any], recap: str) -> list[dict[str, Any]]:
     """The wire view after a summarise."""
-    return [first_user, {"role": "user", "content": f"Summary of the conversation so far:\n{recap}"}]
+    return handoff_wire(first_user, recap)[0]
+
+
+#: why an origin-bound reasoning block kept across a handoff is not replayed
+HANDOFF = ("context handoff: a summary replaced the context this block was made in, and its signature or "
+           "encrypted payload verifies only against that context")
+
+
+def handoff_wire(first_user: dict[str, Any], recap: str, kept: Sequence[dict[str, Any]] = ()
+                 ) -> tuple[list[dict[str, Any]], tuple[ReasoningLeftOut, ...]]:
+    """The wire view after a summarise, with ``kept`` (messages carried past the recap) after it.
+
+    Every origin-bound reasoning block of what is kept (a signature, an encrypted payload, a
+    message's thought signatures) is dropped, and each drop recorded with the reason
+    :data:`HANDOFF` at its place in the new wire: the provider verified it against the history it
+    was made in, which the recap replaced. Plain reasoning text stays.
+    """
+    wire = [first_user, {"role": "user", "content": f"Summary of the conversation so far:\n{recap}"}]
+    records: list[ReasoningLeftOut] = []
+    renamed: dict[str, str] = {}
+    for message in kept:
+        stripped, left = _without_bound_reasoning(message, len(wire), renamed)
+        if stripped.get("role") == "tool" and stripped.get("tool_call_id") in renamed:
+            stripped = {**stripped, "tool_call_id": renamed[stripped["tool_call_id"]]}
+        wire.append(stripped)
+        records += left
+    return wire, tuple(records)
+
+
+#: litellm's separator of a Gemini function call's thought signature inside the call's id
+THOUGHT_IN_CALL_ID = "__thought__"
+
+
+def _without_bound_reasoning(message: dict[str, Any], index: int,
+                             renamed: dict[str, str]) -> tuple[dict[str, Any], list[ReasoningLeftOut]]:
+    """``message`` without its origin-bound reasoning; a dropped thought signature also leaves the
+    tool-call ids that carry it (recorded in ``renamed``, so their results are renamed too)."""
+    raw = message.get("reasoning") if message.get("role") == "assistant" else None
+    if raw is None:
+        return message, []
+    reasoning = ReasoningIn.model_validate(raw)
+    left = [ReasoningLeftOut(index, i, block.type, HANDOFF) for i, block in enumerate(reasoning.blocks)
+            if block.to_block().origin_bound]
+    left += [ReasoningLeftOut(index, i, "signature", HANDOFF) for i in range(len(reasoning.signatures))]
+    if not left:
+        return message, []
+    bound = {record.block for record in left if record.type != "signature"}
+    kept = reasoning.model_copy(update={
+        "blocks": [block for i, block in enumerate(reasoning.blocks) if i not in bound],
+        "signatures": [], "signatures_origin": None,
+    })
+    out = {**message, "reasoning": kept.model_dump(mode="json", exclude_none=True)}
+    calls = []
+    for call in message.get("tool_calls") or []:
+        head, separator, signature = str(call.get("id", "")).partition(THOUGHT_IN_CALL_ID)
+        if separator and head and signature in reasoning.signatures:
+            renamed[call["id"]] = head
+            call = {**call, "id": head}
+        calls.append(call)
+    if calls:
+        out["tool_calls"] = calls
+    return out, left

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from capplan.executor.policies.reasoning_codec import OPENROUTER_TEXT_TYPE, OpenAIReasoningCodec
+from pydantic import Field
+
+from capplan.executor.policies.reasoning_codec import OPENROUTER_TEXT_TYPE, ForeignOrigin, OpenAIReasoningCodec
+from capplan.executor.policy_params import PolicyParams
 from capplan.executor.reasoning import ReasoningBlock, StructuredReasoning
 
 __all__ = ["OpenAISummaryReplayReasoningCodec"]
@@ -31,9 +34,23 @@ class OpenAISummaryReplayReasoningCodec(OpenAIReasoningCodec):
     carries none and the only value these routes report is the non-committal ``"unknown"``.
     Opaque bytes from another provider (a signature, an encrypted payload) are bound to the
     provider that minted them, so a cross-provider history contributes only its text here.
+
+    A block recorded with another origin whose carrier is bound to it (a signed or encrypted
+    block another model or route made) is left out by default; ``foreign_origin: text`` replays
+    its text alone instead, the one form this route's unsigned envelope can carry.
     """
 
     name: ClassVar[str] = "openai_summary_replay"
+
+    class Params(PolicyParams):
+        """What becomes of another origin's signed or encrypted reasoning."""
+
+        foreign_origin: ForeignOrigin = Field(
+            "drop", description="A signed or encrypted block made by another model or route: drop (left out, "
+            "recorded) or text (its text replayed unsigned, recorded).")
+
+    def __init__(self, foreign_origin: ForeignOrigin = "drop") -> None:
+        self.foreign_origin = foreign_origin
 
     def unusable(self, block: ReasoningBlock, reasoning: StructuredReasoning) -> str | None:
         """Blocks without text: an opaque payload is bound to the provider that minted it."""

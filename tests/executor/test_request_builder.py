@@ -106,6 +106,8 @@ def test_reasoning_replay_is_spliced_onto_every_assistant_turn_that_carries_it()
             {"role": "assistant", "content": "done", "reasoning": {"blocks": [{"type": "thinking", "text": "", "signature": "SIG-2"}]}},
             {"role": "user", "content": "again"},
         ],
+        # thinking on: with it off, Claude's history thinking is left out (test_reasoning_origin.py)
+        "reasoning": {"mode": "adaptive", "effort_hint": "high"},
     }
     messages = _build(make_plan("anthropic", "claude-x", policies=ANTHROPIC), request).kwargs["messages"]
     assert messages[1]["thinking_blocks"] == [

@@ -159,7 +159,10 @@ def test_result_is_frozen_and_serialisable() -> None:
     with pytest.raises(AttributeError):
         result.text = "y"  # type: ignore[misc]
     data = result.to_json()
-    assert data["reasoning"] == {"blocks": [{"type": "summary_text", "text": "r", "signature": None, "encrypted_data": None, "extras": {}}], "summary": "r", "signatures": []}
+    origin = {"protocol": "openai-chat", "route": "openai", "model": "openai/gpt-test", "upstream": None}
+    assert data["reasoning"] == {"blocks": [{"type": "summary_text", "text": "r", "signature": None, "encrypted_data": None,
+                                             "extras": {}, "origin": origin}],
+                                 "summary": "r", "signatures": [], "signatures_origin": None}
     assert data["usage"]["prompt_tokens"] == 0 and data["guard_rejections"] == []
 
 

@@ -35,9 +35,11 @@ and third-party codecs find them.
 from capplan.executor.policies.reasoning_codec.anthropic import AnthropicReasoningCodec
 from capplan.executor.policies.reasoning_codec.base import (
     ReasoningCodec,
+    ForeignOrigin,
     ReasoningCodecError,
     ReplayScope,
     entry_list,
+    left_signatures,
     message_field,
     provider_specific_field,
     reasoning_text,
@@ -60,6 +62,7 @@ __all__ = [
     "OPENROUTER_SUMMARY_TYPE",
     "OPENROUTER_TEXT_TYPE",
     "AnthropicReasoningCodec",
+    "ForeignOrigin",
     "GeminiReasoningCodec",
     "NoReasoningCodec",
     "OpenAIReasoningCodec",
@@ -68,6 +71,7 @@ __all__ = [
     "ReasoningContentCodec",
     "ReplayScope",
     "entry_list",
+    "left_signatures",
     "message_field",
     "openrouter_blocks",
     "openrouter_entries",

@@ -36,6 +36,8 @@ class AnthropicReasoningCodec(ReasoningCodec):
     """
 
     name: ClassVar[str] = "anthropic"
+    #: Claude thinks only when the request enables thinking (see ReasoningCodec.thinks_unasked)
+    thinks_unasked: ClassVar[bool] = False
 
     #: ``None``: each block replays in the envelope it arrived in. :meth:`for_route` pins the one
     #: envelope the route reads: ``native`` (litellm's Anthropic route reads ``thinking_blocks``)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from capplan.executor.errors import ReasoningError
-from capplan.executor.reasoning import ReasoningBlock, StructuredReasoning
+from capplan.executor.reasoning import ReasoningBlock, ReasoningOrigin, StructuredReasoning
 
 
 class ReasoningCodecError(ReasoningError):
@@ -54,6 +54,10 @@ def entry_list(value: Any, where: str) -> list[Any]:
 #: Which assistant turns of a request carry replayed reasoning (see :class:`ReasoningCodec`).
 ReplayScope = Literal["all_turns", "in_loop", "never"]
 
+#: What becomes of an origin-bound block made for another model or route: ``drop`` leaves it
+#: out; ``text`` replays its text alone, unsigned, where the codec replays unsigned text.
+ForeignOrigin = Literal["drop", "text"]
+
 
 class ReasoningCodec(ABC):
     """Extract + replay contract for one provider family's reasoning shapes.
@@ -65,12 +69,23 @@ class ReasoningCodec(ABC):
     narrows it; the request builder applies it, since it depends on a message's place in the
     conversation. ``replay_carrier`` names the wire field the codec replays through (``None``
     when it replays nothing), so measured evidence about that field can be applied to it.
+
+    Replay by origin is decided before the codec sees a block (:func:`split_replayable`): an
+    origin-bound block (a signature, an encrypted payload) whose recorded origin is not the
+    request's is left out, or replayed as plain text when ``foreign_origin`` is ``text`` and the
+    codec takes that text. ``thinks_unasked`` says whether the family reasons even when a
+    request turns reasoning off (Gemini, the open-weight thinking models); where it does not
+    (Claude), a request with reasoning off replays no history reasoning at all, since the
+    provider would read it as thinking (Anthropic: ``When thinking is disabled, an `assistant`
+    message in the final position cannot contain `thinking```).
     """
 
     slot: ClassVar[str] = "reasoning_codec"
     name: ClassVar[str]
     replay_carrier: ClassVar[str | None] = None
     replay_scope: ReplayScope = "all_turns"
+    foreign_origin: ForeignOrigin = "drop"
+    thinks_unasked: ClassVar[bool] = True
 
     @abstractmethod
     def extract(self, message: Any) -> StructuredReasoning | None:
@@ -95,13 +110,38 @@ class ReasoningCodec(ABC):
 
 
 def split_replayable(
-    codec: ReasoningCodec, reasoning: StructuredReasoning
+    codec: ReasoningCodec,
+    reasoning: StructuredReasoning,
+    *,
+    target: ReasoningOrigin | None = None,
+    reasoning_off: str | None = None,
 ) -> tuple[StructuredReasoning, tuple[tuple[int, ReasoningBlock, str], ...]]:
-    """The reasoning ``codec`` can replay, and each left-out block as (index, block, reason)."""
+    """The reasoning ``codec`` can replay, and each left-out block as (index, block, reason).
+
+    ``target`` is the origin the request goes to: an origin-bound block recorded with another
+    origin is left out (or kept as its plain text, see ``ForeignOrigin``), and so are the
+    message's signatures (:func:`left_signatures` says why). ``reasoning_off``, when given, is
+    why nothing is replayed at all. A block or message without a recorded origin is judged by
+    the codec alone: a caller's history that does not say where it was made is replayed as given.
+    """
+    if target is not None and _signatures_reason(reasoning, target) is not None or (
+            reasoning_off is not None and reasoning.signatures):
+        reasoning = dataclasses.replace(reasoning, signatures=(), signatures_origin=None)
     left: list[tuple[int, ReasoningBlock, str]] = []
     kept: list[ReasoningBlock] = []
     for index, block in enumerate(reasoning.blocks):
-        reason = codec.unusable(block, reasoning)
+        foreign = _foreign(block, target)
+        if foreign is not None:
+            plain = ReasoningBlock(type="reasoning_text", text=block.text)
+            if (reasoning_off is None and codec.foreign_origin == "text" and block.text
+                    and codec.unusable(plain, reasoning) is None):
+                kept.append(plain)
+                left.append((index, block, f"{foreign}; replayed as its plain text only (foreign_origin: text)"))
+            else:
+                left.append((index, block, f"{foreign}; left out (foreign_origin: {codec.foreign_origin})"))
+            continue
+        # the codec's own reason first: it says what is wrong with the block itself
+        reason = codec.unusable(block, reasoning) or reasoning_off
         if reason is None:
             kept.append(block)
         else:
@@ -109,6 +149,40 @@ def split_replayable(
     if not left:
         return reasoning, ()
     return dataclasses.replace(reasoning, blocks=tuple(kept)), tuple(left)
+
+
+def left_signatures(
+    reasoning: StructuredReasoning, *, target: ReasoningOrigin | None = None, reasoning_off: str | None = None
+) -> tuple[tuple[int, str], ...]:
+    """Each message-level signature :func:`split_replayable` leaves out, as (index, reason)."""
+    reason = reasoning_off if reasoning_off is not None else (
+        _signatures_reason(reasoning, target) if target is not None else None)
+    if reason is None:
+        return ()
+    return tuple((index, reason) for index in range(len(reasoning.signatures)))
+
+
+def _foreign(block: ReasoningBlock, target: ReasoningOrigin | None) -> str | None:
+    """Why an origin-bound block cannot go to ``target``, or ``None`` when it can (or nothing says)."""
+    if target is None or block.origin is None or not block.origin_bound:
+        return None
+    what = block.origin.mismatch(target)
+    if what is None:
+        return None
+    carrier = "encrypted payload" if block.signature is None else "signature"
+    return (f"{what} switch: the block's {carrier} was made by {block.origin.label()} and verifies only there; "
+            f"this request goes to {target.label()}")
+
+
+def _signatures_reason(reasoning: StructuredReasoning, target: ReasoningOrigin) -> str | None:
+    origin = reasoning.signatures_origin
+    if origin is None or not reasoning.signatures:
+        return None
+    what = origin.mismatch(target)
+    if what is None:
+        return None
+    return (f"{what} switch: the message's thought signatures were made by {origin.label()} and verify only "
+            f"there; this request goes to {target.label()}; left out")
 
 
 def format_of(block: ReasoningBlock) -> str | None:
