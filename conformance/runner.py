@@ -14,6 +14,7 @@ plans never share one); a plan's scenarios run one after another.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -135,12 +136,14 @@ def run_conformance(plans: Sequence[PlanInput], corpus: Corpus, *, emulators: Em
     problems = unspoken(plans, classes)
     if problems:
         raise InputError(problems)
-    jobs = [lambda item=item: _run_plan(item, corpus, classes, scenarios) for item in plans]
-    if workers > 1 and len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="conformance") as pool:
-            outcomes = list(pool.map(lambda job: job(), jobs))
+    def one(item: PlanInput) -> tuple[PlanResult, list[Cell]]:
+        return _run_plan(item, corpus, classes, scenarios)
+
+    if workers > 1 and len(plans) > 1:
+        with ThreadPoolExecutor(max_workers=min(workers, len(plans)), thread_name_prefix="conformance") as pool:
+            outcomes = list(pool.map(one, plans))
     else:
-        outcomes = [job() for job in jobs]
+        outcomes = [one(item) for item in plans]
     results = tuple(result for result, _ in outcomes)
     cells = tuple(cell for _, plan_cells in outcomes for cell in plan_cells)
     return Matrix(corpus, results, cells)
@@ -201,7 +204,7 @@ def _run_scenario(plan: Plan, target: Target, emulator: Emulator, cls: type[Emul
     strays = [x for x in exchanges if x.status >= 400 and not x.violations]
     broken = next((x for x in exchanges if x.violations), None)
     if broken is not None:
-        status, detail = "rejected", f"{broken.violations[0].rule_id}: {broken.violations[0].message}"
+        status, detail = "rejected", f"{broken.violations[0].rule_id}: {provider_text(broken.violations[0].body)}"
     elif run.refused is not None:
         status, detail = "refused_by_plan", f"capplan refused before sending: {run.refused}"
     elif run.error is not None:
@@ -273,7 +276,7 @@ def _verdict(key: str, rule: Rule, seen: Sequence[_Seen], results: Sequence[Scen
         for index, exchange in enumerate(scenario.exchanges):
             for violation in exchange.violations:
                 if violation.rule_id == rule.id:
-                    return Cell(key, rule.id, "rejected", violation.message, scenario.scenario, index,
+                    return Cell(key, rule.id, "rejected", provider_text(violation.body), scenario.scenario, index,
                                 violation.status, violation.body)
             if rule.id in exchange.rules and scenario.scenario not in held_in:
                 held_in.append(scenario.scenario)
@@ -288,6 +291,26 @@ def _verdict(key: str, rule: Rule, seen: Sequence[_Seen], results: Sequence[Scen
 
 def _text(answer: Any) -> str:
     return (_message_of(answer) or str(answer))[:300]
+
+
+def provider_text(body: Any) -> str:
+    """The error text a user reads: the body's message, and a relayed upstream body's own message.
+
+    OpenRouter wraps an upstream refusal as ``Provider returned error`` with the upstream's body
+    as a string in ``metadata.raw``; the upstream's words are the ones that say what is wrong.
+    """
+    message = _message_of(body) or json.dumps(body, sort_keys=True)
+    error = body.get("error") if isinstance(body, dict) else None
+    metadata = error.get("metadata") if isinstance(error, dict) else None
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    if isinstance(raw, str) and raw:
+        try:
+            inner = _message_of(json.loads(raw)) or raw
+        except ValueError:
+            inner = raw
+        provider = metadata.get("provider_name") if isinstance(metadata, dict) else None
+        message = f"{message} ({provider or 'upstream'}: {inner})"
+    return message
 
 
 def workers_default() -> int:

@@ -453,7 +453,7 @@ class Effort(Scenario):
         return None
 
     def run(self, ctx: ScenarioContext) -> ScenarioRun:
-        config = ReasoningConfig(mode="adaptive", effort_hint=self.level)  # type: ignore[arg-type]
+        config = ReasoningConfig(mode="adaptive", effort_hint=self.level)
         return run_loop(ctx, turns=["What is alpha?"], overrides=Overrides(reasoning=config), replies=[
             _calls(("lookup", {"key": "alpha"})), Reply(text="1")])[0]
 
