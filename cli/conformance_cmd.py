@@ -47,16 +47,15 @@ def conformance_cmd(plans: tuple[Path, ...], rule_patterns: tuple[str, ...], cor
     real executor, transport and trial loop, against a strict loopback emulator of its route's
     protocol that answers a broken rule with the provider's exact status and error text.
 
+    With no PLANS, the models that --config / --presets-file / --data compile to (the bundled
+    catalogue when none is given) are compiled in memory and held.
+
     \b
-    The bundled catalogue, compiled in memory:
-      capplan conformance
     Plan files or folders of plans:
-      capplan conformance golden/plans/gpt-5.json golden/plans/
-    Your project's models, with an overlay:
-      capplan conformance --config examples/run.yaml --presets-file examples/overlays/ops-overlay.yaml
-    A few rules, as GitHub annotations (the CI step):
-      capplan conformance golden/plans/ --rules 'openai_chat.*' --format github
-    Every rule with its source:
+      capplan conformance golden/plans/gpt-5.json golden/plans/o3.json
+    A few rules, as GitHub annotations (the CI step runs it on all of them):
+      capplan conformance golden/plans/gpt-5.json --rules 'openai.*' --format github
+    Every rule with its source (docs/conformance.md is made with it):
       capplan conformance --list-rules --format markdown
 
     \b
