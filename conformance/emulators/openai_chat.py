@@ -25,6 +25,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from capplan.conformance.carriers import CarrierMint
+from capplan.conformance.corpus import Rule
 from capplan.conformance.emulator import Check, Emulator, Reply
 
 #: routes that carry thinking in ``message.reasoning_content``
@@ -185,6 +187,24 @@ def gemini_reasoning_details_missing(emulator: Emulator, body: Mapping[str, Any]
     return None
 
 
+def gemini_signature_invalid(emulator: Emulator, body: Mapping[str, Any],
+                             params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An assistant tool-call message's ``reasoning.encrypted`` entry names its first tool call but
+    its data is not the signature this route minted for this model over that call (edited, or
+    made by another model or route). No fields."""
+    model = str(body.get("model"))
+    for message in _messages(body):
+        calls = _tool_calls(message)
+        if not calls:
+            continue
+        first = calls[0]
+        for entry in _details(message):
+            if entry.get("type") == "reasoning.encrypted" and entry.get("id") == first.get("id") \
+                    and not emulator.mint.verify(entry.get("data"), model, gemini_signed(first)):
+                return {}
+    return None
+
+
 def anthropic_signature_invalid(emulator: Emulator, body: Mapping[str, Any],
                                 params: Mapping[str, Any]) -> dict[str, Any] | None:
     """A replayed signed ``reasoning.text`` entry whose signature this route did not mint for this
@@ -201,6 +221,31 @@ def anthropic_signature_invalid(emulator: Emulator, body: Mapping[str, Any],
             if not emulator.mint.verify(entry.get("signature"), model, str(entry.get("text") or "")):
                 return {"index": native_position(messages, index), "block": block}
     return None
+
+
+def anthropic_thinking_block_missing(emulator: Emulator, body: Mapping[str, Any],
+                                     params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Thinking is on and the request continues a tool loop (its last assistant message made tool
+    calls and only their results follow) whose assistant message carries no thinking block:
+    no signed ``reasoning.text`` and no ``reasoning.encrypted`` entry. Fields: ``index`` (its
+    position upstream), ``found`` (the block Claude sees first: ``text`` or ``tool_use``)."""
+    model = str(body.get("model"))
+    if not thinks(model, body):
+        return None
+    messages = _messages(body)
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    if last is None or not _tool_calls(messages[last]):
+        return None
+    if any(m.get("role") not in ("tool",) for m in messages[last + 1:]):
+        return None
+    signed = [entry for entry in _details(messages[last])
+              if (entry.get("type") == "reasoning.text" and entry.get("signature"))
+              or (entry.get("type") == "reasoning.encrypted" and entry.get("data"))]
+    if signed:
+        return None
+    content = messages[last].get("content")
+    found = "text" if isinstance(content, str) and content.strip() else "tool_use"
+    return {"index": native_position(messages, last), "found": found}
 
 
 def _object_levels(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Mapping[str, Any]]]:
@@ -310,12 +355,29 @@ class OpenAIChatEmulator(Emulator):
     checks: ClassVar[Mapping[str, Check]] = {
         "tool_call_reasoning_missing": tool_call_reasoning_missing,
         "gemini_reasoning_details_missing": gemini_reasoning_details_missing,
+        "gemini_signature_invalid": gemini_signature_invalid,
         "anthropic_signature_invalid": anthropic_signature_invalid,
+        "anthropic_thinking_block_missing": anthropic_thinking_block_missing,
         "strict_schema_violation": strict_schema_violation,
         "value_refused": value_refused,
         "parameter_unsupported": parameter_unsupported,
         "argument_unrecognized": argument_unrecognized,
     }
+
+    def __init__(self, rules: Sequence[Rule], *, route: str, script: Sequence[Reply] = (),
+                 mint: CarrierMint | None = None) -> None:
+        super().__init__(rules, route=route, script=script, mint=mint)
+        #: tool calls minted so far: ids are ``call_<n>``, unique for the emulator's life, as a
+        #: provider's are within a conversation
+        self._calls_made = 0
+
+    def answer(self, path: str, raw: bytes) -> tuple[int, Any]:
+        """Only ``.../chat/completions`` exists (under any prefix); another path is a 404, recorded."""
+        if not path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
+            return self._record(path, None, None, 404, {"error": {
+                "message": f"Invalid URL (POST {path})", "type": "invalid_request_error", "param": None, "code": None}},
+                (), ())
+        return super().answer(path, raw)
 
     def model_of(self, path: str, body: Mapping[str, Any]) -> str | None:
         """The body's ``model`` (OpenRouter's is ``<upstream>/<model>``)."""
@@ -326,8 +388,10 @@ class OpenAIChatEmulator(Emulator):
         """A chat.completion with the reply's text or tool calls and the route's reasoning carrier."""
         with self._lock:
             serial = len(self.exchanges) + 1
+            first = self._calls_made + 1
+            self._calls_made += len(reply.tool_calls)
         calls = [
-            {"id": f"call_{serial}_{i}", "type": "function",
+            {"id": f"call_{first + i}", "type": "function",
              "function": {"name": name, "arguments": json.dumps(arguments, sort_keys=True)}}
             for i, (name, arguments) in enumerate(reply.tool_calls)
         ]
