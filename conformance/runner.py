@@ -55,7 +55,8 @@ class ScenarioResult:
     """One scenario's run for one plan."""
 
     scenario: str
-    #: ran | rejected (a request broke a rule) | not_applicable | refused_by_plan | error
+    #: ran | rejected (a request broke a rule) | history_rejected (only another model's history request
+    #: did) | not_applicable | refused_by_plan | error
     status: str
     detail: str = ""
     requests: int = 0
@@ -202,9 +203,14 @@ def _run_scenario(plan: Plan, target: Target, emulator: Emulator, cls: type[Emul
     exchanges = [x for other in others for x in other.exchanges] + emulator.exchanges[start:]
     seen.append(_Seen(scenario.id, exchanges))
     strays = [x for x in exchanges if x.status >= 400 and not x.violations]
-    broken = next((x for x in exchanges if x.violations), None)
+    broken = next((x for x in exchanges if x.violations and x.model == target.model), None)
     if broken is not None:
         status, detail = "rejected", f"{broken.violations[0].rule_id}: {provider_text(broken.violations[0].body)}"
+    elif any(x.violations for x in exchanges):
+        # only the other model's history request broke a rule: this plan's own request was never made
+        other = next(x for x in exchanges if x.violations)
+        status, detail = "history_rejected", (f"the history request (model {other.model}) was refused: "
+                                              f"{provider_text(other.violations[0].body)}")
     elif run.refused is not None:
         status, detail = "refused_by_plan", f"capplan refused before sending: {run.refused}"
     elif run.error is not None:
@@ -256,7 +262,7 @@ def _cells(key: str, target: Target, rules: Sequence[Rule], seen: Sequence[_Seen
         if why is not None:
             cells.append(Cell(key, rule.id, "not_applicable", why))
             continue
-        cells.append(_verdict(key, rule, seen, results))
+        cells.append(_verdict(key, rule, target, seen, results))
     return cells
 
 
@@ -270,10 +276,12 @@ def _scope_miss(rule: Rule, target: Target) -> str | None:
     return None
 
 
-def _verdict(key: str, rule: Rule, seen: Sequence[_Seen], results: Sequence[ScenarioResult]) -> Cell:
+def _verdict(key: str, rule: Rule, target: Target, seen: Sequence[_Seen], results: Sequence[ScenarioResult]) -> Cell:
     held_in: list[str] = []
     for scenario in seen:
         for index, exchange in enumerate(scenario.exchanges):
+            if exchange.model != target.model:
+                continue  # another model's request, made only to give this plan its history (the model switch)
             for violation in exchange.violations:
                 if violation.rule_id == rule.id:
                     return Cell(key, rule.id, "rejected", provider_text(violation.body), scenario.scenario, index,
