@@ -171,18 +171,29 @@ def _run_plan(item: PlanInput, corpus: Corpus, classes: EmulatorClasses,
     cls = classes[target.protocol]
     seen: list[_Seen] = []
     results: list[ScenarioResult] = []
+    # one client per plan and emulator for the whole run, as a trial run keeps one per plan: the
+    # scenarios run one after another, and a client serves concurrent callers anyway
+    clients: dict[tuple[int, str], tuple[Plan, Client]] = {}
+    factory = make_client(target)
+
+    def client_for(plan: Plan, base_url: str) -> Client:
+        key = (id(plan), base_url)
+        if key not in clients:
+            clients[key] = (plan, factory(plan, base_url))  # the plan is kept so its id stays its own
+        return clients[key][1]
+
     with cls(corpus.rules, route=target.route) as emulator:
         for scenario in scenarios:
             why = scenario.applies(item.plan, target)
             if why is not None:
                 results.append(ScenarioResult(scenario.id, "not_applicable", why))
                 continue
-            results.append(_run_scenario(item.plan, target, emulator, cls, scenario, seen))
+            results.append(_run_scenario(item.plan, target, emulator, cls, scenario, seen, client_for))
     return PlanResult(item.key, item.where, target, None, tuple(results)), _cells(item.key, target, corpus.rules, seen, results)
 
 
 def _run_scenario(plan: Plan, target: Target, emulator: Emulator, cls: type[Emulator], scenario: Scenario,
-                  seen: list[_Seen]) -> ScenarioResult:
+                  seen: list[_Seen], client_for: Callable[[Plan, str], Client]) -> ScenarioResult:
     start = len(emulator.exchanges)
     others: list[Emulator] = []
 
@@ -191,7 +202,7 @@ def _run_scenario(plan: Plan, target: Target, emulator: Emulator, cls: type[Emul
         others.append(other)
         return other
 
-    ctx = ScenarioContext(plan, target, emulator, make_client(target), start_other, others)
+    ctx = ScenarioContext(plan, target, emulator, client_for, start_other, others)
     try:
         run = scenario.run(ctx)
     except Exception as exc:  # a scenario's own failure is reported in the matrix, never a traceback
