@@ -3,8 +3,8 @@
 - ``text``: one row per plan, one column per rule (numbered; the legend names each), ``+``
   accepted, ``X`` rejected, ``.`` not applicable; then one line per rejection with the provider's
   status and text, the scenario and the request, then every scenario that could not run cleanly.
-- ``json``: ``conformance_version``, ``rules`` (with their sources), ``plans`` (target and each
-  scenario's run), ``cells`` (``rule_id``, ``plan``, ``status``, ``detail``, ``scenario``,
+- ``json``: ``conformance_version``, ``rules`` (with their sources), ``plans`` (target, capplan's
+  warnings while building its requests, and each scenario's run), ``cells`` (``rule_id``, ``plan``, ``status``, ``detail``, ``scenario``,
   ``request``, ``http_status``, ``error``) and ``summary``. Keys are never removed within a version.
 - ``github``: one ``::error`` workflow command per rejection and per scenario error, titled with
   the rule id, placed on the plan file.
@@ -134,6 +134,7 @@ def as_json(matrix: Matrix) -> dict[str, Any]:
             "plan": plan.key, "where": plan.where, "unheld": plan.unheld,
             "protocol": target.protocol if target else None, "route": target.route if target else None,
             "model": target.model if target else None, "transport": target.transport if target else None,
+            "warnings": list(plan.warnings),
             "scenarios": [{"scenario": s.scenario, "status": s.status, "detail": s.detail, "requests": s.requests,
                            "notes": list(s.notes)} for s in plan.scenarios],
         })
@@ -209,7 +210,8 @@ capplan conformance --rules 'anthropic.*' --format github
 The text format prints a plan x rule matrix (`+` accepted, `X` rejected, `.` not applicable),
 then one line per rejection with the provider's status and text, the scenario and the index of
 the request in it. `--format json` is stable (`conformance_version` 1): `rules` with their
-sources, `plans` with each scenario's run, and `cells` with `rule_id`, `plan`, `status`
+sources, `plans` with capplan's own warnings (a parameter it did not send, reasoning it left out)
+and each scenario's run, and `cells` with `rule_id`, `plan`, `status`
 (`accepted`, `rejected`, `not_applicable`), `detail` (why, or the provider's text), `scenario`,
 `request`, `http_status` and `error`. `--format github` annotates each rejection.
 

@@ -15,10 +15,12 @@ plans never share one); a plan's scenarios run one after another.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from capplan.conformance.carriers import CarrierMint
@@ -87,6 +89,8 @@ class PlanResult:
     target: Target | None
     unheld: str | None
     scenarios: tuple[ScenarioResult, ...] = ()
+    #: what capplan warned while building this plan's requests (a dropped parameter, reasoning left out), once each
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -137,17 +141,63 @@ def run_conformance(plans: Sequence[PlanInput], corpus: Corpus, *, emulators: Em
     problems = unspoken(plans, classes)
     if problems:
         raise InputError(problems)
-    def one(item: PlanInput) -> tuple[PlanResult, list[Cell]]:
-        return _run_plan(item, corpus, classes, scenarios)
+    capture = _WarningCapture()
 
-    if workers > 1 and len(plans) > 1:
-        with ThreadPoolExecutor(max_workers=min(workers, len(plans)), thread_name_prefix="conformance") as pool:
-            outcomes = list(pool.map(one, plans))
-    else:
-        outcomes = [one(item) for item in plans]
+    def one(item: PlanInput) -> tuple[PlanResult, list[Cell]]:
+        capture.plan.key = item.key
+        try:
+            result, cells = _run_plan(item, corpus, classes, scenarios)
+        finally:
+            capture.plan.key = None
+        return replace(result, warnings=capture.of(item.key)), cells
+
+    with capture:
+        if workers > 1 and len(plans) > 1:
+            with ThreadPoolExecutor(max_workers=min(workers, len(plans)), thread_name_prefix="conformance") as pool:
+                outcomes = list(pool.map(one, plans))
+        else:
+            outcomes = [one(item) for item in plans]
     results = tuple(result for result, _ in outcomes)
     cells = tuple(cell for _, plan_cells in outcomes for cell in plan_cells)
     return Matrix(corpus, results, cells)
+
+
+class _WarningCapture(logging.Handler):
+    """capplan's warnings while plans run, kept per plan (the thread running it) instead of printed.
+
+    A policy warns once per plan about what it left out (a temperature the route refuses, history
+    reasoning it does not replay); printed as they come, 28 plans' warnings would bury the matrix.
+    The report carries them per plan (``warnings`` in JSON). Installed on the ``capplan`` logger
+    for the run only; while it is there, Python's last-resort printer stays quiet for that logger.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.plan = threading.local()
+        self.seen: dict[str, list[str]] = {}
+        self._guard = threading.Lock()
+        self._logger = logging.getLogger("capplan")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        key = getattr(self.plan, "key", None)
+        if key is None:
+            return
+        message = record.getMessage()
+        with self._guard:
+            kept = self.seen.setdefault(key, [])
+            if message not in kept:
+                kept.append(message)
+
+    def of(self, key: str) -> tuple[str, ...]:
+        with self._guard:
+            return tuple(self.seen.get(key, ()))
+
+    def __enter__(self) -> _WarningCapture:
+        self._logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._logger.removeHandler(self)
 
 
 # --- one plan -------------------------------------------------------------------------------------------
