@@ -21,6 +21,7 @@ only and stands for the model behind Bedrock, not for Bedrock's own envelope.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import threading
@@ -40,6 +41,10 @@ THINKING_BLOCKS = ("thinking", "redacted_thinking")
 FORCED_TOOL_CHOICE = ("any", "tool")
 #: rough characters per token, for a usage that is a pure function of the body
 CHARS_PER_TOKEN = 4
+#: models whose thinking text is omitted unless ``thinking.display`` asks for it: "Starting with
+#: Claude Opus 4.7, thinking content is omitted from the response by default" (Anthropic's
+#: What's new in Claude Opus 4.7, quoted in anthropics/claude-code#56356, 2026-05-05)
+OMITTED_BY_DEFAULT: tuple[str, ...] = ("claude-opus-4-7*", "claude-opus-4.7*", "claude-opus-4-8*", "claude-opus-4.8*")
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,10 @@ class AnthropicMessagesEmulator(Emulator):
         #: latest assistant message of a later request can be compared with what was returned
         self._issued: dict[tuple[str, ...], tuple[dict[str, Any], ...]] = {}
 
+    def __enter__(self) -> AnthropicMessagesEmulator:
+        self.start()
+        return self
+
     # --- the protocol -------------------------------------------------------------------------
 
     def answer(self, path: str, raw: bytes) -> tuple[int, Any]:
@@ -82,8 +91,10 @@ class AnthropicMessagesEmulator(Emulator):
         content: list[dict[str, Any]] = []
         thinking = body.get("thinking")
         if isinstance(thinking, Mapping) and thinking.get("type") in THINKING_ON:
-            # display "omitted" (Claude 4.7's default) shows no text; the signature covers what is shown
-            shown = "" if thinking.get("display") == "omitted" else reply.reasoning
+            # display "omitted" shows no text (the signature covers what is shown); it is the
+            # default from Claude Opus 4.7 on
+            display = thinking.get("display") or ("omitted" if _omits_by_default(model) else "summarized")
+            shown = "" if display == "omitted" else reply.reasoning
             content.append({"type": "thinking", "thinking": shown, "signature": self.mint.mint(model, shown)})
             if isinstance(reply, AnthropicReply) and reply.redacted:
                 content.append({"type": "redacted_thinking", "data": self.redacted_data(model, shown)})
@@ -94,7 +105,7 @@ class AnthropicMessagesEmulator(Emulator):
             key: tuple[str, ...] = tuple(ids)
         else:
             content.append({"type": "text", "text": reply.text})
-            key = ("text", reply.text)
+            key = _text_key(content)
         with self._ids_lock:
             self._issued[key] = tuple(dict(block) for block in content if block["type"] in THINKING_BLOCKS)
             self._next_message_id += 1
@@ -126,20 +137,31 @@ class AnthropicMessagesEmulator(Emulator):
 
     def issued_thinking(self, blocks: Sequence[Any]) -> tuple[dict[str, Any], ...] | None:
         """The thinking blocks of the response an assistant message's ``blocks`` came from, if known."""
-        ids = tuple(block.get("id", "") for block in blocks if isinstance(block, Mapping) and block.get("type") == "tool_use")
-        if not ids:
-            texts = [block.get("text") for block in blocks if isinstance(block, Mapping) and block.get("type") == "text"]
-            if len(texts) != 1 or not isinstance(texts[0], str):
-                return None
-            ids = ("text", texts[0])
+        key = tuple(str(block.get("id", "")) for block in blocks if isinstance(block, Mapping) and block.get("type") == "tool_use")
+        if not key:
+            key = _text_key(blocks)
         with self._ids_lock:
-            return self._issued.get(ids)
+            return self._issued.get(key) if key else None
 
     def _tool_ids(self, count: int) -> list[str]:
         with self._ids_lock:
             first = self._next_tool_id + 1
             self._next_tool_id += count
         return [f"toolu_{n}" for n in range(first, first + count)]
+
+
+def _omits_by_default(model: str) -> bool:
+    return any(fnmatch.fnmatchcase(model, glob) for glob in OMITTED_BY_DEFAULT)
+
+
+def _text_key(blocks: Sequence[Any]) -> tuple[str, ...]:
+    """A text-only response's key: its text and its first signature (a reply text such as
+    "done" recurs across conversations; the signature tells their responses apart)."""
+    texts = [b.get("text") for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"]
+    if len(texts) != 1 or not isinstance(texts[0], str):
+        return ()
+    signature = next((b.get("signature") for b in blocks if isinstance(b, Mapping) and b.get("type") == "thinking"), None)
+    return ("text", texts[0], signature if isinstance(signature, str) else "")
 
 
 # --- reading a request ------------------------------------------------------------------------

@@ -120,7 +120,7 @@ def unseal(value: object) -> Seal | None:
     carrier, _, clear = value.rpartition(".")
     try:
         decoded = json.loads(base64.urlsafe_b64decode(clear + "=" * (-len(clear) % 4)))
-    except (ValueError, binascii.Error):
+    except (ValueError, binascii.Error, RecursionError):  # a hostile payload is just not ours
         return None
     if not isinstance(decoded, dict) or not isinstance(decoded.get("item"), str) or not isinstance(decoded.get("follows"), str):
         return None

@@ -15,6 +15,10 @@ SystemPrompt = str | list[dict[str, Any]] | None
 
 #: Anthropic's ephemeral marker: the default 5-minute TTL; the policy deliberately has no TTL knob.
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+#: Anthropic's limit on blocks with ``cache_control`` in one request (system, tools and messages)
+MAX_BREAKPOINTS = 4
+#: the marker ``apply`` puts on the last tool, counted against the limit by ``apply_messages``
+TOOLS_BREAKPOINT = 1
 
 
 class CachePolicy(ABC):
@@ -64,6 +68,14 @@ class AnthropicEphemeralCache(CachePolicy):
     message before it. The early user message rarely changes across a trajectory, so every
     later request re-marks the same prefix and reads it from the cache.
 
+    Anthropic counts its limit (``A maximum of 4 blocks with cache_control may be provided``)
+    over the whole request, markers a caller brought included. A list system prompt keeps the
+    caller's markers on its earlier blocks, and a list-content anchor those on its earlier
+    parts; the message anchors get what the system message and the last tool leave of the
+    four, the tail first, and a request whose own markers already exceed it is refused here
+    rather than by the provider. (The request format has no field for a marker on any other
+    message, so none reaches the wire messages but these.)
+
     Assistant messages are never anchors: litellm merges their ``tool_calls`` into Anthropic's
     content list in a version-sensitive way. An empty anchor keeps its place unmarked, because
     Anthropic rejects an empty text block. Everything is copied on the way; caller dicts and
@@ -108,16 +120,38 @@ class AnthropicEphemeralCache(CachePolicy):
         return [*tools[:-1], {**last, "cache_control": dict(EPHEMERAL)}]
 
     def apply_messages(self, wire_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Mark the tail (``user`` / ``tool``) and the most recent other ``user`` message."""
+        """Mark the tail (``user`` / ``tool``) and the most recent other ``user`` message,
+        within what is left of Anthropic's four breakpoints."""
         out = list(wire_messages)
-        for index in _anchors(out):
+        anchors = _anchors(out)
+        if not anchors:
+            return out
+        # what the system message already carries (this policy's marker, and a caller's), and the
+        # one ``apply`` may have put on the last tool, which this phase does not see
+        budget = MAX_BREAKPOINTS - TOOLS_BREAKPOINT
+        if out[0].get("role") == "system":
+            budget -= _markers_in(out[0].get("content"))
+        for index in anchors:
             message = out[index]
             content = message.get("content")
             if content.__class__ is str:  # the common case, marked here without two calls
-                if content:
+                if content and budget > 0:
                     out[index] = {**message, "content": [{"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}]}
+                    budget -= 1
             elif not _is_empty(content):
-                out[index] = {**message, "content": _marked_content(content, index)}
+                held = _markers_in(content)
+                last = content[-1] if isinstance(content, list) else None
+                extra = 0 if isinstance(last, dict) and last.get("cache_control") is not None else 1
+                if budget >= held + extra:
+                    out[index] = {**message, "content": _marked_content(content, index)}
+                    held += extra
+                budget -= held
+        if budget < 0:
+            raise ValueError(
+                f"the request carries {MAX_BREAKPOINTS - budget} cache_control markers counting this policy's "
+                f"system and tool markers; Anthropic accepts at most {MAX_BREAKPOINTS} in the whole request "
+                "(remove markers from the system prompt or the messages)"
+            )
         return out
 
     @staticmethod
@@ -141,6 +175,13 @@ def _anchors(wire_messages: Sequence[dict[str, Any]]) -> tuple[int, ...]:
 
 #: roles whose tail message is an anchor
 _TAIL_ROLES = ("user", "tool")
+
+
+def _markers_in(content: Any) -> int:
+    """Blocks of a content list that carry ``cache_control`` (a string carries none)."""
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for block in content if isinstance(block, dict) and block.get("cache_control") is not None)
 
 
 def _is_empty(content: Any) -> bool:

@@ -132,7 +132,7 @@ def test_success_is_a_messages_response_with_a_signed_thinking_block_first(emu: 
 
 def test_without_thinking_the_answer_has_no_thinking_and_usage_follows_the_markers(emu: AnthropicMessagesEmulator) -> None:
     marked = {"type": "ephemeral"}
-    body = {"model": SONNET, "max_tokens": 100,
+    body: dict[str, Any] = {"model": SONNET, "max_tokens": 100,
             "system": [{"type": "text", "text": "s" * 400, "cache_control": marked}],
             "messages": [{"role": "user", "content": [{"type": "text", "text": "u" * 400, "cache_control": marked}]}]}
     status, answer = post(emu, body)
@@ -220,7 +220,7 @@ def test_parallel_tool_calls_are_all_answered_in_the_next_message(emu: Anthropic
 
 def test_more_than_four_cache_markers_in_the_whole_request_are_refused(emu: AnthropicMessagesEmulator) -> None:
     mark = {"cache_control": {"type": "ephemeral"}}
-    body = {"model": SONNET, "max_tokens": 100,
+    body: dict[str, Any] = {"model": SONNET, "max_tokens": 100,
             "system": [{"type": "text", "text": "a", **mark}, {"type": "text", "text": "b", **mark}],
             "tools": [{"name": "lookup", "input_schema": {"type": "object"}, **mark}],
             "messages": [{"role": "user", "content": [{"type": "text", "text": "c", **mark}, {"type": "text", "text": "d", **mark}]}]}
@@ -281,19 +281,7 @@ def test_opus_4_7_refuses_budget_thinking_and_temperature(emu: AnthropicMessages
 # --- capplan's real path: bundled plans through litellm ----------------------------------------
 
 
-OPUS_5_TEMPERATURE = pytest.mark.xfail(
-    strict=True,
-    reason="bundled claude-opus-5 plan: the catalogue sets temperature 0.0 and the preset keeps sampling params on; "
-    "litellm 1.110.2 refuses it before sending (claude-opus-5 does not support temperature=0.0), and Anthropic answers "
-    "'`temperature` is deprecated for this model.' (rule anthropic.temperature_deprecated). The fix is in the catalogue "
-    "/ preset (supports_sampling_params: false), outside the codec and cache policy.")
-OPUS_4_7_TEMPERATURE_OFF = pytest.mark.xfail(
-    strict=True,
-    reason="bundled claude-opus-4.7 plan with thinking off: temperature 0.0 is sent (drop_sampling_when_thinking only "
-    "drops it while thinking); litellm refuses it before sending and Anthropic answers '`temperature` is deprecated "
-    "for this model.' (rule anthropic.temperature_deprecated); the fix is in the preset, outside the codec and cache policy.")
-
-THINKING_ON = {"claude-opus-4.7": {"mode": "budget", "budget_tokens": 4000},
+THINKING_ON: dict[str, dict[str, Any]] = {"claude-opus-4.7": {"mode": "budget", "budget_tokens": 4000},
                "claude-opus-5": {"mode": "adaptive", "effort_hint": "high"}}
 
 
@@ -309,7 +297,7 @@ def assistant_turn(result: Any) -> dict[str, Any]:
 
 
 def run_loop(client: Client, emulator: AnthropicMessagesEmulator, user_turns: list[list[AnthropicReply]],
-             reasoning: dict[str, Any] | None) -> list[dict[str, Any]]:
+             reasoning: dict[str, Any] | None, *, temperature: float | None = None) -> list[dict[str, Any]]:
     """Each user turn's scripted steps through ``client.generate``, results fed back as the loop does."""
     messages: list[dict[str, Any]] = []
     for number, replies in enumerate(user_turns):
@@ -319,6 +307,8 @@ def run_loop(client: Client, emulator: AnthropicMessagesEmulator, user_turns: li
             request: dict[str, Any] = {"system": "You look things up.", "messages": messages, "tools": [LOOKUP]}
             if reasoning is not None:
                 request["reasoning"] = reasoning
+            if temperature is not None:
+                request["temperature"] = temperature
             result = client.generate(ChatRequest.model_validate(request))
             messages.append(assistant_turn(result))
             messages += [{"role": "tool", "tool_call_id": c.id, "content": f"result for {c.arguments}"} for c in result.tool_calls]
@@ -345,10 +335,7 @@ def assert_all_accepted(exchanges: list[Exchange], count: int) -> None:
         assert "anthropic.cache_breakpoints" in exchange.rules
 
 
-@pytest.mark.parametrize("name", [
-    "claude-opus-4.7",
-    pytest.param("claude-opus-5", marks=OPUS_5_TEMPERATURE),
-])
+@pytest.mark.parametrize("name", sorted(THINKING_ON))
 def test_bundled_plan_tool_loops_with_thinking_are_accepted(emu: AnthropicMessagesEmulator, name: str) -> None:
     client = Client(Plan.load(PLANS[name]), env={"ANTHROPIC_API_KEY": "test"}, api_base=emu.base_url)
     run_loop(client, emu, two_turn_script(), THINKING_ON[name])
@@ -360,18 +347,32 @@ def test_bundled_plan_tool_loops_with_thinking_are_accepted(emu: AnthropicMessag
                 for block in m["content"] if block["type"] in ("thinking", "redacted_thinking")]
     assert replayed and all(block in issued for block in replayed)
     assert any(block["type"] == "redacted_thinking" for block in replayed)
+    if name == "claude-opus-4.7":
+        # litellm sends adaptive thinking without `display`: Opus 4.7 omits the text, and the
+        # empty-text blocks still replay with their signatures
+        assert all(block["thinking"] == "" for block in issued if block["type"] == "thinking")
     assert all(ex.body.get("thinking", {}).get("type") in ("enabled", "adaptive") for ex in emu.exchanges)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param("claude-opus-4.7", marks=OPUS_4_7_TEMPERATURE_OFF),
-    pytest.param("claude-opus-5", marks=OPUS_5_TEMPERATURE),
-])
+@pytest.mark.parametrize("name", sorted(THINKING_ON))
 def test_bundled_plan_tool_loops_with_thinking_off_are_accepted(emu: AnthropicMessagesEmulator, name: str) -> None:
     client = Client(Plan.load(PLANS[name]), env={"ANTHROPIC_API_KEY": "test"}, api_base=emu.base_url)
     run_loop(client, emu, two_turn_script(), {"mode": "off"})
     assert_all_accepted(emu.exchanges, 7)
     assert all("thinking" not in ex.body for ex in emu.exchanges)
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_a_temperature_the_caller_asks_for_is_never_sent_to_these_models(
+        emu: AnthropicMessagesEmulator, name: str) -> None:
+    """Opus 4.7 and 5 answer "`temperature` is deprecated for this model." (their presets say
+    supports_sampling_params: false): a request asking for one loops, thinking on and off, without it."""
+    client = Client(Plan.load(PLANS[name]), env={"ANTHROPIC_API_KEY": "test"}, api_base=emu.base_url)
+    run_loop(client, emu, two_turn_script(), THINKING_ON[name], temperature=0.0)
+    run_loop(client, emu, two_turn_script(), {"mode": "off"}, temperature=0.0)
+    assert_all_accepted(emu.exchanges, 14)
+    assert all("temperature" not in ex.body for ex in emu.exchanges)
+    assert sum("thinking" in ex.body for ex in emu.exchanges) == 7
 
 
 def test_the_plans_cache_markers_stay_within_the_limit_across_the_loop(emu: AnthropicMessagesEmulator) -> None:
@@ -390,6 +391,37 @@ def test_a_request_cannot_carry_its_own_cache_markers() -> None:
         ChatRequest.model_validate({"messages": [{"role": "user", "content": [
             {"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}]}]})
     assert "cache_control" in str(info.value)
+
+
+def test_markers_a_caller_brought_are_counted_against_the_whole_request(emu: AnthropicMessagesEmulator) -> None:
+    """A list system prompt with the caller's own markers, through the plan's cache policy and
+    litellm: the policy leaves the message anchors what remains of the four; marking them as if
+    the caller's markers were not there is what Anthropic refuses."""
+    import litellm
+
+    from capplan.executor.policies.cache_policy import EPHEMERAL, AnthropicEphemeralCache
+
+    policy = AnthropicEphemeralCache()
+    caller: list[dict[str, Any]] = [{"type": "text", "text": "rules", "cache_control": dict(EPHEMERAL)},
+              {"type": "text", "text": "glossary", "cache_control": dict(EPHEMERAL)}, {"type": "text", "text": "today"}]
+    system, tools, _ = policy.apply(caller, [LOOKUP], [])
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "find a"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "toolu_x", "type": "function",
+                                                                "function": {"name": "lookup", "arguments": '{"q": "a"}'}}]},
+        {"role": "tool", "tool_call_id": "toolu_x", "content": "a is here"},
+    ]
+    messages = policy.apply_messages([{"role": "system", "content": system}, *history])
+    litellm.completion(model=f"anthropic/{SONNET}", messages=messages, tools=tools, api_base=emu.base_url, api_key="test")
+    sent = emu.exchanges[-1]
+    assert sent.status == 200 and json.dumps(sent.body).count('"cache_control"') == 4
+
+    unbudgeted = [{"role": "system", "content": system}, {**history[0], "content": [{"type": "text", "text": "find a", "cache_control": dict(EPHEMERAL)}]},
+                  history[1], {**history[2], "content": [{"type": "text", "text": "a is here", "cache_control": dict(EPHEMERAL)}]}]
+    with pytest.raises(Exception) as info:
+        litellm.completion(model=f"anthropic/{SONNET}", messages=unbudgeted, tools=tools, api_base=emu.base_url, api_key="test")
+    assert "A maximum of 4 blocks with cache_control may be provided. Found 6." in str(info.value)
+    assert emu.exchanges[-1].violations[0].rule_id == "anthropic.cache_breakpoints"
 
 
 # --- a broken overlay is refused with the provider's text --------------------------------------

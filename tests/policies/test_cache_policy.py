@@ -207,3 +207,38 @@ def test_no_cache_returns_inputs_verbatim() -> None:
     got = NoCache().apply(system, tools, messages)
     assert got[0] is system and got[1] is tools and got[2] is messages
     assert NoCache().apply_messages(messages) is messages
+
+
+# --- the whole request's budget: Anthropic counts a caller's markers too -----------------------
+
+
+def test_a_callers_system_markers_leave_fewer_message_anchors() -> None:
+    policy = AnthropicEphemeralCache()
+    caller = [{"type": "text", "text": "a", "cache_control": MARK}, {"type": "text", "text": "b", "cache_control": MARK},
+              {"type": "text", "text": "c"}]
+    system, tools, _ = policy.apply(caller, [{"type": "function", "function": {"name": "t"}}], [])
+    messages = policy.apply_messages([{"role": "system", "content": system}, *roles("user", "assistant", "tool")])
+    assert count_markers(system) == 3 and count_markers(tools) == 1
+    assert marked_positions(messages) == [0]  # only the system message: its three and the tool's make four
+    assert count_markers(messages) + count_markers(tools) == 4
+
+
+def test_one_breakpoint_left_goes_to_the_tail() -> None:
+    caller = [{"type": "text", "text": "a", "cache_control": MARK}, {"type": "text", "text": "b", "cache_control": MARK}]
+    messages = AnthropicEphemeralCache().apply_messages(
+        [{"role": "system", "content": caller}, *roles("user", "assistant", "tool")])
+    assert marked_positions(messages) == [0, 3] and count_markers(messages) == 3  # with the tool's: four
+
+
+def test_a_list_anchors_own_markers_count_against_the_budget() -> None:
+    parts = [{"type": "text", "text": f"p{i}", "cache_control": MARK} for i in range(2)] + [{"type": "text", "text": "last"}]
+    messages = AnthropicEphemeralCache().apply_messages(
+        [{"role": "system", "content": marked("s")}, {"role": "user", "content": "early"}, {"role": "user", "content": parts}])
+    # system 1 + tool 1 leave two: the tail's own two markers take them, so neither its last part nor "early" is marked
+    assert messages[2]["content"] == parts and messages[1]["content"] == "early"
+
+
+def test_markers_beyond_the_limit_are_refused_before_the_provider_sees_them() -> None:
+    caller = [{"type": "text", "text": str(i), "cache_control": MARK} for i in range(4)]
+    with pytest.raises(ValueError, match="at most 4 in the whole request"):
+        AnthropicEphemeralCache().apply_messages([{"role": "system", "content": caller}, *roles("user")])
