@@ -32,15 +32,15 @@ from capplan.conformance.emulator import Check, Emulator, Reply
 #: routes that carry thinking in ``message.reasoning_content``
 REASONING_CONTENT_ROUTES = frozenset({"deepseek", "moonshot", "vllm", "llama.cpp"})
 
-#: models that think unless the request turns thinking off (globs on the model as sent). Kimi
-#: K2.5/K2.6 default to thinking on (Moonshot's ``thinking.type`` defaults to ``enabled``);
-#: K2-Thinking, R1 and deepseek-reasoner have no off switch; Gemini 3 and 2.5 Pro always think;
-#: DeepSeek V4 is held to its thinking-mode contract by default, the stricter reading.
-THINKS_BY_DEFAULT: tuple[str, ...] = (
-    "*kimi-k2-thinking*", "*kimi-k2.5*", "*kimi-k2.6*",
-    "*deepseek-reasoner*", "*deepseek-r1*", "*deepseek-v4*",
-    "*gemini-3*", "*gemini-2.5-pro*",
-)
+#: models that think whatever the request says (globs on the model as sent): Kimi K2-Thinking has
+#: no off switch (Moonshot's docs, as anomalyco/models.dev#2294 cites them, 2026-06-13), nor do
+#: R1 and deepseek-reasoner; Gemini 3 signs every function call whatever its thinking level
+ALWAYS_THINKS: tuple[str, ...] = ("*kimi-k2-thinking*", "*deepseek-reasoner*", "*deepseek-r1*", "*gemini-3*")
+
+#: models that think unless the request turns thinking off: Kimi K2.5/K2.6 (``thinking.type``
+#: defaults to ``enabled``), Gemini 2.5 Pro, and DeepSeek V4, held to its thinking-mode contract
+#: by default (the stricter reading)
+THINKS_BY_DEFAULT: tuple[str, ...] = ("*kimi-k2.5*", "*kimi-k2.6*", "*deepseek-v4*", "*gemini-2.5-pro*")
 
 #: the ``format`` OpenRouter names each upstream family's reasoning_details entries with
 _OPENROUTER_FORMATS: tuple[tuple[str, str], ...] = (
@@ -94,7 +94,8 @@ def thinking_switch(body: Mapping[str, Any]) -> bool | None:
     if effort == "none":
         return False
     if isinstance(reasoning, Mapping):
-        if reasoning.get("enabled") is False or reasoning.get("effort") == "none" or reasoning.get("exclude") is True:
+        # ``exclude`` hides the reasoning from the answer; the model still thinks
+        if reasoning.get("enabled") is False or reasoning.get("effort") == "none":
             return False
     if isinstance(thinking, Mapping) and thinking.get("type") == "disabled":
         return False
@@ -113,11 +114,19 @@ def thinking_switch(body: Mapping[str, Any]) -> bool | None:
 
 
 def thinks(model: str, body: Mapping[str, Any]) -> bool:
-    """Whether ``model`` thinks on this request (its switch, else the model's default)."""
+    """Whether ``model`` thinks on this request (always, its switch, else the model's default)."""
+    if any(fnmatch.fnmatchcase(model, glob) for glob in ALWAYS_THINKS):
+        return True
     switch = thinking_switch(body)
     if switch is not None:
         return switch
     return any(fnmatch.fnmatchcase(model, glob) for glob in THINKS_BY_DEFAULT)
+
+
+def _excluded(body: Mapping[str, Any]) -> bool:
+    """OpenRouter's ``reasoning.exclude``: the model thinks, the answer does not show it."""
+    reasoning = body.get("reasoning")
+    return isinstance(reasoning, Mapping) and reasoning.get("exclude") is True
 
 
 def native_position(messages: Sequence[Mapping[str, Any]], index: int) -> int:
@@ -398,7 +407,7 @@ class OpenAIChatEmulator(Emulator):
         message: dict[str, Any] = {"role": "assistant", "content": None if calls else reply.text}
         if calls:
             message["tool_calls"] = calls
-        thought = reply.reasoning if thinks(model, body) else None
+        thought = reply.reasoning if thinks(model, body) and not _excluded(body) else None
         if thought:
             message.update(self._reasoning(model, thought, calls))
         finish = "tool_calls" if calls else "stop"

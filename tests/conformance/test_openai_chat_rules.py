@@ -214,7 +214,7 @@ def test_the_bundled_corpus_loads_against_the_emulator_checks(corpus: Corpus) ->
             "openrouter.kimi_reasoning_missing", "openrouter.gemini_reasoning_details_missing",
             "openrouter.gemini_signature_invalid", "openrouter.anthropic_signature_invalid", "openrouter.anthropic_thinking_block_missing",
             "openai.strict_additional_properties", "openai.strict_required",
-            "openai.temperature_default_only", "openai.reasoning_effort_minimal_gpt51",
+            "openai.temperature_default_only", "openai.reasoning_effort_gpt51",
             "openai.max_tokens_unsupported", "openai.argument_unrecognized"} <= ids
 
 
@@ -273,6 +273,9 @@ def test_moonshot_kimi_refuses_any_tool_call_turn_without_reasoning_content(corp
         assert status == 400
         status, _ = post(emu, history("kimi-k2.6", carriers=[{}], thinking={"type": "disabled"}))
         assert status == 200
+        # K2-Thinking has no off switch: asking for it off does not lift the rule
+        status, _ = post(emu, history("kimi-k2-thinking", carriers=[{}], thinking={"type": "disabled"}))
+        assert status == 400
 
 
 def test_openrouter_kimi_refuses_a_loop_whose_earlier_step_lacks_reasoning(corpus: Corpus) -> None:
@@ -290,6 +293,14 @@ def test_openrouter_kimi_refuses_a_loop_whose_earlier_step_lacks_reasoning(corpu
                                       carriers=[{"reasoning_content": "one"},
                                                 {"reasoning_details": [{"type": "reasoning.text", "text": "two"}]}]))
         assert status == 200
+        # reasoning.exclude hides the thinking from the answer, but the model still thinks: the
+        # next step has nothing to replay and is refused
+        emu.script([Reply(tool_calls=(("lookup", {"q": "a"}),))])
+        status, answer = post(emu, {"model": "moonshotai/kimi-k2.6", "reasoning": {"exclude": True}, "tools": TOOLS,
+                                    "messages": [{"role": "user", "content": "go"}]})
+        assert status == 200 and "reasoning_details" not in answer["choices"][0]["message"]
+        status, _ = post(emu, history("moonshotai/kimi-k2.6", carriers=[{}], reasoning={"exclude": True}))
+        assert status == 400
         # message.reasoning alone is not a carrier any source shows OpenRouter forwarding
         status, _ = post(emu, history("moonshotai/kimi-k2-thinking", carriers=[{"reasoning": "one"}]))
         assert status == 400
@@ -592,17 +603,47 @@ def test_openai_refuses_minimal_effort_on_gpt51_and_gpt54(corpus: Corpus) -> Non
     with emulator(corpus, "openai") as emu:
         status, answer = post(emu, {"model": "gpt-5.1", "reasoning_effort": "minimal",
                                     "messages": [{"role": "user", "content": "go"}]})
-        refused(emu, status, answer, "openai.reasoning_effort_minimal_gpt51", {"error": {
+        refused(emu, status, answer, "openai.reasoning_effort_gpt51", {"error": {
             "message": "Unsupported value: 'reasoning_effort' does not support 'minimal' with this model. Supported "
                        "values are: 'none', 'low', 'medium', and 'high'.",
             "type": "invalid_request_error", "param": "reasoning_effort", "code": "unsupported_value"}})
         status, answer = post(emu, {"model": "gpt-5.4", "reasoning_effort": "minimal",
                                     "messages": [{"role": "user", "content": "go"}]})
         assert status == 400 and answer["error"]["message"].endswith("'none', 'low', 'medium', 'high', and 'xhigh'.")
+        status, answer = post(emu, {"model": "gpt-5.1", "reasoning_effort": None,
+                                    "messages": [{"role": "user", "content": "go"}]})
+        assert status == 400 and answer["error"]["message"].startswith(
+            "Unsupported value: 'reasoning_effort' does not support null with this model.")
+        status, _ = post(emu, {"model": "gpt-5.1", "reasoning_effort": "xhigh",
+                               "messages": [{"role": "user", "content": "go"}]})
+        assert status == 400
         for model in ("gpt-5", "gpt-5.4-mini"):
             status, _ = post(emu, {"model": model, "reasoning_effort": "minimal",
                                    "messages": [{"role": "user", "content": "go"}]})
             assert status == 200
+
+
+@pytest.mark.parametrize(("model", "refused", "kept"), [("openai/gpt-5.1", ("minimal", "xhigh"), ("low", "high")),
+                                                         ("openai/gpt-5.4", ("minimal",), ("low", "xhigh"))])
+def test_gpt51_and_gpt54_plans_never_send_an_effort_openai_refuses(
+        corpus: Corpus, tmp_path: Path, model: str, refused: tuple[str, ...], kept: tuple[str, ...]) -> None:
+    out = tmp_path / "plans"
+    result = CliRunner().invoke(main, ["compile", "--model", model, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    plan = Plan.load(out / f"{model.replace('/', '__')}.json")
+    with emulator(corpus, "openai") as emu:
+        client = Client(plan, env={"OPENAI_API_KEY": "test-key"}, api_base=emu.base_url, sleep=lambda s: None)
+        for effort in refused:  # refused before a request exists, with the evidence
+            with pytest.raises(Exception, match=f"reasoning_effort='{effort}' is rejected on this route"):
+                client.generate({"messages": [{"role": "user", "content": "go"}],
+                                 "reasoning": {"mode": "adaptive", "effort_hint": effort}})
+        assert emu.exchanges == []
+        for effort in kept:
+            client.generate({"messages": [{"role": "user", "content": "go"}],
+                             "reasoning": {"mode": "adaptive", "effort_hint": effort}})
+        rule = "openai.reasoning_effort_gpt51" if "5.1" in model else "openai.reasoning_effort_gpt54"
+        accepted(emu, rule, requests=len(kept))
+        assert [x.body["reasoning_effort"] for x in emu.exchanges] == list(kept)
 
 
 def test_openai_refuses_max_tokens_on_reasoning_models(corpus: Corpus) -> None:
