@@ -56,7 +56,8 @@ class Rule(_Model):
     models: tuple[str, ...] = Field(("*",), min_length=1, description="Globs on the model as the route is sent it.")
     check: str = Field(min_length=1, description="The emulator predicate that finds the condition in a request.")
     params: dict[str, Any] = Field(default_factory=dict, description="The predicate's parameters.")
-    status: int = Field(ge=400, le=599, description="The HTTP status the provider answers.")
+    status: int = Field(ge=200, le=599, description="The HTTP status the provider answers: 4xx/5xx, or 200 for a "
+                        "refusal the route returns as a failed completion (OpenRouter's MALFORMED_FUNCTION_CALL).")
     error: dict[str, Any] = Field(description="The error body the provider answers; strings may hold {field} placeholders.")
     sources: tuple[Source, ...] = Field(min_length=1)
     principle: str | None = Field(None, description="The general requirement this rule is an instance of.")
