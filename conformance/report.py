@@ -5,7 +5,8 @@
   status and text, the scenario and the request, then every scenario that could not run cleanly.
 - ``json``: ``conformance_version``, ``rules`` (with their sources), ``plans`` (target, capplan's
   warnings while building its requests, and each scenario's run), ``cells`` (``rule_id``, ``plan``, ``status``, ``detail``, ``scenario``,
-  ``request``, ``http_status``, ``error``) and ``summary``. Keys are never removed within a version.
+  ``request``, ``http_status``, ``error``, ``also_in``: the other scenarios that broke it) and
+  ``summary``. Keys are never removed within a version.
 - ``github``: one ``::error`` workflow command per rejection and per scenario error, titled with
   the rule id, placed on the plan file.
 - ``markdown`` (for ``--list-rules``): every rule with its scope, error and sources; this is
@@ -80,8 +81,9 @@ def render_text(matrix: Matrix) -> str:
         lines.append("")
         lines.append("rejected:")
         for cell in rejected:
+            also = f"; also in {', '.join(cell.also)}" if cell.also else ""
             lines.append(f"  {cell.plan} x {cell.rule_id}: HTTP {cell.http_status} \"{cell.detail}\" "
-                         f"(scenario {cell.scenario}, request {cell.request})")
+                         f"(scenario {cell.scenario}, request {cell.request}{also})")
     refused = [(p.key, s) for p in matrix.plans for s in p.scenarios if s.status == "refused_by_plan"]
     if refused:
         lines.append("")
@@ -139,7 +141,8 @@ def as_json(matrix: Matrix) -> dict[str, Any]:
                            "notes": list(s.notes)} for s in plan.scenarios],
         })
     cells = [{"rule_id": c.rule_id, "plan": c.plan, "status": c.status, "detail": c.detail, "scenario": c.scenario,
-              "request": c.request, "http_status": c.http_status, "error": c.error} for c in matrix.cells]
+              "request": c.request, "http_status": c.http_status, "error": c.error, "also_in": list(c.also)}
+             for c in matrix.cells]
     counts = _counts(matrix.cells)
     return {"conformance_version": CONFORMANCE_VERSION, "rules": [rule_json(r) for r in matrix.corpus.rules],
             "plans": plans, "cells": cells, "summary": {**counts, "errors": len(matrix.errors),
@@ -213,7 +216,8 @@ the request in it. `--format json` is stable (`conformance_version` 1): `rules` 
 sources, `plans` with capplan's own warnings (a parameter it did not send, reasoning it left out)
 and each scenario's run, and `cells` with `rule_id`, `plan`, `status`
 (`accepted`, `rejected`, `not_applicable`), `detail` (why, or the provider's text), `scenario`,
-`request`, `http_status` and `error`. `--format github` annotates each rejection.
+`request`, `http_status`, `error` and `also_in` (the other scenarios that broke it).
+`--format github` annotates each rejection.
 
 A cell is **accepted** when the rule applies to the plan (protocol, route, model as sent) and
 some scenario's request was held to it without breaking it; **rejected** when a request broke

@@ -78,6 +78,8 @@ class Cell:
     request: int | None = None
     http_status: int | None = None
     error: Any = None
+    #: the other scenarios a request of which broke the rule too (a rejected cell names the first)
+    also: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -339,16 +341,24 @@ def _scope_miss(rule: Rule, target: Target) -> str | None:
 
 def _verdict(key: str, rule: Rule, target: Target, seen: Sequence[_Seen], results: Sequence[ScenarioResult]) -> Cell:
     held_in: list[str] = []
+    first: Cell | None = None
+    broken_in: list[str] = []
     for scenario in seen:
         for index, exchange in enumerate(scenario.exchanges):
             if exchange.model != target.model:
                 continue  # another model's request, made only to give this plan its history (the model switch)
             for violation in exchange.violations:
-                if violation.rule_id == rule.id:
-                    return Cell(key, rule.id, "rejected", provider_text(violation.body), scenario.scenario, index,
-                                violation.status, violation.body)
+                if violation.rule_id != rule.id:
+                    continue
+                if first is None:
+                    first = Cell(key, rule.id, "rejected", provider_text(violation.body), scenario.scenario, index,
+                                 violation.status, violation.body)
+                if scenario.scenario not in broken_in:
+                    broken_in.append(scenario.scenario)
             if rule.id in exchange.rules and scenario.scenario not in held_in:
                 held_in.append(scenario.scenario)
+    if first is not None:
+        return replace(first, also=tuple(name for name in broken_in if name != first.scenario))
     if held_in:
         return Cell(key, rule.id, "accepted", f"held in {len(held_in)} scenario(s): {', '.join(held_in)}")
     refused = [r.scenario for r in results if r.status == "refused_by_plan"]
