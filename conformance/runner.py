@@ -220,6 +220,12 @@ def _run_plan(item: PlanInput, corpus: Corpus, classes: EmulatorClasses,
         result = PlanResult(item.key, item.where, None, target.reason,
                             tuple(ScenarioResult(s.id, "not_applicable", MOCK_REASON) for s in scenarios))
         return result, [Cell(item.key, rule.id, "not_applicable", target.reason) for rule in corpus.rules]
+    if not corpus.for_route(target.protocol, target.route, target.model):
+        # nothing to hold the plan to: no emulator is started and no request is made
+        why = f"no rule of the corpus holds for {target.protocol} on {target.route} for {target.model}"
+        result = PlanResult(item.key, item.where, target, None,
+                            tuple(ScenarioResult(s.id, "not_applicable", why) for s in scenarios))
+        return result, _cells(item.key, target, corpus.rules, [], result.scenarios)
     cls = classes[target.protocol]
     seen: list[_Seen] = []
     results: list[ScenarioResult] = []

@@ -130,3 +130,15 @@ def test_a_folder_of_plans_is_read_without_its_manifest(tmp_path: Path) -> None:
     result = capplan("conformance", str(folder), "--format", "json")
     assert result.exit_code == 0, result.output
     assert [p["plan"] for p in json.loads(result.stdout)["plans"]] == ["gpt-4o"]
+
+
+def test_no_plans_compiles_the_bundled_catalogue_in_memory() -> None:
+    needs("openai-chat")
+    result = capplan("conformance", "--rules", "openai.temperature_default_only", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    golden = sorted(p.stem for p in PLANS.glob("*.json") if p.name != "manifest.json")
+    assert sorted(p["plan"] for p in data["plans"]) == golden
+    assert all(p["where"] == f"bundled:catalogue.yaml (model {p['plan']})" for p in data["plans"])
+    accepted = sorted(c["plan"] for c in data["cells"] if c["status"] == "accepted")
+    assert accepted == ["gpt-5", "o3"]  # the two OpenAI reasoning models; no other plan is held to the rule

@@ -32,7 +32,7 @@ def cell(matrix: Matrix, plan: str, rule: str) -> Cell:
 
 @pytest.fixture(scope="module")
 def matrix() -> Matrix:
-    plans = [plan_input(key) for key in ("gpt-5", "kimi-k2-thinking", "gpt-4o", "mock-echo")]
+    plans = [plan_input(key) for key in ("gpt-5", "kimi-k2-thinking", "gpt-4o", "mock-echo", "glm-4.6")]
     return run_conformance(plans, CORPUS, emulators=EMULATORS, workers=2)
 
 
@@ -65,6 +65,14 @@ def test_not_applicable_cells_say_why(matrix: Matrix) -> None:
     assert cell(matrix, "gpt-5", "toy.other_route").detail == "the rule holds on vllm; the plan is sent to openai"
     assert cell(matrix, "mock-echo", "toy.reasoning_replay").detail == MOCK_REASON
     assert {c.status for c in matrix.cells if c.plan == "mock-echo"} == {"not_applicable"}
+    assert cell(matrix, "gpt-4o", "toy.never_sent").status == "accepted"
+
+
+def test_a_plan_no_rule_holds_for_runs_nothing(matrix: Matrix) -> None:
+    (glm,) = [p for p in matrix.plans if p.key == "glm-4.6"]
+    assert {(s.status, s.detail, s.requests) for s in glm.scenarios} == {
+        ("not_applicable", "no rule of the corpus holds for openai-chat on openrouter for z-ai/glm-4.6", 0)}
+    assert {c.status for c in matrix.cells if c.plan == "glm-4.6"} == {"not_applicable"}
 
 
 def test_every_applicable_scenario_ran_through_the_loop_or_turn_by_turn(matrix: Matrix) -> None:

@@ -67,5 +67,9 @@ OTHER = Rule(id="toy.other_route", title="never applies to the bundled plans", p
              check="temperature_is", params={"value": 7}, status=400, error={"error": {"message": "never"}},
              sources=(SOURCE,))
 
-CORPUS = Corpus((TEMPERATURE, REPLAY, OTHER), ["toy"])
+NEVER = Rule(id="toy.never_sent", title="a value no scenario sends", protocol="openai-chat", routes=("openai",),
+             models=("gpt-4o",), check="temperature_is", params={"value": 7}, status=400,
+             error={"error": {"message": "never"}}, sources=(SOURCE,))
+
+CORPUS = Corpus((TEMPERATURE, REPLAY, OTHER, NEVER), ["toy"])
 EMULATORS = {"openai-chat": ToyChat}
