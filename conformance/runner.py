@@ -155,8 +155,12 @@ def run_conformance(plans: Sequence[PlanInput], corpus: Corpus, *, emulators: Em
 
     with capture:
         if workers > 1 and len(plans) > 1:
+            # the longest runs first (litellm's routes: its import and its calls cost the most), so
+            # none of them starts last and holds the run open alone; results keep the plans' order
+            order = sorted(range(len(plans)), key=lambda i: not _through_litellm(plans[i].plan))
             with ThreadPoolExecutor(max_workers=min(workers, len(plans)), thread_name_prefix="conformance") as pool:
-                outcomes = list(pool.map(one, plans))
+                futures = {i: pool.submit(one, plans[i]) for i in order}
+                outcomes = [futures[i].result() for i in range(len(plans))]
         else:
             outcomes = [one(item) for item in plans]
     results = tuple(result for result, _ in outcomes)
@@ -202,6 +206,11 @@ class _WarningCapture(logging.Handler):
         self._logger.removeHandler(self)
 
 
+def _through_litellm(plan: Plan) -> bool:
+    target = target_of(plan)
+    return isinstance(target, Target) and target.transport != "direct"
+
+
 # --- one plan -------------------------------------------------------------------------------------------
 
 
@@ -222,9 +231,9 @@ def _run_plan(item: PlanInput, corpus: Corpus, classes: EmulatorClasses,
         return result, [Cell(item.key, rule.id, "not_applicable", target.reason) for rule in corpus.rules]
     if not corpus.for_route(target.protocol, target.route, target.model):
         # nothing to hold the plan to: no emulator is started and no request is made
-        why = f"no rule of the corpus holds for {target.protocol} on {target.route} for {target.model}"
+        none_hold = f"no rule of the corpus holds for {target.protocol} on {target.route} for {target.model}"
         result = PlanResult(item.key, item.where, target, None,
-                            tuple(ScenarioResult(s.id, "not_applicable", why) for s in scenarios))
+                            tuple(ScenarioResult(s.id, "not_applicable", none_hold) for s in scenarios))
         return result, _cells(item.key, target, corpus.rules, [], result.scenarios)
     cls = classes[target.protocol]
     seen: list[_Seen] = []
