@@ -56,10 +56,13 @@ def summary_line(matrix: Matrix) -> str:
 
 
 def render_text(matrix: Matrix) -> str:
-    rules = matrix.corpus.rules
     by_plan: dict[str, dict[str, Cell]] = {}
     for cell in matrix.cells:
         by_plan.setdefault(cell.plan, {})[cell.rule_id] = cell
+    # a column only for the rules some plan is held to: the others are named once, below the legend
+    held = {cell.rule_id for cell in matrix.cells if cell.status != "not_applicable"}
+    rules = tuple(rule for rule in matrix.corpus.rules if rule.id in held)
+    idle = [rule.id for rule in matrix.corpus.rules if rule.id not in held]
     width = max([len(p.key) for p in matrix.plans] + [4])
     lines = []
     numbers = [str(i + 1) for i in range(len(rules))]
@@ -70,12 +73,15 @@ def render_text(matrix: Matrix) -> str:
     for plan in matrix.plans:
         cells = by_plan.get(plan.key, {})
         marks = " ".join(MARK[cells[r.id].status] if r.id in cells else " " for r in rules)
-        where = f"{plan.target.protocol} {plan.target.route} {plan.target.model}" if plan.target else plan.unheld or ""
+        where = f"{plan.target.protocol} on {plan.target.route}" if plan.target else plan.unheld or ""
         lines.append(f"{plan.key.ljust(width)}  {marks}   {where}")
     lines.append("")
     lines.append("+ accepted   X rejected   . not applicable (--format json says why)")
     for number, rule in zip(numbers, rules):
         lines.append(f"{number.rjust(depth)} {rule.id}: {rule.title}")
+    if idle:
+        lines.append(f"no plan here is held to {len(idle)} rule(s) (other protocols, routes or models; no column): "
+                     + ", ".join(idle))
     rejected = matrix.rejected
     if rejected:
         lines.append("")
