@@ -7,7 +7,7 @@ import importlib
 from capplan.conformance.emulator import Emulator
 
 #: the protocol modules capplan ships (each defines ``EMULATOR``, its :class:`Emulator` subclass)
-PROTOCOL_MODULES: tuple[str, ...] = ("openai_chat", "anthropic", "gemini", "openai_responses")
+PROTOCOL_MODULES: tuple[str, ...] = ("anthropic", "gemini", "openai_chat", "openai_responses")
 
 
 def emulators() -> dict[str, type[Emulator]]:

@@ -17,7 +17,9 @@ Everything else is copied verbatim: ``title``, ``examples``, ``format``, bounds,
 defaults, ``additionalProperties: true/false``, safe patterns, unknown keywords. The walk knows
 keyword positions from property-name positions, so a property named ``title`` is a property.
 The output is then checked (``SchemaInvariantError``): every ``required`` name is a property,
-no ``$ref`` survived, and (when patterns are stripped) no RE2-incompatible regex remains.
+no ``$ref`` survived, (when patterns are stripped) no RE2-incompatible regex remains, and a tool
+that asks for strict mode (``strict: true``) has ``additionalProperties: false`` and every
+property required on each object, as strict validators demand.
 """
 
 from __future__ import annotations
@@ -469,7 +471,13 @@ class StrictSchema(ToolSchemaSanitizer):
         name, params = tool_parameters(tool)
         if params is None:
             return
+        # a tool that asks for strict mode is held to what strict validators refuse (conformance
+        # rules openai.strict_additional_properties / openai.strict_required): refusing it here
+        # names the place, where the provider would answer one 400 for the first defect it met
+        strict = isinstance(tool.get("function"), dict) and tool["function"].get("strict") is True
         for path, node in walk_schemas(params):
+            if strict:
+                _check_strict_object(name, path, node)
             if "$ref" in node:
                 raise SchemaInvariantError(name, json_pointer(path), f"$ref {node['$ref']!r} survived inlining")
             required = node.get("required")
@@ -494,6 +502,25 @@ class StrictSchema(ToolSchemaSanitizer):
                     raise SchemaInvariantError(
                         name, json_pointer(path), f"patternProperties name {regex!r} is a regex RE2 cannot compile"
                     )
+
+
+def _check_strict_object(tool: str, path: SchemaPath, node: dict[str, Any]) -> None:
+    """Strict mode's two object rules: ``additionalProperties: false``, and every property required."""
+    if node.get("type") != "object" and "properties" not in node:
+        return
+    if node.get("additionalProperties") is not False:
+        raise SchemaInvariantError(
+            tool, json_pointer(path),
+            "the tool asks for strict mode (strict: true), which needs additionalProperties: false on every object; "
+            "add it here, or drop strict: true from the tool")
+    props = node.get("properties")
+    required = node.get("required")
+    missing = sorted(set(props) - set(required if isinstance(required, list) else ())) if isinstance(props, dict) else []
+    if missing:
+        raise SchemaInvariantError(
+            tool, json_pointer(path),
+            f"the tool asks for strict mode (strict: true), which needs every property in required; missing {missing} "
+            "(an optional one is required with a null-able type), or drop strict: true from the tool")
 
 
 def _shipped(hook: Any) -> bool:

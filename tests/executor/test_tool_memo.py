@@ -33,7 +33,7 @@ LOOKUP = tool(
     {"type": "object", "properties": {"id": {"type": "string", "enum": ["a", "b"]}}, "required": ["id"]},
     description="Find a record.",
 )
-PING = tool("ping", {"type": "object", "properties": {}}, strict=True)
+PING = tool("ping", {"type": "object", "properties": {}, "additionalProperties": False}, strict=True)
 
 
 def request(*tools: dict[str, Any]) -> ChatRequest:
@@ -188,7 +188,10 @@ def test_the_digest_tells_apart_lists_that_differ_in_a_name_a_description_or_str
         LOOKUP,
         tool("lookup2", LOOKUP["function"]["parameters"], description="Find a record."),
         tool("lookup", LOOKUP["function"]["parameters"], description="Find one record."),
-        tool("lookup", LOOKUP["function"]["parameters"], description="Find a record.", strict=True),
+        # strict mode needs additionalProperties: false on every object (the sanitiser refuses it otherwise)
+        tool("lookup", {**LOOKUP["function"]["parameters"], "additionalProperties": False},
+             description="Find a record.", strict=True),
+        tool("lookup", {**LOOKUP["function"]["parameters"], "additionalProperties": False}, description="Find a record."),
         tool("lookup", LOOKUP["function"]["parameters"]),
     ]
     digests = {memo.prepare_objects(r.tools, r.tools_json).digest for r in map(request, variants)}
