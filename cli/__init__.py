@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "gateway": "capplan.cli.gateway_cmd:gateway_cmd",
     "trial": "capplan.cli.trial_cmd:trial_cmd",
     "init": "capplan.cli.init_cmd:init_cmd",
+    "conformance": "capplan.cli.conformance_cmd:conformance_cmd",
 }
 
 #: commands that hold nothing open once they return (they read files, write through atomic
@@ -54,6 +55,7 @@ SHORT_HELP: dict[str, str] = {
     "gateway": "Check how each plan routes through the LLM gateway (LLM_PROXY_*).",
     "trial": "Run agent tasks from compiled plans, compare and view the results (run | report | view | import).",
     "init": "Write a commented starter project (capplan.yaml, run config, overlay, one task).",
+    "conformance": "Hold plans to the rules providers enforce, offline: a plan x rule matrix.",
 }
 
 

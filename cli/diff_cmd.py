@@ -28,6 +28,14 @@ incompatible plan_version, unknown check, missing git revision, inputs that do n
 3 credential routing changed and --fail-on credential-routing was given.
 
 \b
+Conformance: every model whose plan changed is held, on both sides, to the conformance corpus
+(as `capplan conformance` does, offline against loopback emulators), and each cell that flips is
+listed after the diff (rule id, plan, old -> new, the provider's text); a flip to rejected is
+listed first and said loudly ("NOW REJECTED"; ::error with --format github). In JSON the flips
+are under conformance_flips (present when a cell flips). The exit codes stay the diff's own: a
+flip only happens where a plan changed, which already exits 1. --no-conformance skips it.
+
+\b
 Credential routing (always checked, whatever --checks says): a model's binding, endpoint,
 api_base_env, key variables (api_key_env, api_keys_env, key_file_env), transport pin
 (custom_llm_provider, kwargs_pin_transport), gateway flag (unroutable) or OpenRouter headers
@@ -48,12 +56,14 @@ titled "capplan credential-routing-changed" with --format github.
 @format_option(*FORMATS)
 @click.option("--summary", is_flag=True,
               help="Blast radius only: per changed input file, which models change plan and which do not.")
+@click.option("--no-conformance", "no_conformance", is_flag=True,
+              help="Do not hold the changed plans to the conformance corpus (see Conformance below).")
 @click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(FAIL_ON),
               help="Exit 3 (after printing the diff) when credential routing changed: which key a model "
                    "sends to which endpoint. For CI, where exit 1 (plans differ) passes.")
 def diff_cmd(old: Path | None, new: Path | None, base_rev: str | None, run_config: Path | None,
              overlays: tuple[Path, ...], data_dir: Path | None, checks: str | None, ignore: str | None,
-             fmt: str, summary: bool, fail_on: tuple[str, ...]) -> None:
+             fmt: str, summary: bool, no_conformance: bool, fail_on: tuple[str, ...]) -> None:
     """Semantic diff of capability plans, field by field, with the layer behind each change.
 
     \b
@@ -73,7 +83,7 @@ def diff_cmd(old: Path | None, new: Path | None, base_rev: str | None, run_confi
     removed within a version.
     """
     sys.exit(_exit_code(lambda: _run(old, new, base_rev, run_config, overlays, data_dir, checks, ignore,
-                                     fmt, summary), fail_on))
+                                     fmt, summary, not no_conformance), fail_on))
 
 
 def _exit_code(run: Callable[[], DiffReport], fail_on: tuple[str, ...] = ()) -> int:
@@ -89,7 +99,7 @@ def _exit_code(run: Callable[[], DiffReport], fail_on: tuple[str, ...] = ()) -> 
 
 def _run(old: Path | None, new: Path | None, base_rev: str | None, run_config: Path | None,
          overlays: tuple[Path, ...], data_dir: Path | None, checks: str | None, ignore: str | None,
-         fmt: str, summary: bool) -> DiffReport:
+         fmt: str, summary: bool, conformance: bool = True) -> DiffReport:
     checkers = select_checkers(parse_names(checks), parse_names(ignore) or [])
     if base_rev is not None:
         if old is not None:
@@ -107,7 +117,13 @@ def _run(old: Path | None, new: Path | None, base_rev: str | None, run_config: P
     if summary:
         click.echo(render_blast(blast_radius(report, old_docs, new_docs), fmt), nl=False)
     else:
-        click.echo(render_report(report, fmt), nl=False)
+        rendered = render_report(report, fmt)
+        if conformance and report.differs:
+            # imported here: a diff of unchanged plans never starts an emulator
+            from capplan.cli.conformance_flips import conformance_flips, render_flips
+
+            rendered = render_flips(conformance_flips(report, old_docs, new_docs), fmt, rendered)
+        click.echo(rendered, nl=False)
     return report
 
 

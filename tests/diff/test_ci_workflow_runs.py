@@ -82,6 +82,7 @@ def test_the_workflow_steps_run_verbatim_on_a_pull_request(tmp_path: Path) -> No
         assert done.returncode == 0, f"{step.get('name')}\n{done.stdout}\n{done.stderr}"
         ran.append(step["name"])
     assert ran == ["Fetch the base commit", "Lint (annotates the pull request)", "Golden plans are up to date",
+                   "Provider conformance (annotates each rejection with the provider's error)",
                    "Plan diff against the base branch", "Credential routing unchanged"]
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("## capplan diff: `origin/main (") and "`gpt-4o` | changed | defaults |" in text
