@@ -352,9 +352,10 @@ class ModelSwitch(Scenario):
 class RouteSwitch(Scenario):
     """History made on another route (a second emulator, its own mint), then this route asked to go on.
 
-    Driven turn by turn through ``Client.generate``: the first turn goes to a second emulator of
-    the same protocol whose carriers are minted under another key and route name (another
-    upstream), the next to this plan's emulator.
+    Driven turn by turn through ``Client.generate``: the first turn is made by this plan under
+    another route's name (``<route>-previous``, as a plan of another binding records it) on a
+    second emulator of the same protocol whose carriers are minted under another key and route
+    name (another upstream), the next by this plan on its own emulator.
     """
 
     id = "route_switch"
@@ -362,7 +363,7 @@ class RouteSwitch(Scenario):
 
     def run(self, ctx: ScenarioContext) -> ScenarioRun:
         other = ctx.start_other_emulator(CarrierMint(f"{ctx.target.route}~another-upstream"))
-        first = ctx.make_client(ctx.plan, other.base_url)
+        first = ctx.make_client(other_route(ctx.plan), other.base_url)
         return _turn_by_turn(ctx, first, other, ctx.client)
 
 
@@ -480,6 +481,12 @@ def other_model(plan: Plan) -> Plan:
     renamed = model.model_copy(update={"wire_model": model.wire_model + "-previous", "name": model.name + "-previous",
                                        "model_id": model.model_id + "-previous"})
     return plan.model_copy(update={"model": renamed})
+
+
+def other_route(plan: Plan) -> Plan:
+    """``plan`` as a plan of another route records its reasoning: the binding key with ``-previous`` added."""
+    key = f"{plan.binding.key or plan.model.provider}-previous"
+    return plan.model_copy(update={"binding": plan.binding.model_copy(update={"key": key})})
 
 
 SCENARIOS: tuple[Scenario, ...] = (

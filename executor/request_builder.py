@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from capplan.executor.message_convert import ConversationCache, MessageConverter
-from capplan.executor.messages import AssistantMessage, ChatRequest, Message, NamedToolChoice
+from capplan.executor.errors import ReasoningError
+from capplan.executor.messages import AssistantMessage, ChatRequest, Message, NamedToolChoice, ToolMessage, UserMessage
 from capplan.executor.plan import Plan
 from capplan.executor.plan_cache import per_plan
 from capplan.executor.policies.response_policy import param_types_from_tools
 from capplan.executor.policies.schema_sanitizer import rewrites
+from capplan.executor.policies.reasoning_codec.base import LoopReasoningRule
 from capplan.executor.policy_set import PolicySet
 from capplan.executor.reasoning import ReasoningConfig, ReasoningLeftOut, ReasoningOrigin
 from capplan.executor.tool_memo import BoundedMemo, PerToolObjects, PreparedTools, ToolMemo
@@ -136,6 +138,7 @@ class RequestBuilder:
         self.converter = MessageConverter(policies, openrouter=self.transport.openrouter, origin=self.origin)
         self.conversations = ConversationCache(self.converter)
         self._thinks_unasked = policies.reasoning_codec.thinks_unasked
+        self._loop_rule = policies.reasoning_codec.loop_needs_own_reasoning(openrouter=self.transport.openrouter)
         self._mark_messages = policies.cache_policy.apply_messages
         self._heads: PerToolObjects[_Head] = PerToolObjects(memo_size)
         self._tails: BoundedMemo[tuple[Any, ...], _Tail] = BoundedMemo(memo_size)
@@ -156,6 +159,8 @@ class RequestBuilder:
             wire, left_out = self._without_reasoning(request.messages, wire, left_out)
         if left_out:
             wire = _without_call_signatures(request.messages, wire, left_out)
+            if self._loop_rule is not None and not self.reasoning_off(request):
+                _refuse_foreign_loop(request.messages, left_out, self._loop_rule)
         messages = [head.message, *wire] if head.message is not None else wire[:]
         kwargs: dict[str, Any] = {"messages": self._mark_messages(messages)}  # 5
         if head.tools:
@@ -359,3 +364,37 @@ def _tool_choice_wire(choice: str | NamedToolChoice) -> str | dict[str, Any]:
     if isinstance(choice, NamedToolChoice):
         return choice.model_dump(mode="json")
     return choice
+
+
+#: what the reason of a record left out for a model or route switch says (see reasoning_codec.base)
+_SWITCH = " switch: "
+
+
+def _refuse_foreign_loop(messages: list[Message], left_out: tuple[ReasoningLeftOut, ...], rule: LoopReasoningRule) -> None:
+    """Refuse a request whose tool loop lost a turn's reasoning to a switch the provider refuses.
+
+    The turns are those the rule names (the one the request continues, or every tool-call turn
+    since the last user message); switching at a user turn, or sending with reasoning off, is
+    accepted, and the message says so.
+    """
+    turns = _loop_turns(messages)
+    if rule.scope == "tail":
+        turns = turns[-1:] if turns and all(isinstance(m, ToolMessage) for m in messages[turns[-1] + 1:]) else []
+    for record in left_out:
+        if record.message in turns and _SWITCH in record.reason:
+            raise ReasoningError(
+                f"messages[{record.message}]: this request continues a tool loop whose turn lost its reasoning "
+                f"({record.reason}), and the provider refuses that step: {rule.refusal}; switch models or routes at "
+                "a user turn, or send this request with reasoning off")
+
+
+def _loop_turns(messages: list[Message]) -> list[int]:
+    """The indices of the assistant tool-call turns since the last user message."""
+    turns: list[int] = []
+    for index in range(len(messages) - 1, -1, -1):
+        msg = messages[index]
+        if isinstance(msg, UserMessage):
+            break
+        if isinstance(msg, AssistantMessage) and msg.tool_calls:
+            turns.append(index)
+    return turns[::-1]

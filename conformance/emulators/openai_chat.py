@@ -179,11 +179,14 @@ def tool_call_reasoning_missing(emulator: Emulator, body: Mapping[str, Any],
 
 def gemini_reasoning_details_missing(emulator: Emulator, body: Mapping[str, Any],
                                      params: Mapping[str, Any]) -> dict[str, Any] | None:
-    """An assistant tool-call message lacks the ``reasoning.encrypted`` entry that names its first
-    tool call (Gemini signs the first function call of each step). Fields: ``name`` (the
+    """An assistant tool-call message of the current turn lacks the ``reasoning.encrypted`` entry
+    that names its first tool call (Gemini signs the first function call of each step, and checks
+    the signatures of the current turn only: since the last user message). Fields: ``name`` (the
     function), ``position`` (its content's index in the upstream Gemini request)."""
     messages = _messages(body)
     for index, message in enumerate(messages):
+        if index < _current_turn_start(messages):
+            continue
         calls = _tool_calls(message)
         if not calls:
             continue
@@ -200,9 +203,10 @@ def gemini_signature_invalid(emulator: Emulator, body: Mapping[str, Any],
                              params: Mapping[str, Any]) -> dict[str, Any] | None:
     """An assistant tool-call message's ``reasoning.encrypted`` entry names its first tool call but
     its data is not the signature this route minted for this model over that call (edited, or
-    made by another model or route). No fields."""
+    made by another model or route), in the current turn (see ``gemini_reasoning_details_missing``). No fields."""
     model = str(body.get("model"))
-    for message in _messages(body):
+    messages = _messages(body)
+    for message in messages[_current_turn_start(messages):]:
         calls = _tool_calls(message)
         if not calls:
             continue
@@ -448,6 +452,14 @@ class OpenAIChatEmulator(Emulator):
         else:
             details = [{"type": "reasoning.text", "text": thought, "format": fmt, "index": 0}]
         return {"reasoning": thought, "reasoning_details": details}
+
+
+def _current_turn_start(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The index after the last user message: where the turn Gemini validates signatures in starts."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "user":
+            return index + 1
+    return 0
 
 
 def gemini_signed(call: Mapping[str, Any]) -> str:

@@ -27,7 +27,7 @@ from capplan.conformance.emulator import Reply
 from capplan.conformance.emulators import checks_by_protocol, emulator_for
 from capplan.conformance.emulators.openai_chat import OpenAIChatEmulator, native_position, thinking_switch
 from capplan.executor.client import Client
-from capplan.executor.errors import ProviderHTTPError
+from capplan.executor.errors import ProviderHTTPError, ReasoningError
 from capplan.executor.messages import ReasoningIn
 from capplan.executor.plan import Plan
 from capplan.executor.policies.schema_sanitizer import ToolSchemaError
@@ -425,32 +425,43 @@ def test_openrouter_claude_bundled_plan_is_accepted_through_a_tool_loop(corpus: 
         assert len(replayed) >= 3 and all(e.get("signature") for m in replayed for e in m["reasoning_details"])
 
 
-@pytest.mark.xfail(strict=True, raises=KnownRefusal, reason=(
-    "finding: a Claude model switch in the middle of a tool loop with thinking on has no accepted form. Opus's "
-    "signed thinking is dropped on the switch (its origin is another model), and Anthropic then refuses the loop "
-    "step that does not start with a thinking block ('Expected `thinking` or `redacted_thinking`, but found "
-    "`tool_use`'). Switch models at a user turn, or turn thinking off for the switching request (docs/requests.md)"))
-def test_openrouter_claude_model_switch_mid_loop_is_accepted(corpus: Corpus) -> None:
+def _claude_switch(opus: Client, sonnet: Client, messages: list[dict[str, Any]], switch_at: int) -> None:
+    """Three steps of a tool loop, made by Opus before ``switch_at`` and by Sonnet from it on."""
+    for step in range(4):
+        result = (opus if step < switch_at else sonnet).generate({"messages": messages, "tools": TOOLS})
+        if not result.tool_calls:
+            return
+        call = result.tool_calls[0]
+        turn: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}]}
+        if result.reasoning is not None:
+            turn["reasoning"] = ReasoningIn.from_structured(result.reasoning).model_dump(mode="json", exclude_none=True)
+        messages += [turn, {"role": "tool", "tool_call_id": call.id, "content": "a record"}]
+
+
+def test_openrouter_claude_model_switch_mid_loop_is_refused_before_sending(corpus: Corpus) -> None:
+    """Opus's signed thinking cannot go to Sonnet (its origin is another model), and Anthropic refuses a
+    loop step whose turn does not start with a thinking block: capplan refuses the switching request
+    itself, naming both and the ways that are accepted, and the provider never sees it."""
     with emulator(corpus, "openrouter") as emu:
         opus, sonnet = client_for("claude-opus-4.7-openrouter", emu), client_for("claude-sonnet-4.6-openrouter", emu)
         emu.script([Reply(tool_calls=(("lookup", {"q": f"step {i}"}),)) for i in range(3)] + [Reply(text="done")])
-        messages: list[dict[str, Any]] = [{"role": "user", "content": "Find it."}]
-        try:
-            for step in range(4):
-                result = (opus if step < 2 else sonnet).generate({"messages": messages, "tools": TOOLS})
-                if not result.tool_calls:
-                    break
-                call = result.tool_calls[0]
-                messages += [{"role": "assistant", "content": None, "tool_calls": [
-                    {"id": call.id, "type": "function", "function": {"name": call.name,
-                                                                     "arguments": json.dumps(call.arguments)}}],
-                    "reasoning": ReasoningIn.from_structured(result.reasoning).model_dump(mode="json", exclude_none=True)
-                    if result.reasoning is not None else None},
-                    {"role": "tool", "tool_call_id": call.id, "content": "a record"}]
-                if messages[-2]["reasoning"] is None:
-                    del messages[-2]["reasoning"]
-        except ProviderHTTPError:
-            raise refused_only_by(emu, "openrouter.anthropic_thinking_block_missing") from None
+        with pytest.raises(ReasoningError, match=r"(?s)messages\[\d+\]: this request continues a tool loop.*model switch.*"
+                           r"openrouter\.anthropic_thinking_block_missing.*at a user turn, or send this request with reasoning off"):
+            _claude_switch(opus, sonnet, [{"role": "user", "content": "Find it."}], switch_at=2)
+        assert len(emu.exchanges) == 2 and all(ex.violations == () for ex in emu.exchanges)
+
+
+def test_openrouter_claude_model_switch_at_a_user_turn_is_accepted(corpus: Corpus) -> None:
+    with emulator(corpus, "openrouter") as emu:
+        opus, sonnet = client_for("claude-opus-4.7-openrouter", emu), client_for("claude-sonnet-4.6-openrouter", emu)
+        emu.script([Reply(tool_calls=(("lookup", {"q": "a"}),)), Reply(text="one"),
+                    Reply(tool_calls=(("lookup", {"q": "b"}),)), Reply(text="two")])
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Find a."}]
+        _claude_switch(opus, opus, messages, switch_at=9)
+        messages += [{"role": "assistant", "content": "one"}, {"role": "user", "content": "Now find b."}]
+        _claude_switch(sonnet, sonnet, messages, switch_at=9)
+        accepted(emu, "openrouter.anthropic_signature_invalid", requests=4)
         accepted(emu, "openrouter.anthropic_thinking_block_missing", requests=4)
 
 

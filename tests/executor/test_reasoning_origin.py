@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from capplan.executor.client import Client
+from capplan.executor.errors import ReasoningError
 from capplan.executor.messages import ChatRequest, ReasoningIn
 from capplan.executor.plan import Plan
 from capplan.executor.reasoning import ReasoningOrigin
@@ -108,9 +109,9 @@ def history(result: GenerationResult, *, then: str = "tool") -> list[dict[str, A
                                  for call in result.tool_calls]
     message["reasoning"] = ReasoningIn.from_structured(result.reasoning).model_dump(mode="json", exclude_none=True)
     messages = [{"role": "user", "content": "look it up"}, json.loads(json.dumps(message))]
-    if then == "tool" and result.tool_calls:
+    if then in ("tool", "tool_then_user") and result.tool_calls:
         messages += [{"role": "tool", "tool_call_id": call.id, "content": "found"} for call in result.tool_calls]
-    else:
+    if then != "tool" or not result.tool_calls:
         messages.append({"role": "user", "content": "and then?"})
     return messages
 
@@ -208,7 +209,7 @@ def test_same_origin_replays_signed_thinking_verbatim(server: LoopbackLLM) -> No
 
 def test_a_model_switch_drops_signed_anthropic_thinking_and_says_why(server: LoopbackLLM) -> None:
     made, target = bundled("claude-opus-4.7"), bundled("claude-opus-5")
-    messages = history(first_turn(made, server))
+    messages = history(first_turn(made, server), then="tool_then_user")  # a switch at a user turn
     result, body = send(target, server, messages, reasoning=THINKING_ON)
     assistant = body["messages"][1]
     assert [block["type"] for block in assistant["content"]] == ["text", "tool_use"]
@@ -259,7 +260,7 @@ def test_the_same_gemini_model_gets_every_thought_signature_back(server: Loopbac
 def test_a_model_switch_drops_an_openrouter_encrypted_entry_and_keeps_plain_text(server: LoopbackLLM) -> None:
     made, target = bundled("gemini-3.5-flash-openrouter"), bundled("gemini-2.5-pro-openrouter")
     answer_chat(server, OPENROUTER_GEMINI)
-    messages = history(first_turn(made, server))
+    messages = history(first_turn(made, server), then="tool_then_user")  # a switch at a user turn
     result, body = send(target, server, messages)
     details = body["messages"][1]["reasoning_details"]
     assert [entry["type"] for entry in details] == ["reasoning.text"]
@@ -272,7 +273,7 @@ def test_a_model_switch_drops_an_openrouter_encrypted_entry_and_keeps_plain_text
 
 def test_a_route_switch_drops_signed_thinking_and_says_why(server: LoopbackLLM) -> None:
     made, target = bundled("claude-opus-4.7"), bundled("claude-opus-4.7-openrouter")
-    messages = history(first_turn(made, server))
+    messages = history(first_turn(made, server), then="tool_then_user")  # a switch at a user turn
     answer_chat(server, chat_body({"content": "done"}))
     result, body = send(target, server, messages)
     assert "reasoning_details" not in body["messages"][1] and "thinking_blocks" not in body["messages"][1]
@@ -285,7 +286,7 @@ def test_a_route_switch_drops_signed_thinking_and_says_why(server: LoopbackLLM) 
 def test_an_upstream_switch_on_a_pinned_route_drops_the_encrypted_entry(server: LoopbackLLM) -> None:
     made = bundled("gemini-3.5-flash-openrouter")
     answer_chat(server, OPENROUTER_GEMINI)  # served by "Google"
-    messages = history(first_turn(made, server))
+    messages = history(first_turn(made, server), then="tool_then_user")  # a switch at a user turn
     pinned = make_plan("openrouter", "google/gemini-3.5-flash", policies={"reasoning_codec": "gemini"},
                        openrouter={"provider_order": ["google-ai-studio"], "allow_fallbacks": False})
     answer_chat(server, chat_body({"content": "done"}))
@@ -577,12 +578,10 @@ def test_a_gemini_model_switch_mid_loop_is_accepted_where_the_naive_replay_is_re
         assert resent.status == 200
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: a Claude model switch in the middle of a tool loop with thinking on has no accepted form. The "
-    "foreign signed blocks must go (anthropic.thinking_signature), and then the loop's assistant turn has no "
-    "thinking block (anthropic.thinking_at_loop_tail: 'To avoid this requirement, disable thinking'). A caller "
-    "switches models at a user turn, or turns thinking off for the request that switches."), raises=AssertionError)
-def test_a_claude_model_switch_mid_tool_loop_with_thinking_on(corpus: Any) -> None:
+def test_a_claude_model_switch_mid_tool_loop_with_thinking_on_is_refused_before_sending(corpus: Any) -> None:
+    """The foreign signed blocks must go (anthropic.thinking_signature), and then the loop's assistant
+    turn has no thinking block, which Anthropic refuses (anthropic.thinking_at_loop_tail): capplan
+    refuses the switching request itself, saying to switch at a user turn or send it with reasoning off."""
     from capplan.conformance.emulators.anthropic import AnthropicMessagesEmulator, AnthropicReply
 
     made, target = bundled("claude-opus-4.7"), bundled("claude-opus-5")
@@ -593,12 +592,11 @@ def test_a_claude_model_switch_mid_tool_loop_with_thinking_on(corpus: Any) -> No
         result = Client(made, env=ENV, api_base=emu.base_url).generate(
             {"tools": TOOLS, "messages": messages, "reasoning": ANTHROPIC_THINKING["claude-opus-4.7"]})
         messages += loop_message(result)
-        try:
-            Client(target, env=ENV, api_base=emu.base_url).generate(
-                {"tools": TOOLS, "messages": messages, "reasoning": ANTHROPIC_THINKING["claude-opus-5"]})
-        except Exception:  # the refusal, checked below
-            pass
-        last = emu.exchanges[-1]
-        # the signed block is gone (no signature refusal); what refuses is the loop-tail rule
-        assert [v.rule_id for v in last.violations] in ([], ["anthropic.thinking_at_loop_tail"])
-        assert last.status == 200
+        switched = Client(target, env=ENV, api_base=emu.base_url)
+        with pytest.raises(ReasoningError, match=r"anthropic\.thinking_at_loop_tail.*at a user turn, or send this "
+                                                 r"request with reasoning off"):
+            switched.generate({"tools": TOOLS, "messages": messages, "reasoning": ANTHROPIC_THINKING["claude-opus-5"]})
+        assert len(emu.exchanges) == 1
+        # the ways out the refusal names are accepted: the same request with reasoning off
+        switched.generate({"tools": TOOLS, "messages": messages, "reasoning": {"mode": "off"}})
+        assert emu.exchanges[-1].status == 200 and emu.exchanges[-1].violations == ()

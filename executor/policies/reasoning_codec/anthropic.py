@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from capplan.executor.policies.reasoning_codec.base import (
+    LoopReasoningRule,
     ReasoningCodec,
     ReasoningCodecError,
     entry_list,
@@ -94,6 +95,12 @@ class AnthropicReasoningCodec(ReasoningCodec):
         if not isinstance(data, str):
             raise ReasoningCodecError("Anthropic redacted_thinking block needs a string `data`")
         return ReasoningBlock(type="redacted_thinking", text="", encrypted_data=data)
+
+    def loop_needs_own_reasoning(self, *, openrouter: bool) -> LoopReasoningRule | None:
+        """The turn a tool loop continues must start with its own thinking block while Claude thinks."""
+        rule = "openrouter.anthropic_thinking_block_missing" if openrouter else "anthropic.thinking_at_loop_tail"
+        return LoopReasoningRule("tail", "\"Expected `thinking` or `redacted_thinking`, but found `tool_use`. When "
+                                 f"`thinking` is enabled, a final `assistant` message must start with a thinking block\" ({rule})")
 
     def for_route(self, *, openrouter: bool) -> ReasoningCodec:
         """A copy that replays every usable block in the envelope this route reads (made once per

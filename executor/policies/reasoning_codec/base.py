@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from capplan.executor.errors import ReasoningError
 from capplan.executor.reasoning import ReasoningBlock, ReasoningOrigin, StructuredReasoning
@@ -107,6 +107,28 @@ class ReasoningCodec(ABC):
     def for_route(self, *, openrouter: bool) -> ReasoningCodec:
         """The codec as it encodes for one transport; the default encodes the same on every route."""
         return self
+
+    def loop_needs_own_reasoning(self, *, openrouter: bool) -> LoopReasoningRule | None:
+        """Which turns of the tool loop a request continues the provider refuses without their own
+        reasoning (while the model thinks), and the refusal; ``None``: no such rule.
+
+        A model or route switch leaves origin-bound reasoning out; where the provider then refuses
+        the loop step (Anthropic: the turn a tool loop continues must start with a thinking block),
+        the request is refused before sending instead, saying how to switch where it is accepted.
+        """
+        return None
+
+
+#: ``tail``: the one turn a request continues; ``loop``: every tool-call turn since the last user message
+LoopScope = Literal["tail", "loop"]
+
+
+class LoopReasoningRule(NamedTuple):
+    """A provider's refusal of a tool-loop step whose turns lack their own reasoning."""
+
+    scope: LoopScope
+    #: the refusal and its conformance rule id, as the refusal before sending cites them
+    refusal: str
 
 
 def split_replayable(

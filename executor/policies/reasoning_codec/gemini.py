@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from capplan.executor.policies.reasoning_codec.base import (
+    LoopReasoningRule,
     ReasoningCodec,
     ReasoningCodecError,
     entry_list,
@@ -153,3 +154,14 @@ class GeminiReasoningCodec(ReasoningCodec):
         if reasoning.signatures:
             payload["provider_specific_fields"] = {"thought_signatures": list(reasoning.signatures)}
         return payload
+
+    def loop_needs_own_reasoning(self, *, openrouter: bool) -> LoopReasoningRule | None:
+        """Through OpenRouter, every function call of the current turn needs its signed reasoning_details.
+
+        Natively litellm stands Google's documented placeholder in for a missing thought signature,
+        which Gemini accepts, so only the OpenRouter route has the rule.
+        """
+        if not openrouter:
+            return None
+        return LoopReasoningRule("loop", "\"Gemini models require OpenRouter reasoning details to be preserved in each "
+                                 "request.\" (openrouter.gemini_reasoning_details_missing)")
