@@ -7,9 +7,9 @@ or drops it, by position. Which positions a template keeps is a measured fact (t
 ``capplan replay``), carried in the ``replay`` parameter with the ``evidence`` it rests on:
 
 * ``all_turns``: every assistant turn that carries reasoning replays it;
-* ``in_loop``: only the tool-call turn immediately before the request (a template that keeps
-  reasoning only for the current tool loop would render nothing else, so sending the rest only
-  costs bytes);
+* ``in_loop``: every assistant step of the current tool loop, i.e. since the last user message (a
+  template that keeps reasoning only for the current turn renders all of those steps and nothing
+  before them, so sending the earlier turns' reasoning only costs bytes);
 * ``never``: nothing is replayed (the template ignores it, or the server rejects the field).
 
 OpenRouter reads reasoning only from its ``reasoning_details`` envelope, so on that route the
