@@ -85,7 +85,7 @@ def carrier_verdict(measurement: ReplayMeasurement, carrier: str) -> str | None:
     classes = {pos: (text.split() or [""])[0] for pos, text in results.items()}
     if classes.get("cross_turn") == "consumed":
         return "consumes-all-turns"
-    if classes.get("in_loop") == "consumed":
+    if "consumed" in (classes.get("in_loop"), classes.get("loop_steps")):
         return "in-loop-only"
     deltas = [text for text in results.values() if len(text.split()) > 1 and text.split()[1][:1] in "+-"]
     if deltas:
