@@ -175,3 +175,21 @@ def test_the_bundled_presets_write_every_replay_evidence_with_its_route() -> Non
     from capplan.compiler.loading import bundled_dir
 
     assert [d for d in lint_file(bundled_dir() / "model_presets.yaml") if d.code == "replay-evidence-route"] == []
+
+
+def test_a_flat_evidence_route_holds_on_that_route_only(write: Callable[[str, str], Path]) -> None:
+    flat = BINDINGS + """presets:
+  local_thinker:
+    match: ["*thinker-7b*"]
+    reasoning_codec:
+      name: reasoning_content
+      params: {replay: in_loop, evidence_route: llamacpp, evidence: "2026-12-01, llama-server: in-loop-only"}
+"""
+    compiled = compile_paths(run_config=write("run.yaml", RUN), overlays=[write("flat.yaml", flat)])
+    assert codec_params(compiled.plans["local"]) == {
+        "replay": "in_loop", "evidence_route": "llamacpp", "evidence": "2026-12-01, llama-server: in-loop-only"}
+    assert codec_params(compiled.plans["served"]) == {}  # scope, evidence and route all stay on llamacpp
+    (warning,) = [d for d in compiled.warnings if d.code == "replay-evidence-route"]  # OpenRouter: no envelope
+    assert warning.message.startswith("model 'served'") and "measured on route llamacpp" in warning.message
+    # written with its route, so lint has nothing to say about it
+    assert all(d.code != "replay-evidence-route" for d in lint_file(write("lint.yaml", flat), "overlay"))
