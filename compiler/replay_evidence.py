@@ -135,14 +135,16 @@ def scope_to_route(identity: ModelIdentity, provider_key: str | None, policies: 
     measured_on = params.get("evidence_route")
     if not by_route and not measured_on:
         return []
+    if not (by_route is None or (isinstance(by_route, dict) and all(
+            isinstance(e, dict) and {"replay", "evidence"} <= set(e) for e in by_route.values()))):
+        return []  # malformed: the codec's params check reports it where it is written
     routes = plan_routes(identity, provider_key)
     params = {k: v for k, v in params.items() if k != "by_route"}
     codec["params"] = params
     chosen = next((r for r in routes if r in (by_route or {})), None)
     if chosen is not None:
         entry = by_route[chosen]
-        get = entry.get if isinstance(entry, dict) else lambda key: getattr(entry, key)
-        params.update(replay=get("replay"), evidence=get("evidence"), evidence_route=chosen)
+        params.update(replay=entry["replay"], evidence=entry["evidence"], evidence_route=chosen)
         prov = provenance.get("policies.reasoning_codec")
         if prov is not None and prov.key:
             provenance["policies.reasoning_codec"] = prov.model_copy(

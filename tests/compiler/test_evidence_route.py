@@ -193,3 +193,12 @@ def test_a_flat_evidence_route_holds_on_that_route_only(write: Callable[[str, st
     assert warning.message.startswith("model 'served'") and "measured on route llamacpp" in warning.message
     # written with its route, so lint has nothing to say about it
     assert all(d.code != "replay-evidence-route" for d in lint_file(write("lint.yaml", flat), "overlay"))
+
+
+def test_a_malformed_by_route_is_a_located_error_not_a_traceback(write: Callable[[str, str], Path]) -> None:
+    bad = SCOPED.replace('llamacpp: {replay: in_loop, evidence: "2026-12-01, llama-server rendering Thinker.jinja: '
+                         'in-loop-only"}', "llamacpp: {replay: sometimes}")
+    code, out = invoke("compile", "--config", str(write("run.yaml", RUN)), "--presets-file", str(write("bad.yaml", bad)),
+                       "--out", str(write("x", "").parent / "plans"))
+    assert code == 2, out
+    assert "by_route" in out and "Traceback" not in out
