@@ -141,9 +141,10 @@ def scope_to_route(identity: ModelIdentity, provider_key: str | None, policies: 
     routes = plan_routes(identity, provider_key)
     params = {k: v for k, v in params.items() if k != "by_route"}
     codec["params"] = params
-    chosen = next((r for r in routes if r in (by_route or {})), None)
+    scoped: dict[str, dict[str, Any]] = by_route or {}
+    chosen = next((r for r in routes if r in scoped), None)
     if chosen is not None:
-        entry = by_route[chosen]
+        entry = scoped[chosen]
         params.update(replay=entry["replay"], evidence=entry["evidence"], evidence_route=chosen)
         prov = provenance.get("policies.reasoning_codec")
         if prov is not None and prov.key:
