@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from capplan.compiler.bundled_index import lookup
-from capplan.compiler.checks import blocks_of, check_bindings, check_blocks
+from capplan.compiler.checks import Block, blocks_of, check_bindings, check_blocks
 from capplan.compiler.credential_checks import foreign_key_warnings
 from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
 from capplan.compiler.inputs.overlay_file import OverlayFile
@@ -99,14 +99,18 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None,
     if isinstance(model, PresetFile):
         from capplan.compiler.compile import engine_version_gate
 
+        from capplan.compiler.replay_evidence import unscoped_evidence
+
         presets = Loaded(model, loaded.source)
-        return sorted(set(diags + check_blocks(loaded.source, blocks_of(model.default, model.presets, model.providers))
-                          + engine_version_gate(presets)))
+        blocks = list(blocks_of(model.default, model.presets, model.providers))
+        return sorted(set(diags + check_blocks(loaded.source, blocks) + engine_version_gate(presets)
+                          + unscoped_evidence(loaded.source, blocks)))
     if isinstance(model, OverlayFile):
         overlay = Loaded(model, loaded.source)
-        found = (diags + check_blocks(loaded.source, blocks_of(None, model.presets, model.providers))
+        blocks = list(blocks_of(None, model.presets, model.providers))
+        found = (diags + check_blocks(loaded.source, blocks)
                  + check_bindings(loaded.source, ("bindings",)) + _overlay_against_base(overlay, data_dir)
-                 + _replay_evidence(overlay))
+                 + _replay_evidence(overlay, blocks))
         if run_config is not None:
             found += _lint_by_compiling(run_config=run_config, overlays=[path], data_dir=data_dir)
         return once_each(found)
@@ -128,13 +132,15 @@ def once_each(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     return sorted(out)
 
 
-def _replay_evidence(overlay: Loaded[OverlayFile]) -> list[Diagnostic]:
-    """Replay verdicts too old, or measured against another fingerprint, to trust (warnings)."""
-    if not overlay.model.reasoning_replay:
-        return []
-    from capplan.compiler.replay_evidence import evidence_warnings
+def _replay_evidence(overlay: Loaded[OverlayFile], blocks: list[Block]) -> list[Diagnostic]:
+    """Replay verdicts too old, or measured against another fingerprint, to trust, and preset
+    evidence written without its route (warnings)."""
+    from capplan.compiler.replay_evidence import evidence_warnings, unscoped_evidence
 
-    return evidence_warnings(overlay)
+    found = unscoped_evidence(overlay.source, blocks)
+    if not overlay.model.reasoning_replay:
+        return found
+    return found + evidence_warnings(overlay)
 
 
 def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -> list[Diagnostic]:

@@ -16,7 +16,7 @@ from capplan.compiler.loading import Inputs
 from capplan.compiler.matching import Matcher
 from capplan.compiler.policy_checks import check_plan_policies
 from capplan.compiler.provenance_lines import LineIndex, Located
-from capplan.compiler.replay_evidence import apply_replay_evidence
+from capplan.compiler.replay_evidence import apply_replay_evidence, scope_to_route
 from capplan.compiler.wire_route import wire_route
 from capplan.core.yaml_source import SourceFile
 from capplan.executor.plan import (
@@ -114,7 +114,11 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
                 layer=f"model:{key}", file=run_src.stable_name, key=run_src.key_path((*mloc, fld)))
 
     diags = _configured_value_checks(cfg, params, rules, decl, run_src, key)
-    # measured replay verdicts narrow the codec's replay scope (capplan.compiler.replay_evidence)
+    # the preset's replay evidence holds on its own route only; then measured verdicts narrow the
+    # codec's replay scope (capplan.compiler.replay_evidence)
+    diags += scope_to_route(identity, binding_ref.key, policies, provenance,
+                            lambda: LineIndex(input_sources(inputs)).locate(provenance["policies.reasoning_codec"])
+                            if "policies.reasoning_codec" in provenance else Located("default", None, None, None))
     diags += apply_replay_evidence(inputs, identity, binding_ref.key, policies, provenance)
     wire, wire_diags = wire_route(identity, binding, cfg.transport, run_src, key)
     diags += wire_diags

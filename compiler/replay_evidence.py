@@ -22,19 +22,29 @@ verdict change as a change of the codec.
 Lint judges the evidence itself (:func:`evidence_warnings`): older than
 ``reasoning_replay_checks.max_age_days``, or measured against a fingerprint other than the one
 ``reasoning_replay_checks.fingerprints`` says is served now.
+
+Evidence holds on the route it was measured on. A preset matches by a glob on the model's name,
+which says nothing about the route, so a preset writes its codec's scope per route under
+``by_route`` (:func:`scope_to_route`): a plan keeps its own route's entry as ``replay``,
+``evidence`` and ``evidence_route``, and a plan on a route the preset has no entry for keeps
+none of it, with a warning naming the routes that were measured. Overlay measurements apply
+after that and record their route the same way.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from capplan.compiler.inputs.overlay_file import OverlayFile, ReplayMeasurement
 from capplan.compiler.loading import Inputs, Loaded
 from capplan.core.diagnostics import Diagnostic
+from capplan.core.yaml_source import SourceFile
 
 if TYPE_CHECKING:  # lint judges evidence without paying for the plan model
+    from capplan.compiler.provenance_lines import Located
     from capplan.executor.plan import ModelIdentity, Provenance
 
 SCOPE_OF_VERDICT = {"consumes-all-turns": "all_turns", "in-loop-only": "in_loop",
@@ -75,7 +85,7 @@ def carrier_verdict(measurement: ReplayMeasurement, carrier: str) -> str | None:
     classes = {pos: (text.split() or [""])[0] for pos, text in results.items()}
     if classes.get("cross_turn") == "consumed":
         return "consumes-all-turns"
-    if classes.get("in_loop") == "consumed":
+    if "consumed" in (classes.get("in_loop"), classes.get("loop_steps")):
         return "in-loop-only"
     deltas = [text for text in results.values() if len(text.split()) > 1 and text.split()[1][:1] in "+-"]
     if deltas:
@@ -87,7 +97,7 @@ def carrier_verdict(measurement: ReplayMeasurement, carrier: str) -> str | None:
 
 def measurements_for(inputs: Inputs, identity: ModelIdentity, provider_key: str | None) -> list[Found]:
     """Every overlay measurement for the plan's route and model; a later overlay's replace an earlier's."""
-    routes = [r for r in dict.fromkeys([provider_key, identity.provider]) if r]
+    routes = plan_routes(identity, provider_key)
     models = list(dict.fromkeys([identity.name, identity.wire_model, identity.model_id]))
     found: dict[tuple[str, str], list[Found]] = {}
     for overlay in inputs.overlays:
@@ -103,6 +113,65 @@ def measurements_for(inputs: Inputs, identity: ModelIdentity, provider_key: str 
             if (route, model) in found:
                 return found[(route, model)]
     return []
+
+
+def plan_routes(identity: ModelIdentity, provider_key: str | None) -> list[str]:
+    """The names the plan's route goes by, most specific first: its provider key, then its provider."""
+    return [r for r in dict.fromkeys([provider_key, identity.provider]) if r]
+
+
+def scope_to_route(identity: ModelIdentity, provider_key: str | None, policies: dict[str, dict[str, Any]],
+                   provenance: dict[str, Provenance], locate: Callable[[], Located]) -> list[Diagnostic]:
+    """Keep the codec's evidence for the plan's own route only; a warning when the preset has none for it.
+
+    ``by_route`` becomes the plan's ``replay``, ``evidence`` and ``evidence_route`` (and leaves the
+    plan); a flat ``evidence_route`` naming another route is dropped with its scope and evidence.
+    No warning where the codec replays nothing on the plan's route anyway (OpenRouter without
+    the envelope): the scope is moot there.
+    """
+    codec = policies["reasoning_codec"]
+    params = codec["params"]
+    by_route = params.get("by_route")
+    measured_on = params.get("evidence_route")
+    if not by_route and not measured_on:
+        return []
+    if not (by_route is None or (isinstance(by_route, dict) and all(
+            isinstance(e, dict) and {"replay", "evidence"} <= set(e) for e in by_route.values()))):
+        return []  # malformed: the codec's params check reports it where it is written
+    routes = plan_routes(identity, provider_key)
+    params = {k: v for k, v in params.items() if k != "by_route"}
+    codec["params"] = params
+    scoped: dict[str, dict[str, Any]] = by_route or {}
+    chosen = next((r for r in routes if r in scoped), None)
+    if chosen is not None:
+        entry = scoped[chosen]
+        params.update(replay=entry["replay"], evidence=entry["evidence"], evidence_route=chosen)
+        prov = provenance.get("policies.reasoning_codec")
+        if prov is not None and prov.key:
+            provenance["policies.reasoning_codec"] = prov.model_copy(
+                update={"key": f"{prov.key}.params.by_route.{chosen}"})
+        return []
+    if by_route is None and measured_on in routes:
+        return []
+    measured = sorted(by_route) if by_route else [str(measured_on)]
+    for key in ("evidence", "evidence_route"):
+        params.pop(key, None)
+    if measured_on is not None and not by_route:
+        params.pop("replay", None)
+    if (provider_key == "openrouter" and codec.get("name") == "reasoning_content"
+            and not params.get("openrouter_envelope")):
+        return []
+    where = locate()
+    replay = params.get("replay", "all_turns")
+    route = routes[0] if routes else "?"
+    return [Diagnostic(where.file or "<run config>", where.line or 1, 1, "replay-evidence-route",
+                       f"model {identity.key!r}: the reasoning codec's replay evidence ({where.layer}) was measured "
+                       f"on route {', '.join(measured)}, not on this plan's route {route}; it does not apply here, "
+                       f"so the plan replays {replay} with no evidence",
+                       "policies.reasoning_codec.params.by_route",
+                       f"measure {route} (`capplan replay run`, then `capplan replay report --overlay "
+                       f"--overlay-route {route}`) and merge the snippet, or add `by_route.{route}` with its own "
+                       "dated evidence (a measurement or a conformance rule)", severity="warning")]
 
 
 def apply_replay_evidence(inputs: Inputs, identity: ModelIdentity, provider_key: str | None,
@@ -164,11 +233,35 @@ def apply_replay_evidence(inputs: Inputs, identity: ModelIdentity, provider_key:
                          "from the codec's params once the route is shown to work without it")]
     params["replay"] = SCOPE_OF_VERDICT[verdict]
     params["evidence"] = f"{verdict} ({item.cite()}): {item.measurement.evidence}"
+    if "evidence_route" in params_model(cls).model_fields:
+        params["evidence_route"] = item.route
     codec["params"] = params
     provenance["policies.reasoning_codec"] = Provenance(
         layer=f"replay-evidence:{item.measurement.measured}", file=item.overlay.source.stable_name,
         key=item.overlay.source.key_path(item.loc))
     return []
+
+
+def unscoped_evidence(source: SourceFile, blocks: Iterable[tuple[tuple[str | int, ...], Any]]) -> list[Diagnostic]:
+    """Lint: a preset's replay evidence written without its route (a warning for each).
+
+    A ``match:`` glob selects models by name on every route, so flat ``evidence`` would go with
+    the scope to routes it was never measured on. ``providers:`` blocks are scoped by their key.
+    """
+    out: list[Diagnostic] = []
+    for loc, block in blocks:
+        ref = getattr(block, "reasoning_codec", None)
+        if ref is None or loc[0] == "providers":
+            continue
+        params = ref.params
+        if params.get("evidence") and not params.get("evidence_route"):
+            globs = ", ".join(getattr(block, "match", None) or ()) or "every model"
+            out.append(source.diag((*loc, "reasoning_codec", "params", "evidence"), "replay-evidence-route",
+                                   f"replay evidence without the route it was measured on: {globs} would carry it "
+                                   "to every route",
+                                   "write `replay` and `evidence` under `by_route.<provider key it was measured on>` "
+                                   "(e.g. by_route.llamacpp for a local llama-server)", severity="warning"))
+    return out
 
 
 def evidence_warnings(overlay: Loaded[OverlayFile], today: _dt.date | None = None) -> list[Diagnostic]:

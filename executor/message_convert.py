@@ -2,8 +2,9 @@
 
 Three policies act here and nowhere else: the reasoning codec's replay payload is spliced onto
 every assistant message that carries reasoning (or, for a codec whose ``replay_scope`` is
-``in_loop``, onto the one tool-call turn the request continues), the message-assembly policy decides what an
-empty tool-call turn says, and the content policy renders each tool result.
+``in_loop``, onto every assistant step of the current tool loop: those since the last user
+message), the message-assembly policy decides what an empty tool-call turn says, and the content
+policy renders each tool result.
 
 A message's wire form depends only on the message and the plan's policies, never on its place in
 the conversation, so each message is converted once: ``ConversationCache`` keeps the wire list of
@@ -115,54 +116,43 @@ class MessageConverter:
                 records += [ReasoningLeftOut(index, signature_index, "signature", reason) for signature_index, reason
                             in left_signatures(reasoning, target=self.origin, reasoning_off=reasoning_off)]
                 if self.codec.replay_scope == "in_loop":
-                    # position-free: every turn is left out until ConversationCache finds the one
-                    # in-loop turn of a request and replays it (see in_loop_turn)
+                    # position-free: every turn is left out until ConversationCache finds the
+                    # current tool loop of a request and replays its steps (see in_loop_turns)
                     skipped = {block_index for block_index, _, _ in left}
                     records += [ReasoningLeftOut(index, block_index, block.type, IN_LOOP_ONLY)
                                 for block_index, block in enumerate(msg.reasoning.blocks)
                                 if block_index not in skipped]
         return tuple(records)
 
-    def place_in_loop(self, messages: list[Message], wire: list[dict[str, Any]],
-                      left_out: tuple[ReasoningLeftOut, ...]) -> tuple[list[dict[str, Any]], tuple[ReasoningLeftOut, ...]]:
-        """For an ``in_loop`` codec: the request with the in-loop turn's reasoning replayed.
-
-        ``wire`` is shared with the cache, so a changed request is a new list with a new dict
-        for that one turn; every other turn stays as converted (without reasoning).
-        """
-        if self.codec.replay_scope != "in_loop":
-            return wire, left_out
-        index = in_loop_turn(messages)
-        if index is None:
-            return wire, left_out
-        msg = messages[index]
-        assert isinstance(msg, AssistantMessage)
+    def in_loop_payload(self, msg: AssistantMessage, converted: dict[str, Any]) -> dict[str, Any] | None:
+        """``converted`` (the step's wire form without reasoning) with its reasoning replayed, or
+        ``None`` when nothing of it is replayable (the step then goes as converted)."""
         payload = self.replay_payload(msg)
-        if not payload:
-            return wire, left_out
-        placed = list(wire)
-        placed[index] = {**wire[index], **payload}
-        return placed, tuple(r for r in left_out if not (r.message == index and r.reason == IN_LOOP_ONLY))
+        return {**converted, **payload} if payload else None
 
 
 #: why an earlier turn's reasoning is not replayed under an in_loop codec
-IN_LOOP_ONLY = "replayed only on the tool-call turn right before the request (replay: in_loop)"
+IN_LOOP_ONLY = "replayed only within the current tool loop, the steps since the last user message (replay: in_loop)"
 
 
-def in_loop_turn(messages: list[Message]) -> int | None:
-    """The index of the tool-call turn the request continues, or ``None``.
+def in_loop_turns(messages: list[Message]) -> list[int]:
+    """The indices of the current tool loop's assistant steps that carry reasoning, oldest first.
 
-    That is the last assistant message when only its tool results follow it: the request is the
-    next step of the same tool loop. A user message after it (a new turn) means there is none.
+    The current tool loop is everything after the last user message: every assistant step there
+    (each tool-call turn and any text it wrote on the way) belongs to the request's own turn, and
+    a template that keeps reasoning "for the current turn" renders all of them (Qwen3, GLM-4.6,
+    Kimi-K2-Thinking and MiniMax-M2 key on the last user message, not on the last assistant one).
+    A request that ends in a user message starts a new turn, so its loop has no steps yet.
     """
+    found: list[int] = []
     for index in range(len(messages) - 1, -1, -1):
         msg = messages[index]
-        if isinstance(msg, ToolMessage):
-            continue
-        if isinstance(msg, AssistantMessage) and msg.tool_calls and msg.reasoning is not None:
-            return index
-        return None
-    return None
+        if isinstance(msg, UserMessage):
+            break
+        if isinstance(msg, AssistantMessage) and msg.reasoning is not None and msg.reasoning.blocks:
+            found.append(index)
+    found.reverse()
+    return found
 
 
 #: renderings whose result for a tool result without images is its text, unchanged
@@ -225,20 +215,57 @@ class ConversationCache:
                         msg.reasoning.blocks or msg.reasoning.signatures):
                     left_out += self._converter.left_out([msg], index)
             # tuple.__new__: the NamedTuple's own constructor is a Python-level call
-            converted = tuple.__new__(_Converted, (messages[:], done.wire + wire if start else wire, left_out))
+            converted = tuple.__new__(_Converted, (messages[:], done.wire + wire if start else wire, left_out, {}))
         if count:
             remember(entries, id(messages[-1]), converted, self._size)  # no lock (see capplan.core.recent_entries)
         if self._converter.codec.replay_scope == "in_loop":
-            return self._converter.place_in_loop(messages, converted.wire, converted.left_out)
+            return self._place_in_loop(messages, converted, done)
         return converted.wire, converted.left_out
+
+    def _place_in_loop(self, messages: list[Message], converted: _Converted,
+                       done: _Converted) -> tuple[list[dict[str, Any]], tuple[ReasoningLeftOut, ...]]:
+        """For an ``in_loop`` codec: the request with every step of its current tool loop replayed.
+
+        ``converted.wire`` is shared with the cache, so a request with a loop to replay is a new
+        list with new dicts for those steps only; every other turn stays as converted (without
+        reasoning). A step's replayed dict is made once and kept on the entry: the next request of
+        the same loop (an entry that extends this one) reuses it, so each step is still converted once.
+        """
+        turns = in_loop_turns(messages)
+        if not turns:
+            return converted.wire, converted.left_out
+        placed = converted.placed
+        earlier = done.placed
+        wire = list(converted.wire)
+        replayed: set[int] = set()
+        for index in turns:
+            if index in placed:
+                step = placed[index]
+            elif index in earlier:
+                step = placed[index] = earlier[index]
+            else:
+                msg = messages[index]
+                assert isinstance(msg, AssistantMessage)
+                step = placed[index] = self._converter.in_loop_payload(msg, converted.wire[index])
+            if step is not None:
+                wire[index] = step
+                replayed.add(index)
+        if not replayed:
+            return converted.wire, converted.left_out
+        return wire, tuple(r for r in converted.left_out if not (r.message in replayed and r.reason == IN_LOOP_ONLY))
 
 
 class _Converted(NamedTuple):
-    """One request's messages and what they became."""
+    """One request's messages and what they became.
+
+    ``placed`` is an in_loop codec's replayed steps by message index (``None``: nothing of that
+    step is replayable), filled as requests of the entry's tool loop are built.
+    """
 
     messages: list[Message]
     wire: list[dict[str, Any]]
     left_out: tuple[ReasoningLeftOut, ...]
+    placed: dict[int, dict[str, Any] | None]
 
 
-_NOTHING = _Converted([], [], ())
+_NOTHING = _Converted([], [], (), {})

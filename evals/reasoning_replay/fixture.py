@@ -30,7 +30,17 @@ PROBES: dict[str, str] = {
 # The status of that refusal: a baseline answered with it reruns its position with ``alt``.
 REFUSAL_STATUS = 403
 
-POSITIONS = ("in_loop", "cross_turn")
+POSITIONS = ("in_loop", "cross_turn")  # the method's two positions, run by default
+# Opt-in: a tool loop of LOOP_STEPS steps, the carrier on every step. A template that keeps the
+# whole current loop reads LOOP_STEPS traces (consumed); one that keeps only the step right before
+# the request reads one (partial); the earlier steps' share is what tells them apart.
+LOOP_POSITION = "loop_steps"
+ALL_POSITIONS = (*POSITIONS, LOOP_POSITION)
+LOOP_STEPS = 3
+# (call id, city, tool result) of each step of the loop position
+LOOP_CALLS = (("call_rr_0001", "Paris", TOOL_RESULT),
+              ("call_rr_0002", "Lyon", "Lyon: 16 C, overcast, wind 9 km/h."),
+              ("call_rr_0003", "Nice", "Nice: 22 C, clear, wind 5 km/h."))
 TRACE_TARGET_CHARS = 1600  # ≈ 400 tokens at 4 chars per token
 CANARY_SENTENCE = "The verification word for this task is {word}."
 
@@ -41,6 +51,11 @@ _ADJECTIVES = ("amber", "brittle", "coastal", "dappled", "ember", "frosted", "gi
                "ivory", "jagged", "kindled", "lunar", "molten", "nimble", "opal", "pewter")
 _NOUNS = ("barometer", "lighthouse", "isobar", "anemometer", "ledger", "compass", "weathervane",
           "harbor", "sextant", "almanac", "cistern", "gazebo", "trellis", "beacon", "quarry")
+
+
+def carried_traces(position: str) -> int:
+    """How many copies of the trace a carrier request at ``position`` holds (one per step)."""
+    return LOOP_STEPS if position == LOOP_POSITION else 1
 
 
 @dataclass(frozen=True)

@@ -81,17 +81,32 @@ def test_all_turns_replays_on_every_assistant_turn() -> None:
     assert sent(client("all_turns"), history) == ["r1", "r2"]
 
 
-def test_in_loop_replays_only_the_turn_the_request_continues() -> None:
+def test_in_loop_replays_every_step_of_the_current_tool_loop() -> None:
     c = client("in_loop")
-    history = [{"role": "user", "content": "go"}, *call_turn(1, "r1"), *call_turn(2, "r2")]
-    assert sent(c, history) == [None, "r2"]
-    built = c.build({"messages": history, "tools": [TOOL]})
-    # the earlier turn is recorded as left out, and why; the in-loop one is not
+    history = [{"role": "user", "content": "go"}, *call_turn(1, "r1"), *call_turn(2, "r2"), *call_turn(3, "r3")]
+    # every assistant step since the last user message: a template that keeps the current turn's
+    # reasoning renders all of them, not only the last
+    assert sent(c, history) == ["r1", "r2", "r3"]
+    assert c.build({"messages": history, "tools": [TOOL]}).reasoning_left_out == ()
+    # a new user message ends the loop: the earlier loop's steps are left out, and why
+    after = [*history, {"role": "assistant", "content": "done", "reasoning": thought("r4")},
+             {"role": "user", "content": "again"}]
+    assert sent(c, after) == [None, None, None, None]
+    built = c.build({"messages": after, "tools": [TOOL]})
     assert [(r.message, r.reason) for r in built.reasoning_left_out] == [
-        (1, "replayed only on the tool-call turn right before the request (replay: in_loop)")]
-    # a new user message ends the loop: nothing is replayed
-    assert sent(c, [*history, {"role": "assistant", "content": "done"}, {"role": "user", "content": "again"}]) == [
-        None, None, None]
+        (i, "replayed only within the current tool loop, the steps since the last user message (replay: in_loop)")
+        for i in (1, 3, 5, 7)]
+    # the next loop replays its own steps only
+    second = [*after, *call_turn(5, "r5"), *call_turn(6, "r6")]
+    assert sent(c, second) == [None, None, None, None, "r5", "r6"]
+    assert [r.message for r in c.build({"messages": second, "tools": [TOOL]}).reasoning_left_out] == [1, 3, 5, 7]
+
+
+def test_in_loop_replays_a_step_without_tool_calls_inside_the_loop_too() -> None:
+    c = client("in_loop")
+    note = {"role": "assistant", "content": "Let me look.", "reasoning": thought("r0")}
+    history = [{"role": "user", "content": "go"}, note, *call_turn(1, "r1"), *call_turn(2, None)]
+    assert sent(c, history) == ["r0", "r1", None]
 
 
 def test_in_loop_never_writes_through_the_shared_conversation_cache() -> None:
@@ -100,10 +115,35 @@ def test_in_loop_never_writes_through_the_shared_conversation_cache() -> None:
                                                                      *call_turn(1, "r1")]})
     assert replayed(c.build(first).kwargs) == ["r1"]
     # the next step extends the same message objects, so its build reuses the cached conversion
-    # of turn 1: had the in-loop replay been written into it, turn 1 would carry r1 here
     grown = first.extended(call_turn(2, "r2"))
-    assert replayed(c.build(grown).kwargs) == [None, "r2"]
+    built = c.build(grown).kwargs
+    assert replayed(built) == ["r1", "r2"]
+    # a new user turn on the same objects: had a replay been written into the cached dicts,
+    # turn 1 and 2 would carry their reasoning here
+    later = grown.extended([{"role": "assistant", "content": "done"}, {"role": "user", "content": "more"}])
+    assert replayed(c.build(later).kwargs) == [None, None, None]
     assert replayed(c.build(first).kwargs) == ["r1"]
+    assert replayed(c.build(grown).kwargs) == ["r1", "r2"]
+
+
+def test_in_loop_converts_each_step_once_across_the_requests_of_a_loop() -> None:
+    c = client("in_loop")
+    calls: list[str] = []
+    request = ChatRequest.model_validate({"tools": [TOOL], "messages": [{"role": "user", "content": "go"},
+                                                                       *call_turn(1, "r1")]})
+    original = ReasoningContentCodec.encode_for_replay
+
+    def counting(self: ReasoningContentCodec, reasoning: StructuredReasoning) -> dict[str, Any]:
+        calls.append(reasoning.blocks[0].text or "")
+        return original(self, reasoning)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ReasoningContentCodec, "encode_for_replay", counting)
+        for step in (2, 3, 4):
+            assert replayed(c.build(request).kwargs) == [f"r{i}" for i in range(1, step)]
+            request = request.extended(call_turn(step, f"r{step}"))
+    # three requests of one loop, steps 1..3: each step's reasoning encoded once, not once per request
+    assert calls == ["r1", "r2", "r3"]
 
 
 def replayed(kwargs: dict[str, Any]) -> list[str | None]:

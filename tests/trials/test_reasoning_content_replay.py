@@ -80,12 +80,13 @@ def test_all_turns_replays_every_assistant_turn_and_records_the_reasoning(server
         "R1: add two first.", "R2: now add three.", "R3: report it.", "R4: be polite."]
 
 
-def test_in_loop_replays_only_the_tool_call_turn_right_before_the_request(server: AgentServer, task: Path) -> None:
+def test_in_loop_replays_every_step_of_the_current_tool_loop(server: AgentServer, task: Path) -> None:
     script(server)
     records = run(server, task, "in_loop")
     assert records.termination_reason is TerminationReason.USER_STOP
     assert replayed(server, 1) == ["R1: add two first."]
-    assert replayed(server, 2) == [None, "R2: now add three."]
+    # the loop's earlier step too: a template that keeps the current turn's reasoning reads both
+    assert replayed(server, 2) == ["R1: add two first.", "R2: now add three."]
     # a new user turn: no tool loop continues, so nothing is replayed
     assert replayed(server, 3) == [None, None, None]
     assistant = [m for m in records.trajectory["messages"] if m["role"] == "assistant"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from capplan.evals.reasoning_replay.fixture import carried_traces
 from capplan.evals.reasoning_replay.provider.lanes import UNKNOWN
 
 CONSUMED_FRACTION = 0.5
@@ -64,7 +65,12 @@ def is_baseline(step: str, variant: str) -> bool:
 
 def measure(records: list[dict[str, Any]], lane: str, step: str, position: str,
             trace_tokens: float) -> list[Signal]:
-    """Signals of every carrier at ``position`` of ``step`` on ``lane``."""
+    """Signals of every carrier at ``position`` of ``step`` on ``lane``.
+
+    At the loop position a carrier request holds one trace per step, so "consumed" means at
+    least half of all of them reached the prompt: the whole loop was read, not its last step.
+    """
+    trace_tokens *= carried_traces(position)
     recs = [r for r in records if r.get("step") == step and r.get("position") == position
             and (r.get("lane") == lane or (r.get("lane") == UNKNOWN and not r.get("ok")))]
     if not recs:

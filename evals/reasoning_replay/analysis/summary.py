@@ -9,7 +9,7 @@ from typing import Any
 
 from capplan.evals.reasoning_replay.analysis.signals import measure
 from capplan.evals.reasoning_replay.analysis.verdicts import NOT_MEASURED, notes, verdict
-from capplan.evals.reasoning_replay.fixture import POSITIONS, TRACE_TARGET_CHARS
+from capplan.evals.reasoning_replay.fixture import ALL_POSITIONS, TRACE_TARGET_CHARS
 from capplan.evals.reasoning_replay.provider.lanes import DIRECT
 from capplan.evals.reasoning_replay.routes import ROUTES
 from capplan.evals.reasoning_replay.store.outdir import OutDir
@@ -76,7 +76,7 @@ def _model_rows(key: tuple[str, str], records: list[dict[str, Any]], states: lis
         return [_unmeasured_row(route, model, records, states, complete)]
     out = []
     for lane in lanes:
-        signals = [s for step in ("text", "opaque") for position in POSITIONS
+        signals = [s for step in ("text", "opaque") for position in ALL_POSITIONS
                    for s in measure(records, lane, step, position, trace_tokens)]
         lane_records = [r for r in records if r.get("lane") == lane]
         row = _row(route, model, lane, verdict(signals), complete, records)

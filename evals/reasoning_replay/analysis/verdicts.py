@@ -1,7 +1,8 @@
 """The verdict of one (route, model, lane) row, exactly as the method defines them.
 
   consumes-all-turns       a cross-turn carrier is consumed (text, or opaque verbatim)
-  in-loop-only             an in-loop carrier is consumed, no cross-turn carrier is
+  in-loop-only             an in-loop carrier (one step, or the whole loop of the opt-in
+                           loop_steps position) is consumed, no cross-turn carrier is
   accepted-ignored         carriers got 200 but no delta reaches the consumed threshold
   rejected                 no carrier got a comparable 200, and carriers got 4xx
   baseline-failed          no comparable measurement exists (the baseline never gave one)
@@ -16,6 +17,7 @@ answered but step 2's turn 1 returned no tool call with a carrier, so there was 
 from __future__ import annotations
 
 from capplan.evals.reasoning_replay.analysis.signals import Signal
+from capplan.evals.reasoning_replay.fixture import LOOP_POSITION, LOOP_STEPS, carried_traces
 
 VERDICTS = ("consumes-all-turns", "in-loop-only", "accepted-ignored", "rejected",
             "baseline-failed", "direct-lane-not-reached")
@@ -33,7 +35,7 @@ def verdict(signals: list[Signal]) -> str:
     consumed = {s.position for s in carriers if s.klass == "consumed"}
     if "cross_turn" in consumed:
         return "consumes-all-turns"
-    if "in_loop" in consumed:
+    if consumed & {"in_loop", LOOP_POSITION}:
         return "in-loop-only"
     if any(s.delta is not None for s in carriers):
         return "accepted-ignored"
@@ -49,8 +51,14 @@ def notes(signals: list[Signal], trace_tokens: float) -> list[str]:
         if s.note:
             out.append(f"{s.step}:{s.position}:{s.variant} {s.note}")
         if s.klass == "partial":
+            whole = 0.5 * trace_tokens * carried_traces(s.position)
             out.append(f"{s.step}:{s.position}:{s.variant} partial delta {s.delta:+d} "
-                       f"(below 0.5·T = {0.5 * trace_tokens:.0f})")
+                       f"(below 0.5·T = {whole:.0f})" + (
+                           f": the template reads part of the {LOOP_STEPS}-step loop, likely its last step only"
+                           if s.position == LOOP_POSITION else ""))
+        elif s.klass == "consumed" and s.position == LOOP_POSITION:
+            out.append(f"{s.step}:{s.position}:{s.variant} consumed {s.delta:+d}: the template reads every step "
+                       f"of the {LOOP_STEPS}-step tool loop")
         elif s.klass in ("no-usage", "no-baseline", "error"):
             detail = f": {s.error[:120]}" if s.error else ""
             out.append(f"{s.step}:{s.position}:{s.variant} {s.klass}{detail}")

@@ -26,7 +26,9 @@ may still drop it. This harness measures consumption on the wire:
   step 1  a fixed tool-use conversation whose assistant turn carries a ~400-token trace
           (with one canary sentence) in each carrier shape, at two positions:
           in_loop (reasoning on the turn right before the request) and cross_turn (a new
-          user message after the tool loop finished). Signal: the prompt_tokens delta
+          user message after the tool loop finished); opt-in, loop_steps (a tool loop of
+          three steps, the trace on each: a template that reads the whole loop consumes
+          all three, one that reads only the last step one). Signal: the prompt_tokens delta
           against the byte-identical request without the trace; canary recall second.
   step 2  a live turn 1 records the model's own reasoning carriers; turn 2 is sent with
           them replayed verbatim and stripped.
@@ -103,7 +105,8 @@ def build_parser(prog: str = "harness.py") -> argparse.ArgumentParser:
                      help="samples per request for --want-direct ids (default 4)")
     run.add_argument("--steps", default="text,opaque",
                      help="text (synthetic carriers) and/or opaque (live turn 1); default both")
-    run.add_argument("--positions", default=",".join(POSITIONS), help="in_loop and/or cross_turn; default both")
+    run.add_argument("--positions", default=",".join(POSITIONS), help="in_loop, cross_turn and/or loop_steps (step 1 only); "
+                     "default in_loop,cross_turn")
     run.add_argument("--variants", default="", help="subset of the step-1 carriers (default: all of the "
                      "route's kind: chat reasoning_content,reasoning,reasoning_details,all; responses "
                      "summary_item,content_item; gemini thought_part)")

@@ -12,7 +12,7 @@ from typing import Any
 from capplan.evals.reasoning_replay import redact
 from capplan.evals.reasoning_replay.budget import Budget
 from capplan.evals.reasoning_replay.errors import MissingCredential, UsageError
-from capplan.evals.reasoning_replay.fixture import POSITIONS, Session
+from capplan.evals.reasoning_replay.fixture import ALL_POSITIONS, Session
 from capplan.evals.reasoning_replay.outcome import CellOutcome
 from capplan.evals.reasoning_replay.progress import Progress
 from capplan.evals.reasoning_replay.provider.catalog import fetch, portal_cap, portal_models
@@ -78,7 +78,7 @@ def warn(message: str) -> None:
 def _options(args: argparse.Namespace, route: Route) -> Options:
     steps = _split(args.steps)
     positions = _split(args.positions)
-    for name, values, valid in (("--steps", steps, STEPS), ("--positions", positions, POSITIONS)):
+    for name, values, valid in (("--steps", steps, STEPS), ("--positions", positions, ALL_POSITIONS)):
         bad = [v for v in values if v not in valid]
         if bad or not values:
             raise UsageError(f"{name} {','.join(bad) or '(empty)'} not valid; choose from {', '.join(valid)}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capplan.evals.reasoning_replay.fixture import PROBES, REFUSAL_STATUS
+from capplan.evals.reasoning_replay.fixture import POSITIONS, PROBES, REFUSAL_STATUS
 from capplan.evals.reasoning_replay.opaque.capture import Capture, OpaqueFlavour
 from capplan.evals.reasoning_replay.opaque.chat import ChatFlavour
 from capplan.evals.reasoning_replay.opaque.gemini import GeminiFlavour
@@ -33,7 +33,8 @@ def run_opaque_cell(ctx: RunContext, model: str, cell: str) -> CellOutcome:
     capture, failure = _turn1(ctx, model, flavour, cell)
     if capture is None:
         return failure
-    for position in ctx.options.positions:
+    # a live turn 1 gives one step to replay: the multi-step loop position is step 1's alone
+    for position in (p for p in ctx.options.positions if p in POSITIONS):
         _turn2(ctx, model, flavour, capture, position, cell)
     return CellOutcome("done", final=True, reason="carriers: " + ", ".join(capture.summary["carriers"]))
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from capplan.evals.reasoning_replay.errors import UsageError
-from capplan.evals.reasoning_replay.fixture import (CALL_ID, FINAL_ANSWER, SYSTEM, TOOL_ARGS, TOOL_NAME,
-                                                    TOOL_RESULT, USER_TASK)
+from capplan.evals.reasoning_replay.fixture import (CALL_ID, FINAL_ANSWER, LOOP_CALLS, LOOP_POSITION, SYSTEM,
+                                                    TOOL_ARGS, TOOL_NAME, TOOL_RESULT, USER_TASK)
 
 CHAT_VARIANTS = ("none", "reasoning_content", "reasoning", "reasoning_details", "all")
 RESPONSES_VARIANTS = ("none", "summary_item", "content_item")
@@ -50,8 +50,22 @@ def synthetic(kind: str, position: str, variant: str, trace: str, probe: str,
 
 def chat_messages(position: str, variant: str, trace: str, probe: str,
                   gemini_signature: bool) -> Payload:
-    call: dict[str, Any] = {"id": CALL_ID, "type": "function",
-                            "function": {"name": TOOL_NAME, "arguments": TOOL_ARGS}}
+    head: Payload = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER_TASK}]
+    if position == LOOP_POSITION:
+        # every step of the loop carries the trace; the probe rides in the last tool result
+        for index, (call_id, city, result) in enumerate(LOOP_CALLS):
+            last = index == len(LOOP_CALLS) - 1
+            head += [_chat_step(call_id, _city_args(city), variant, trace, gemini_signature),
+                     {"role": "tool", "tool_call_id": call_id, "content": f"{result}\n\n{probe}" if last else result}]
+        return head
+    return [*head, _chat_step(CALL_ID, TOOL_ARGS, variant, trace, gemini_signature),
+            *chat_tail(position, probe, CALL_ID)]
+
+
+def _chat_step(call_id: str, arguments: str, variant: str, trace: str, gemini_signature: bool) -> dict[str, Any]:
+    """One assistant tool-call turn, its carrier keys after every other key."""
+    call: dict[str, Any] = {"id": call_id, "type": "function",
+                            "function": {"name": TOOL_NAME, "arguments": arguments}}
     if gemini_signature:
         call["extra_content"] = {"google": {"thought_signature": GEMINI_DUMMY_SIGNATURE}}
     assistant: dict[str, Any] = {"role": "assistant", "content": "", "tool_calls": [call]}
@@ -62,8 +76,11 @@ def chat_messages(position: str, variant: str, trace: str, probe: str,
     if variant in ("reasoning_details", "all"):
         assistant["reasoning_details"] = [
             {"type": "reasoning.text", "text": trace, "format": "unknown", "index": 0}]
-    head = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER_TASK}, assistant]
-    return head + chat_tail(position, probe, CALL_ID)
+    return assistant
+
+
+def _city_args(city: str) -> str:
+    return TOOL_ARGS.replace("Paris", city)
 
 
 def chat_tail(position: str, probe: str, call_id: str) -> Payload:
@@ -77,14 +94,26 @@ def chat_tail(position: str, probe: str, call_id: str) -> Payload:
 
 def responses_input(position: str, variant: str, trace: str, probe: str) -> Payload:
     items: Payload = [{"role": "user", "content": USER_TASK}]
+    if position == LOOP_POSITION:
+        for index, (call_id, city, result) in enumerate(LOOP_CALLS):
+            last = index == len(LOOP_CALLS) - 1
+            items += _responses_step(call_id, _city_args(city), variant, trace)
+            items.append({"type": "function_call_output", "call_id": call_id,
+                          "output": f"{result}\n\n{probe}" if last else result})
+        return items
+    return items + _responses_step(CALL_ID, TOOL_ARGS, variant, trace) + responses_tail(position, probe, CALL_ID)
+
+
+def _responses_step(call_id: str, arguments: str, variant: str, trace: str) -> Payload:
+    """One function call, preceded by its reasoning item in a carrier variant."""
+    items: Payload = []
     if variant == "summary_item":
         items.append({"type": "reasoning", "summary": [{"type": "summary_text", "text": trace}]})
     elif variant == "content_item":
         items.append({"type": "reasoning", "summary": [],
                       "content": [{"type": "reasoning_text", "text": trace}]})
-    items.append({"type": "function_call", "call_id": CALL_ID, "name": TOOL_NAME,
-                  "arguments": TOOL_ARGS})
-    return items + responses_tail(position, probe, CALL_ID)
+    items.append({"type": "function_call", "call_id": call_id, "name": TOOL_NAME, "arguments": arguments})
+    return items
 
 
 def responses_tail(position: str, probe: str, call_id: str) -> Payload:
@@ -98,11 +127,22 @@ def responses_tail(position: str, probe: str, call_id: str) -> Payload:
 
 
 def gemini_contents(position: str, variant: str, trace: str, probe: str) -> Payload:
+    head: Payload = [{"role": "user", "parts": [{"text": USER_TASK}]}]
+    if position == LOOP_POSITION:
+        for index, (_call_id, city, result) in enumerate(LOOP_CALLS):
+            last = index == len(LOOP_CALLS) - 1
+            head += [_gemini_step(city, variant, trace), {"role": "user", "parts": [{"functionResponse": {
+                "name": TOOL_NAME, "response": {"result": f"{result}\n\n{probe}" if last else result}}}]}]
+        return head
+    return [*head, _gemini_step("Paris", variant, trace), *gemini_tail(position, probe)]
+
+
+def _gemini_step(city: str, variant: str, trace: str) -> dict[str, Any]:
+    """One model turn calling the tool, its thought part first in a carrier variant."""
     parts: Payload = [{"text": trace, "thought": True}] if variant == "thought_part" else []
-    parts.append({"functionCall": {"name": TOOL_NAME, "args": {"city": "Paris"}},
+    parts.append({"functionCall": {"name": TOOL_NAME, "args": {"city": city}},
                   "thoughtSignature": GEMINI_DUMMY_SIGNATURE})
-    head = [{"role": "user", "parts": [{"text": USER_TASK}]}, {"role": "model", "parts": parts}]
-    return head + gemini_tail(position, probe)
+    return {"role": "model", "parts": parts}
 
 
 def gemini_tail(position: str, probe: str) -> Payload:

@@ -63,8 +63,8 @@ class ReasoningCodec(ABC):
     """Extract + replay contract for one provider family's reasoning shapes.
 
     ``replay_scope`` says which assistant turns a request replays reasoning on: ``all_turns``
-    (every assistant message that carries some), ``in_loop`` (only the tool-call turn right
-    before the request, i.e. the request continues that turn's tool loop) or ``never``. A codec
+    (every assistant message that carries some), ``in_loop`` (every assistant step of the current
+    tool loop: those after the last user message) or ``never``. A codec
     whose target reads replayed reasoning only in some positions (measured by the replay eval)
     narrows it; the request builder applies it, since it depends on a message's place in the
     conversation. ``replay_carrier`` names the wire field the codec replays through (``None``

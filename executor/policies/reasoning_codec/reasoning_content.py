@@ -7,17 +7,24 @@ or drops it, by position. Which positions a template keeps is a measured fact (t
 ``capplan replay``), carried in the ``replay`` parameter with the ``evidence`` it rests on:
 
 * ``all_turns``: every assistant turn that carries reasoning replays it;
-* ``in_loop``: only the tool-call turn immediately before the request (a template that keeps
-  reasoning only for the current tool loop would render nothing else, so sending the rest only
-  costs bytes);
+* ``in_loop``: every assistant step of the current tool loop, i.e. since the last user message (a
+  template that keeps reasoning only for the current turn renders all of those steps and nothing
+  before them, so sending the earlier turns' reasoning only costs bytes);
 * ``never``: nothing is replayed (the template ignores it, or the server rejects the field).
 
 OpenRouter reads reasoning only from its ``reasoning_details`` envelope, so on that route the
 codec replays through it when ``openrouter_envelope`` is on, and replays nothing otherwise.
+
+Evidence holds for the route it was measured (or ruled) on, never by a name glob for another: a
+preset writes each route's scope under ``by_route`` (a provider key, e.g. ``llamacpp`` for a local
+llama-server, ``openrouter``), and the compiler keeps the entry for the plan's own route as the
+plan's ``replay``, ``evidence`` and ``evidence_route`` (``capplan.compiler.replay_evidence``). A
+plan never carries ``by_route``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -27,7 +34,15 @@ from capplan.executor.policies.reasoning_codec.openrouter import OPENROUTER_TEXT
 from capplan.executor.policy_params import PolicyParams
 from capplan.executor.reasoning import ReasoningBlock, StructuredReasoning
 
-__all__ = ["ReasoningContentCodec"]
+__all__ = ["ReasoningContentCodec", "RouteEvidence"]
+
+
+class RouteEvidence(PolicyParams):
+    """One route's replay scope and the dated evidence it rests on (a measurement or a provider rule)."""
+
+    replay: ReplayScope = Field(description="Which assistant turns replay reasoning on this route.")
+    evidence: str = Field(min_length=1, description="What says so, with its source and date "
+                          "(a `capplan replay run` measurement, or `conformance rule <id>, <source>, <date>`).")
 
 
 class ReasoningContentCodec(ReasoningCodec):
@@ -53,13 +68,23 @@ class ReasoningContentCodec(ReasoningCodec):
         required: bool = Field(
             False, description="The endpoint refuses a tool loop whose turns lack their reasoning: evidence that "
             "it rejects reasoning_content is then a compile-time error.")
+        evidence_route: str | None = Field(
+            None, min_length=1, description="The route (provider key) the evidence was measured or ruled on; "
+            "set by the compiler from by_route or a measurement.")
+        by_route: dict[str, RouteEvidence] = Field(
+            default_factory=dict, description="Per route (provider key): the replay scope and its evidence. The "
+            "compiler keeps the plan's own route's entry and warns when there is none; a plan never carries it.")
 
     def __init__(self, replay: ReplayScope = "all_turns", evidence: str | None = None,
-                 openrouter_envelope: bool = False, required: bool = False) -> None:
+                 openrouter_envelope: bool = False, required: bool = False, evidence_route: str | None = None,
+                 by_route: Mapping[str, Any] | None = None) -> None:
         self.replay_scope = replay
         self.evidence = evidence
         self.openrouter_envelope = openrouter_envelope
         self.required = required
+        self.evidence_route = evidence_route
+        # resolved at compile time (the plan has only the chosen route's scope); kept for for_route
+        self.by_route = dict(by_route or {})
         self.openrouter = False
 
     def extract(self, message: Any) -> StructuredReasoning | None:
@@ -94,9 +119,13 @@ class ReasoningContentCodec(ReasoningCodec):
         """The same codec, encoding in OpenRouter's envelope on that route."""
         if openrouter == self.openrouter:
             return self
-        other = ReasoningContentCodec(self.replay_scope, self.evidence, self.openrouter_envelope, self.required)
+        other = ReasoningContentCodec(self.replay_scope, self.evidence, self.openrouter_envelope, self.required,
+                                      self.evidence_route, self.by_route)
         other.openrouter = openrouter
         return other
 
     def _cite(self) -> str:
-        return f"; evidence: {self.evidence}" if self.evidence else ""
+        if not self.evidence:
+            return ""
+        on = f" (route {self.evidence_route})" if self.evidence_route else ""
+        return f"; evidence{on}: {self.evidence}"

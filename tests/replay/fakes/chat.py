@@ -3,7 +3,8 @@
 ``reads``  the assistant-message fields the template renders (first present wins), e.g.
            ("reasoning_content",) for a Qwen3-style template; () ignores every field.
 ``scope``  "all": reasoning of every assistant turn is rendered; "after_last_user": only of
-           assistant turns after the last user message (what Qwen3 templates do).
+           assistant turns after the last user message (what Qwen3 templates do); "last_step":
+           only of the last assistant turn, when no user message follows it.
 ``rejects`` field -> 400 error message, like a strict schema ("Extra inputs are not permitted").
 ``refuse`` a phrase that, in a user turn, earns xAI's 403 refusal.
 """
@@ -73,12 +74,14 @@ class ChatProvider:
     # ---- the template
     def render(self, messages: list[dict[str, Any]], tools: list[Any]) -> str:
         last_user = max([i for i, m in enumerate(messages) if m.get("role") == "user"], default=-1)
+        last_assistant = max([i for i, m in enumerate(messages) if m.get("role") == "assistant"], default=-1)
         out = [f"<tools>{dumps(tools)}</tools>"]
         for i, message in enumerate(messages):
             role = message.get("role")
             text = str(message.get("content") or "")
             if role == "assistant":
-                keep = self.scope == "all" or i > last_user
+                keep = (self.scope == "all" or (self.scope == "after_last_user" and i > last_user)
+                        or (self.scope == "last_step" and i == last_assistant > last_user))
                 thought = self.reasoning_of(message) if keep else ""
                 if thought:
                     text = f"<think>{thought}</think>{text}"
