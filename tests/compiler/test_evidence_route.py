@@ -114,8 +114,8 @@ def test_an_overlay_measurement_records_the_route_it_was_measured_on(write: Call
 
 def test_bundled_openrouter_plans_replay_every_turn_on_the_provider_rule() -> None:
     plans = compile_paths().plans
-    for key, rule in (("kimi-k2-thinking", "moonshot.tool_call_reasoning_content"),
-                      ("deepseek-v4-flash", "deepseek.tool_call_reasoning_content")):
+    for key, rule in (("kimi-k2-thinking", "openrouter.kimi_reasoning_missing"),
+                      ("deepseek-v4-flash", "openrouter.deepseek_v4_reasoning_missing")):
         params = codec_params(plans[key])
         assert params["replay"] == "all_turns" and params["openrouter_envelope"] is True, key
         assert params["evidence_route"] == "openrouter"
@@ -128,7 +128,7 @@ def test_bundled_openrouter_plans_replay_every_turn_on_the_provider_rule() -> No
 def test_explain_shows_the_rule_a_plan_replays_on() -> None:
     code, out = invoke("explain", "kimi-k2-thinking", "policies.reasoning_codec")
     assert code == 0, out
-    assert "conformance rule moonshot.tool_call_reasoning_content" in out and '"evidence_route": "openrouter"' in out
+    assert "conformance rule openrouter.kimi_reasoning_missing" in out and '"evidence_route": "openrouter"' in out
     assert "thinking is enabled but reasoning_content is missing in assistant tool call message at index N" in out
     assert "by_route.openrouter" in out or "model_presets.yaml:" in out
 

@@ -307,13 +307,9 @@ def test_openrouter_kimi_refuses_a_loop_whose_earlier_step_lacks_reasoning(corpu
         assert status == 400
 
 
-@pytest.mark.xfail(strict=True, raises=KnownRefusal, reason=(
-    "finding: the bundled kimi-k2-thinking plan (OpenRouter) replays no reasoning there (reasoning_content codec, "
-    "openrouter_envelope false; its replay: in_loop comes from a llama.cpp template), so the second step of a tool "
-    "loop is refused: 'thinking is enabled but reasoning_content is missing in assistant tool call message at "
-    "index 1'. With the envelope on, in_loop (only the step right before the request) would still fail the third "
-    "step: Moonshot requires every tool-call turn's reasoning"))
 def test_openrouter_kimi_bundled_plan_is_accepted_through_a_tool_loop(corpus: Corpus) -> None:
+    """Every tool-call turn replays its reasoning through OpenRouter's envelope (by_route.openrouter:
+    all_turns, the rule's own evidence), so no step is refused."""
     with emulator(corpus, "openrouter") as emu:
         try:
             tool_loop(client_for("kimi-k2-thinking", emu), emu, steps=3)
