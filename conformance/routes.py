@@ -24,6 +24,9 @@ ROUTES: tuple[str, ...] = get_args(Route)
 NATIVE: dict[str, tuple[str, str]] = {
     "anthropic": ("anthropic-messages", "anthropic"),
     "gemini": ("gemini-generate-content", "gemini"),
+    # litellm's own providers for these vendors post OpenAI chat completions to the vendor's API
+    "deepseek": ("openai-chat", "deepseek"),
+    "moonshot": ("openai-chat", "moonshot"),
 }
 
 #: why every cell of a mock plan is not applicable
