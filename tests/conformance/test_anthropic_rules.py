@@ -19,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from capplan.conformance.carriers import CarrierMint
-from capplan.conformance.corpus import Corpus, load_corpus
+from capplan.conformance.corpus import Corpus
 from capplan.conformance.emulator import Exchange
-from capplan.conformance.emulators import checks_by_protocol, emulator_for
+from capplan.conformance.emulators import emulator_for
 from capplan.conformance.emulators.anthropic import AnthropicMessagesEmulator, AnthropicReply
 from capplan.executor.client import Client
 from capplan.executor.messages import ChatRequest, ReasoningIn
@@ -34,11 +34,6 @@ WAIT_S = 30  # bound on every HTTP exchange with the emulator
 SONNET = "claude-sonnet-4-5"
 LOOKUP = {"type": "function", "function": {"name": "lookup", "description": "Find a record.",
                                            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}
-
-
-@pytest.fixture(scope="module")
-def corpus() -> Corpus:
-    return load_corpus(checks=checks_by_protocol())
 
 
 @pytest.fixture(scope="module", autouse=True)

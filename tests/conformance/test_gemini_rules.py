@@ -20,9 +20,9 @@ import httpx
 import pytest
 
 from capplan.conformance.carriers import CarrierMint
-from capplan.conformance.corpus import Corpus, load_corpus
+from capplan.conformance.corpus import Corpus
 from capplan.conformance.emulator import Reply
-from capplan.conformance.emulators import checks_by_protocol, emulator_for
+from capplan.conformance.emulators import emulator_for
 from capplan.conformance.emulators.gemini import GeminiEmulator, call_text, current_turn_start
 from capplan.executor.client import Client
 from capplan.executor.messages import ReasoningIn
@@ -40,11 +40,6 @@ MISSING = ("Function call is missing a thought_signature in functionCall parts. 
            "work correctly, and missing thought_signature may lead to degraded model performance. Additional "
            "data, function call `default_api:{name}` , position {position}. Please refer to "
            "https://ai.google.dev/gemini-api/docs/thought-signatures for more details.")
-
-
-@pytest.fixture(scope="module")
-def corpus() -> Corpus:
-    return load_corpus(checks=checks_by_protocol())
 
 
 @pytest.fixture

@@ -22,9 +22,9 @@ import pytest
 from click.testing import CliRunner
 
 from capplan.cli import main
-from capplan.conformance.corpus import Corpus, load_corpus
+from capplan.conformance.corpus import Corpus
 from capplan.conformance.emulator import Reply
-from capplan.conformance.emulators import checks_by_protocol, emulator_for
+from capplan.conformance.emulators import emulator_for
 from capplan.conformance.emulators.openai_chat import OpenAIChatEmulator, native_position, thinking_switch
 from capplan.executor.client import Client
 from capplan.executor.errors import ProviderHTTPError, ReasoningError
@@ -40,11 +40,6 @@ TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {
     "name": "lookup", "description": "Look a thing up.",
     "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}]
 THOUGHT = "The user wants the record; the lookup tool answers that."
-
-
-@pytest.fixture(scope="module")
-def corpus() -> Corpus:
-    return load_corpus(checks=checks_by_protocol())
 
 
 @pytest.fixture(autouse=True)

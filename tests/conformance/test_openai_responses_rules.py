@@ -42,11 +42,6 @@ LOOP = [Reply(tool_calls=(("lookup", {"q": "alpha"}),)),
         Reply(text="alpha beta gamma delta")]
 
 
-@pytest.fixture(scope="module")
-def corpus() -> Corpus:
-    return load_corpus(checks=checks_by_protocol())
-
-
 @contextmanager
 def emulator(corpus: Corpus, route: str = "openai", script: Sequence[Reply] = ()) -> Iterator[ResponsesEmulator]:
     emu = ResponsesEmulator(corpus.rules, route=route, script=script)
