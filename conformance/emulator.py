@@ -172,7 +172,13 @@ class Emulator(ABC):
             timeout = READ_TIMEOUT_S
 
             def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
-                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                except ValueError:
+                    length = -1
+                if length < 0:
+                    self._send(400, _plain_error("Content-Length is not a length"))
+                    return
                 if length > MAX_REQUEST_BYTES:
                     self._send(413, _plain_error("request body too large"))
                     return
