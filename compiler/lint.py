@@ -18,7 +18,7 @@ from capplan.compiler.inputs.preset_file import PresetFile
 from capplan.compiler.matching import candidates_of
 from capplan.compiler.loading import CATALOGUE_FILE, PRESETS_FILE, PROVIDERS_FILE, Loaded, bundled_dir, display_path, load_file
 from capplan.core.yaml_fast import read_fast_source
-from capplan.core.yaml_source import read_bundled, read_source
+from capplan.core.yaml_source import read_bundled
 
 if TYPE_CHECKING:  # lint must not pay for the plan model unless it compiles
     from capplan.compiler.loading import Inputs

@@ -34,7 +34,8 @@ def check_block_policies(source: SourceFile, loc: Loc, block: PresetBody) -> lis
         partial = set(ref.params) if slot == _MERGED_SLOT else None
         problems = _located(source, where, cls, dict(ref.params), partial, f"{slot} {ref.name!r}")
         if not problems and partial is None:
-            problems = _construct(cls, dict(ref.params), lambda code, msg: source.diag(where, code, msg))
+            # B023: _construct calls the lambda before it returns, so `where` is this iteration's
+            problems = _construct(cls, dict(ref.params), lambda code, msg: source.diag(where, code, msg))  # noqa: B023
         out += problems
     if block.params is not None:
         out += _params_block(source, (*loc, "params"), block.params, block)

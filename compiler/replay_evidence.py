@@ -267,7 +267,7 @@ def unscoped_evidence(source: SourceFile, blocks: Iterable[tuple[tuple[str | int
 def evidence_warnings(overlay: Loaded[OverlayFile], today: _dt.date | None = None) -> list[Diagnostic]:
     """Stale or foreign evidence in one overlay: too old, or measured against another fingerprint."""
     checks = overlay.model.reasoning_replay_checks
-    day = today or _dt.datetime.now(_dt.timezone.utc).date()
+    day = today or _dt.datetime.now(_dt.UTC).date()
     src = overlay.source
     out: list[Diagnostic] = []
     for route, models in overlay.model.reasoning_replay.items():

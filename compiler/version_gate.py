@@ -53,7 +53,7 @@ def _admits_plain(spec_text: str, version: str) -> bool | None:
     verdict = True
     for clause in spec_text.split(","):
         clause = clause.strip()
-        for op, compare in _OPERATORS:
+        for op, compare in _OPERATORS:  # noqa: B007 - used after the break
             if clause.startswith(op):
                 theirs = _release(clause[len(op):].strip())
                 break

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Callable, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -88,7 +88,7 @@ class ImagePart(_Model):
     image_url: ImageUrl
 
 
-ContentPart = Annotated[Union[TextPart, ImagePart], Field(discriminator="type")]
+ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
 
 
 class UserMessage(_Model):
@@ -244,7 +244,7 @@ class ToolMessage(_Model):
     images: list[ToolImage] = Field(default_factory=list, description="Images the tool returned with its text.")
 
 
-Message = Annotated[Union[UserMessage, AssistantMessage, ToolMessage], Field(discriminator="role")]
+Message = Annotated[UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")]
 
 
 class ToolFunction(_Model):
@@ -309,7 +309,7 @@ class NamedToolChoice(_Model):
     function: NamedFunction
 
 
-ToolChoice = Union[Literal["auto", "none", "required"], NamedToolChoice]
+ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
 
 
 class ChatRequest(_Model):

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
 from capplan.executor.binding import CREDENTIAL_VALUE_MESSAGE as CREDENTIAL_VALUE_MESSAGE
 from capplan.executor.binding import ProviderBinding as ProviderBinding

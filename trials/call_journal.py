@@ -571,7 +571,6 @@ def died_in_flight(journal: Journal, written: Callable[[str, int], bool],
                                             f"call: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}",
                                             hint=f"{JOURNAL_FILE} is written by capplan only; restore it from a "
                                                  "backup, or remove the line (its call's spend is then not counted)"))
-        answered = [c for c in calls if c.outcome != "failed"]
         # a send with no outcome line: sent, outcome unknown, cost unknown (its role's total too)
         agent_open = any(role in _AGENT_ROLES for role, _ in unanswered)
         user_open = any(role in _USER_ROLES for role, _ in unanswered)

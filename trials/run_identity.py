@@ -18,7 +18,7 @@ import os
 import sys
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import yaml
@@ -41,7 +41,7 @@ def new_run_id() -> str:
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def project_root(path: Path) -> Path:

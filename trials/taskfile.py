@@ -15,7 +15,7 @@ state is flat ``{attr: value}``; a list of components gives ``{component_name: {
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, model_validator
 
@@ -127,7 +127,7 @@ class NamedToolChoice(_Model):
     name: str = Field(pattern=_NAME, description="The tool the agent must call.")
 
 
-ToolChoice = Union[Literal["auto", "required", "none"], NamedToolChoice]
+ToolChoice = Literal["auto", "required", "none"] | NamedToolChoice
 
 
 class ScriptedUser(_Model):
@@ -147,7 +147,7 @@ class LlmUser(_Model):
     )
 
 
-User = Annotated[Union[ScriptedUser, LlmUser], Field(discriminator="mode")]
+User = Annotated[ScriptedUser | LlmUser, Field(discriminator="mode")]
 
 
 class ExpectedAction(_Model):

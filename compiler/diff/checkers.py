@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capplan.compiler.diff.errors import DiffInputError
-from capplan.compiler.diff.model import ABSENT, Change
+from capplan.compiler.diff.model import Change
 from capplan.compiler.diff.walk import Path, enclosing, leaf_changes, provenance_entry, source_of, subtree
 from capplan.core.diagnostics import did_you_mean
 from capplan.executor.plan import Provenance

@@ -95,4 +95,4 @@ def bound_by_deadline(client: Any) -> None:
             raise RuntimeError(f"httpx's transport {type(transport).__name__} keeps no httpcore pool where the direct "
                                "transport wraps it: the attempt's deadline cannot be applied")
         if not isinstance(backend, _Backend):
-            setattr(pool, "_network_backend", _Backend(backend))
+            setattr(pool, "_network_backend", _Backend(backend))  # noqa: B010 - `pool` is `Any | None` to mypy

@@ -289,7 +289,7 @@ def test_retry_after_is_honoured_alike(server: RecordingServer, litellm_completi
     via_litellm = Client(plan, env=dict(KEYS), api_base=server.base, completion=litellm_completion,
                          sleep=waits["litellm"].append)
     ok = json_answer(_body({"content": "later"}, usage=USAGE))
-    for name, client in (("direct", direct), ("litellm", via_litellm)):
+    for _name, client in (("direct", direct), ("litellm", via_litellm)):
         server.script(FAILURES["429_retry_after"], ok)
         result = client.generate(CONVERSATION)
         assert result.text == "later"

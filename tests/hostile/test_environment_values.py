@@ -220,7 +220,7 @@ def test_a_bad_key_file_is_refused(tmp_path: Path, content: bytes, problem: str)
     keys.write_bytes(content)
     result = preview_rotating(tmp_path, {"OPENROUTER_KEY_FILE": str(keys)})
     assert result.exit_code == 2, result.output
-    assert "error[CREDENTIAL]" in result.output and f"OPENROUTER_KEY_FILE names a file that" in result.output.replace(
+    assert "error[CREDENTIAL]" in result.output and "OPENROUTER_KEY_FILE names a file that" in result.output.replace(
         "file whose", "file that")
     assert problem in result.output
 

@@ -32,7 +32,7 @@ class LoopbackLLM:
     replies: dict[str, tuple[dict[str, Any], dict[str, str]]] = field(default_factory=dict)
     requests: list[Recorded] = field(default_factory=list)
     port: int = 0
-    _server: HTTPServer | None = None
+    _server: LoopbackHTTPServer | None = None
 
     def __enter__(self) -> LoopbackLLM:
         owner = self
@@ -41,7 +41,7 @@ class LoopbackLLM:
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 length = int(self.headers.get("content-length", 0))
                 owner.requests.append(Recorded(self.path, json.loads(self.rfile.read(length) or b"{}")))
-                for suffix, (body, headers) in owner.replies.items():
+                for suffix, (body, headers) in owner.replies.items():  # noqa: B007 - used after the break
                     if self.path.endswith(suffix):
                         break
                 else:

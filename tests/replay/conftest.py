@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 

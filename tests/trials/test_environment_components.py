@@ -4,7 +4,6 @@ setup, dispatch by method name, state per component, the run identity's digests,
 from __future__ import annotations
 
 import hashlib
-import textwrap
 from pathlib import Path
 
 import pytest

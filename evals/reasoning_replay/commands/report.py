@@ -23,8 +23,8 @@ def report_command(args: argparse.Namespace) -> int:
     prog = getattr(args, "prog", "harness.py")
     out = OutDir(Path(args.out), create=False, prog=prog)
     folder = load(out)
-    for problem in folder.problems:
-        print(f"warning: {problem}", file=sys.stderr)
+    for warning in folder.problems:
+        print(f"warning: {warning}", file=sys.stderr)
     table = rows(folder)
     if not table:
         print(f"nothing measured yet in {out.path}: no readable records in calls.jsonl or "

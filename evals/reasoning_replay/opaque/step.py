@@ -77,9 +77,10 @@ def _turn1(ctx: RunContext, model: str, flavour: OpaqueFlavour, cell: str
         captured.clear()
         forced = choice != "auto"
 
+        # B023: turn1 is called only in this iteration, so `effort` is this iteration's
         def turn1(forced: bool) -> Result:
-            spec = CallSpec(model=model, step="opaque_turn1", position="-", variant=f"effort:{effort}",
-                            probe="-", payload=flavour.turn1_payload(), knobs=knobs.with_effort(effort),
+            spec = CallSpec(model=model, step="opaque_turn1", position="-", variant=f"effort:{effort}",  # noqa: B023
+                            probe="-", payload=flavour.turn1_payload(), knobs=knobs.with_effort(effort),  # noqa: B023
                             max_tokens=ctx.options.turn1_max_tokens, cell=cell,
                             extra=flavour.force_tool(choice) if forced else None,
                             tool_choice=choice if forced else "auto")

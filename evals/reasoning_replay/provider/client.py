@@ -10,7 +10,8 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from capplan.evals.reasoning_replay.budget import Budget
 from capplan.evals.reasoning_replay.outcome import TRANSIENT
@@ -45,7 +46,7 @@ class CallSpec:
     cell: str = ""
     tool_choice: str | None = None  # turn 1 only: auto | required | tool, as sent
 
-    def again(self, attempt: int) -> "CallSpec":
+    def again(self, attempt: int) -> CallSpec:
         """The same request as another sample (lane resampling)."""
         return replace(self, attempt=attempt)
 

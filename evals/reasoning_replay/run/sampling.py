@@ -3,7 +3,8 @@ every lane a carrier landed on also has a baseline measured on that same lane.""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from capplan.evals.reasoning_replay.provider.client import CallSpec, Client, Result
 from capplan.evals.reasoning_replay.provider.lanes import DIRECT, UNKNOWN

@@ -27,7 +27,7 @@ class Knobs:
     effort_style: str = "none"
     max_tokens_key: str = "max_tokens"
 
-    def with_effort(self, effort: str | None) -> "Knobs":
+    def with_effort(self, effort: str | None) -> Knobs:
         """The same settings asking for another reasoning effort."""
         return replace(self, effort=effort)
 
@@ -42,7 +42,7 @@ class Knobs:
                 "effort_style": self.effort_style, "max_tokens_key": self.max_tokens_key}
 
     @classmethod
-    def from_record(cls, data: dict[str, Any]) -> "Knobs":
+    def from_record(cls, data: dict[str, Any]) -> Knobs:
         """Inverse of :meth:`as_record` (used when a run resumes)."""
         return cls(temperature=data.get("temperature"), effort=data.get("effort"),
                    effort_style=str(data.get("effort_style") or "none"),

@@ -85,7 +85,7 @@ class LoopbackServer:
         host, port = self.httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def start(self) -> "LoopbackServer":
+    def start(self) -> LoopbackServer:
         self.thread.start()
         return self
 

@@ -256,7 +256,7 @@ def test_hostile_task_ids_model_keys_and_packs_are_shown_as_text(hostile_runs: H
     assert pack.get_attribute("textContent") == SHOWN and task.get_attribute("textContent") == f"{SHOWN} t00"
     assert driver.find_element(By.CSS_SELECTOR, "#matrix thead th:nth-child(3)").get_attribute("textContent") == SHOWN
     cells(driver)[0].click()
-    assert browser.wait_for(driver, "#trial-title").get_attribute("textContent").startswith(f"trial agent-a/t00/0")
+    assert browser.wait_for(driver, "#trial-title").get_attribute("textContent").startswith("trial agent-a/t00/0")
     not_pwned(driver)
 
 
