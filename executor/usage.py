@@ -49,14 +49,18 @@ class Usage:
     def __add__(self, other: object) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
-        counters = {
-            f.name: _sum(getattr(self, f.name), getattr(other, f.name)) for f in fields(self) if f.name != "provider_raw"
-        }
+        counters = {name: _sum(getattr(self, name), getattr(other, name)) for name in TOKEN_COUNTERS}
         return Usage(**counters, provider_raw=other.provider_raw)
 
     def unknown(self) -> tuple[str, ...]:
         """The counters a provider reported out of bounds (``None``)."""
-        return tuple(f.name for f in fields(self) if f.name != "provider_raw" and getattr(self, f.name) is None)
+        return tuple(name for name in TOKEN_COUNTERS if getattr(self, name) is None)
+
+
+#: The token counters, in the order :class:`Usage` declares them: the one list of their names. The trial
+#: records' ``UsageRecord`` declares the same fields in this order (its JSON keys follow it; a test holds
+#: the two equal), and everything that copies or sums counters iterates this tuple.
+TOKEN_COUNTERS: tuple[str, ...] = tuple(f.name for f in fields(Usage) if f.name != "provider_raw")
 
 
 def _sum(left: int | None, right: int | None) -> int | None:

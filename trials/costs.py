@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from capplan.executor.usage import TOKEN_COUNTERS
 from capplan.trials.records import CallRecord, LineUsage, RunLine, UsageRecord
 
 #: the resolution amounts are written at (a billionth of a dollar)
@@ -71,7 +72,7 @@ def known_usage(calls: Iterable[CallRecord], roles: Sequence[str]) -> UsageRecor
             continue
         if call.usage is None:
             return None
-        total = UsageRecord(**{k: getattr(total, k) + getattr(call.usage, k) for k in UsageRecord.model_fields})
+        total = UsageRecord(**{k: getattr(total, k) + getattr(call.usage, k) for k in TOKEN_COUNTERS})
     return total
 
 

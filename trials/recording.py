@@ -29,7 +29,7 @@ from capplan.executor.attempts import attempts_of
 from capplan.executor.cost import has_token_counts
 from capplan.executor.result import Attempt, GenerationResult
 from capplan.executor.send_observer import Send, observing_sends
-from capplan.executor.usage import Usage
+from capplan.executor.usage import TOKEN_COUNTERS, Usage
 from capplan.trials.call_journal import CallLog, current_log
 from capplan.trials.costs import cost_source, known_usage
 from capplan.trials.records import (
@@ -110,12 +110,7 @@ def usage_record(usage: Usage) -> UsageRecord | None:
     if not has_token_counts(usage) or usage.prompt_tokens is None or usage.completion_tokens is None:
         return None
     # the counters only: asdict would deep-copy the raw usage block first, once per call, to drop it
-    return UsageRecord(
-        prompt_tokens=usage.prompt_tokens or 0, completion_tokens=usage.completion_tokens or 0,
-        reasoning_tokens=usage.reasoning_tokens or 0, cached_tokens=usage.cached_tokens or 0,
-        cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
-        cache_read_input_tokens=usage.cache_read_input_tokens or 0,
-    )
+    return UsageRecord(**{name: getattr(usage, name) or 0 for name in TOKEN_COUNTERS})
 
 
 class Recorder:

@@ -187,6 +187,9 @@ def out_of_bounds_as_unknown(data: Any) -> Any:
     return out
 
 
+# The fields are capplan.executor.usage.TOKEN_COUNTERS in its order, declared here so the record is typed and
+# its JSON Schema generated (the docstring is the schema's description); tests/trials/test_usage_record.py
+# fails when the two part.
 class UsageRecord(_Record):
     """Token counters, summed field-wise over calls."""
 
