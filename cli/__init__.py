@@ -186,13 +186,15 @@ def run() -> None:
     through ``os._exit``. Any other command, or a thread still alive, gets the ordinary exit.
     ``python -m capplan.cli`` runs this too.
     """
+    from capplan.core.errors import ExitCode  # small; capplan.cli.errors is imported only when it is needed
+
     try:
         main()
     except SystemExit as done:
-        if done.code == 130:  # EXIT_INTERRUPTED; capplan.cli.errors is imported only when it is needed
-            from capplan.cli.errors import EXIT_INTERRUPTED, exit_without_waiting
+        if done.code == ExitCode.INTERRUPTED:
+            from capplan.cli.errors import exit_without_waiting
 
-            exit_without_waiting(EXIT_INTERRUPTED)  # a hung tool or a call in flight must not hold Ctrl-C
+            exit_without_waiting(ExitCode.INTERRUPTED)  # a hung tool or a call in flight must not hold Ctrl-C
         if len(sys.argv) > 1 and sys.argv[1] in QUICK_EXIT and _only_main_thread():
             _exit_now(done.code)
         raise

@@ -1,6 +1,6 @@
-"""Options shared by several commands (defined once, reused as decorators) and their exit codes.
+"""Options shared by several commands (defined once, reused as decorators).
 
-Errors are not handled here: every command runs inside :mod:`capplan.cli.errors`.
+Errors and exit codes are not handled here: every command runs inside :mod:`capplan.cli.errors`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,6 @@ import click
 from capplan.core.diagnostics import Diagnostic, InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
-
 
 def input_options(func: F) -> F:
     """--config, --presets-file (repeatable) and --data: what a compilation reads."""

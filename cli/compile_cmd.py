@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, input_options, next_hint, print_diagnostics
+from capplan.cli.common import input_options, next_hint, print_diagnostics
+from capplan.cli.errors import CommandExit, ExitCode
 from capplan.compiler.compile import compile_paths
 from capplan.compiler.golden import REGEN_COMMAND, compare, default_golden_dir
 from capplan.compiler.plan_output import write_plan_set
@@ -63,7 +63,7 @@ def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: P
                 click.echo(line, err=True)
             if not report.clean:
                 click.echo(f"golden plans in {folder} differ; review the change, then run: {REGEN_COMMAND}", err=True)
-                sys.exit(EXIT_FINDINGS)
+                raise CommandExit(ExitCode.FINDINGS)
             click.echo(f"{len(result.plans)} plan(s) match {folder}")
             return
         written = write_plan_set(result.plans, result.manifest, folder, keep_others=model is not None)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_OK, input_options, print_diagnostics
+from capplan.cli.common import input_options, print_diagnostics
+from capplan.cli.errors import CommandExit, ExitCode
 from capplan.conformance.corpus import Corpus, load_corpus
 from capplan.conformance.emulators import checks_by_protocol
 from capplan.conformance.report import FORMATS, RULE_FORMATS, render, render_rules
@@ -83,7 +83,8 @@ def conformance_cmd(plans: tuple[Path, ...], rule_patterns: tuple[str, ...], cor
     inputs = _plans(plans, run_config, overlays, data_dir)
     matrix = run_conformance(inputs, corpus, workers=workers_default())
     click.echo(render(matrix, fmt), nl=False)
-    sys.exit(EXIT_FINDINGS if matrix.exit_code else EXIT_OK)
+    if matrix.exit_code:
+        raise CommandExit(ExitCode.FINDINGS)
 
 
 def _plans(paths: tuple[Path, ...], run_config: Path | None, overlays: tuple[Path, ...],

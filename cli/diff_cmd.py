@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_OK, format_option, input_options
+from capplan.cli.common import format_option, input_options
+from capplan.cli.errors import CommandExit, ExitCode
 from capplan.compiler.diff.blast import blast_radius
 from capplan.compiler.diff.checkers import CHECKERS, parse_names, select_checkers
 from capplan.compiler.diff.engine import diff_plan_sets, with_lines
 from capplan.compiler.project_root import find_project_root
 from capplan.compiler.provenance_lines import disk_index
 from capplan.compiler.diff.errors import DiffInputError
-from capplan.compiler.diff.fail_on import EXIT_CREDENTIAL_ROUTING, FAIL_ON, failing
+from capplan.compiler.diff.fail_on import FAIL_ON, failing
 from capplan.compiler.diff.model import DiffReport
 from capplan.compiler.diff.plan_files import PlanDoc, load_side
 from capplan.compiler.diff.render import FORMATS, render_blast, render_report
@@ -82,19 +82,21 @@ def diff_cmd(old: Path | None, new: Path | None, base_rev: str | None, run_confi
     --format json is stable: see the README ("capplan diff --format json"); keys are never
     removed within a version.
     """
-    sys.exit(_exit_code(lambda: _run(old, new, base_rev, run_config, overlays, data_dir, checks, ignore,
-                                     fmt, summary, not no_conformance), fail_on))
+    status = _exit_code(lambda: _run(old, new, base_rev, run_config, overlays, data_dir, checks, ignore,
+                                     fmt, summary, not no_conformance), fail_on)
+    if status is not ExitCode.OK:
+        raise CommandExit(status)
 
 
-def _exit_code(run: Callable[[], DiffReport], fail_on: tuple[str, ...] = ()) -> int:
+def _exit_code(run: Callable[[], DiffReport], fail_on: tuple[str, ...] = ()) -> ExitCode:
     """The diff's outcome as an exit code: 0 same, 1 differs, 3 a --fail-on finding.
 
     Bad input (2) is a UserError raised by ``run``, printed by :mod:`capplan.cli.errors`.
     """
     report = run()
     if failing(report, fail_on):
-        return EXIT_CREDENTIAL_ROUTING
-    return EXIT_FINDINGS if report.differs else EXIT_OK
+        return ExitCode.CREDENTIAL_ROUTING
+    return ExitCode.FINDINGS if report.differs else ExitCode.OK
 
 
 def _run(old: Path | None, new: Path | None, base_rev: str | None, run_config: Path | None,

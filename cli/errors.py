@@ -11,11 +11,15 @@ subcommands through it):
 - Ctrl-C that a command does not handle itself ends it with one line and exit status 130, at
   once: threads still running then (trials a second Ctrl-C left in their provider calls) are
   not waited for;
+- a command that has printed its own outcome and ends with a status other than 0 (lint's
+  warnings-only 1 or errors 2, diff's 1 "plans differ" and 3, stale golden files, a trial run's
+  outcome) raises :class:`CommandExit` carrying that status; it ends the command with it and
+  prints nothing more;
 - click's own usage errors and exits pass through untouched (click prints them, exit 2);
 - anything else is a bug in capplan: one line saying so, then the traceback.
 
-Commands that end with findings (lint 1, diff 1 and 3, a trial run's outcome) still choose
-those exit codes themselves; bad input never does.
+Every status is a member of :class:`~capplan.core.errors.ExitCode`; no command module calls
+``sys.exit`` (a test reads them to hold this).
 """
 
 from __future__ import annotations
@@ -28,13 +32,25 @@ from collections.abc import Callable, Iterator
 
 import click
 
-from capplan.core.errors import PROGRAM, UserError
+from capplan.core.errors import PROGRAM, ExitCode, UserError
 
-#: the shell convention for "ended by SIGINT"
-EXIT_INTERRUPTED = 130
+__all__ = ["BUG_MESSAGE", "CommandExit", "ExitCode", "errors_reported", "exit_without_waiting", "render_user_error"]
 
 BUG_MESSAGE = (f"{PROGRAM}: internal error: this is a bug in capplan, not a problem with your input; "
                "please report it with the traceback below")
+
+
+class CommandExit(Exception):
+    """A command's end with ``status`` after it printed what it had to say: findings, not an error.
+
+    An ``Exception`` rather than ``SystemExit`` so that only :func:`errors_reported` turns it into
+    the process's exit status: a command invoked any other way (a test calling its function) sees
+    it raised, not the end of its process.
+    """
+
+    def __init__(self, status: ExitCode) -> None:
+        super().__init__(f"exit {int(status)} ({status.name})")
+        self.status = status
 
 
 def exit_without_waiting(code: int) -> None:
@@ -70,10 +86,12 @@ def errors_reported(command: Callable[[], str] = lambda: PROGRAM) -> Iterator[No
         if exc.location is None:
             exc.location = command()
         click.echo(render_user_error(exc), err=True)
-        sys.exit(exc.exit_code)
+        sys.exit(int(exc.exit_code))
+    except CommandExit as done:
+        sys.exit(int(done.status))
     except KeyboardInterrupt:
         click.echo(f"\n{PROGRAM}: interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(int(ExitCode.INTERRUPTED))
     except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
         raise
     except Exception:

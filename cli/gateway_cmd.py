@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_OK, format_option
+from capplan.cli.common import format_option
+from capplan.cli.errors import CommandExit, ExitCode
 from capplan.core.errors import UserError
 
 _EPILOG = """\b
@@ -92,7 +93,8 @@ def check_cmd(plans: tuple[Path, ...], fmt: str) -> None:
         click.echo(f"capplan gateway check: error[GATEWAY_CATALOG]: {config.base_url}/models: "
                    f"{'the key was refused' if catalog.refused else 'the catalog is unreadable'}: {catalog.problem}",
                    err=True)
-    sys.exit(EXIT_OK if served and all(r["ok"] for r in rows) else EXIT_FINDINGS)
+    if not (served and all(r["ok"] for r in rows)):
+        raise CommandExit(ExitCode.FINDINGS)
 
 
 def _plan_files(paths: tuple[Path, ...]) -> list[Path]:

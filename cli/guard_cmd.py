@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_OK, format_option
+from capplan.cli.common import format_option
+from capplan.cli.errors import CommandExit, ExitCode
 from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.trials.usersim.detectors.base import ReplyDetector
 from capplan.trials.usersim.guard import DEFAULT_REPLY_DETECTORS, ReplyDefect, UserReplyGuard
@@ -287,4 +288,5 @@ def guard_cmd(file: str, input_format: str, fmt: str, detector_names: tuple[str,
             f"{len(flagged)} flagged",
             err=True,
         )
-    sys.exit(EXIT_FINDINGS if flagged else EXIT_OK)
+    if flagged:
+        raise CommandExit(ExitCode.FINDINGS)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, format_option, project_file_used
+from capplan.cli.common import format_option, project_file_used
+from capplan.cli.errors import CommandExit, ExitCode
 from capplan.core.diagnostics import render_all
 from capplan.core.diagnostics import Diagnostic
 from capplan.compiler.lint import KINDS, bundled_index_note, lint_file, once_each
@@ -87,8 +87,10 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_conf
                    else f"{checked} file(s) checked: {errors} error(s), {len(diagnostics) - errors} warning(s)")
         click.echo(f"capplan lint: {summary}", err=bool(diagnostics))
     if any(d.severity == "error" for d in diagnostics):
-        sys.exit(EXIT_INPUT)
-    sys.exit(EXIT_FINDINGS if diagnostics else EXIT_OK)
+        # the diagnostics are printed already, each located: the status is all that is left to say
+        raise CommandExit(ExitCode.INPUT)
+    if diagnostics:
+        raise CommandExit(ExitCode.FINDINGS)
 
 
 def _is_task(path: Path, kind: str) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from capplan.cli.common import next_hint
+from capplan.cli.errors import CommandExit, ExitCode
 
 PROG = "capplan replay"
 
@@ -96,7 +97,8 @@ def _subcommand(name: str, sub: argparse.ArgumentParser, short: str) -> click.Co
         code = main([name, *_argv(sub, values)], prog=PROG)
         if code == 0 and name == "run":
             next_hint(f"capplan replay report --out {values['out']}", quiet=bool(values.get("quiet")))
-        raise SystemExit(code)
+        if code:  # the harness's own statuses (its spec's), each a member of the enum
+            raise CommandExit(ExitCode(code))
 
     options = [_option(a) for a in sub._actions if a.option_strings and a.dest != "help"]
     return click.Command(name, params=list(options), callback=run, help=(sub.description or short),

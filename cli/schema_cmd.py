@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS
+from capplan.cli.errors import CommandExit, ExitCode
 from capplan.compiler.schemas import SCHEMAS, rendered, schema_dir
 
 
@@ -35,7 +34,7 @@ def schema_cmd(name: str | None, out_dir: Path | None, check: bool) -> None:
             click.echo(f"stale schema: {folder / f}", err=True)
         if stale:
             click.echo("regenerate with: capplan schema --out schemas/", err=True)
-            sys.exit(EXIT_FINDINGS)
+            raise CommandExit(ExitCode.FINDINGS)
         click.echo(f"{len(files)} schema(s) up to date")
         return
     if out_dir is not None:

@@ -12,7 +12,7 @@ from capplan.cli.common import request_options
 
 from capplan.cli.preview_cmd import placed
 from capplan.core.canonical import canonical_bytes
-from capplan.core.errors import UserError
+from capplan.core.errors import ExitCode, UserError
 from capplan.executor.errors import ResponseShapeError
 from capplan.core.redaction import redact_text, redact_value, standard_streams_redacted
 
@@ -21,7 +21,7 @@ class ProviderCallFailed(UserError):
     """The call was sent and failed (a refusal, a timeout, a spent key): not the input's fault, exit 1."""
 
     code = "PROVIDER"
-    exit_code = 1
+    exit_code = ExitCode.FINDINGS
 
 
 @click.command("send")

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from capplan.cli.common import EXIT_FINDINGS, EXIT_OK, HTTP_URL
-from capplan.cli.errors import EXIT_INTERRUPTED  # Ctrl-C: the shell convention for "ended by SIGINT"
+from capplan.cli.common import HTTP_URL
+from capplan.cli.errors import CommandExit, ExitCode
 from capplan.core.diagnostics import Diagnostic
 from capplan.core.errors import UserError
 
@@ -206,17 +205,19 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     if outcome.configuration_error is not None:
         click.echo(f"capplan trial run: error[CONFIGURATION]: run stopped: {outcome.configuration_error}; the remaining "
                    "trials are recorded aborted (fix it, then rerun with --retry-aborted)", err=True)
-        sys.exit(EXIT_FINDINGS)
+        raise CommandExit(ExitCode.FINDINGS)
     if outcome.budget_stopped:
         click.echo(f"budget stop: {_spent(folder, outcome.spent_usd)} of --max-cost ${max_cost}; "
                    f"{len(outcome.not_started)} trial(s) not started, {len(outcome.interrupted)} stopped before "
                    "their next call (they rerun when the same command runs again)", err=True)
-        sys.exit(EXIT_FINDINGS)
+        raise CommandExit(ExitCode.FINDINGS)
     if outcome.interrupted or outcome.not_started:
         click.echo(f"interrupted: {len(outcome.interrupted) + len(outcome.not_started)} trial(s) not finished; "
                    "run the same command again to resume", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    sys.exit(_outcome_status(folder, specs, fail_on_error))
+        raise CommandExit(ExitCode.INTERRUPTED)  # Ctrl-C: the shell convention for "ended by SIGINT"
+    status = _outcome_status(folder, specs, fail_on_error)
+    if status is not ExitCode.OK:
+        raise CommandExit(status)
 
 
 def _spent(folder: Any, known_usd: float) -> str:
@@ -238,25 +239,25 @@ def tolerated(bad: int, total: int, tolerance: float) -> bool:
     return bad <= tolerance
 
 
-def _outcome_status(folder: Any, specs: list[Any], tolerance: float) -> int:
+def _outcome_status(folder: Any, specs: list[Any], tolerance: float) -> ExitCode:
     """0 when every trial of the run has an outcome the model is answerable for; 1 past the tolerance."""
     finished = folder.finished()
     lines = [finished[str(s.key)] for s in specs if str(s.key) in finished]
     bad = {status: sum(1 for line in lines if line["status"] == status) for status in ("error", "aborted")}
     if not bad["error"] and not bad["aborted"]:
-        return EXIT_OK
+        return ExitCode.OK
     told = " and ".join(f"{n} {status}" for status, n in bad.items() if n)
     if not any(line["status"] in ("completed", "failed") for line in lines):
         # a tolerance is for some trials going wrong, not for a run that measured nothing (an unreachable endpoint)
         click.echo(f"capplan trial run: {told} trial(s) of {len(lines)} and none completed or failed: nothing could "
                    "be graded (exit 1 whatever --fail-on-error says)", err=True)
-        return EXIT_FINDINGS
+        return ExitCode.FINDINGS
     if tolerated(bad["error"] + bad["aborted"], len(lines), tolerance):
         click.echo(f"note: {told} trial(s) of {len(lines)}, within --fail-on-error", err=True)
-        return EXIT_OK
+        return ExitCode.OK
     click.echo(f"capplan trial run: {told} trial(s) of {len(lines)} have no outcome the model is answerable for "
                "(exit 1; --fail-on-error N|FRACTION tolerates some)", err=True)
-    return EXIT_FINDINGS
+    return ExitCode.FINDINGS
 
 
 def _refuse_unbounded(plans: tuple[Path, ...], user_plan: Path | None, max_cost: float | None, backend: str) -> None:

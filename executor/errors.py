@@ -8,7 +8,7 @@ caller never needs a list of which exception means what. This module imports onl
 
 from __future__ import annotations
 
-from capplan.core.errors import UserError
+from capplan.core.errors import ExitCode, UserError
 
 
 class ExecutorError(UserError):
@@ -86,7 +86,7 @@ class ResponseShapeError(ExecutorError):
     """
 
     code = "RESPONSE"
-    exit_code = 1
+    exit_code = ExitCode.FINDINGS
 
 
 class CredentialSpentError(RuntimeError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-from capplan.core.errors import UserError
+from capplan.core.errors import ExitCode, UserError
 
 RUN_EXTRA_INSTALL = "pip install 'capplan[run]'"
 
@@ -22,7 +22,7 @@ class RunExtraMissing(UserError):
     """litellm is not installed and a call through it was asked for."""
 
     code = "run-extra-missing"
-    exit_code = 2
+    exit_code = ExitCode.INPUT
 
     def __init__(self, command: str) -> None:
         super().__init__(f"{command} needs the run extra: {RUN_EXTRA_INSTALL}")

@@ -16,10 +16,10 @@ from click.testing import CliRunner, Result
 
 from capplan import cli
 from capplan.cli import main
-from capplan.cli.errors import BUG_MESSAGE
+from capplan.cli.errors import BUG_MESSAGE, CommandExit
 from capplan.core.canonical import canonical_bytes, sha256_hex
 from capplan.core.diagnostics import Diagnostic, InputError
-from capplan.core.errors import UserError
+from capplan.core.errors import ExitCode, UserError
 from capplan.core.redaction import register_secrets
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def test_every_user_error_names_its_own_code() -> None:
             where = f"{c.__module__}.{c.__qualname__}"
             assert c.code not in declared, f"{where} and {declared[c.code]} both declare {c.code}"
             declared[c.code] = where
-        assert c.exit_code in (1, 2), c
+        assert isinstance(c.exit_code, ExitCode) and c.exit_code in (ExitCode.FINDINGS, ExitCode.INPUT), c
 
 
 def test_executor_errors_import_no_gateway_and_no_lookup_table() -> None:
@@ -86,7 +86,7 @@ def test_executor_errors_import_no_gateway_and_no_lookup_table() -> None:
 
 class _Refused(UserError):
     code = "TEST_REFUSED"
-    exit_code = 1
+    exit_code = ExitCode.FINDINGS
 
 
 @click.command("boom")
@@ -104,6 +104,9 @@ def boom_cmd(what: str) -> None:
                           Diagnostic("a.yaml", 1, 1, "z", "a warning", severity="warning")])
     if what == "ctrl-c":
         raise KeyboardInterrupt
+    if what == "findings":
+        click.echo("1 finding")
+        raise CommandExit(ExitCode.FINDINGS)
     raise RuntimeError("an internal invariant broke")
 
 
@@ -148,6 +151,12 @@ def test_ctrl_c_ends_with_130_and_one_line(boom: None) -> None:
     result = run("boom", "ctrl-c")
     assert result.exit_code == 130
     assert result.stderr.strip() == "capplan: interrupted" and "Traceback" not in result.output
+
+
+def test_a_command_ending_with_findings_exits_with_their_status_and_adds_nothing(boom: None) -> None:
+    result = run("boom", "findings")
+    assert (result.exit_code, result.stdout, result.stderr) == (1, "1 finding\n", "")
+    assert type(result.exit_code) is int  # the status leaves as a plain int, as sys.exit(1) did
 
 
 def test_click_usage_errors_stay_clicks(boom: None) -> None:

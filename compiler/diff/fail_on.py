@@ -2,7 +2,8 @@
 
 Exit 1 means "plans differ", which is what a pull request that edits presets is for, so CI
 recipes let it pass. A change of credential routing (which key a model sends where) is not
-routine: with ``--fail-on credential-routing`` it exits 3 instead, after printing the diff.
+routine: with ``--fail-on credential-routing`` it exits 3 instead, after printing the diff
+(``ExitCode.CREDENTIAL_ROUTING``, chosen by the command line, not here).
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from capplan.compiler.diff.model import DiffReport
 
 #: ``--fail-on`` choices
 FAIL_ON = ("credential-routing",)
-#: the exit status of a diff whose credential routing changed, with ``--fail-on credential-routing``
-EXIT_CREDENTIAL_ROUTING = 3
 
 
 def failing(report: DiffReport, fail_on: tuple[str, ...]) -> bool:

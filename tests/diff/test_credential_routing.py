@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from capplan.compiler.diff.credential_routing import ROUTING_FIELDS
-from capplan.compiler.diff.fail_on import EXIT_CREDENTIAL_ROUTING
+from capplan.core.errors import ExitCode
 from tests.diff.conftest import invoke
 from tests.diff.plans import Body, edit, write_catalogue
 
@@ -118,7 +118,7 @@ def test_fail_on_credential_routing_is_exit_3_after_the_report(sides: tuple[Path
     edit(new / f"{MODEL}.json", _reroute)
     for fmt in ("text", "markdown", "json", "github"):
         out = invoke("diff", str(old), str(new), "--format", fmt, "--fail-on", "credential-routing")
-        assert out.code == EXIT_CREDENTIAL_ROUTING == 3
+        assert out.code == ExitCode.CREDENTIAL_ROUTING == 3
         assert "GITHUB_TOKEN" in out.stdout  # the report is printed first
     assert invoke("diff", str(old), str(new)).code == 1  # without --fail-on: just "differs"
     summary = invoke("diff", str(old), str(new), "--summary", "--fail-on", "credential-routing")
