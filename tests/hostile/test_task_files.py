@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from capplan.cli import main
+from tests.cli_runner import CAPPLAN
 
 REPO = Path(__file__).resolve().parents[2]
-CAPPLAN = REPO / ".venv" / "bin" / "capplan"
 EXAMPLES = REPO / "examples" / "trials"
 MOCK_PLAN = REPO / "golden" / "plans" / "mock-echo.json"
 
