@@ -27,12 +27,16 @@ def invoke(*args: str | Path, env: Mapping[str, str | None] | None = None, input
                               catch_exceptions=catch_exceptions)
 
 
-def invoke_checked(*args: str | Path, env: Mapping[str, str | None] | None = None) -> Result:
-    """``capplan ARGS`` in this process; an escaped exception or a traceback in the output fails the test.
+def invoke_checked(*args: str | Path, env: Mapping[str, str | None] | None = None,
+                   expect: int | None = None) -> Result:
+    """``capplan ARGS`` in this process; an escaped exception or a traceback in the output fails the test,
+    and so does an exit code other than ``expect`` where one is given.
 
     A user never sees a traceback: every error ends as a message and an exit code (a ``SystemExit``).
     """
     result = invoke(*args, env=env)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
     assert "Traceback" not in result.output
+    if expect is not None:
+        assert result.exit_code == expect, result.output
     return result
