@@ -21,6 +21,7 @@ from capplan.core.canonical import canonical_bytes, sha256_hex
 from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.core.errors import ExitCode, UserError
 from capplan.core.redaction import register_secrets
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MOCK = REPO / "golden" / "plans" / "mock-echo.json"
@@ -116,7 +117,7 @@ def boom(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
+    return invoke(*args)
 
 
 def test_a_located_user_error_prints_its_render_once_and_exits_with_its_code(boom: None) -> None:

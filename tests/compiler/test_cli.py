@@ -8,11 +8,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.compiler.plan_output import write_plan_set
 from capplan.compiler.compile import compile_paths
+from tests import cli_runner
 
 CLEAN_OVERLAY = """
 presets:
@@ -31,7 +30,7 @@ litellm_models:
 
 
 def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args))
+    result = cli_runner.invoke(*args)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return result.exit_code, result.output
 

@@ -9,13 +9,11 @@ from click.testing import CliRunner, Result
 
 from capplan.cli import main
 from capplan.compiler.credential_checks import own_key_variable
+from tests.cli_runner import invoke_checked
 
 
 def lint(*args: str) -> Result:
-    result = CliRunner().invoke(main, ["lint", *args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert "Traceback" not in result.output
-    return result
+    return invoke_checked("lint", *args)
 
 
 @pytest.mark.parametrize("binding, variable, endpoint", [

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import CAPPLAN
 from tests.compiler.conftest import REPO
 
-CAPPLAN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "capplan"
 EXAMPLES = sorted([*(REPO / "examples" / "overlays").glob("*.yaml"), REPO / "examples" / "run.yaml"])
 COMMENT_COMMAND = re.compile(r"^#\s+(capplan \S.*)$")
 

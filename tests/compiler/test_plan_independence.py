@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,9 +14,8 @@ from capplan.compiler.explain import explain
 from capplan.compiler.provenance_lines import LineIndex
 from capplan.compiler.manifest import MANIFEST_FILE
 from capplan.presets import data_dir
-from tests.compiler.conftest import REPO
+from tests.cli_runner import CAPPLAN
 
-CAPPLAN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "capplan"
 RUN = """models:
   gpt-4o: {provider: openai, name: gpt-4o}
   kimi: {provider: openrouter, name: moonshotai/kimi-k3}

@@ -11,17 +11,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.conformance.emulators import emulators
 from capplan.executor.plan import Plan
+from tests.cli_runner import invoke
 
 PLANS = Path(__file__).resolve().parents[2] / "golden" / "plans"
 
 
 def capplan(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
+    return invoke(*args)
 
 
 def needs(protocol: str) -> None:

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.conformance.emulators import emulators
+from tests.cli_runner import invoke
 
 PLANS = Path(__file__).resolve().parents[2] / "golden" / "plans"
 FLIP = "NOW REJECTED: gpt-5 x openai.temperature_default_only: accepted -> rejected: Unsupported value: 'temperature' " \
@@ -17,7 +17,7 @@ FLIP = "NOW REJECTED: gpt-5 x openai.temperature_default_only: accepted -> rejec
 
 
 def capplan(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
+    return invoke(*args)
 
 
 @pytest.fixture(scope="module")

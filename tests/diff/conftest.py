@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
+from tests import cli_runner
 from tests.diff.scenario import build_repo, git_env
 
 
@@ -25,7 +24,7 @@ class Outcome:
 
 def invoke(*args: str) -> Outcome:
     """``capplan ARGS`` in-process; an escaped exception (a traceback for a user) fails the test."""
-    result = CliRunner().invoke(main, list(args))
+    result = cli_runner.invoke(*args)
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert "Traceback" not in result.stdout + result.stderr
     return Outcome(result.exit_code, result.stdout, result.stderr)

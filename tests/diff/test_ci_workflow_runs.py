@@ -16,10 +16,10 @@ from typing import Any
 
 import yaml
 
+from tests.cli_runner import BIN
 from tests.compiler.conftest import REPO
 
 WORKFLOW = REPO / "examples" / "ci" / "capplan.yml"
-BIN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
 TIMEOUT = 180
 RUN = "models:\n  gpt-4o: {provider: openai, name: gpt-4o}\n  kimi: {provider: openrouter, name: moonshotai/kimi-k3}\n"
 

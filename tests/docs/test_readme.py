@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import BIN
+
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
-VENV_BIN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
 SH_BLOCK = re.compile(r"^```sh\n(.*?)^```", flags=re.M | re.S)
 EXPECTED_EXIT = re.compile(r"#\s*exit (\d+)\b")
 
@@ -77,8 +78,8 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_the_quickstart_runs_as_written(project: Path) -> None:
-    # what `. .venv/bin/activate` does for the commands: the venv's bin first on PATH
-    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(VENV_BIN.parent)}
+    # what `. .venv/bin/activate` does for the commands: the running environment's bin first on PATH
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(BIN.parent)}
     for block, expected in quickstart_blocks():
         done = subprocess.run(["bash", "-e", "-c", block], cwd=project, env=env, capture_output=True,
                               text=True, timeout=300, check=False)

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
+from tests.cli_runner import invoke
 from tests.executor.plans import make_plan
 
 REQUEST: dict[str, Any] = {
@@ -28,7 +27,7 @@ def _write(tmp_path: Path, plan: Any, request: dict[str, Any] | str = REQUEST) -
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> Any:
-    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+    return invoke(*args, env=env, catch_exceptions=False)
 
 
 def test_preview_prints_canonical_kwargs_with_credentials_redacted(tmp_path: Path) -> None:

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.executor.gateway.catalog import clear_catalog_cache
 from capplan.executor.keys import MAX_KEY_FILE_BYTES
+from tests.cli_runner import invoke_checked
 
 REPO = Path(__file__).resolve().parents[2]
 GATEWAY_PLAN = REPO / "golden" / "plans" / "gpt-4o.json"  # openai: routed through a gateway by default
@@ -57,9 +57,7 @@ def tree(root: Path) -> set[str]:
 def run(tmp_path: Path, env: dict[str, str], *args: str) -> Result:
     """The CLI in-process with ``env`` added; asserts no traceback, no canary, nothing written."""
     before = tree(tmp_path)
-    result = CliRunner().invoke(main, list(args), env=env)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert "Traceback" not in result.output
+    result = invoke_checked(*args, env=env)
     assert CANARY not in result.output and TAIL not in result.output, result.output
     assert tree(tmp_path) == before
     return result

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from capplan.cli import main  # noqa: E402
+from tests.cli_runner import invoke  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = REPO / "golden" / "plans" / "gpt-4o.json"
@@ -76,7 +76,7 @@ def overlay_text(data: dict[str, Any], cut: int, noise: str) -> str:
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), env=ENV)
+    return invoke(*args, env=ENV)
 
 
 def check(result: Result) -> None:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
+from tests.cli_runner import invoke_checked
 from tests.cluster.runs import write_pack
 from tests.hostile.provider_server import HostileProvider, lying
 
@@ -37,10 +37,8 @@ def liar(monkeypatch: pytest.MonkeyPatch) -> Iterator[HostileProvider]:
 
 
 def run(*args: str, expect: int) -> Result:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert "Traceback" not in result.output and "internal error" not in result.output, result.output
-    assert result.exit_code == expect, result.output
+    result = invoke_checked(*args, expect=expect)
+    assert "internal error" not in result.output, result.output
     return result
 
 

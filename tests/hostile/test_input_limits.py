@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.core.input_limits import (
     MAX_ALIASES,
     MAX_CONFIG_BYTES,
@@ -20,6 +19,7 @@ from capplan.core.input_limits import (
     MAX_REQUEST_BYTES,
 )
 from capplan.presets import data_dir
+from tests.cli_runner import invoke_checked
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN_PLAN = REPO / "golden" / "plans" / "gpt-4o.json"
@@ -27,10 +27,7 @@ REQUEST = {"messages": [{"role": "user", "content": "hi"}]}
 
 
 def run(*args: str) -> Result:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert "Traceback" not in result.output
-    return result
+    return invoke_checked(*args)
 
 
 def alias_bomb() -> str:

@@ -11,18 +11,15 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
+from tests.cli_runner import invoke_checked
 
 CANARY = "Canary-Pw-7f3a9c"
 
 
 def run(*args: str) -> Result:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert "Traceback" not in result.output
-    return result
+    return invoke_checked(*args)
 
 
 def preset(field: str) -> str:

@@ -7,20 +7,17 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.executor.policies.message_assembly_policy import FillEmptyAssistantAssembly
 from capplan.executor.policies.params_policy import GenerationParams
 from capplan.executor.policy_params import NoParams, PolicyParams, check_params, construct, declaration_problem
 from capplan.executor.registry import SLOTS, policy_class, policy_targets
+from tests.cli_runner import invoke_checked
 
 
 def run(*args: str) -> Result:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert "Traceback" not in result.output
-    return result
+    return invoke_checked(*args)
 
 
 def lint(tmp_path: Path, text: str) -> Result:

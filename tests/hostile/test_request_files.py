@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
+from tests.cli_runner import invoke_checked
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = REPO / "golden" / "plans" / "gpt-4o.json"
@@ -23,9 +22,7 @@ def call(call_id: str, name: str = "lookup", arguments: Any = "{}") -> dict[str,
 def preview(tmp_path: Path, request: dict[str, Any]) -> tuple[int, list[str]]:
     path = tmp_path / "request.json"
     path.write_text(json.dumps(request, indent=1))
-    result = CliRunner().invoke(main, ["preview", "--plan", str(PLAN), str(path)])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert "Traceback" not in result.output
+    result = invoke_checked("preview", "--plan", str(PLAN), str(path))
     lines = result.output.splitlines() if result.exit_code else []
     for line in lines:
         file, line_no, col, rest = line.split(":", 3)

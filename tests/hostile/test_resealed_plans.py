@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 from pydantic import ValidationError
 
-from capplan.cli import main
 from capplan.core.canonical import canonical_bytes, sha256_hex
 from capplan.executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE, Plan, load_plan
 from capplan.core.value_types import MAX_SECONDS, MAX_TOKENS, MAX_TURNS
+from tests import cli_runner
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "golden" / "plans"
@@ -193,7 +193,7 @@ def tree(*roots: Path) -> dict[str, tuple[int, int]]:
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
-    result = CliRunner().invoke(main, list(args), env=env)
+    result = cli_runner.invoke(*args, env=env)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
     return result
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
+from tests.cli_runner import invoke_checked
 
 CANARY_KEY = "sk-proj-CANARY0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d"
 RANDOM_KEY = "Xq7ZpL9mW2vR8kT4nY6bH3jF5dS1aG0cCANARY"
@@ -22,10 +22,7 @@ MODEL = "models:\n  gpt:\n    provider: openai\n    name: gpt-4o\n"
 
 
 def run(*args: str) -> Result:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert "Traceback" not in result.output
-    return result
+    return invoke_checked(*args)
 
 
 def probe(field: str) -> str:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
+from tests.cli_runner import invoke_checked
 from tests.trials.helpers import EXAMPLES, REPO, mock_plan, spec_for, write_task
 from capplan.trials import confined
 from capplan.trials.confined import ConfinedPathError, confined_path
@@ -33,9 +33,7 @@ Snapshot = dict[str, tuple[str, bytes]]
 
 
 def run(*args: str) -> Result:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert "Traceback" not in result.output
+    result = invoke_checked(*args)
     assert CANARY not in result.output
     return result
 

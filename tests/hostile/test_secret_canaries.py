@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.executor.gateway.catalog import clear_catalog_cache
 from capplan.executor.plan import Plan
 from capplan.executor.provider_keys import litellm_key_variables
 from capplan.core.redaction import REDACTED, RedactingStream, Redactor, register_secrets, url_credentials
+from tests.cli_runner import invoke
 from tests.cluster.runs import write_pack
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Seen, Upstream, completion_body
@@ -123,7 +123,7 @@ def assert_clean(where: str, text: str) -> None:
 
 
 def run(*args: str, expect: int) -> Result:
-    result = CliRunner().invoke(main, list(args))
+    result = invoke(*args)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
     assert result.exit_code == expect, result.output
     # at DEBUG litellm logs its own caught tracebacks inside its messages; capplan's would start a line

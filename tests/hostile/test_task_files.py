@@ -15,12 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
+from tests.cli_runner import CAPPLAN, invoke_checked
 
 REPO = Path(__file__).resolve().parents[2]
-CAPPLAN = REPO / ".venv" / "bin" / "capplan"
 EXAMPLES = REPO / "examples" / "trials"
 MOCK_PLAN = REPO / "golden" / "plans" / "mock-echo.json"
 
@@ -60,10 +59,7 @@ user: {{mode: scripted, turns: [add two]}}
 
 
 def run(*args: str) -> Result:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert "Traceback" not in result.output
-    return result
+    return invoke_checked(*args)
 
 
 def capplan(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

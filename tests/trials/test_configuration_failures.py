@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.executor.gateway.catalog import clear_catalog_cache
+from tests.cli_runner import invoke_checked
 from tests.cluster.runs import write_pack
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Seen, Upstream
@@ -61,11 +61,7 @@ def posts(upstream: Upstream) -> list[Seen]:
 
 
 def run(*args: str, expect: int) -> Result:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert result.exit_code == expect, result.output
-    assert "Traceback" not in result.output
-    return result
+    return invoke_checked(*args, expect=expect)
 
 
 def write_plan(tmp_path: Path, provider: str, name: str, key: str) -> str:

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.executor.gateway.catalog import clear_catalog_cache
 from capplan.executor.plan import Plan
+from tests.cli_runner import invoke_checked
 from tests.cluster.runs import write_pack
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Upstream
@@ -57,11 +57,7 @@ def bound_plan(upstream: Upstream, key: str) -> Plan:
 
 
 def run(*args: str, expect: int) -> Result:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert result.exit_code == expect, result.output
-    assert "Traceback" not in result.output
-    return result
+    return invoke_checked(*args, expect=expect)
 
 
 def trial(tmp_path: Path, upstream: Upstream, *plans: str, user_plan: str | None = None, expect: int) -> tuple[Result, Path]:

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.executor.plan import Plan
+from tests.cli_runner import invoke_checked
 from tests.trials.helpers import EXAMPLES, REPO
 
 MOCK_PLAN = REPO / "golden" / "plans" / "mock-echo.json"
@@ -33,10 +33,7 @@ CANARY = "PASSCANARY7731"
 
 
 def invoke(*args: str) -> Result:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    assert "Traceback" not in result.output
-    return result
+    return invoke_checked(*args)
 
 
 @pytest.fixture

@@ -12,12 +12,13 @@ from click.testing import CliRunner, Result
 
 from capplan.cli import main
 from capplan.cli.guard_cmd import guard_cmd
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str, input: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(main, ["guard", *args], input=input, catch_exceptions=False)
+    return invoke("guard", *args, input=input, catch_exceptions=False)
 
 
 def write(tmp_path: Path, name: str, content: str | bytes) -> str:

@@ -8,14 +8,13 @@ import json
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
 
-from capplan.cli import main
+from tests.cli_runner import invoke
 from tests.trials.results.hostile_runs import TASKS, HostileRuns
 
 
 def report(*args: str | Path) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["trial", "report", *map(str, args)])
+    result = invoke("trial", "report", *args)
     return result.exit_code, result.output
 
 

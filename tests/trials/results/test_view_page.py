@@ -13,11 +13,12 @@ from click.testing import CliRunner
 
 from capplan.cli import main
 from capplan.trials.view.page import script_json
+from tests.cli_runner import invoke
 from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns, with_second_trials
 
 
 def view(*args: str | Path) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["trial", "view", *map(str, args)])
+    result = invoke("trial", "view", *args)
     return result.exit_code, result.output
 
 
