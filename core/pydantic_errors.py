@@ -38,7 +38,17 @@ def _unquoted(diag: Diagnostic, err: Any) -> Diagnostic:
     loc = tuple(err["loc"])
     if len(loc) > 2 and loc[:2] == ("rate_limits", "keys") and isinstance(loc[2], str) and looks_like_credential(loc[2]):
         return dataclasses.replace(diag, path="rate_limits.keys[<credential-like key>]" + diag.path.partition(loc[2])[2])
+    # any other key that looks like a pasted credential (an unknown key, say) is named by what it
+    # looks like, in the path and in the message, never quoted
+    for part in loc:
+        if isinstance(part, str) and looks_like_credential(part):
+            diag = dataclasses.replace(diag, path=diag.path.replace(part, CREDENTIAL_KEY),
+                                       message=diag.message.replace(part, CREDENTIAL_KEY))
     return diag
+
+
+#: what a credential-like key is shown as in a diagnostic
+CREDENTIAL_KEY = "<credential-like key>"
 
 
 def _diagnostic(source: SourceFile, root: type[BaseModel], err: Any) -> Diagnostic:
