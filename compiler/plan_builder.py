@@ -34,6 +34,7 @@ from capplan.executor.plan import (
 )
 from capplan.executor.registry import DEFAULT_POLICY
 from capplan.executor.value_rules import PARAM_CHOICES, ValueRule, value_key
+from capplan.executor.wire_dialect import is_responses
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,11 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
             slot_params = {**params, **slot_params}
         policies[slot] = {"name": name, "params": slot_params}
     provenance = {_plan_path(p): v for p, v in merged.provenance.items()}
+    wire, wire_diags = wire_route(identity, binding, cfg.transport, run_src, key, values.get("responses_api"))
+    # the block is not a plan field: what it decides is credited to the fields it sets
+    responses_where = provenance.pop("responses_api", None)
+    if is_responses(wire.protocol):
+        _responses_policies(values["responses_api"], policies, provenance, responses_where)
     # identity comes from the catalogue / run config entry, the preset choice from matching
     provenance["model"] = Provenance(layer=f"model:{key}", file=run_src.stable_name, key=run_src.key_path(mloc))
     if matched is not None:
@@ -120,7 +126,6 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
                             lambda: LineIndex(input_sources(inputs)).locate(provenance["policies.reasoning_codec"])
                             if "policies.reasoning_codec" in provenance else Located("default", None, None, None))
     diags += apply_replay_evidence(inputs, identity, binding_ref.key, policies, provenance)
-    wire, wire_diags = wire_route(identity, binding, cfg.transport, run_src, key)
     diags += wire_diags
     if cfg.transport is not None:
         provenance["wire.transport"] = Provenance(layer=f"model:{key}", file=run_src.stable_name,
@@ -148,6 +153,25 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
         "wire": wire,
     }
     return Plan.seal(body), diags
+
+
+def _responses_policies(responses: Any, policies: dict[str, dict[str, Any]],
+                        provenance: dict[str, Provenance], where: Provenance | None) -> None:
+    """What a Responses route changes in the policies, each change credited to the ``responses_api`` block.
+
+    The block's codec replaces the preset's (chat completions take no replayed reasoning; the
+    Responses API takes encrypted reasoning items), and ``seed`` is not sent: the Responses API
+    has no such parameter.
+    """
+    codec = responses.reasoning_codec
+    policies["reasoning_codec"] = {"name": codec.name, "params": dict(codec.params)}
+    policies["params_policy"]["params"]["supports_seed"] = False
+    if where is not None:
+        for path in [p for p in provenance if p == "policies.reasoning_codec" or p.startswith("policies.reasoning_codec.")]:
+            del provenance[path]
+        provenance["policies.reasoning_codec"] = where
+        provenance["policies.params_policy.params.supports_seed"] = where
+        provenance["wire.protocol"] = where
 
 
 def _apply_model_block(merged: Merged, cfg: ModelConfig, src: SourceFile, key: str) -> None:

@@ -15,7 +15,7 @@ from typing import get_args
 from capplan.conformance.corpus import PROTOCOLS, Route
 from capplan.executor.mock_provider import is_mock
 from capplan.executor.plan import Plan
-from capplan.executor.wire_dialect import wire_model_name
+from capplan.executor.wire_dialect import is_responses, wire_model_name
 
 #: every route a rule may be scoped to
 ROUTES: tuple[str, ...] = get_args(Route)
@@ -75,5 +75,7 @@ def target_of(plan: Plan) -> Target | Unheld:
     # the model's provider (openrouter, xai, azure_ai, ...), else the wire's litellm provider
     route = next((name for name in (plan.binding.key, plan.model.provider, wire.provider)
                   if name is not None and name in ROUTES), wire.provider)
-    # ``openai-chat`` today; a Responses wire (``openai-responses``) is held to that protocol's rules
-    return Target(str(wire.protocol), route, wire_model_name(wire.provider, wire_model), wire.transport)
+    # xAI's Responses API follows OpenAI's: both are held to the openai-responses rules, each rule
+    # scoped to its own route (openai or xai)
+    protocol = "openai-responses" if is_responses(wire.protocol) else str(wire.protocol)
+    return Target(protocol, route, wire_model_name(wire.provider, wire_model), wire.transport)

@@ -40,6 +40,7 @@ from capplan.executor.probe_stats import ProbeStats
 from capplan.executor.rate_limit import compile_patterns
 from capplan.executor.provider_keys import litellm_key_variables, litellm_model
 from capplan.core.redaction import Redactor, redact_url, register_secrets, url_credentials
+from capplan.executor.wire_dialect import is_responses
 from capplan.executor.request_builder import BuiltRequest, RequestBuilder
 from capplan.executor.response_parser import ResponseParser
 from capplan.executor.result import Attempt, GenerationResult
@@ -123,6 +124,9 @@ class Client:
             from capplan.executor.direct.sender import DirectCompletion
 
             self.direct = DirectCompletion(plan, credentials)
+        # a Responses route sent by litellm goes through litellm.responses, not litellm.completion
+        self._responses_via_litellm = (not self.mock and plan.wire is not None and is_responses(plan.wire.protocol)
+                                       and plan.wire.transport == "litellm")
         secrets = _credentials_in_play(plan, credentials, config, keys, api_base)
         self.redactor = Redactor(secrets)
         register_secrets(secrets)
@@ -248,7 +252,8 @@ class Client:
             result = self.parser.parse(response, built, latency_s=latency, synthetic=True)
             return dataclasses.replace(result, attempts=(Attempt(status="ok", wait_s=0.0, latency_s=latency,
                                                                  request_id=request_id),))
-        completion = self._completion or self.direct or _litellm_completion()
+        completion = self._completion or self.direct or (
+            _litellm_responses() if self._responses_via_litellm else _litellm_completion())
         self._learn_litellm_keys(built.kwargs)
         self._warn_direct_fallback()
         # every attempt (outer retries, timeout retries, key rotation) goes through the log's
@@ -417,6 +422,8 @@ def default_completion(plan: Plan, env: Mapping[str, str] | None = None) -> Comp
         from capplan.executor.direct.sender import DirectCompletion
 
         return DirectCompletion(plan, os.environ if env is None else env)
+    if plan.wire is not None and is_responses(plan.wire.protocol) and not mock_provider.is_mock(plan.model.provider):
+        return _litellm_responses()
     return _litellm_completion()
 
 
@@ -433,5 +440,31 @@ def _litellm_completion() -> Completion:
     def completion(**kwargs: Any) -> Any:
         # the executor's controllers are the only retries: litellm's own would multiply them unseen
         return litellm.completion(**kwargs, num_retries=0)
+
+    return completion
+
+
+def _litellm_responses() -> Completion:
+    """``litellm.responses`` as a completion: Responses kwargs in, the chat-shaped answer out.
+
+    The kwargs are already the Responses request (:mod:`capplan.executor.responses_request`);
+    the answer, dumped to JSON, is read by the same mapping as the direct transport's.
+    """
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    from capplan.executor.responses_response import chat_shape
+
+    litellm.suppress_debug_info = True
+    _refuse_redirects(litellm)
+
+    def completion(**kwargs: Any) -> Any:
+        # the executor's controllers are the only retries (the built kwargs already say max_retries: 0)
+        response = litellm.responses(**kwargs)
+        data = response.model_dump(mode="json") if hasattr(response, "model_dump") else response
+        hidden = getattr(response, "_hidden_params", None) or {}
+        headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
+        provider = str(kwargs.get("custom_llm_provider") or str(kwargs.get("model", "")).split("/", 1)[0])
+        return chat_shape(data, headers if isinstance(headers, dict) else {}, 200, response, provider)
 
     return completion

@@ -210,14 +210,17 @@ class RequestDefaults(_Frozen):
 
 
 class WireRoute(_Frozen):
-    """Which wire the route speaks and, for ``openai-chat``, everything the direct transport's request needs.
+    """Which wire the route speaks and, for ``openai-chat`` and the Responses wires, everything the direct
+    transport's request needs.
 
     Decided at compile time (``capplan.executor.wire_dialect``): nothing here is worked out per call.
     Credentials are never in it, only the names of the variables they are read from.
     """
 
     protocol: WireProtocol = Field(description="openai-chat: an OpenAI-compatible chat endpoint (OpenAI, OpenRouter, "
-                                   "xAI, Azure AI, custom endpoint bindings, gateways); litellm: a native protocol.")
+                                   "xAI, Azure AI, custom endpoint bindings, gateways); openai-responses / "
+                                   "xai-responses: OpenAI's or xAI's Responses API (input items, replayed encrypted "
+                                   "reasoning); litellm: a native protocol.")
     transport: TransportName = Field(description="direct: capplan's own HTTP client sends the request; litellm: "
                                      "litellm.completion does (the run config's `transport:`).")
     provider: str = Field(description="The litellm provider of the route; its prefix is stripped off the model on the wire.")

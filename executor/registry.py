@@ -60,6 +60,7 @@ BUILTIN_POLICIES: dict[str, dict[str, str]] = {
         "none": _P + "reasoning_codec:NoReasoningCodec",
         "anthropic": _P + "reasoning_codec:AnthropicReasoningCodec",
         "openai": _P + "reasoning_codec:OpenAIReasoningCodec",
+        "openai_responses": _P + "reasoning_codec:OpenAIResponsesReasoningCodec",
         "gemini": _P + "reasoning_codec:GeminiReasoningCodec",
         "reasoning_content": _P + "reasoning_codec:ReasoningContentCodec",
     },

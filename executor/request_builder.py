@@ -9,6 +9,7 @@
 6. params ``adapt`` (temperature, seed, reasoning routing)
 7. ``param_value_rules``
 8. transport (model string, endpoint, credentials, OpenRouter headers and pin)
+9. on a Responses wire, the chat shape becomes the Responses request (``responses_request``)
 
 Nothing here branches on a provider: every difference between models is a policy or plan field.
 """
@@ -34,7 +35,8 @@ from capplan.executor.reasoning import ReasoningConfig, ReasoningLeftOut, Reason
 from capplan.executor.tool_memo import BoundedMemo, PerToolObjects, PreparedTools, ToolMemo
 from capplan.executor.transport import Transport
 from capplan.executor.value_rules import Substitution, apply_value_rules, note_substitution
-from capplan.executor.wire_dialect import protocol_of
+from capplan.executor.responses_request import responses_kwargs
+from capplan.executor.wire_dialect import is_responses, protocol_of
 
 
 def plan_origin(plan: Plan, upstream: str | None = None) -> ReasoningOrigin:
@@ -140,6 +142,9 @@ class RequestBuilder:
         self._thinks_unasked = policies.reasoning_codec.thinks_unasked
         self._loop_rule = policies.reasoning_codec.loop_needs_own_reasoning(openrouter=self.transport.openrouter)
         self._mark_messages = policies.cache_policy.apply_messages
+        wire_route = plan.wire
+        #: the plan's Responses body fields, when its wire is a Responses API (step 9)
+        self._responses_body = wire_route.body if wire_route is not None and is_responses(wire_route.protocol) else None
         self._heads: PerToolObjects[_Head] = PerToolObjects(memo_size)
         self._tails: BoundedMemo[tuple[Any, ...], _Tail] = BoundedMemo(memo_size)
 
@@ -171,6 +176,8 @@ class RequestBuilder:
         kwargs.update(tail.after)
         if left_out:
             _note_left_out(self.plan.model.key, left_out)
+        if self._responses_body is not None:
+            kwargs = responses_kwargs(kwargs, self._responses_body)  # 9
         return built_request_unchecked(kwargs, head.system, head.prepared, tail.substitutions, left_out)
 
     def reasoning_off(self, request: ChatRequest) -> bool:

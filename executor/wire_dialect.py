@@ -20,11 +20,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-WireProtocol = Literal["openai-chat", "litellm"]
+WireProtocol = Literal["openai-chat", "openai-responses", "xai-responses", "litellm"]
 TransportName = Literal["direct", "litellm"]
 
 #: The chat endpoint below the base URL on every openai-chat route.
 CHAT_PATH = "/chat/completions"
+
+#: The Responses endpoint below the base URL (OpenAI's and xAI's ``POST /v1/responses``).
+RESPONSES_PATH = "/responses"
+
+#: litellm provider -> the Responses protocol its endpoint speaks; the providers whose Responses
+#: API a plan may be sent on (OpenAI's, and xAI's, which follows OpenAI's item shapes).
+RESPONSES_PROTOCOLS: dict[str, WireProtocol] = {"openai": "openai-responses", "xai": "xai-responses"}
+
+
+def is_responses(protocol: str) -> bool:
+    """Whether ``protocol`` is one of the Responses wires (input items, not chat messages)."""
+    return protocol in ("openai-responses", "xai-responses")
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,25 @@ class OpenRouterDefaults(Strict):
     )
 
 
+class ResponsesApi(Strict):
+    """Send a model through a Responses API (``POST /v1/responses``) on the routes that have one.
+
+    Replaced whole by a later layer (the evidence belongs to the whole declaration). A route not
+    listed (OpenRouter, a gateway's chat endpoint) keeps ``openai-chat`` and the preset's codec.
+    """
+
+    routes: list[Literal["openai", "xai"]] = Field(
+        description="litellm providers whose Responses API the model is sent on (openai: openai-responses; "
+                    "xai: xai-responses); [] keeps every route on chat completions.")
+    reasoning_codec: PolicyValue = Field(description="The reasoning codec on those routes (openai_responses replays "
+                                                     "encrypted reasoning items).")
+    encrypted_reasoning: bool = Field(
+        description="Ask for reasoning.encrypted_content (include) and replay it; false for a model that has none "
+                    "(the provider refuses the include: 'Encrypted content is not supported with this model.').")
+    evidence: str = Field(min_length=1, max_length=2000, pattern=r"\S",
+                          description="The dated source that says the model belongs on the Responses API.")
+
+
 class PresetBody(Strict):
     """Everything a layer can set for a model (the `default:` block and `providers:` entries)."""
 
@@ -111,6 +130,8 @@ class PresetBody(Strict):
     openrouter_defaults: Annotated[OpenRouterDefaults, MergeByKey()] | None = Field(
         None, description="Default OpenRouter routing; a later layer sets only the fields it names."
     )
+    responses_api: ResponsesApi | None = Field(
+        None, description="Send the model through OpenAI's or xAI's Responses API where its route has one.")
 
 
 #: A glob is not blank: `""` matches nothing, and `" "` nothing a model is called.

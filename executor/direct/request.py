@@ -1,6 +1,8 @@
 """Built kwargs -> the HTTP request litellm would send for them on an OpenAI-compatible route.
 
-The kwargs are the request builder's (the same ones litellm receives); what litellm adds or
+The kwargs are the request builder's (the same ones litellm receives: ``litellm.completion``'s on
+a chat route, ``litellm.responses``'s on a Responses route, whose kwargs are already the Responses
+body, see :mod:`capplan.executor.responses_request`); what litellm adds or
 changes on these routes is in the plan's ``wire`` record, or, for a model a gateway renamed, in
 :func:`capplan.executor.wire_dialect.model_dialect` (worked out once per model and remembered).
 """
@@ -66,10 +68,11 @@ class RequestMapper:
 
     def __init__(self, plan: Plan, env: Mapping[str, str]) -> None:
         wire = plan.wire
-        if wire is None or wire.protocol != "openai-chat":
+        if wire is None or wire.protocol == "litellm":
             raise PlanInconsistencyError(
-                f"plan {plan.model.key!r}: the direct transport sends OpenAI-compatible chat routes only; this route "
-                "speaks its own protocol: set `transport: litellm` for the model and recompile with `capplan compile`"
+                f"plan {plan.model.key!r}: the direct transport sends OpenAI-compatible chat and Responses routes "
+                "only; this route speaks its own protocol: set `transport: litellm` for the model and recompile "
+                "with `capplan compile`"
             )
         self.plan = plan
         self.wire: WireRoute = wire

@@ -20,10 +20,13 @@ from capplan.executor.errors import (
     ProviderTimeoutError,
 )
 from capplan.executor.plan import Plan
+from capplan.executor.responses_response import chat_shape
+from capplan.executor.wire_dialect import is_responses
 
 
 class DirectCompletion:
-    """``completion(**kwargs)`` for one plan's OpenAI-compatible route, over kept-alive pooled connections."""
+    """``completion(**kwargs)`` for one plan's OpenAI-compatible route (chat or Responses), over kept-alive
+    pooled connections."""
 
     def __init__(self, plan: Plan, env: Mapping[str, str]) -> None:
         self.mapper = RequestMapper(plan, env)
@@ -31,6 +34,8 @@ class DirectCompletion:
         binding = plan.binding.binding
         self.limits = BodyLimits(binding.max_response_bytes, binding.max_decoded_bytes)
         self._binding_key = plan.binding.key
+        # a Responses answer is read into the chat shape the parser reads
+        self._success = chat_shape if is_responses(self.mapper.wire.protocol) else success
 
     def __call__(self, **kwargs: Any) -> dict[str, Any]:
         request = self.mapper.map(kwargs)
@@ -62,4 +67,4 @@ class DirectCompletion:
                      else exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)[:200])
             at_start = isinstance(exc, json.JSONDecodeError) and exc.pos == 0
             raise not_json(status, raw, where, at_start, response, self.provider) from None
-        return success(data, response.headers, status, response, self.provider)
+        return self._success(data, response.headers, status, response, self.provider)

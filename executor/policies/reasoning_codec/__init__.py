@@ -24,7 +24,8 @@ server):
 Every codec refuses what it cannot interpret (:class:`ReasoningCodecError`, a ``ValueError``)
 instead of dropping it.
 
-One module per vendor (:mod:`.anthropic`, :mod:`.openai`, :mod:`.gemini`, :mod:`.reasoning_content`
+One module per vendor (:mod:`.anthropic`, :mod:`.openai`, :mod:`.openai_responses` (the Responses API's
+reasoning items), :mod:`.gemini`, :mod:`.reasoning_content`
 for the open-weight families on OpenAI-compatible servers, and :mod:`.none` for routes without
 reasoning); :mod:`.base` holds the contract and the message readers they share,
 :mod:`.openrouter` the ``reasoning_details`` envelope Claude and Gemini both arrive in through
@@ -48,6 +49,7 @@ from capplan.executor.policies.reasoning_codec.base import (
 from capplan.executor.policies.reasoning_codec.gemini import GeminiReasoningCodec
 from capplan.executor.policies.reasoning_codec.none import NoReasoningCodec
 from capplan.executor.policies.reasoning_codec.openai import OpenAIReasoningCodec
+from capplan.executor.policies.reasoning_codec.openai_responses import OpenAIResponsesReasoningCodec
 from capplan.executor.policies.reasoning_codec.reasoning_content import ReasoningContentCodec
 from capplan.executor.policies.reasoning_codec.openrouter import (
     OPENROUTER_ENCRYPTED_TYPE,
@@ -66,6 +68,7 @@ __all__ = [
     "GeminiReasoningCodec",
     "NoReasoningCodec",
     "OpenAIReasoningCodec",
+    "OpenAIResponsesReasoningCodec",
     "ReasoningCodec",
     "ReasoningCodecError",
     "ReasoningContentCodec",
