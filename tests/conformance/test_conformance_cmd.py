@@ -17,7 +17,8 @@ from capplan.conformance.emulators import emulators
 from capplan.executor.plan import Plan
 from tests.cli_runner import invoke
 
-PLANS = Path(__file__).resolve().parents[2] / "golden" / "plans"
+ROOT = Path(__file__).resolve().parents[2]
+PLANS = ROOT / "golden" / "plans"
 
 
 def capplan(*args: str) -> Result:
@@ -75,6 +76,7 @@ def test_a_plan_for_a_protocol_no_emulator_speaks_is_exit_2(tmp_path: Path) -> N
 
 def test_plans_that_keep_every_rule_exit_0_in_every_format() -> None:
     needs("openai-chat")
+    needs("openai-responses")
     plans = [str(PLANS / "gpt-5.json"), str(PLANS / "gpt-4o.json")]
     text = capplan("conformance", *plans)
     assert text.exit_code == 0, text.output
@@ -84,7 +86,10 @@ def test_plans_that_keep_every_rule_exit_0_in_every_format() -> None:
     data = json.loads(as_json.stdout)
     assert data["summary"]["rejected"] == 0 and data["summary"]["exit_code"] == 0
     cells = {(c["plan"], c["rule_id"]): c for c in data["cells"]}
-    assert cells[("gpt-5", "openai.temperature_default_only")]["status"] == "accepted"
+    # gpt-5 is held to the Responses API's rules, gpt-4o to chat completions
+    assert cells[("gpt-5", "responses.temperature_unsupported")]["status"] == "accepted"
+    assert cells[("gpt-5", "responses.reasoning_without_following_item")]["status"] == "accepted"
+    assert cells[("gpt-5", "openai.temperature_default_only")]["status"] == "not_applicable"
     assert {c["status"] for c in data["cells"]} <= {"accepted", "not_applicable"}
     github = capplan("conformance", "--format", "github", *plans)
     assert github.exit_code == 0 and "::error" not in github.stdout
@@ -100,7 +105,10 @@ def _compile(tmp_path: Path, overlay: str, model: str) -> Path:
 
 def test_temperature_0_forced_on_gpt5_fails_with_the_providers_text(tmp_path: Path) -> None:
     needs("openai-chat")
-    plan = _compile(tmp_path, "providers:\n  openai:\n    params:\n      supports_sampling_params: true\n", "gpt-5")
+    # on chat completions (the Responses route answers with its own text, tests/conformance/test_diff_flips.py)
+    chat = (ROOT / "examples" / "overlays" / "chat-completions.yaml").read_text(encoding="utf-8")
+    plan = _compile(tmp_path, chat.replace("  openai:\n", "  openai:\n    params:\n      supports_sampling_params: true\n"),
+                    "gpt-5")
     result = capplan("conformance", str(plan), "--rules", "openai.*")
     assert result.exit_code == 1, result.output
     assert ("gpt-5 x openai.temperature_default_only: HTTP 400 \"Unsupported value: 'temperature' does not support 0.0 "
@@ -133,8 +141,8 @@ def test_a_folder_of_plans_is_read_without_its_manifest(tmp_path: Path) -> None:
 
 
 def test_no_plans_compiles_the_bundled_catalogue_in_memory() -> None:
-    needs("openai-chat")
-    result = capplan("conformance", "--rules", "openai.temperature_default_only", "--format", "json")
+    needs("openai-responses")
+    result = capplan("conformance", "--rules", "responses.temperature_unsupported", "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     golden = sorted(p.stem for p in PLANS.glob("*.json") if p.name != "manifest.json")

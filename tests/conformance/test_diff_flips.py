@@ -12,8 +12,9 @@ from capplan.conformance.emulators import emulators
 from tests.cli_runner import invoke
 
 PLANS = Path(__file__).resolve().parents[2] / "golden" / "plans"
-FLIP = "NOW REJECTED: gpt-5 x openai.temperature_default_only: accepted -> rejected: Unsupported value: 'temperature' " \
-       "does not support 0.0 with this model. Only the default (1) value is supported. (scenario temperature_zero, request 0)"
+#: gpt-5 goes through the Responses API, whose refusal of a temperature it does not take this is
+FLIP = "NOW REJECTED: gpt-5 x responses.temperature_unsupported: accepted -> rejected: Unsupported parameter: " \
+       "'temperature' is not supported with this model. (scenario temperature_zero, request 0)"
 
 
 def capplan(*args: str) -> Result:
@@ -23,8 +24,8 @@ def capplan(*args: str) -> Result:
 @pytest.fixture(scope="module")
 def sampling_gpt5(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """gpt-5 compiled with sampling forced on, so temperature 0 reaches the wire."""
-    if "openai-chat" not in emulators():
-        pytest.skip("no openai-chat emulator in this tree yet")
+    if "openai-responses" not in emulators():
+        pytest.skip("no openai-responses emulator in this tree yet")
     work = tmp_path_factory.mktemp("flip")
     (work / "overlay.yaml").write_text("providers:\n  openai:\n    params:\n      supports_sampling_params: true\n",
                                        encoding="utf-8")
@@ -44,11 +45,11 @@ def test_the_flip_back_is_listed_too_and_json_carries_the_flips(sampling_gpt5: P
     back = capplan("diff", str(sampling_gpt5), str(PLANS / "gpt-5.json"), "--format", "json")
     assert back.exit_code == 1
     (flip,) = json.loads(back.stdout)["conformance_flips"]
-    assert (flip["plan"], flip["rule_id"], flip["old"], flip["new"]) == ("gpt-5", "openai.temperature_default_only",
+    assert (flip["plan"], flip["rule_id"], flip["old"], flip["new"]) == ("gpt-5", "responses.temperature_unsupported",
                                                                          "rejected", "accepted")
-    assert flip["detail"].startswith("Unsupported value: 'temperature' does not support 0.0")
+    assert flip["detail"].startswith("Unsupported parameter: 'temperature' is not supported with this model.")
     github = capplan("diff", str(PLANS / "gpt-5.json"), str(sampling_gpt5), "--format", "github")
-    assert "::error title=capplan conformance flip openai.temperature_default_only::NOW REJECTED: gpt-5" in github.stdout
+    assert "::error title=capplan conformance flip responses.temperature_unsupported::NOW REJECTED: gpt-5" in github.stdout
 
 
 def test_no_conformance_and_unchanged_plans_run_nothing(sampling_gpt5: Path) -> None:

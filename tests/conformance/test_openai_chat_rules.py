@@ -69,7 +69,8 @@ def post(emu: OpenAIChatEmulator, body: Mapping[str, Any]) -> tuple[int, Any]:
 
 
 def client_for(plan_name: str, emu: OpenAIChatEmulator) -> Client:
-    plan = Plan.load(PLANS / f"{plan_name}.json")
+    # the catalogue model on chat completions (gpt-5 and o3 go through the Responses API by default)
+    plan = chat_route_plan(plan_name)
     env = {name: "test-key" for name in plan.wire.key_envs} if plan.wire is not None else {}
     return Client(plan, env=env, api_base=emu.base_url, sleep=lambda s: None)
 
@@ -142,11 +143,14 @@ def refused_only_by(emu: OpenAIChatEmulator, rule_id: str) -> KnownRefusal:
 
 
 def compiled_with_overlay(tmp_path: Path, model: str, overlay: str) -> Plan:
-    """The bundled ``model`` compiled by ``capplan compile`` with an operator overlay on top."""
+    """The bundled ``model`` compiled by ``capplan compile`` on chat completions (this module's protocol:
+    ``examples/overlays/chat-completions.yaml`` keeps OpenAI's reasoning models there), with an operator
+    overlay on top."""
     path = tmp_path / "overlay.yaml"
     path.write_text(overlay)
     out = tmp_path / "plans"
-    result = CliRunner().invoke(main, ["compile", "--model", model, "--presets-file", str(path), "--out", str(out)])
+    result = CliRunner().invoke(main, ["compile", "--model", model, "--presets-file", str(CHAT_OVERLAY),
+                                       "--presets-file", str(path), "--out", str(out)])
     assert result.exit_code == 0, result.output
     return Plan.load(out / f"{model.replace('/', '__')}.json")
 
@@ -685,3 +689,5 @@ def test_gpt4o_bundled_plan_asked_to_think_sends_no_reasoning_argument(corpus: C
                   extra={"reasoning": {"mode": "budget", "budget_tokens": 1024}})
         accepted(emu, "openai.reasoning_effort_unrecognized", requests=4)
         accepted(emu, "openai.argument_unrecognized", requests=4)
+from tests.chat_route import OVERLAY as CHAT_OVERLAY
+from tests.chat_route import chat_route_plan

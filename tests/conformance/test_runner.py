@@ -15,14 +15,19 @@ from capplan.conformance.runner import Cell, Matrix, PlanInput, run_conformance
 from capplan.conformance.scenarios import BY_ID, SCENARIOS
 from capplan.core.diagnostics import InputError
 from capplan.executor.plan import Plan
+from tests.chat_route import chat_route_plan
 from tests.conformance.toy_emulator import CORPUS, EMULATORS
 
 PLANS = Path(__file__).resolve().parents[2] / "golden" / "plans"
 
 
 def plan_input(key: str) -> PlanInput:
+    """The catalogue plan on chat completions, the toy emulator's protocol (gpt-5 included, compiled
+    with examples/overlays/chat-completions.yaml); its file where the golden plan is the same plan."""
     path = PLANS / f"{key}.json"
-    return PlanInput(key, Plan.load(path), str(path))
+    plan = chat_route_plan(key)
+    shown = str(path) if plan == Plan.load(path) else f"{path} (on chat completions)"
+    return PlanInput(key, plan, shown)
 
 
 def cell(matrix: Matrix, plan: str, rule: str) -> Cell:

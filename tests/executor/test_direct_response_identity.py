@@ -30,6 +30,7 @@ from capplan.executor.plan import Plan
 from capplan.executor.loop_errors import LoopErrorReason
 from capplan.executor.rate_limit import wire_status
 from capplan.executor.result import GenerationResult
+from tests.chat_route import chat_route_plans
 from tests.executor.recording_server import Answer, RecordingServer, json_answer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,8 +38,9 @@ KEYS = {"OPENROUTER_API_KEY": "sk-or-resp", "OPENAI_API_KEY": "sk-oa-resp", "XAI
         "AZURE_AI_API_KEY": "sk-az-resp", "NOVA_API_KEY": "sk-nova-resp"}
 CONVERSATION = golden_wire.conversations(ROOT)["dict_map_tools"]
 
-PLANS = [p for p in (Plan.load(path) for path in golden_wire.plan_files(ROOT))
-         if p.wire is not None and p.wire.protocol == "openai-chat"]
+#: the catalogue on chat completions (gpt-5, o3 and Grok 4.6 included: the Responses route has its
+#: own identity tests, tests/executor/test_direct_responses_wire_identity.py)
+PLANS = [p for p in chat_route_plans().values() if p.wire is not None and p.wire.protocol == "openai-chat"]
 #: one plan per provider and per reasoning codec, for the failure cases (each costs up to five attempts a side)
 FAILURE_PLANS = ["kimi-k3", "claude-opus-4.7-openrouter", "gpt-5", "grok-4.6", "cohere-command-a-plus", "nova-pro"]
 

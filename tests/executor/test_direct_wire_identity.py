@@ -24,6 +24,7 @@ from capplan.executor import golden_wire
 from capplan.executor.client import Client, _litellm_completion
 from capplan.executor.messages import ChatRequest
 from capplan.executor.plan import Plan
+from tests.chat_route import chat_route_plans
 from tests.executor.recording_server import RecordingServer, Seen, json_answer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,8 +54,10 @@ ANSWER = {
 
 
 def _openai_chat_plans() -> list[Plan]:
-    plans = [Plan.load(path) for path in golden_wire.plan_files(ROOT)]
-    return [p for p in plans if p.wire is not None and p.wire.protocol == "openai-chat"]
+    # the catalogue on chat completions: gpt-5, o3 and Grok 4.6 keep their chat dialect (the renames,
+    # o3's system message) for deployments that stay there; their Responses route is proven in
+    # tests/executor/test_direct_responses_wire_identity.py
+    return [p for p in chat_route_plans().values() if p.wire is not None and p.wire.protocol == "openai-chat"]
 
 
 PLANS = _openai_chat_plans()
@@ -140,7 +143,8 @@ def _comparable(seen: Seen) -> dict[str, Any]:
 def test_every_openai_chat_route_of_the_catalogue_is_compared() -> None:
     # OpenRouter, OpenAI (and nova's OpenAI-dialect endpoint), xAI and Azure AI speak openai-chat; the
     # native Anthropic and Gemini routes and the offline mock do not, and are not compared here
-    every = [Plan.load(path) for path in golden_wire.plan_files(ROOT)]
+    every = list(chat_route_plans().values())
+    assert {p.model.key for p in every} == {Plan.load(path).model.key for path in golden_wire.plan_files(ROOT)}
     native = {p.model.key for p in every if p.model.provider.split("/")[0] in ("anthropic", "gemini", "mock")}
     assert {p.model.key for p in PLANS} == {p.model.key for p in every} - native
     assert {p.wire.provider for p in PLANS if p.wire is not None} == {"openai", "openrouter", "xai", "azure_ai"}

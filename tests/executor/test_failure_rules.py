@@ -84,8 +84,8 @@ CASES = {
     "openrouter-unknown-model-id": ("kimi-k3", False, json_answer(
         {"error": {"message": "moonshotai/kimi-k3-typo is not a valid model ID", "code": 400}}, 400),
         "configuration", "OpenRouter serves no model of this id"),
-    "html-page-with-200": ("gpt-5", False, HTML, "infrastructure", "not JSON from its first character"),
-    "200-without-choices": ("gpt-5", False, NO_CHOICES, "infrastructure", "a 200 answer with no choices"),
+    "html-page-with-200": ("gpt-4o", False, HTML, "infrastructure", "not JSON from its first character"),
+    "200-without-choices": ("gpt-4o", False, NO_CHOICES, "infrastructure", "a 200 answer with no choices"),
 }
 
 

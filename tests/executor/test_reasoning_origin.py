@@ -27,6 +27,7 @@ from capplan.executor.plan import Plan
 from capplan.executor.reasoning import ReasoningOrigin
 from capplan.executor.result import GenerationResult
 from capplan.trials.handoff import HANDOFF, handoff_wire
+from tests.chat_route import chat_route_plan
 from tests.executor.plans import make_plan
 from tests.policies.llm_loopback import LoopbackLLM, import_litellm
 
@@ -176,7 +177,8 @@ def test_openrouter_entries_record_the_upstream_that_served_them(
 ])
 def test_text_reasoning_records_its_origin_and_is_not_bound_to_it(
         server: LoopbackLLM, plan_name: str, message: dict[str, Any]) -> None:
-    plan = bundled(plan_name)
+    # gpt-5 on chat completions (examples/overlays/chat-completions.yaml): its flat reasoning summary
+    plan = chat_route_plan(plan_name) if plan_name == "gpt-5" else bundled(plan_name)
     answer_chat(server, chat_body(message, provider="Moonshot AI" if plan_name == "kimi-k3" else None))
     result = first_turn(plan, server)
     assert result.reasoning is not None and len(result.reasoning.blocks) == 1
@@ -431,7 +433,8 @@ EVERY_KIND = {
 
 @pytest.mark.parametrize("plan_name", ["gpt-4o", "gpt-5", "o3"])
 def test_plain_openai_routes_send_no_reasoning_fields(server: LoopbackLLM, plan_name: str) -> None:
-    plan = bundled(plan_name)
+    # OpenAI's chat completions (gpt-5 and o3 kept there by examples/overlays/chat-completions.yaml)
+    plan = chat_route_plan(plan_name)
     messages = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": "", "tool_calls": [
