@@ -121,6 +121,8 @@ def render_result(data: dict[str, Any]) -> str:
         lines.append(f"gateway: {data['gateway_route_kind']}{route}")
     if data.get("key_index") is not None:
         lines.append(f"key_index: {data['key_index']}")
+    if data.get("response_id"):
+        lines.append(f"response_id: {data['response_id']}")
     if data["openrouter_generation_id"]:
         lines.append(f"openrouter_generation_id: {data['openrouter_generation_id']}")
     for err in data["parser_errors"]:

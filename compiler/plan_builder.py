@@ -171,7 +171,9 @@ def _responses_policies(responses: Any, policies: dict[str, dict[str, Any]],
             del provenance[path]
         provenance["policies.reasoning_codec"] = where
         provenance["policies.params_policy.params.supports_seed"] = where
-        provenance["wire.protocol"] = where
+        # the endpoint and the stateless body fields come with the protocol
+        for path in ("wire.protocol", "wire.path", "wire.body", "wire.evidence"):
+            provenance[path] = where
 
 
 def _apply_model_block(merged: Merged, cfg: ModelConfig, src: SourceFile, key: str) -> None:

@@ -68,6 +68,7 @@ def wire_route(identity: ModelIdentity, binding: ProviderBinding, transport: str
             path=RESPONSES_PATH,
             headers={"Accept": facts.accept},
             body=body,
+            evidence=" ".join(responses.evidence.split()),
         ), diags
     dialect = model_dialect(provider, wire_model_name(provider, identity.wire_model))
     return WireRoute(

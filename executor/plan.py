@@ -235,6 +235,8 @@ class WireRoute(_Frozen):
     renames: dict[str, str] = Field(default_factory=dict, description="Body keys sent under another name "
                                     "(max_tokens -> max_completion_tokens on OpenAI reasoning models).")
     system_role: Literal["system", "user"] = Field("system", description="The role a system message is sent with.")
+    evidence: str | None = Field(None, description="Why the route speaks this protocol, when a preset chose it "
+                                 "(the responses_api block's dated evidence); null for the provider's default.")
 
 
 class Provenance(_Frozen):

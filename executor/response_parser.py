@@ -86,6 +86,7 @@ class ResponseParser:
             reasoning_left_out=built.reasoning_left_out,
             argument_repairs=tuple(repairs),
             response_problems=usage_problems + cost_problems,
+            response_id=_response_id(response),
         )
 
     def _origin_of(self, response: Any) -> ReasoningOrigin:
@@ -142,6 +143,12 @@ def _violations(call_id: str, name: str, arguments: dict[str, Any], tools: Prepa
         for err in validator.iter_errors(arguments)
     ]
     return sorted(found, key=lambda v: (v.path, v.message))
+
+
+def _response_id(response: Any) -> str | None:
+    """The answer's own id, bounded: a hostile provider's id is a label, not a payload."""
+    value = _get(response, "id")
+    return value[:256] if isinstance(value, str) and value else None
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -138,6 +138,8 @@ class GenerationResult:
     #: What the provider's answer reported out of bounds (usage counters, cost), one line each; what
     #: they name is ``None`` (unknown) in ``usage`` and ``cost_usd``.
     response_problems: tuple[str, ...] = ()
+    #: The provider's id of the answer (``resp_…`` on a Responses route, ``chatcmpl-…`` on chat); None when it sent none.
+    response_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict of the whole result (for ``capplan send`` and trajectory writers)."""

@@ -240,7 +240,8 @@ class MetricsSink:
             role=role, turn=turn, outcome="accepted", status="ok", attempt=first + len(attempts) - 1,
             usage=usage_record(result.usage), cost_usd=result.cost_usd, cost_source=result.cost_source,
             wait_s=self._take_wait(last.wait_s), latency_s=last.latency_s, finish_reason=result.finish_reason,
-            openrouter_generation_id=result.openrouter_generation_id, gateway_route=route, gateway_route_kind=kind,
+            openrouter_generation_id=result.openrouter_generation_id, response_id=result.response_id,
+            gateway_route=route, gateway_route_kind=kind,
             key_index=result.key_index, response_problems=list(result.response_problems),
         )
         self._add(record, last.request_id)

@@ -228,6 +228,8 @@ class CallRecord(_Record):
     latency_s: float = Field(description="This attempt's own round trip (its wait_s is beside it).")
     finish_reason: str | None = None
     openrouter_generation_id: str | None = None
+    response_id: str | None = Field(None, max_length=256, description="The provider's id of the answer (resp_… on a "
+                                    "Responses route).")
     gateway_route: str | None = None
     gateway_route_kind: Literal["exact", "wildcard", "untranslated", "direct"] | None = None
     key_index: int | None = Field(None, description="The rotation key's index that served it (never the key).")
