@@ -58,6 +58,9 @@ def wire_route(identity: ModelIdentity, binding: ProviderBinding, transport: str
         body: dict[str, Any] = {"store": False}
         if responses.encrypted_reasoning:
             body["include"] = [ENCRYPTED_INCLUDE]
+        if responses.reasoning_summary is not None:
+            # merged with each request's effort into `reasoning` (capplan.executor.responses_request)
+            body["reasoning"] = {"summary": responses.reasoning_summary}
         return WireRoute(
             protocol=RESPONSES_PROTOCOLS[provider],
             transport="litellm" if transport == "litellm" else "direct",

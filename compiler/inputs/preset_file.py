@@ -102,6 +102,9 @@ class ResponsesApi(Strict):
     encrypted_reasoning: bool = Field(
         description="Ask for reasoning.encrypted_content (include) and replay it; false for a model that has none "
                     "(the provider refuses the include: 'Encrypted content is not supported with this model.').")
+    reasoning_summary: Literal["auto", "concise", "detailed"] | None = Field(
+        None, description="Ask for reasoning summaries (reasoning.summary); unset: none are asked for (OpenAI answers "
+                          "an organisation it has not verified with a 400 when one is).")
     evidence: str = Field(min_length=1, max_length=2000, pattern=r"\S",
                           description="The dated source that says the model belongs on the Responses API.")
 
