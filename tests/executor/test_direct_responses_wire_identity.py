@@ -115,6 +115,10 @@ def _variants(request: ChatRequest, name: str) -> dict[str, ChatRequest]:
     out = {"as_built": request, "max_tokens": request.model_copy(update={"max_tokens": 333})}
     if request.tools:
         out["tool_choice_required"] = request.model_copy(update={"tool_choice": "required"})
+        # a named function is the one tool_choice the Responses mapping reshapes ({type, name})
+        out["tool_choice_named"] = ChatRequest.model_validate({
+            **request.model_dump(mode="json", exclude_none=True),
+            "tool_choice": {"type": "function", "function": {"name": request.tools[0].function.name}}})
         out["parallel_off"] = request.model_copy(update={"parallel_tool_calls": False})
         out["reasoning_replay"] = _with_replay(request)
     else:
@@ -463,3 +467,41 @@ def test_retry_after_is_honoured_alike(server: RecordingServer, litellm_response
         assert [(a.status, a.error_class) for a in result.attempts] == [("error", "rate_limit"), ("ok", None)]
     # the controllers' own first wait is 4 s; the provider asked for 30
     assert waits["direct"] == waits["litellm"] == [30.0]
+
+
+@pytest.mark.parametrize("catalog", ["exact", "untranslated"])
+@pytest.mark.parametrize("key", sorted(CATALOGUE_RESPONSES))
+def test_through_a_gateway_direct_sends_what_litellm_sends(server: RecordingServer, litellm_responses: Any,
+                                                           key: str, catalog: str) -> None:
+    # a LiteLLM proxy serves /v1/responses: the route, key and headers the gateway gives apply alike
+    from capplan.executor.gateway.catalog import clear_catalog_cache
+    from capplan.executor.gateway.config import GatewayConfig
+
+    plan = next(p for p in PLANS if p.model.key == key)
+    clear_catalog_cache()
+    server.catalog = [plan.model.model_id] if catalog == "exact" else []
+    config = GatewayConfig(base_url=server.base, api_key="sk-gateway-rwire", headers={"X-Team-Token": "team-7"},
+                           request_id_header="X-Request-Id", providers=frozenset({"openai", "xai"}))
+    try:
+        direct = Client(plan, env=dict(KEYS), gateway=config, sleep=lambda s: None)
+        via_litellm = Client(plan, env=dict(KEYS), gateway=config, completion=litellm_responses, sleep=lambda s: None)
+    finally:
+        server.catalog = []
+    assert direct.route is not None and direct.route.kind == catalog
+    request = _variants(CONVERSATIONS["dict_map_tools"], "dict_map_tools")["reasoning_replay"]
+    theirs, ours = _sent(server, via_litellm, request), _sent(server, direct, request)
+    assert isinstance(theirs, Seen) and isinstance(ours, Seen), (theirs, ours)
+    assert ours.path.endswith(RESPONSES_PATH)
+    # the request id is a fresh UUID4 per request on either transport
+    assert ours.headers.pop("x-request-id") != theirs.headers.pop("x-request-id")
+    assert ours.headers["authorization"] == "Bearer sk-gateway-rwire"
+    mine, litellms = _comparable(ours), _comparable(theirs)
+    if (key, catalog) in GATEWAY_ACCEPT_DIFFERS:
+        assert (mine["headers"].pop("accept"), litellms["headers"].pop("accept")) == ("application/json", "*/*")
+    assert mine == litellms
+
+
+#: (plan, catalog) whose gateway call goes out in the ``openai`` provider's dialect (every call a gateway
+#: routes by name), so the direct transport sends that provider's ``Accept``: docs/deviations.md, T8
+GATEWAY_ACCEPT_DIFFERS = {("gpt-5", "exact"), ("gpt-5", "untranslated"), ("o3", "exact"), ("o3", "untranslated"),
+                          ("grok-4.6", "exact")}
