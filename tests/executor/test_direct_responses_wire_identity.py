@@ -505,3 +505,22 @@ def test_through_a_gateway_direct_sends_what_litellm_sends(server: RecordingServ
 #: routes by name), so the direct transport sends that provider's ``Accept``: docs/deviations.md, T8
 GATEWAY_ACCEPT_DIFFERS = {("gpt-5", "exact"), ("gpt-5", "untranslated"), ("o3", "exact"), ("o3", "untranslated"),
                           ("grok-4.6", "exact")}
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=[p.model.key for p in PLANS])
+def test_a_plan_compiled_for_litellm_sends_through_the_bridge(server: RecordingServer, plan: Plan) -> None:
+    # `transport: litellm` on a Responses plan: the client itself picks litellm.responses, and sends what the
+    # direct transport sends (the comparison above passes the bridge in as the completion)
+    assert plan.wire is not None
+    on_litellm = Plan.seal({**plan.body(), "wire": {**plan.body()["wire"], "transport": "litellm"}})
+    client = Client(on_litellm, env=dict(KEYS), api_base=server.base, sleep=lambda s: None)
+    assert client.direct is None
+    direct = Client(plan, env=dict(KEYS), api_base=server.base, sleep=lambda s: None)
+    request = _variants(CONVERSATIONS["dict_map_tools"], "dict_map_tools")["reasoning_replay"]
+    theirs, ours = _sent(server, client, request), _sent(server, direct, request)
+    assert isinstance(theirs, Seen) and isinstance(ours, Seen), (theirs, ours)
+    assert theirs.headers.get("user-agent", "").startswith("litellm/"), "litellm's sender made the request"
+    mine, litellms = _comparable(ours), _comparable(theirs)
+    if plan.model.key in ACCEPT_DIFFERS:
+        assert (mine["headers"].pop("accept"), litellms["headers"].pop("accept")) == ACCEPT_DIFFERS[plan.model.key]
+    assert mine == litellms
