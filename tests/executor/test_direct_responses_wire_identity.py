@@ -1,20 +1,23 @@
 """The direct transport sends what litellm's Responses bridge sends, and reads its answers alike.
 
 Every golden conversation × every Responses plan (``openai-responses``, ``xai-responses``) × each
-call variant (as built, ``max_tokens``, ``tool_choice: required``, parallel tool calls off, and a
-history that replays Responses reasoning items with their encrypted content) goes out on both
+call variant (as built, ``max_tokens``, ``tool_choice: required`` and naming a function, parallel
+tool calls off, and a history that replays Responses reasoning items with their encrypted content,
+as the ``openai_responses`` codec extracts them) goes out on both
 transports, the direct one (``POST {base}/responses``) and ``litellm.responses``, to one loopback
 server that records method, path, headers and body and answers a valid Responses object.
 Compared: method, path, the body as parsed JSON, and every header except those that describe the
-sender (as in ``test_direct_wire_identity``). Whether a request conforms to the protocol is the
-Responses emulator's subject (``capplan conformance``), not this module's.
+sender (as in ``test_direct_wire_identity``); the same through a gateway, and for a plan compiled
+with ``transport: litellm``. Whether a request conforms to the protocol is the Responses
+emulator's subject (``capplan conformance``), not this module's.
 
 Then the answers: the same recorded Responses answer (text, tool calls, reasoning items with
 encrypted content, usage with cached and reasoning tokens, an ``incomplete`` answer, a refusal)
 must give the same :class:`GenerationResult` on both transports, and the same failure (statuses,
 a context-window refusal, a body cut short, a dropped connection, something that is not a
 Responses object) must be classified and retried alike. Differences are the rows of
-``docs/deviations.md`` this module names.
+``docs/deviations.md`` this module names (:data:`ACCEPT_DIFFERS`, :data:`GATEWAY_ACCEPT_DIFFERS`,
+:func:`documented`); each assertion on one fails when litellm's side no longer does what it says.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ from capplan.core.errors import UserError
 from capplan.executor import golden_wire
 from capplan.executor.attempts import attempts_of, error_class
 from capplan.executor.client import Client, _litellm_responses
-from capplan.executor.messages import ChatRequest
 from capplan.executor.loop_errors import LoopErrorReason
+from capplan.executor.messages import ChatRequest
 from capplan.executor.plan import Plan
 from capplan.executor.rate_limit import wire_status
 from capplan.executor.wire_dialect import RESPONSES_PATH, is_responses
