@@ -472,6 +472,13 @@ def test_retry_after_is_honoured_alike(server: RecordingServer, litellm_response
     assert waits["direct"] == waits["litellm"] == [30.0]
 
 
+#: (plan, catalog) whose gateway call goes out in the ``openai`` provider's dialect (OpenAI's own models, and
+#: grok-4.6 when the gateway lists it by name), so the direct transport sends that provider's ``Accept``
+#: where litellm's bridge sends ``*/*``: docs/deviations.md, T8
+GATEWAY_ACCEPT_DIFFERS = {("gpt-5", "exact"), ("gpt-5", "untranslated"), ("o3", "exact"), ("o3", "untranslated"),
+                          ("grok-4.6", "exact")}
+
+
 @pytest.mark.parametrize("catalog", ["exact", "untranslated"])
 @pytest.mark.parametrize("key", sorted(CATALOGUE_RESPONSES))
 def test_through_a_gateway_direct_sends_what_litellm_sends(server: RecordingServer, litellm_responses: Any,
@@ -503,11 +510,6 @@ def test_through_a_gateway_direct_sends_what_litellm_sends(server: RecordingServ
         assert (mine["headers"].pop("accept"), litellms["headers"].pop("accept")) == ("application/json", "*/*")
     assert mine == litellms
 
-
-#: (plan, catalog) whose gateway call goes out in the ``openai`` provider's dialect (every call a gateway
-#: routes by name), so the direct transport sends that provider's ``Accept``: docs/deviations.md, T8
-GATEWAY_ACCEPT_DIFFERS = {("gpt-5", "exact"), ("gpt-5", "untranslated"), ("o3", "exact"), ("o3", "untranslated"),
-                          ("grok-4.6", "exact")}
 
 
 @pytest.mark.parametrize("plan", PLANS, ids=[p.model.key for p in PLANS])
