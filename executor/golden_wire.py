@@ -105,7 +105,10 @@ def update(root: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Check (default) or rewrite the golden wire requests."""
     parser = argparse.ArgumentParser(prog="python -m capplan.executor.golden_wire", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--update", action="store_true", help="rewrite goldens and remove unused ones")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--update", action="store_true", help="rewrite goldens and remove unused ones")
+    # the default, accepted by name so that a CI step can say what it does
+    mode.add_argument("--check", action="store_true", help="list missing, stale and unused goldens (the default)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="project root (default: current directory)")
     args = parser.parse_args(argv)
     # plans warn once per cause (a dropped temperature, an unsent seed); across every plan x

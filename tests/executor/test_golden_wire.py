@@ -85,5 +85,7 @@ def test_stale_missing_and_unused_goldens_fail_with_the_command(project: Path, c
     ]
     assert golden_wire.main(["--root", str(project)]) == 1
     assert golden_wire.REGENERATE in capsys.readouterr().err
+    assert golden_wire.main(["--root", str(project), "--check"]) == 1  # the module's docstring names it
     assert golden_wire.main(["--root", str(project), "--update"]) == 0
     assert golden_wire.main(["--root", str(project)]) == 0
+    assert golden_wire.main(["--root", str(project), "--check"]) == 0
