@@ -32,13 +32,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from capplan.cli import main
 from capplan.conformance.corpus import load_corpus
 from capplan.conformance.emulator import Reply
 from capplan.conformance.emulators.openai_responses import ResponsesEmulator
 from capplan.executor.client import Client
 from capplan.executor.errors import GatewayRejectedError
 from capplan.executor.gateway.catalog import clear_catalog_cache
+from capplan.executor.loop_errors import LoopErrorReason
 from capplan.executor.messages import ReasoningIn
 from capplan.executor.plan import Plan
 from capplan.executor.result import GenerationResult
@@ -167,7 +170,8 @@ def bundled_plan(key: str, transport: str, **binding: Any) -> Plan:
 
 def gateway_env(lane: ResponsesLane, **extra: str) -> dict[str, str]:
     return {"LLM_PROXY_BASE_URL": lane.front.base, "LLM_PROXY_API_KEY": MASTER_KEY,
-            "LLM_PROXY_PROVIDERS": "openai,xai", **extra}
+            "LLM_PROXY_PROVIDERS": "openai,xai", "LLM_PROXY_HEADERS": json.dumps({"X-Team-Id": "research"}),
+            "LLM_PROXY_REQUEST_ID_HEADER": "X-Request-Id", **extra}
 
 
 def tool_loop(client: Client) -> tuple[GenerationResult, GenerationResult]:
@@ -227,6 +231,8 @@ def test_tool_loop_replays_encrypted_reasoning_through_the_proxy(lane: Responses
     sent = lane.front.posts()
     assert [p.path for p in sent] == ["/responses", "/responses"]
     assert {p.bearer for p in sent} == {MASTER_KEY}
+    assert {p.headers["x-team-id"] for p in sent} == {"research"}
+    assert len({p.headers["x-request-id"] for p in sent}) == 2  # a fresh id per request
     assert {p.body["model"] for p in sent} == {GATEWAY_MODEL[key]}
     assert all(p.status == 200 for p in sent)
 
@@ -349,3 +355,57 @@ def responses_emulator() -> Iterator[tuple[ResponsesEmulator, Tap]]:
         if provider is not None:
             provider.close()
         emulator.stop()
+
+
+# --- the proxy's refusals on the Responses endpoint ---------------------------------------------------
+
+@pytest.mark.parametrize("transport", ["direct", "litellm"])
+@pytest.mark.parametrize(("case", "problem"), [
+    ("unserved", "the gateway serves no model of this name"),
+    ("upstream_key", "credentials refused (HTTP 401)"),
+    ("gateway_key", "gateway key refused"),
+])
+def test_a_proxy_refusal_on_the_responses_endpoint_is_a_configuration_error(
+        lane: ResponsesLane, transport: str, case: str, problem: str) -> None:
+    # the proxy answers /responses with the words capplan's failure rules read on chat: the trial is
+    # excluded as misconfigured after one attempt, never retried as if the provider were busy
+    env = gateway_env(lane)
+    if case == "unserved":  # untranslated, gpt-5 goes out as "gpt-5", which the proxy does not serve
+        lane.front.refuse_catalog = True
+    elif case == "upstream_key":
+        lane.upstreams["openai"].refuse[UPSTREAM_KEY] = (401, {"error": {
+            "message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}})
+    else:
+        env["LLM_PROXY_API_KEY"] = "sk-not-the-master-key-0000"
+    client = Client(bundled_plan("gpt-5", transport), env=env, sleep=lambda s: None)
+    with pytest.raises(Exception) as raised:
+        client.generate(REQUEST)
+    decision = client.classify_loop_error(raised.value)
+    assert decision.reason is LoopErrorReason.CONFIGURATION_ERROR and decision.excluded
+    assert decision.problem is not None and problem in decision.problem
+    [sent] = lane.front.posts()
+    assert sent.path == "/responses" and sent.status in (400, 401)
+    assert len(lane.upstreams["openai"].posts()) == (1 if case == "upstream_key" else 0)
+    assert not lane.emulators["openai"].exchanges
+
+
+def test_preview_shows_the_routed_responses_request(lane: ResponsesLane, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in gateway_env(lane).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    plan_file = tmp_path / "gpt-5.json"
+    plan_file.write_bytes(bundled_plan("gpt-5", "direct").to_bytes())
+    request = tmp_path / "r.json"
+    request.write_text(json.dumps(REQUEST))
+    out = CliRunner().invoke(main, ["preview", "--plan", str(plan_file), str(request), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    kwargs = json.loads(out.output)
+    # the Responses request, addressed to the gateway's route in the OpenAI dialect
+    assert kwargs["api_base"] == lane.front.base and kwargs["custom_llm_provider"] == "openai"
+    assert kwargs["model"] == "openai/openai/gpt-5"  # litellm's one "openai/" strip puts the route on the wire
+    assert kwargs["store"] is False and kwargs["include"] == [ENCRYPTED]
+    assert kwargs["input"] == [{"type": "message", "role": "user", "content": "Weather in Paris?"}]
+    assert "messages" not in kwargs
+    assert MASTER_KEY not in out.output
+    assert not lane.front.posts()  # a preview sends nothing
