@@ -278,6 +278,25 @@ def test_unreadable_catalog_keeps_the_gateway_for_a_responses_plan(lane: Respons
     assert_replayed_before_its_call(exchanges[0].answer, exchanges[1].body)
 
 
+@pytest.mark.parametrize("transport", ["direct", "litellm"])
+def test_a_provider_off_the_allow_list_goes_direct_without_the_gateway_key(lane: ResponsesLane, transport: str) -> None:
+    # the gateway is configured but routes only xAI: gpt-5 goes to its provider (here the binding's
+    # endpoint, the emulator) with the provider's key; the gateway's key and headers stay home
+    provider = lane.upstreams["openai"]
+    plan = bundled_plan("gpt-5", transport, endpoint=provider.base + "/v1", api_key_env="OPENAI_API_KEY")
+    client = Client(plan, env=gateway_env(lane, LLM_PROXY_PROVIDERS="xai", OPENAI_API_KEY=FIRST_KEY))
+    assert client.route is not None and client.route.kind == "direct"
+    first, second = tool_loop(client)
+    assert (second.gateway_route_kind, second.gateway_route) == ("direct", None)
+    assert not lane.front.passages  # not even a catalog read
+    calls = provider.posts()
+    assert [(p.path, p.bearer) for p in calls] == [("/v1/responses", FIRST_KEY)] * 2
+    assert not any("x-team-id" in p.headers or "x-request-id" in p.headers for p in calls)
+    exchanges = lane.emulators["openai"].exchanges
+    assert [(x.status, x.violations) for x in exchanges] == [(200, ())] * 2
+    assert_replayed_before_its_call(exchanges[0].answer, exchanges[1].body)
+
+
 # --- key rotation on a Responses plan --------------------------------------------------------------
 
 def spent(status: int) -> tuple[int, dict[str, Any]]:
@@ -409,3 +428,17 @@ def test_preview_shows_the_routed_responses_request(lane: ResponsesLane, tmp_pat
     assert "messages" not in kwargs
     assert MASTER_KEY not in out.output
     assert not lane.front.posts()  # a preview sends nothing
+
+
+def test_gateway_check_routes_the_responses_plans(lane: ResponsesLane, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in gateway_env(lane).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    for key in DEPLOYMENTS:
+        (tmp_path / f"{key}.json").write_bytes(bundled_plan(key, "direct").to_bytes())
+    out = CliRunner().invoke(main, ["gateway", "check", "--plan", str(tmp_path), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    rows = {r["model"]: r for r in json.loads(out.output)["plans"]}
+    assert {key: (r["ok"], r["kind"]) for key, r in rows.items()} == {key: (True, "exact") for key in DEPLOYMENTS}
+    assert MASTER_KEY not in out.output
