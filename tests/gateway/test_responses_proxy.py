@@ -174,8 +174,12 @@ def gateway_env(lane: ResponsesLane, **extra: str) -> dict[str, str]:
             "LLM_PROXY_REQUEST_ID_HEADER": "X-Request-Id", **extra}
 
 
-def tool_loop(client: Client) -> tuple[GenerationResult, GenerationResult]:
-    """Two steps: the model calls the tool; its result goes back with the step's reasoning replayed."""
+def tool_loop(client: Client, *, follow_up: bool = False) -> tuple[GenerationResult, GenerationResult]:
+    """Two steps: the model calls the tool; its result goes back with the step's reasoning replayed.
+
+    With ``follow_up`` a third request follows the final answer (its reasoning replayed before the
+    assistant message it preceded, and a new user turn).
+    """
     first = client.generate(REQUEST)
     assert len(first.tool_calls) == 1 and first.reasoning is not None, first
     call = first.tool_calls[0]
@@ -186,7 +190,16 @@ def tool_loop(client: Client) -> tuple[GenerationResult, GenerationResult]:
          "reasoning": ReasoningIn.from_structured(first.reasoning).model_dump(mode="json")},
         {"role": "tool", "tool_call_id": call.id, "content": "15C"},
     ]
-    return first, client.generate({**REQUEST, "messages": history})
+    second = client.generate({**REQUEST, "messages": history})
+    if follow_up:
+        assert second.reasoning is not None
+        history += [
+            {"role": "assistant", "content": second.text,
+             "reasoning": ReasoningIn.from_structured(second.reasoning).model_dump(mode="json")},
+            {"role": "user", "content": "And tomorrow?"},
+        ]
+        client.generate({**REQUEST, "messages": history})
+    return first, second
 
 
 def items(body: Any) -> list[dict[str, Any]]:
@@ -221,7 +234,7 @@ def test_tool_loop_replays_encrypted_reasoning_through_the_proxy(lane: Responses
     decision = client.route
     assert decision is not None and (decision.kind, decision.route) == ("exact", DEPLOYMENTS[key][0])
 
-    first, second = tool_loop(client)
+    first, second = tool_loop(client, follow_up=True)
 
     for result in (first, second):
         assert (result.gateway_route_kind, result.gateway_route) == (decision.kind, decision.route)
@@ -229,28 +242,35 @@ def test_tool_loop_replays_encrypted_reasoning_through_the_proxy(lane: Responses
 
     # capplan → gateway: two Responses requests with the gateway's key, never a provider key
     sent = lane.front.posts()
-    assert [p.path for p in sent] == ["/responses", "/responses"]
+    assert [p.path for p in sent] == ["/responses"] * 3
     assert {p.bearer for p in sent} == {MASTER_KEY}
     assert {p.headers["x-team-id"] for p in sent} == {"research"}
-    assert len({p.headers["x-request-id"] for p in sent}) == 2  # a fresh id per request
+    assert len({p.headers["x-request-id"] for p in sent}) == 3  # a fresh id per request
     assert {p.body["model"] for p in sent} == {GATEWAY_MODEL[key]}
     assert all(p.status == 200 for p in sent)
 
     # gateway → provider: the same requests, with the deployment's own key
     forwarded = lane.upstreams[route].posts()
-    assert [p.path for p in forwarded] == ["/v1/responses", "/v1/responses"]
+    assert [p.path for p in forwarded] == ["/v1/responses"] * 3
     assert {p.bearer for p in forwarded} == {UPSTREAM_KEY}
 
     # the emulator accepted both, held to the replay rules (the corpus scopes them to OpenAI's
     # route; on xAI's the replay is checked by its shape below)
     exchanges = lane.emulators[route].exchanges
-    assert [(x.path, x.status, x.violations) for x in exchanges] == [("/v1/responses", 200, ())] * 2
+    assert [(x.path, x.status, x.violations) for x in exchanges] == [("/v1/responses", 200, ())] * 3
     if route == "openai":
         assert REPLAY_RULES <= set(exchanges[1].rules)
     for exchange in exchanges:
         assert exchange.body["store"] is False and exchange.body["include"] == [ENCRYPTED]
         assert exchange.model == UPSTREAM_MODEL[key]
     assert_replayed_before_its_call(exchanges[0].answer, exchanges[1].body)
+    # the final answer's reasoning goes back right before the assistant message it preceded
+    [reasoning, message] = exchanges[1].answer["output"]
+    third = items(exchanges[2].body)
+    at = next(i for i, item in enumerate(third) if item.get("id") == reasoning["id"])
+    assert third[at]["encrypted_content"] == reasoning["encrypted_content"]
+    assert (third[at + 1]["role"], third[at + 1]["id"]) == ("assistant", message["id"])
+    assert third[-1]["role"] == "user"
 
     # what the proxy does to the body: nothing but the model name
     for into, out in zip(sent, (x.body for x in exchanges), strict=True):
