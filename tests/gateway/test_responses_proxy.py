@@ -1,4 +1,4 @@
-"""The Responses route through a real LiteLLM proxy, and key rotation on a Responses plan.
+"""The Responses route through a real LiteLLM proxy; key rotation and the proxy's refusals on a Responses plan.
 
 The lane: capplan (direct transport or ``transport: litellm``) → a recording tap → a real LiteLLM
 proxy (``litellm --config``) → a recording tap → the strict loopback Responses emulator. Capplan
@@ -281,6 +281,9 @@ def test_tool_loop_replays_encrypted_reasoning_through_the_proxy(lane: Responses
         client_items = into.answer["output"]
         assert [(i["type"], i["id"]) for i in client_items] == [(i["type"], i["id"]) for i in provider_items]
         assert [i.get("encrypted_content") for i in client_items] == [i.get("encrypted_content") for i in provider_items]
+        for theirs, ours in zip(provider_items, client_items, strict=True):
+            assert all(ours.get(k) == v for k, v in theirs.items() if v is not None)  # nothing set is changed
+            assert all(v is None for k, v in ours.items() if k not in theirs)  # what it adds is null
         assert into.answer["id"] != exchange.answer["id"] and into.answer["id"].startswith("resp_")
 
 
