@@ -24,7 +24,8 @@ from tests.trials.agent_server import AgentServer
 REPO = Path(__file__).resolve().parents[2]
 GPT5 = REPO / "golden" / "plans" / "gpt-5.json"
 KEY = "sk-test-responses-cli-0123456789"
-ENV: dict[str, str | None] = {"OPENAI_API_KEY": KEY, "LLM_PROXY_BASE_URL": None, "LLM_PROXY_API_KEY": None}
+ENV: dict[str, str | None] = {"OPENAI_API_KEY": KEY, "LLM_PROXY_BASE_URL": None, "LLM_PROXY_API_KEY": None,
+                              "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 ORIGIN = {"protocol": "openai-responses", "route": "openai", "model": "openai/gpt-5"}
 ADD = {"type": "function", "function": {"name": "add", "description": "Add to the counter.", "parameters": {
     "type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}}}
@@ -41,6 +42,17 @@ HISTORY: dict[str, Any] = {**REQUEST, "messages": [
                                "origin": ORIGIN}]}},
     {"role": "tool", "tool_call_id": "call_1", "content": '{"value": 2}'},
 ]}
+
+
+def plan_on(transport: str, folder: Path) -> Path:
+    """The bundled gpt-5 plan on ``transport`` (direct as bundled; litellm as `wire.transport: litellm` makes it)."""
+    if transport == "direct":
+        return GPT5
+    body = Plan.load(GPT5).body()
+    body["wire"] = {**body["wire"], "transport": transport}
+    path = folder / f"gpt-5-{transport}.json"
+    path.write_bytes(Plan.seal(body).to_bytes())
+    return path
 
 
 def write(tmp_path: Path, request: dict[str, Any], name: str = "request.json") -> Path:
@@ -92,11 +104,13 @@ def test_preview_text_describes_each_input_item(tmp_path: Path) -> None:
 
 # --- send --------------------------------------------------------------------------------------------
 
-def test_send_prints_the_answer_and_the_next_turn_replays_its_reasoning(tmp_path: Path,
+@pytest.mark.parametrize("transport", ["direct", "litellm"])
+def test_send_prints_the_answer_and_the_next_turn_replays_its_reasoning(tmp_path: Path, transport: str,
                                                                         emulator: ResponsesEmulator) -> None:
     base = emulator.base_url + "/v1"
+    plan = plan_on(transport, tmp_path)
     emulator.script([Reply(tool_calls=(("add", {"amount": 2}),)), Reply(text="The counter is 2.")])
-    first = invoke("send", "--plan", GPT5, "--api-base", base, "--format", "json", write(tmp_path, REQUEST), env=ENV)
+    first = invoke("send", "--plan", plan, "--api-base", base, "--format", "json", write(tmp_path, REQUEST), env=ENV)
     assert first.exit_code == 0, first.output
     result = json.loads(first.stdout)
     [call] = result["tool_calls"]
@@ -114,7 +128,7 @@ def test_send_prints_the_answer_and_the_next_turn_replays_its_reasoning(tmp_path
          "tool_calls": [{"id": call["id"], "type": "function",
                          "function": {"name": "add", "arguments": call["arguments"]}}]},
         {"role": "tool", "tool_call_id": call["id"], "content": '{"value": 2}'}]}
-    second = invoke("send", "--plan", GPT5, "--api-base", base, write(tmp_path, history, "turn2.json"), env=ENV)
+    second = invoke("send", "--plan", plan, "--api-base", base, write(tmp_path, history, "turn2.json"), env=ENV)
     assert second.exit_code == 0, second.output
     lines = second.stdout.splitlines()
     assert lines[0] == "text: The counter is 2."
@@ -127,14 +141,16 @@ def test_send_prints_the_answer_and_the_next_turn_replays_its_reasoning(tmp_path
     assert KEY not in first.output + second.output
 
 
-def test_send_an_answer_with_an_unknown_output_item_is_exit_2_with_the_item_quoted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["direct", "litellm"])
+def test_send_an_answer_with_an_unknown_output_item_is_exit_2_with_the_item_quoted(tmp_path: Path,
+                                                                                   transport: str) -> None:
     item = {"type": "web_search_call", "id": "ws_1", "status": "completed",
             "action": {"type": "search", "query": f"counter {KEY}"}}
-    answer = {"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5", "output": [item],
-              "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}
+    answer = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": "gpt-5",
+              "output": [item], "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}
     request = write(tmp_path, REQUEST)
     with AgentServer(lambda body: (200, answer)) as server:
-        result = invoke("send", "--plan", GPT5, "--api-base", server.base, request, env=ENV)
+        result = invoke("send", "--plan", plan_on(transport, tmp_path), "--api-base", server.base, request, env=ENV)
         assert len(server.requests) == 1 and "input" in server.requests[0]
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and KEY not in result.output

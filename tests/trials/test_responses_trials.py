@@ -20,6 +20,7 @@ import yaml
 from capplan.conformance.corpus import load_corpus
 from capplan.conformance.emulator import Reply
 from capplan.conformance.emulators.openai_responses import ResponsesEmulator
+from capplan.executor.plan import Plan
 from capplan.trials.usersim import STOP_SIGNAL
 from tests.cli_runner import invoke
 from tests.trials.agent_server import AgentServer
@@ -27,7 +28,8 @@ from tests.trials.helpers import REPO, write_task
 
 GPT5 = REPO / "golden" / "plans" / "gpt-5.json"
 KEY = "sk-test-responses-trials-0123456789"
-ENV: dict[str, str | None] = {"OPENAI_API_KEY": KEY, "LLM_PROXY_BASE_URL": None, "LLM_PROXY_API_KEY": None}
+ENV: dict[str, str | None] = {"OPENAI_API_KEY": KEY, "LLM_PROXY_BASE_URL": None, "LLM_PROXY_API_KEY": None,
+                              "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 ORIGIN = {"protocol": "openai-responses", "route": "openai", "model": "openai/gpt-5"}
 
 
@@ -46,8 +48,19 @@ def start(started: list[ResponsesEmulator], script: list[Reply]) -> ResponsesEmu
     return emu
 
 
-def trial(task: Path, out: Path, base: str, *extra: str) -> Any:
-    return invoke("trial", "run", task, "--plan", GPT5, "--out", out, "--trials", "1", "--concurrency", "1",
+def plan_on(transport: str, folder: Path) -> Path:
+    """The bundled gpt-5 plan on ``transport`` (direct as bundled; litellm as `wire.transport: litellm` makes it)."""
+    if transport == "direct":
+        return GPT5
+    body = Plan.load(GPT5).body()
+    body["wire"] = {**body["wire"], "transport": transport}
+    path = folder / f"gpt-5-{transport}.json"
+    path.write_bytes(Plan.seal(body).to_bytes())
+    return path
+
+
+def trial(task: Path, out: Path, base: str, *extra: str, plan: Path = GPT5) -> Any:
+    return invoke("trial", "run", task, "--plan", plan, "--out", out, "--trials", "1", "--concurrency", "1",
                   "--api-base", base, *extra, env=ENV)
 
 
@@ -59,12 +72,13 @@ def records(out: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
             yaml.safe_load((folder / "metrics.yaml").read_text()))
 
 
-def test_a_tool_loop_trial_passes_and_records_the_reasoning_it_replayed(tmp_path: Path,
+@pytest.mark.parametrize("transport", ["direct", "litellm"])
+def test_a_tool_loop_trial_passes_and_records_the_reasoning_it_replayed(tmp_path: Path, transport: str,
                                                                         emulators: list[ResponsesEmulator]) -> None:
     task = write_task(tmp_path / "pack", turns=["please add 2"], extra="grader:\n  expected_state: {value: 2}\n")
     emu = start(emulators, [Reply(tool_calls=(("add", {"amount": 2}),)), Reply(text="The counter is 2.")])
     out = tmp_path / "run"
-    result = trial(task, out, emu.base_url + "/v1")
+    result = trial(task, out, emu.base_url + "/v1", plan=plan_on(transport, tmp_path))
     assert result.exit_code == 0, result.output
     line, trajectory, metrics = records(out)
     assert (line["status"], line["termination_reason"], line["passed"]) == ("completed", "user_stop", True)
