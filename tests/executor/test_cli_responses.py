@@ -207,3 +207,16 @@ def test_a_chat_only_kwarg_the_plan_builds_is_a_located_responses_request_error(
         assert result.stderr.startswith(f"{request}: error[RESPONSES_REQUEST]: request field 'thinking' cannot be "
                                         "sent on a Responses route"), result.stderr
         assert "use reasoning mode adaptive" in result.stderr and "Remove it from the request" in result.stderr
+
+
+def test_preview_on_another_model_leaves_the_encrypted_reasoning_out_and_says_why(tmp_path: Path) -> None:
+    # the history's reasoning was made by gpt-5: its payload verifies only there, so o3's request drops it
+    o3 = REPO / "golden" / "plans" / "o3.json"
+    request = write(tmp_path, HISTORY)
+    result = invoke("preview", "--plan", o3, request, env=ENV)
+    assert result.exit_code == 0, result.output
+    kwargs = json.loads(result.stdout)
+    assert [item["type"] for item in kwargs["input"]] == ["message", "function_call", "function_call_output"]
+    assert "id" not in kwargs["input"][1]  # by its id the call would need the reasoning item left out
+    [note] = [line for line in result.stderr.splitlines() if "not replayed" in line]
+    assert note.startswith(f"{request}: note: messages[1].reasoning.blocks[0] (encrypted) not replayed:")

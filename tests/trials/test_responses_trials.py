@@ -172,3 +172,34 @@ def test_an_unknown_output_item_ends_the_trial_in_error_with_the_item_recorded(t
     summary = json.loads((out / "summary.json").read_text())["rows"][0]
     assert (summary["passed"], summary["error"]) == (0, 1)
     assert KEY not in (out / "runs.jsonl").read_text() + json.dumps([trajectory, metrics])
+
+
+def test_a_context_handoff_on_a_responses_plan_sends_no_reasoning_made_before_it(
+        tmp_path: Path, emulators: list[ResponsesEmulator]) -> None:
+    # armed so that turn 0's prompt reaches the watermark: a summarise runs before turn 1
+    body = Plan.load(GPT5).body()
+    body["loop"] = {**body["loop"], "max_context_tokens": 1000, "context_watermark": 990}
+    plan = tmp_path / "gpt-5-armed.json"
+    plan.write_bytes(Plan.seal(body).to_bytes())
+    task = write_task(tmp_path / "pack", turns=["add one please"], extra="grader:\n  expected_state: {value: 1}\n")
+    emu = start(emulators, [Reply(tool_calls=(("add", {"amount": 1}),)),
+                            Reply(text="RECAP: the user asked to add one; the counter is now 1."),
+                            Reply(text="The counter is 1.")])
+    out = tmp_path / "run"
+    result = trial(task, out, emu.base_url + "/v1", plan=plan)
+    assert result.exit_code == 0, result.output
+    line, trajectory, metrics = records(out)
+    assert (line["status"], line["passed"]) == ("completed", True)
+    assert [(e.status, e.violations) for e in emu.exchanges] == [(200, ())] * 3
+    turn0, summarise, turn1 = (e.body for e in emu.exchanges)
+    assert "tools" not in summarise and all(i.get("type") != "reasoning" for i in summarise["input"])
+    # the recap replaced the context the encrypted reasoning was made in: none of it goes back
+    assert turn1["input"] == [
+        {"type": "message", "role": "user", "content": "add one please"},
+        {"type": "message", "role": "user",
+         "content": "Summary of the conversation so far:\nRECAP: the user asked to add one; the counter is now 1."}]
+    assert trajectory["summarize_events"][0]["trigger"] == "watermark"
+    assert [c["role"] for c in metrics["calls"]] == ["agent", "summarize", "agent"]
+    # the record keeps the reasoning of the turn before the handoff, with its origin
+    [before] = [m for m in trajectory["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+    assert before["reasoning"]["blocks"][0]["origin"] == ORIGIN
