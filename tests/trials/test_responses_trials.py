@@ -145,8 +145,9 @@ def test_the_user_simulator_runs_on_a_responses_plan(tmp_path: Path, emulators: 
 def test_an_unknown_output_item_ends_the_trial_in_error_with_the_item_recorded(tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["please add 2"], extra="grader:\n  expected_state: {value: 0}\n")
     # a hosted tool's call: capplan never offers one, so it cannot say what the model did with it
+    sources = [{"type": "url", "url": f"https://example.com/counters/{n}"} for n in range(20)]
     item = {"type": "web_search_call", "id": "ws_1", "status": "completed",
-            "action": {"type": "search", "query": f"counter {KEY}"}}
+            "action": {"type": "search", "query": f"counter {KEY}", "sources": sources}}
     answer = {"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5",
               "output": [item, {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
                                 "content": [{"type": "output_text", "text": "2", "annotations": []}]}],
@@ -166,9 +167,11 @@ def test_an_unknown_output_item_ends_the_trial_in_error_with_the_item_recorded(t
     assert (call["status"], call["error_type"]) == ("error", "UnknownOutputItemError")
     detail = trajectory["termination"]["detail"]
     assert detail.startswith("UnknownOutputItemError: openai: output[0] is an item of type 'web_search_call'")
-    # the item itself, redacted, is in the record
-    redacted = json.dumps({**item, "action": {"type": "search", "query": "counter <redacted>"}}, ensure_ascii=False)
-    assert redacted in " ".join(detail.split())
+    # the item itself, redacted, is in the record: the detail quotes its beginning, unread_output keeps it whole
+    redacted = {**item, "action": {**item["action"], "query": "counter <redacted>"}}
+    assert len(json.dumps(redacted)) > 1000  # longer than any quote the error or the detail makes
+    assert json.dumps(redacted, ensure_ascii=False)[:300] in " ".join(detail.split())
+    assert trajectory["unread_output"] == [{"turn": 0, "role": "agent", "index": 0, "item": redacted}]
     summary = json.loads((out / "summary.json").read_text())["rows"][0]
     assert (summary["passed"], summary["error"]) == (0, 1)
     assert KEY not in (out / "runs.jsonl").read_text() + json.dumps([trajectory, metrics])
