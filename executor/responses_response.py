@@ -59,8 +59,8 @@ def chat_shape(data: Any, headers: Mapping[str, str], status: int, response: obj
                                 status_code=status, response=response)
     error = data.get("error")
     if data.get("status") == "failed" or (error and "output" not in data):
-        message = error.get("message") if isinstance(error, Mapping) else error
-        raise ProviderHTTPError(f"{provider} HTTP {status}: the response failed: {message or 'no message'}",
+        said = error.get("message") if isinstance(error, Mapping) else error
+        raise ProviderHTTPError(f"{provider} HTTP {status}: the response failed: {said or 'no message'}",
                                 status_code=status, response=response, body=data)
     output = data.get("output")
     if not isinstance(output, list):
