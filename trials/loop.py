@@ -53,6 +53,7 @@ from typing import Any
 from capplan.executor.messages import ChatRequest, ReasoningIn
 from capplan.executor.plan import LoopKnobs
 from capplan.executor.retrying import is_refused
+from capplan.executor.responses_response import UnknownOutputItemError
 from capplan.executor.result import GenerationResult, ParserError, ToolCall
 from capplan.trials import handoff
 from capplan.trials.classify import Classify, problem_of
@@ -298,6 +299,8 @@ class ToolCallingLoop:
             except Terminal:
                 raise
             except Exception as exc:  # classified below: every provider failure has a typed end
+                if isinstance(exc, UnknownOutputItemError):
+                    self.recorder.unread("agent", turn, exc.answer)  # whole: the detail below quotes a part
                 reason = self.classify(exc)
                 detail = f"{type(exc).__name__}: {scrub(str(exc), self.recorder.secrets)[:1000]}"
                 if reason is TerminationReason.CONFIGURATION_ERROR and (problem := problem_of(self.classify, exc)):
@@ -436,6 +439,8 @@ class ToolCallingLoop:
         except Terminal:
             raise  # the harness ended it (a spent --max-cost), not the summariser's provider
         except Exception as exc:  # the summariser's own call: a window error is the second loud failure
+            if isinstance(exc, UnknownOutputItemError):
+                self.recorder.unread("summarize", turn, exc.answer)
             reason = self.classify(exc)
             detail = f"summarise call raised {type(exc).__name__}: {scrub(str(exc), self.recorder.secrets)[:1000]}"
             raise Terminal(reason, detail) from None

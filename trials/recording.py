@@ -27,6 +27,7 @@ from typing import Any, Literal
 from capplan.core.redaction import Redactor, process_redactor
 from capplan.executor.attempts import attempts_of
 from capplan.executor.cost import has_token_counts
+from capplan.executor.responses_response import KNOWN_ITEMS
 from capplan.executor.result import Attempt, GenerationResult
 from capplan.executor.send_observer import Send, observing_sends
 from capplan.executor.usage import TOKEN_COUNTERS, Usage
@@ -38,6 +39,7 @@ from capplan.trials.records import (
     RetryRecord,
     SummarizeEvent,
     ToolCallRecord,
+    UnreadOutputRecord,
     UsageRecord,
 )
 from capplan.trials.spec import TrialRecords
@@ -126,6 +128,7 @@ class Recorder:
         self.value_substitutions: list[dict[str, Any]] = []
         self.parser_errors: list[ParserErrorRecord] = []
         self.schema_violations: list[dict[str, Any]] = []
+        self.unread_output: list[UnreadOutputRecord] = []
 
     def message(self, message: dict[str, Any]) -> int:
         """Append to the recorded view; returns the message's index."""
@@ -152,6 +155,31 @@ class Recorder:
                 turn=turn, tool_name=repair.tool_name, raw_arguments=scrub(repair.raw_arguments, self.secrets),
                 reason=f"arguments were not JSON; the {repair.rung} rung decoded them and the call ran",
                 accepted=True, repair_rung=repair.rung))
+
+
+    def unread(self, role: Literal["agent", "summarize"], turn: int, answer: Any) -> None:
+        """The output items of ``answer`` (a Responses answer the executor could not read) it does not read, whole.
+
+        The error that refused the answer quotes only the first item's beginning; the record keeps each
+        such item entire, so what the model did (a hosted tool's call) is never lost.
+        """
+        output = answer.get("output") if isinstance(answer, dict) else None
+        for index, item in enumerate(output if isinstance(output, list) else ()):
+            kind = item.get("type") if isinstance(item, dict) else None
+            if kind not in KNOWN_ITEMS:
+                shown = _scrubbed(item, self.secrets) if isinstance(item, dict) else {"value": _scrubbed(item, self.secrets)}
+                self.unread_output.append(UnreadOutputRecord(turn=turn, role=role, index=index, item=shown))
+
+
+def _scrubbed(value: Any, secrets: tuple[str, ...]) -> Any:
+    """``value`` with every string in it scrubbed of credentials (keys and nesting kept)."""
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, dict):
+        return {scrub(str(key), secrets): _scrubbed(item, secrets) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrubbed(item, secrets) for item in value]
+    return value
 
 
 def _json(record: Any) -> dict[str, Any]:

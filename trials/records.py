@@ -93,6 +93,19 @@ class SummarizeEvent(_Record):
     message_index: int = Field(description="Where the marker sits in messages.")
 
 
+class UnreadOutputRecord(_Record):
+    """An output item of an answer capplan could not interpret (a Responses item of a type it does not read).
+
+    The call that got it failed (the trial ends error); the item may say what the model did, so it is
+    kept whole here, credentials redacted, never cut to the error message's quote.
+    """
+
+    turn: int
+    role: Literal["agent", "summarize"]
+    index: int = Field(description="The item's place in the answer's output list.")
+    item: dict[str, Any] = Field(description="The item as the answer carried it, credentials redacted.")
+
+
 class ParserErrorRecord(_Record):
     """Tool-call arguments no parser accepted (quoted up to the excerpt bound)."""
 
@@ -149,6 +162,9 @@ class Trajectory(_Record):
     value_substitutions: list[dict[str, Any]]
     parser_errors: list[ParserErrorRecord]
     schema_violations: list[dict[str, Any]]
+    unread_output: list[UnreadOutputRecord] = Field(
+        default_factory=list, description="Output items of answers capplan could not interpret, each whole and "
+                                          "redacted (the call failed: the trial ended error).")
     final_state: dict[str, Any] | None
     final_state_error: str | None = Field(None, description="Why the final state could not be read or encoded.")
     checkpoints: list[TurnCheckpoint] = Field(default_factory=list, description="One per user turn, in order.")

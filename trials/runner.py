@@ -384,7 +384,8 @@ class _Trial:
             messages=rec.messages, tool_calls=rec.tool_calls, retries=rec.retries,
             summarize_events=rec.summarize_events, user_reply_guard_events=rec.guard_events,
             value_substitutions=rec.value_substitutions, parser_errors=rec.parser_errors,
-            schema_violations=rec.schema_violations, final_state=self.state, final_state_error=self.state_error,
+            schema_violations=rec.schema_violations, unread_output=rec.unread_output,
+            final_state=self.state, final_state_error=self.state_error,
             checkpoints=self.checkpoints, metadata=task.metadata if task else {}, termination=termination,
         )
         trajectory_data = trajectory.model_dump(mode="json")

@@ -35,10 +35,21 @@ def test_responses_encrypted_items_are_read_in_loop_and_all_turns_on_request(ser
     # all_turns keeps the earlier turn's encrypted reasoning: consumed across the turn boundary
     assert cell(r, "opaque", "cross_turn", "verbatim+all_turns")["class"] == "consumed"
     assert r["verdict"] == "consumes-all-turns"
-    # the replayed items are the server's own encrypted blobs, without the unstored item ids
+    # the replayed items are the server's own encrypted blobs with their ids, as the plan's codec sends
+    # them: the reasoning item right before its function_call, which has its id back
     verbatim = [p.body for p in server.posts("/responses") if any(
         i.get("type") == "reasoning" and i.get("encrypted_content") for i in p.body["input"])]
-    assert verbatim and all("id" not in i for b in verbatim for i in b["input"] if i.get("type") == "reasoning")
+    assert verbatim
+    for body in verbatim:
+        at = next(n for n, i in enumerate(body["input"]) if i.get("type") == "reasoning")
+        assert body["input"][at]["id"] == "rs_live_1" and "status" not in body["input"][at]
+        assert body["input"][at + 1] == {"type": "function_call", "call_id": "call_resp_1", "name": "get_weather",
+                                         "arguments": '{"city":"Paris"}', "id": "fc_live_1"}
+    # the stripped baseline sends the call by call_id alone: by its id it would need its reasoning item
+    stripped = [p.body for p in server.posts("/responses") if any(
+        i.get("type") == "function_call" for i in p.body["input"]) and not any(
+        i.get("type") == "reasoning" for i in p.body["input"])]
+    assert stripped and all("id" not in i for b in stripped for i in b["input"] if i.get("type") == "function_call")
     contexts = {p.body.get("reasoning", {}).get("context") for p in server.posts("/responses")}
     assert "all_turns" in contexts
 

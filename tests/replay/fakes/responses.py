@@ -28,7 +28,10 @@ class ResponsesProvider:
                                           "type": "invalid_request_error", "param": "reasoning.context"}})
         items = body.get("input") or []
         for item in items:
-            if item.get("type") == "reasoning" and "id" in item and body.get("store") is False:
+            # conformance rule responses.reasoning_item_not_persisted: an id names nothing under
+            # store: false, so an item that has only its id is refused; its encrypted payload carries it
+            if (item.get("type") == "reasoning" and "id" in item and item.get("encrypted_content") is None
+                    and body.get("store") is False):
                 return Answer(404, {"error": {"message": f"Item with id '{item['id']}' not found. Items "
                                                          "are not persisted when `store` is set to false."}})
             blob = item.get("encrypted_content")
