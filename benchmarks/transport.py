@@ -1,4 +1,4 @@
-"""Transport benchmark: CPU per call of six senders, and trial throughput through `capplan trial run`.
+"""Transport benchmark: CPU per call of six chat and five Responses senders, and trial throughput through `capplan trial run`.
 
 CPU per call: the same request (one user message, two tools) against a loopback OpenAI-compatible
 server in another process answering at once, for a kept-alive ``http.client`` connection,
@@ -9,6 +9,18 @@ background logging included) of 300 calls, divided by 300; the senders take turn
 round, so a machine whose speed drifts slows all of them alike. Target: capplan direct at most
 1.5x the bare httpx figure.
 
+Responses rows, measured the same way: one request of the bundled ``gpt-5`` plan (protocol
+``openai-responses``) — the second turn of a tool loop: instructions, two function tools, the user
+message, the model's reasoning item (its ``encrypted_content`` replayed verbatim) before its
+``function_call``, and the ``function_call_output`` — sent to a loopback Responses server in
+another process (``benchmarks/responses_server.py``: the strict emulator, which verifies the
+replayed reasoning item on every call and answers with a new one) by capplan's ``Client.generate``
+on the direct transport, ``httpx.Client`` (the same body's bytes, JSON parse), the openai SDK's
+``client.responses.create`` (the same body), ``Client.generate`` through ``transport: litellm``
+(``litellm.responses``, the plan compiled from the catalogue's gpt-5 entry with that one field
+added), and bare ``litellm.responses`` with the same kwargs. 100 calls a round by default
+(``--responses-calls``): the SDK and litellm rows cost ~13 ms a call, and the table stays ~25 s.
+
 Throughput: 500 trials x 6 turns at ``--concurrency 32`` through ``capplan trial run`` (the click
 command, in this process, after a warm-up run so that no figure includes importing litellm)
 against a loopback server answering after 50 ms, then 8 ms, once with a plan compiled for the
@@ -18,7 +30,8 @@ the run's wall time over the ideal ``trials x turns x latency / concurrency``; e
 2-core machine the same run's CPU varies by a fifth from one minute to the next. Target at 50 ms:
 direct at most 1.6x.
 
-Run from the project root:  python benchmarks/transport.py [--rounds 5] [--calls 300] [--trials 500] [--repeats 3]
+Run from the project root:  python benchmarks/transport.py [--rounds 5] [--calls 300] [--responses-calls 100]
+                            [--trials 500] [--repeats 3] [--skip-throughput] [--only chat|responses]
 """
 
 from __future__ import annotations
@@ -47,7 +60,7 @@ os.environ["OPENAI_API_KEY"] = KEY
 import httpx  # noqa: E402
 
 from capplan.executor.client import Client, _litellm_completion  # noqa: E402
-from capplan.executor.messages import ChatRequest  # noqa: E402
+from capplan.executor.messages import ChatRequest, ReasoningIn  # noqa: E402
 from capplan.executor.plan import Plan  # noqa: E402
 from tests.trials.helpers import write_task  # noqa: E402
 
@@ -64,11 +77,18 @@ REQUEST = ChatRequest.model_validate({"system": "You keep a counter.", "tools": 
                                       "messages": [{"role": "user", "content": "add one"}]})
 
 
-class Server:
-    """``tests.trials.agent_server`` in its own process (its CPU is not this process's), answering after ``latency_s``."""
+#: the chat benchmark server, and the Responses one (the strict emulator answering as the same scripted agent)
+CHAT_SERVER = "tests.trials.agent_server"
+RESPONSES_SERVER = "benchmarks.responses_server"
+#: the bundled plan the Responses rows send (protocol openai-responses, direct transport)
+RESPONSES_PLAN = ROOT / "golden" / "plans" / "gpt-5.json"
 
-    def __init__(self, latency_s: float) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "tests.trials.agent_server", str(latency_s)], cwd=ROOT,
+
+class Server:
+    """A benchmark server module in its own process (its CPU is not this process's), answering after ``latency_s``."""
+
+    def __init__(self, latency_s: float, module: str = CHAT_SERVER) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", module, str(latency_s)], cwd=ROOT,
                                         stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         self.base = self.process.stdout.readline().strip()  # http://127.0.0.1:P/v1
@@ -82,17 +102,21 @@ class Server:
 
 
 def compile_plans(folder: Path) -> dict[str, Path]:
-    """The benchmark model compiled twice: direct (the default on an OpenAI route) and ``transport: litellm``."""
+    """The benchmark model compiled twice: direct (the default on an OpenAI route) and ``transport: litellm``;
+    and the catalogue's gpt-5 entry compiled with ``transport: litellm`` (``responses-litellm``)."""
     config = folder / "run.yaml"
     config.write_text(
         f"models:\n  direct:\n    provider: openai\n    name: {MODEL}\n"
-        f"  via-litellm:\n    provider: openai\n    name: {MODEL}\n    transport: litellm\n")
+        f"  via-litellm:\n    provider: openai\n    name: {MODEL}\n    transport: litellm\n"
+        # presets/catalogue.yaml's gpt-5 entry, on litellm's Responses bridge
+        "  gpt-5:\n    provider: openai\n    name: gpt-5\n    reasoning: {mode: adaptive, effort_hint: medium}\n"
+        "    capabilities: {dict_map_prompt_hints: true}\n    transport: litellm\n")
     out = folder / "plans"
     done = subprocess.run([sys.executable, "-m", "capplan.cli", "compile", "--config", str(config), "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"capplan compile failed:\n{done.stdout}{done.stderr}")
-    return {"direct": out / "direct.json", "litellm": out / "via-litellm.json"}
+    return {"direct": out / "direct.json", "litellm": out / "via-litellm.json", "responses-litellm": out / "gpt-5.json"}
 
 
 def senders(base: str, plans: dict[str, Path]) -> dict[str, Callable[[], Any]]:
@@ -136,10 +160,84 @@ def senders(base: str, plans: dict[str, Path]) -> dict[str, Callable[[], Any]]:
     }
 
 
-def cpu_per_call(plans: dict[str, Path], rounds: int, calls: int) -> dict[str, list[float]]:
-    """ms of process CPU per call, one figure per round, for each sender."""
-    with Server(0.0) as server:
-        calls_by = senders(server.base, plans)
+def responses_plans(plans: dict[str, Path]) -> tuple[Plan, Plan]:
+    """(the bundled gpt-5 plan, the same compiled with ``transport: litellm``): the same request on both."""
+    bundled = Plan.load(RESPONSES_PLAN)
+    via_litellm = Plan.load(plans["responses-litellm"])
+    for plan, transport in ((bundled, "direct"), (via_litellm, "litellm")):
+        assert plan.wire is not None and plan.wire.protocol == "openai-responses" and plan.wire.transport == transport, (
+            f"{plan.model.key}: expected an openai-responses plan on the {transport} transport, got {plan.wire}")
+    a, b = bundled.body(), via_litellm.body()
+    assert {**a["wire"], "transport": "litellm"} == b["wire"], "the litellm gpt-5 plan's wire differs beyond transport"
+    for part in ("policies", "request_defaults", "param_value_rules", "allowed_openai_params", "loop", "pricing"):
+        assert a.get(part) == b.get(part), f"the litellm gpt-5 plan differs from the bundled one in {part!r}"
+    return bundled, via_litellm
+
+
+def tool_loop_request(client: Client) -> ChatRequest:
+    """The second turn of a tool loop, as the trial loop writes it: the first answer's call, with its
+    reasoning (the encrypted item the server minted), then the tool's result."""
+    first = client.generate(REQUEST)
+    if not first.tool_calls or first.reasoning is None:
+        raise SystemExit(f"the Responses server answered no tool call with reasoning: {first.text!r}")
+    assistant: dict[str, Any] = {
+        "role": "assistant", "content": first.text or None,
+        "tool_calls": [{"id": call.id, "type": "function", "function": {"name": call.name,
+                                                                        "arguments": call.raw_arguments}}
+                       for call in first.tool_calls],
+        "reasoning": ReasoningIn.from_structured(first.reasoning).model_dump(mode="json", exclude_none=True),
+    }
+    tool = {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": '{"value": 1}'}
+    request = REQUEST.model_copy(update={"messages": [*REQUEST.messages, *ChatRequest.model_validate(
+        {"messages": [assistant, tool]}).messages]})
+    kinds = [item.get("type") for item in client.build(request).kwargs["input"]]
+    assert kinds == ["message", "reasoning", "function_call", "function_call_output"], kinds
+    return request
+
+
+def responses_senders(base: str, plans: dict[str, Path]) -> dict[str, Callable[[], Any]]:
+    """One zero-argument call per Responses sender, all sending the same request."""
+    import litellm
+    import openai
+
+    bundled, via_litellm_plan = responses_plans(plans)
+    direct = Client(bundled, api_base=base)
+    assert direct.direct is not None, "the bundled gpt-5 plan is not on the direct transport"
+    via_litellm = Client(via_litellm_plan, api_base=base)
+    assert via_litellm.direct is None and via_litellm.calls_through_litellm
+    request_in = tool_loop_request(direct)
+    built = direct.build(request_in).kwargs
+    request = direct.direct.mapper.map(built)
+    content, headers, body = request.content(), request.headers, request.body
+    assert via_litellm.build(request_in).kwargs.keys() == built.keys()
+    pooled = httpx.Client()
+    sdk = openai.OpenAI(base_url=base, api_key=KEY, max_retries=0)
+    litellm_kwargs = via_litellm.build(request_in).kwargs
+
+    def with_httpx() -> Any:
+        answer = pooled.post(request.url, content=content, headers=headers)
+        answer.raise_for_status()  # the emulator refuses a request that breaks a Responses rule
+        return answer.json()
+
+    def with_sdk() -> Any:
+        return sdk.responses.create(**body)
+
+    def with_litellm() -> Any:
+        return litellm.responses(**litellm_kwargs)
+
+    return {
+        "httpx.Client POST + JSON parse": with_httpx,
+        "openai SDK responses.create": with_sdk,
+        "litellm.responses": with_litellm,
+        "capplan Client.generate, direct": lambda: direct.generate(request_in),
+        "capplan Client.generate, via litellm": lambda: via_litellm.generate(request_in),
+    }
+
+
+def cpu_per_call(plans: dict[str, Path], rounds: int, calls: int, *, responses: bool = False) -> dict[str, list[float]]:
+    """ms of process CPU per call, one figure per round, for each sender (the Responses ones with ``responses``)."""
+    with Server(0.0, RESPONSES_SERVER if responses else CHAT_SERVER) as server:
+        calls_by = (responses_senders if responses else senders)(server.base, plans)
         for call in calls_by.values():  # warm every path: imports, pools, caches
             for _ in range(20):
                 call()
@@ -199,37 +297,64 @@ def throughput(folder: Path, plans: dict[str, Path], latency_s: float, trials: i
     return ratios
 
 
+def print_cpu_table(title: str, figures: dict[str, list[float]], rounds: int, calls: int) -> dict[str, float]:
+    print(f"{title} CPU per call (ms, median of {rounds} x {calls} calls; min-max over rounds):")
+    median = {name: statistics.median(values) for name, values in figures.items()}
+    for name, values in figures.items():
+        print(f"  {name:40s} {median[name]:6.3f}  ({min(values):.3f}-{max(values):.3f})")
+    return median
+
+
+def paired(figures: dict[str, list[float]], over: str, under: str) -> float:
+    """The median over rounds of one sender's figure over another's in the same round."""
+    return statistics.median(a / b for a, b in zip(figures[over], figures[under]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--responses-calls", type=int, default=100,
+                        help="calls per round of the Responses table (its litellm and SDK rows cost ~13 ms a call)")
     parser.add_argument("--trials", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3, help="runs per throughput row (the median is reported)")
-    parser.add_argument("--skip-throughput", action="store_true", help="only the CPU-per-call table")
+    parser.add_argument("--skip-throughput", action="store_true", help="only the CPU-per-call tables")
+    parser.add_argument("--only", choices=("chat", "responses"),
+                        help="only this protocol's CPU-per-call table (no throughput)")
     args = parser.parse_args()
     # wall-time ratios assume a core to spare; the load says whether there was one
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         plans = compile_plans(folder)
-        figures = cpu_per_call(plans, args.rounds, args.calls)
-        print(f"CPU per call (ms, median of {args.rounds} x {args.calls} calls; min-max over rounds):")
-        median = {name: statistics.median(values) for name, values in figures.items()}
-        for name, values in figures.items():
-            print(f"  {name:40s} {median[name]:6.3f}  ({min(values):.3f}-{max(values):.3f})")
-        bare = median["httpx.Client POST + JSON parse"]
-        ours = median["capplan Client.generate, direct"]
-        paired = statistics.median(
-            d / h for d, h in zip(figures["capplan Client.generate, direct"], figures["httpx.Client POST + JSON parse"]))
-        print(f"  capplan direct / httpx: {ours / bare:.2f}x (paired per round: {paired:.2f}x; target <= 1.5)")
-        print(f"  capplan via litellm / capplan direct: {median['capplan Client.generate, via litellm'] / ours:.2f}x")
-        if args.skip_throughput:
+        httpx_row, direct_row, litellm_row = ("httpx.Client POST + JSON parse", "capplan Client.generate, direct",
+                                              "capplan Client.generate, via litellm")
+        if args.only != "responses":
+            figures = cpu_per_call(plans, args.rounds, args.calls)
+            median = print_cpu_table("chat completions:", figures, args.rounds, args.calls)
+            bare, ours = median[httpx_row], median[direct_row]
+            print(f"  capplan direct / httpx: {ours / bare:.2f}x (paired per round: "
+                  f"{paired(figures, direct_row, httpx_row):.2f}x; target <= 1.5)")
+            print(f"  capplan via litellm / capplan direct: {median[litellm_row] / ours:.2f}x")
+        if args.only != "chat":
+            figures = cpu_per_call(plans, args.rounds, args.responses_calls, responses=True)
+            median = print_cpu_table("Responses (gpt-5, tool loop replaying an encrypted reasoning item):", figures,
+                                     args.rounds, args.responses_calls)
+            bare, ours = median[httpx_row], median[direct_row]
+            print(f"  capplan direct / httpx: {ours / bare:.2f}x (paired per round: "
+                  f"{paired(figures, direct_row, httpx_row):.2f}x; target <= 1.5)")
+            print(f"  openai SDK / capplan direct: {median['openai SDK responses.create'] / ours:.2f}x")
+            print(f"  litellm.responses / capplan direct: {median['litellm.responses'] / ours:.2f}x")
+            print(f"  capplan via litellm / litellm.responses: {median[litellm_row] / median['litellm.responses']:.2f}x; "
+                  f"/ capplan direct: {median[litellm_row] / ours:.2f}x")
+        if args.skip_throughput or args.only:
             return
+        chat_plans = {"direct": plans["direct"], "litellm": plans["litellm"]}
         print("throughput through capplan trial run (wall / ideal):")
-        fifty = throughput(folder, plans, 0.05, args.trials, args.concurrency, args.repeats)
+        fifty = throughput(folder, chat_plans, 0.05, args.trials, args.concurrency, args.repeats)
         print(f"  at 50 ms: direct {fifty['direct']:.2f}x (target <= 1.6), litellm {fifty['litellm']:.2f}x")
-        eight = throughput(folder, plans, 0.008, args.trials, args.concurrency, args.repeats)
+        eight = throughput(folder, chat_plans, 0.008, args.trials, args.concurrency, args.repeats)
         print(f"  at 8 ms: direct {eight['direct']:.2f}x, litellm {eight['litellm']:.2f}x")
 
 

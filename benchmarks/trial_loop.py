@@ -25,11 +25,21 @@ Measured in one run:
   same turns less the time the client spends deep-copying the built kwargs before handing them
   to litellm (``copy.deepcopy`` in ``executor/client.py``, linear in the history), and the turns
   of a run with that copy skipped (the stub completion mutates nothing): what the loop and the
-  executor's build cost without it. A last row sends the same turns through a catalogue plan's
-  direct transport (gpt-5) to a loopback server in another process answering at once, which
-  makes no such copy: this process's CPU per turn, HTTP client and response parsing included;
+  executor's build cost without it. Two last rows send the same turns through the catalogue's
+  gpt-5 plan on the direct transport, which makes no such copy, to a loopback server in another
+  process answering at once: on its bundled wire, the Responses API (``benchmarks/responses_server.py``,
+  the strict emulator: every turn replays the reasoning items of earlier turns, encrypted, each
+  before its follower), and compiled onto chat completions (an overlay preset: the same policies
+  but the codec, no reasoning returned). This process's CPU per turn, request build, HTTP client
+  and response parsing included;
+* chat vs Responses through the real path — 500 trials of the 6-turn task at ``--concurrency 32``
+  against a loopback server answering after 50 ms, through the real driver, backend, run folder
+  and the plan's own direct transport: gpt-5 compiled onto chat completions against the chat
+  server, and the bundled gpt-5 plan against the Responses server. Wall time (and its ratio to the
+  ideal) and this process's CPU per turn (every thread) for each, and Responses over chat;
 
 Run from the project root:  python benchmarks/trial_loop.py [--trials 500] [--concurrency 32]
+                            [--turn-cost-only | --responses-only | --bfcl]
 """
 
 from __future__ import annotations
@@ -70,6 +80,21 @@ from capplan.trials.runner import RunContext, run_trial  # noqa: E402
 
 LATENCY_S = 0.05
 TURNS = 6  # three scripted user turns, each answered by a tool turn and a text turn
+#: the loopback servers: chat completions (the scripted agent), and the Responses emulator answering as it
+CHAT_SERVER = "tests.trials.agent_server"
+RESPONSES_SERVER = "benchmarks.responses_server"
+#: presets/catalogue.yaml's gpt-5 on chat completions: an overlay preset matched before the bundled
+#: one, with its policies but no responses_api block (so the default codec for chat, `openai`)
+GPT5_ON_CHAT = """\
+presets:
+  gpt5_on_chat:
+    match: ["gpt-5"]
+    schema_sanitizer: strict
+    response_policy: array_dict_map
+    reasoning_codec: openai
+    params:
+      supports_sampling_params: false
+"""
 
 
 def instant_completion(**kwargs: Any) -> dict[str, Any]:
@@ -160,9 +185,9 @@ def litellm_call_cpu_ms(calls: int = 300) -> float:
 
 
 def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
-               completion: Any = None) -> tuple[float, int]:
-    """(wall seconds, turns run) for ``trials`` trials against a 50 ms loopback server."""
-    server = subprocess.Popen([sys.executable, "-m", "tests.trials.agent_server", str(LATENCY_S)], cwd=ROOT,
+               completion: Any = None, server_module: str = CHAT_SERVER) -> tuple[float, int, float]:
+    """(wall seconds, turns run, CPU seconds of this process) for ``trials`` trials against a 50 ms loopback server."""
+    server = subprocess.Popen([sys.executable, "-m", server_module, str(LATENCY_S)], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
@@ -170,9 +195,9 @@ def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
         specs = [spec_for(task, plan, index=i, api_base=base) for i in range(trials)]
         backend = LocalBackend(RunContext(completion=completion))
         run_trial(spec_for(task, plan, index=trials + 1, api_base=base), backend.context)  # import litellm, warm up
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         drive(specs, RunFolder(out), backend, concurrency=concurrency, max_cost=None, progress=Progress(io.StringIO()))
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     finally:
         server.kill()
         server.wait(timeout=10)
@@ -180,7 +205,7 @@ def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
     for line in RunFolder(out).finished().values():
         assert line["termination_reason"] == "user_stop", line
         turns += int(line["turns"])  # type: ignore[call-overload]
-    return wall, turns
+    return wall, turns, cpu
 
 
 #: History lengths the turn-cost row reports, and how near a turn's history must be to count.
@@ -252,26 +277,67 @@ def turn_cost(folder: Path, plan: Plan, trials: int = 5, *, skip_copy: bool = Fa
     return {size: (statistics.median(samples[size]), statistics.median(without_copy[size])) for size in TURN_COST_SIZES}
 
 
-def direct_turn_cost(folder: Path) -> dict[int, tuple[float, float]]:
-    """``turn_cost`` for a catalogue plan on the direct transport (gpt-5), against a loopback server
-    in another process answering at once: this process's CPU per turn, HTTP client included."""
-    plan = Plan.load(ROOT / "golden" / "plans" / "gpt-5.json")
-    assert plan.wire is not None and plan.wire.transport == "direct", "gpt-5's plan no longer sends directly"
-    server = subprocess.Popen([sys.executable, "-m", "tests.trials.agent_server", "0"], cwd=ROOT,
-                              stdout=subprocess.PIPE, text=True)
+def gpt5_plans(folder: Path) -> dict[str, Plan]:
+    """The catalogue's gpt-5 on each wire, both on the direct transport: ``responses`` (the bundled
+    plan) and ``chat`` (compiled with :data:`GPT5_ON_CHAT`, by ``capplan compile``)."""
+    bundled = Plan.load(ROOT / "golden" / "plans" / "gpt-5.json")
+    overlay = folder / "gpt5-on-chat.yaml"
+    overlay.parent.mkdir(parents=True, exist_ok=True)
+    overlay.write_text(GPT5_ON_CHAT)
+    out = folder / "gpt5-on-chat"
+    done = subprocess.run([sys.executable, "-m", "capplan.cli", "compile", "--model", "gpt-5", "--presets-file",
+                           str(overlay), "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"capplan compile failed:\n{done.stdout}{done.stderr}")
+    chat = Plan.load(out / "gpt-5.json")
+    for plan, protocol in ((bundled, "openai-responses"), (chat, "openai-chat")):
+        assert plan.wire is not None and plan.wire.protocol == protocol and plan.wire.transport == "direct", (
+            f"gpt-5: expected {protocol} on the direct transport, got {plan.wire}")
+    return {"chat": chat, "responses": bundled}
+
+
+#: which loopback server answers each wire
+SERVER_FOR = {"chat": CHAT_SERVER, "responses": RESPONSES_SERVER}
+#: long trials per turn-cost row of each wire: the Responses emulator holds every request to the
+#: replay rules, verifying each replayed reasoning item (a few hundred at 1 000 messages), which on
+#: two cores makes five trials take minutes; two still give ~16 turns near each size
+TURN_COST_TRIALS = {"chat": 5, "responses": 2}
+
+
+def direct_turn_cost(folder: Path, plan: Plan, server_module: str, trials: int = 5) -> dict[int, tuple[float, float]]:
+    """``turn_cost`` for ``plan`` on the direct transport, against ``server_module`` in another
+    process answering at once: this process's CPU per turn, HTTP client included."""
+    assert plan.wire is not None and plan.wire.transport == "direct", f"{plan.model.key} does not send directly"
+    server = subprocess.Popen([sys.executable, "-m", server_module, "0"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
-        return turn_cost(folder, plan, api_base=server.stdout.readline().strip())
+        return turn_cost(folder, plan, trials, api_base=server.stdout.readline().strip())
     finally:
         server.kill()
         server.wait(timeout=10)
 
 
-def print_direct_turn_cost(costs: dict[int, tuple[float, float]]) -> None:
+def print_direct_turn_cost(costs: dict[int, tuple[float, float]], wire: str) -> None:
     base = costs[TURN_COST_SIZES[0]][0]
     row = ", ".join(f"{size} messages {cost[0] * 1e3:.3f} ms ({cost[0] / base:.2f}x)" for size, cost in costs.items())
-    print(f"turn cost (CPU) through the real loop, direct transport to a loopback server: {row} "
+    print(f"turn cost (CPU) through the real loop, gpt-5 on {wire}, direct transport to a loopback server: {row} "
           "(target: 300 <= 1.5x 30)")
+
+
+def chat_vs_responses(folder: Path, task: Path, plans: dict[str, Plan], trials: int, concurrency: int) -> None:
+    """The throughput row for gpt-5 on each wire through the real path; prints wall, CPU per turn and the ratios."""
+    ideal = trials * TURNS * LATENCY_S / concurrency
+    figures: dict[str, tuple[float, float]] = {}
+    for wire, plan in plans.items():
+        wall, turns, cpu = throughput(task, plan, trials, concurrency, folder / f"gpt5-{wire}",
+                                      server_module=SERVER_FOR[wire])
+        assert turns == trials * TURNS, turns
+        figures[wire] = (wall, cpu / turns)
+        print(f"throughput (gpt-5 on {wire}, direct transport): {trials} trials x {TURNS} turns at concurrency "
+              f"{concurrency}, 50 ms: {wall:.2f} s vs ideal {ideal:.2f} s = {wall / ideal:.2f}x; "
+              f"CPU {cpu / turns * 1e3:.3f} ms per turn", flush=True)
+    (chat_wall, chat_cpu), (resp_wall, resp_cpu) = figures["chat"], figures["responses"]
+    print(f"  Responses / chat: wall {resp_wall / chat_wall:.2f}x, CPU per turn {resp_cpu / chat_cpu:.2f}x")
 
 
 def print_turn_cost(costs: dict[int, tuple[float, float]], skipped: dict[int, tuple[float, float]]) -> None:
@@ -288,7 +354,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--overhead-trials", type=int, default=200)
-    parser.add_argument("--turn-cost-only", action="store_true", help="Only the turn-cost row.")
+    parser.add_argument("--turn-cost-only", action="store_true", help="Only the turn-cost rows.")
+    parser.add_argument("--responses-only", action="store_true",
+                        help="Only the gpt-5 rows: turn cost and throughput, chat completions vs Responses.")
     parser.add_argument("--bfcl", action="store_true",
                         help="Only the BFCL row: the 200 imported multi_turn_base tasks against a scripted agent with "
                              "50 ms latency at --concurrency 16 (benchmarks/bfcl_trial_loop.py; needs bfcl-eval).")
@@ -304,10 +372,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         task = write_task(Path(tmp) / "pack", turns=["add one", "and one more", "thanks, that's all"])
         plan = make_plan("openai", "agent-model", key="bench")
-        print_turn_cost(turn_cost(Path(tmp) / "long", plan),
-                        turn_cost(Path(tmp) / "long-no-copy", plan, skip_copy=True))
-        print_direct_turn_cost(direct_turn_cost(Path(tmp) / "long-direct"))
+        gpt5 = gpt5_plans(Path(tmp) / "gpt5")
+        if not args.responses_only:
+            print_turn_cost(turn_cost(Path(tmp) / "long", plan),
+                            turn_cost(Path(tmp) / "long-no-copy", plan, skip_copy=True))
+        for wire, wire_plan in gpt5.items():
+            print_direct_turn_cost(direct_turn_cost(Path(tmp) / f"long-{wire}", wire_plan, SERVER_FOR[wire],
+                                                    TURN_COST_TRIALS[wire]), wire)
         if args.turn_cost_only:
+            return
+        if args.responses_only:
+            chat_vs_responses(Path(tmp), task, gpt5, args.trials, args.concurrency)
             return
         runner_s, executor_s = loop_overhead(task, plan, args.overhead_trials)
         print(f"loop overhead per agent turn (runner only): {runner_s * 1e3:.3f} ms = "
@@ -317,11 +392,12 @@ def main() -> None:
         ideal = args.trials * TURNS * LATENCY_S / args.concurrency
         for label, completion in (("runner + executor, keep-alive HTTP", KeepAliveCompletion()),
                                   ("through real litellm", None)):
-            wall, turns = throughput(task, plan, args.trials, args.concurrency, Path(tmp) / label.split()[0],
-                                     completion)
+            wall, turns, _ = throughput(task, plan, args.trials, args.concurrency, Path(tmp) / label.split()[0],
+                                        completion)
             assert turns == args.trials * TURNS, turns
             print(f"throughput ({label}): {args.trials} trials x {TURNS} turns at concurrency {args.concurrency}: "
                   f"{wall:.2f} s vs ideal {ideal:.2f} s = {wall / ideal:.2f}x (target <= 1.3)")
+        chat_vs_responses(Path(tmp), task, gpt5, args.trials, args.concurrency)
         cpu_ms = litellm_call_cpu_ms()
         floor = args.trials * TURNS * cpu_ms / 1e3
         print(f"  litellm.completion alone: {cpu_ms:.2f} ms of CPU per call (all threads, serial, no added latency); "

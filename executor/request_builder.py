@@ -35,7 +35,7 @@ from capplan.executor.reasoning import ReasoningConfig, ReasoningLeftOut, Reason
 from capplan.executor.tool_memo import BoundedMemo, PerToolObjects, PreparedTools, ToolMemo
 from capplan.executor.transport import Transport
 from capplan.executor.value_rules import Substitution, apply_value_rules, note_substitution
-from capplan.executor.responses_request import responses_kwargs
+from capplan.executor.responses_request import InputItemMemo, responses_kwargs
 from capplan.executor.wire_dialect import is_responses, protocol_of
 
 
@@ -145,6 +145,8 @@ class RequestBuilder:
         wire_route = plan.wire
         #: the plan's Responses body fields, when its wire is a Responses API (step 9)
         self._responses_body = wire_route.body if wire_route is not None and is_responses(wire_route.protocol) else None
+        #: each wire message's Responses input items, converted once per message dict (step 9)
+        self._responses_items = InputItemMemo()
         self._heads: PerToolObjects[_Head] = PerToolObjects(memo_size)
         self._tails: BoundedMemo[tuple[Any, ...], _Tail] = BoundedMemo(memo_size)
 
@@ -177,7 +179,7 @@ class RequestBuilder:
         if left_out:
             _note_left_out(self.plan.model.key, left_out)
         if self._responses_body is not None:
-            kwargs = responses_kwargs(kwargs, self._responses_body)  # 9
+            kwargs = responses_kwargs(kwargs, self._responses_body, self._responses_items)  # 9
         return built_request_unchecked(kwargs, head.system, head.prepared, tail.substitutions, left_out)
 
     def reasoning_off(self, request: ChatRequest) -> bool:

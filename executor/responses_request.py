@@ -26,15 +26,28 @@ The mapping:
 A chat key with no Responses counterpart (``seed``, ``stop``, ``n``, ``logprobs``,
 ``response_format``, ...) is refused with :class:`ResponsesRequestError`, naming it and what to do;
 nothing is dropped silently.
+
+A trial turn sends the whole history again, and converting it is most of what a build costs on
+this route (about 10 µs a message: 3 ms of a 3.5 ms build at 300 messages, measured by
+``benchmarks/trial_loop.py``'s turn-cost rows). A message's items depend on nothing but the message
+(where it stands only decides whether a leading system message is ``instructions``), and the
+request builder hands over the same wire message dicts, read-only, for every build of one
+conversation (``capplan.executor.message_convert.ConversationCache``), so
+:class:`InputItemMemo` keeps each wire message's items by the message dict's identity and a build
+converts only the messages it has not seen. The items are then shared by the requests built from
+them, read-only under the same contract as the wire messages. The output is the same, to the byte,
+with or without it (``tests/executor/test_responses_item_memo.py``).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from capplan.core.recent_entries import remember
 from capplan.executor.errors import ExecutorError
 from capplan.executor.policies.reasoning_codec.openai_responses import REPLAY_KEY
 
@@ -68,13 +81,53 @@ class ResponsesRequestError(ExecutorError, ValueError):
     code = "RESPONSES_REQUEST"
 
 
-def responses_kwargs(kwargs: Mapping[str, Any], wire_body: Mapping[str, Any]) -> dict[str, Any]:
-    """``kwargs`` (the chat shape the request builder made) as Responses API kwargs."""
+#: wire messages whose items an :class:`InputItemMemo` keeps: every message of a few dozen
+#: concurrent conversations of a few hundred messages each
+ITEM_MEMO_SIZE = 8192
+
+
+class InputItemMemo:
+    """The input items of recent wire messages, by the identity of the message dict.
+
+    An entry keeps its message dict (so its id cannot be reused while the entry lives) and the
+    items converted from it; a lookup is used only when the entry's dict *is* the message. The
+    dicts are read-only by contract (the request builder's wire messages), which is what makes
+    their items safe to keep; a message rebuilt per request is a new object and is converted
+    again. The least recently used entries go first, so the messages of live conversations stay
+    while those of finished ones are dropped. Thread-safe without a lock, as ``ConversationCache``
+    is: each ``OrderedDict`` call is atomic, and a race costs at worst a second conversion.
+    """
+
+    def __init__(self, size: int = ITEM_MEMO_SIZE) -> None:
+        self._size = size
+        self._entries: OrderedDict[int, tuple[Mapping[str, Any], list[dict[str, Any]]]] = OrderedDict()
+
+    def items(self, message: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
+        """``message_items(message, index)``, converted once per message dict (the list is shared: read it)."""
+        key = id(message)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is message:
+            try:
+                self._entries.move_to_end(key)
+            except KeyError:  # dropped by another thread meanwhile; the items are still right
+                pass
+            return entry[1]
+        items = message_items(message, index)
+        remember(self._entries, key, (message, items), self._size)
+        return items
+
+
+def responses_kwargs(kwargs: Mapping[str, Any], wire_body: Mapping[str, Any],
+                     memo: InputItemMemo | None = None) -> dict[str, Any]:
+    """``kwargs`` (the chat shape the request builder made) as Responses API kwargs.
+
+    With ``memo``, each message's items come from it (the same bytes, converted once per message dict).
+    """
     out: dict[str, Any] = {}
     effort: Any = None
     for key, value in kwargs.items():
         if key == "messages":
-            instructions, items = input_items(value)
+            instructions, items = input_items(value, memo)
             if instructions is not None:
                 out["instructions"] = instructions
             out["input"] = items
@@ -105,27 +158,34 @@ def responses_kwargs(kwargs: Mapping[str, Any], wire_body: Mapping[str, Any]) ->
     return out
 
 
-def input_items(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+def input_items(messages: Sequence[Mapping[str, Any]],
+                memo: InputItemMemo | None = None) -> tuple[str | None, list[dict[str, Any]]]:
     """The leading system text as ``instructions``, and every other message as input items."""
     instructions: list[str] = []
     items: list[dict[str, Any]] = []
+    convert = memo.items if memo is not None else message_items
     leading = True
     for index, message in enumerate(messages):
-        role = message.get("role")
-        if role == "system" and leading:
-            instructions.append(_text_of(message.get("content"), index))
-            continue
-        leading = False
-        if role in ("system", "developer", "user"):
-            items.append({"type": "message", "role": role, "content": _input_content(message.get("content"), index)})
-        elif role == "assistant":
-            items += _assistant_items(message, index)
-        elif role == "tool":
-            items.append({"type": "function_call_output", "call_id": str(message.get("tool_call_id") or ""),
-                          "output": _tool_output(message.get("content"), index)})
-        else:
-            raise ResponsesRequestError(f"messages[{index}]: role {role!r} has no Responses input item")
+        if leading:
+            if message.get("role") == "system":
+                instructions.append(_text_of(message.get("content"), index))
+                continue
+            leading = False
+        items += convert(message, index)
     return ("\n\n".join(instructions) if instructions else None), items
+
+
+def message_items(message: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
+    """The input items of one wire message past the leading system messages (``index``: where it stands, for errors)."""
+    role = message.get("role")
+    if role in ("system", "developer", "user"):
+        return [{"type": "message", "role": role, "content": _input_content(message.get("content"), index)}]
+    if role == "assistant":
+        return _assistant_items(message, index)
+    if role == "tool":
+        return [{"type": "function_call_output", "call_id": str(message.get("tool_call_id") or ""),
+                 "output": _tool_output(message.get("content"), index)}]
+    raise ResponsesRequestError(f"messages[{index}]: role {role!r} has no Responses input item")
 
 
 def function_tool(tool: Mapping[str, Any], index: int) -> dict[str, Any]:

@@ -1,5 +1,9 @@
 """A request body's JSON, with the message history encoded once per message, not once per turn.
 
+The history is the chat body's ``messages`` or the Responses body's ``input`` (whose items the
+request builder keeps per wire message, read-only, :class:`capplan.executor.responses_request.InputItemMemo`,
+so a turn's list starts with the very item objects of the turn before).
+
 A trial turn sends the whole history again: at 300 messages, encoding it is most of what the
 direct transport spends on the turn, although all but the last few messages were encoded, to the
 same text, by the turn before. :class:`MessageListEncoder` remembers the text of recent message
@@ -25,6 +29,9 @@ from typing import Any, NamedTuple
 from capplan.core.recent_entries import remember
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+#: body keys whose list value is a conversation's history: chat completions', the Responses API's
+HISTORY_KEYS = frozenset({"messages", "input"})
 
 
 class _Encoded(NamedTuple):
@@ -75,10 +82,10 @@ class MessageListEncoder:
 
 
 def body_bytes(body: Mapping[str, Any], encoder: MessageListEncoder | None) -> bytes:
-    """``body`` as JSON bytes, its ``messages`` list through ``encoder``."""
-    messages = body.get("messages")
-    if encoder is None or type(messages) is not list or not all(type(key) is str for key in body):
+    """``body`` as JSON bytes, its history list (``messages`` or ``input``) through ``encoder``."""
+    if encoder is None or not all(type(key) is str for key in body) or not any(
+            type(body.get(key)) is list for key in HISTORY_KEYS):
         return _encode(body).encode("utf-8")
-    parts = [f"{_encode(key)}:{encoder.encode(value) if key == 'messages' else _encode(value)}"
+    parts = [f"{_encode(key)}:{encoder.encode(value) if key in HISTORY_KEYS and type(value) is list else _encode(value)}"
              for key, value in body.items()]
     return ("{" + ",".join(parts) + "}").encode("utf-8")

@@ -87,3 +87,23 @@ def test_it_stays_exact_and_bounded_under_threads() -> None:
         thread.join(timeout=60)
     assert not failures
     assert len(encoder._entries) <= 8 + len(threads)  # racing writers may leave one extra entry each
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_growing_responses_input_is_encoded_exactly_as_json_dumps(seed: int) -> None:
+    rng = random.Random(seed)
+    encoder = MessageListEncoder()
+    items: list[dict[str, Any]] = []
+    for turn in range(30):
+        new: list[dict[str, Any]] = [{"type": "reasoning", "id": f"rs_{turn}", "summary": [],
+                                      "encrypted_content": rng.choice(_TRICKY + ["gAAA.eyJ9"])},
+                                     {"type": "function_call", "call_id": f"call_{turn}", "name": "add",
+                                      "arguments": json.dumps({"n": turn})},
+                                     {"type": "function_call_output", "call_id": f"call_{turn}",
+                                      "output": rng.choice(_TRICKY)}]
+        items = items + new[: rng.randrange(1, 4)]  # a new list, the same item dicts
+        body = {"model": "gpt-5", "instructions": "Count.", "input": items, "store": False,
+                "include": ["reasoning.encrypted_content"]}
+        assert body_bytes(body, encoder) == _reference(body)
+    assert len(encoder._entries) == 1  # each turn's text extended the one before
+    assert body_bytes({"model": "m", "input": "just text"}, encoder) == _reference({"model": "m", "input": "just text"})
