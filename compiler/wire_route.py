@@ -17,6 +17,7 @@ from capplan.executor.plan import ModelIdentity, ProviderBinding, WireRoute
 from capplan.executor.wire_dialect import (
     CHAT_PATH,
     OPENAI_CHAT_PROVIDERS,
+    RESPONSES_ACCEPT,
     RESPONSES_PATH,
     RESPONSES_PROTOCOLS,
     litellm_provider,
@@ -69,7 +70,8 @@ def wire_route(identity: ModelIdentity, binding: ProviderBinding, transport: str
             base_url_envs=facts.base_url_envs,
             key_envs=facts.key_envs,
             path=RESPONSES_PATH,
-            headers={"Accept": facts.accept},
+            # litellm sends every Responses call through its own httpx sender, whatever the provider
+            headers={"Accept": RESPONSES_ACCEPT},
             body=body,
             evidence=" ".join(responses.evidence.split()),
         ), diags

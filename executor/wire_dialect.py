@@ -28,6 +28,8 @@ CHAT_PATH = "/chat/completions"
 
 #: The Responses endpoint below the base URL (OpenAI's and xAI's ``POST /v1/responses``).
 RESPONSES_PATH = "/responses"
+#: The ``Accept`` header of litellm's Responses sender (its own httpx client, on every provider).
+RESPONSES_ACCEPT = "*/*"
 
 #: litellm provider -> the Responses protocol its endpoint speaks; the providers whose Responses
 #: API a plan may be sent on (OpenAI's, and xAI's, which follows OpenAI's item shapes).

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OVERLAY = ROOT / "examples" / "overlays" / "chat-completions.yaml"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def chat_route_plans() -> dict[str, Plan]:
     """Every catalogue model compiled with the chat-completions overlay, by key."""
     # compile_paths raises on any input error, so a broken overlay fails the test that asked

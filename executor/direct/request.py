@@ -22,7 +22,9 @@ from capplan.executor.plan import Plan, WireRoute
 from capplan.executor.wire_dialect import (
     AZURE_API_KEY_HEADER_HOSTS,
     OPENAI_CHAT_PROVIDERS,
+    RESPONSES_ACCEPT,
     ModelDialect,
+    is_responses,
     litellm_provider,
     model_dialect,
     wire_model_name,
@@ -91,8 +93,10 @@ class RequestMapper:
                 f"plan {self.plan.model.key!r}: a call routed to provider {provider!r}, which is not an OpenAI-compatible "
                 "chat route; set `transport: litellm` for the model"
             )
-        return _Route(facts.base_url, facts.base_url_envs, facts.key_envs, self.wire.path, {"Accept": facts.accept},
-                      dict(facts.body))
+        # a Responses call goes out as litellm's Responses sender sends it, whichever dialect routes it
+        accept = RESPONSES_ACCEPT if is_responses(self.wire.protocol) else facts.accept
+        body = {} if is_responses(self.wire.protocol) else dict(facts.body)
+        return _Route(facts.base_url, facts.base_url_envs, facts.key_envs, self.wire.path, {"Accept": accept}, body)
 
     def _dialect(self, provider: str, name: str) -> ModelDialect:
         if provider == self.wire.provider and name == wire_model_name(provider, self.plan.model.wire_model):

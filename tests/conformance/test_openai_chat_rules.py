@@ -33,6 +33,8 @@ from capplan.executor.plan import Plan
 from capplan.executor.policies.schema_sanitizer import ToolSchemaError
 from capplan.executor.result import GenerationResult
 from capplan.trials.tool_call_ids import ToolCallIds
+from tests.chat_route import OVERLAY as CHAT_OVERLAY
+from tests.chat_route import chat_route_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = ROOT / "golden" / "plans"
@@ -689,5 +691,3 @@ def test_gpt4o_bundled_plan_asked_to_think_sends_no_reasoning_argument(corpus: C
                   extra={"reasoning": {"mode": "budget", "budget_tokens": 1024}})
         accepted(emu, "openai.reasoning_effort_unrecognized", requests=4)
         accepted(emu, "openai.argument_unrecognized", requests=4)
-from tests.chat_route import OVERLAY as CHAT_OVERLAY
-from tests.chat_route import chat_route_plan

@@ -18,6 +18,7 @@ from capplan.conformance.corpus import load_corpus
 from capplan.conformance.emulator import Reply
 from capplan.conformance.emulators.openai_responses import ResponsesEmulator
 from capplan.executor.plan import Plan
+from capplan.executor.plan_cache import clear_plan_cache
 from tests.cli_runner import invoke
 from tests.trials.agent_server import AgentServer
 
@@ -183,6 +184,8 @@ def test_a_chat_only_field_in_the_request_is_refused_located_before_sending(
 
 def test_a_seed_is_dropped_by_the_plan_with_a_note_and_never_sent(tmp_path: Path, emulator: ResponsesEmulator,
                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    # the note is said once per plan's policies in a process: start from fresh ones, whatever ran before
+    clear_plan_cache()
     result = invoke("send", "--plan", GPT5, "--api-base", emulator.base_url + "/v1",
                     write(tmp_path, {**REQUEST, "seed": 7}), env=ENV)
     assert result.exit_code == 0, result.output
