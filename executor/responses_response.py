@@ -74,7 +74,10 @@ def chat_shape(data: Any, headers: Mapping[str, str], status: int, response: obj
     for index, item in enumerate(output):
         kind = item.get("type") if isinstance(item, Mapping) else None
         if kind not in KNOWN_ITEMS:
-            shown = json.dumps(item, ensure_ascii=False, default=str)[:_QUOTED]
+            try:
+                shown = json.dumps(item, ensure_ascii=False, default=str)[:_QUOTED]
+            except RecursionError:  # a hostile answer nested past what can be written back out
+                shown = "(nested too deeply to quote)"
             raise UnknownOutputItemError(
                 f"{provider}: output[{index}] is an item of type {kind!r}, which capplan does not interpret (it reads "
                 f"{', '.join(sorted(KNOWN_ITEMS))}); the answer is kept on this error, not dropped: {shown}. If the "

@@ -156,7 +156,6 @@ class Recorder:
                 reason=f"arguments were not JSON; the {repair.rung} rung decoded them and the call ran",
                 accepted=True, repair_rung=repair.rung))
 
-
     def unread(self, role: Literal["agent", "summarize"], turn: int, answer: Any) -> None:
         """The output items of ``answer`` (a Responses answer the executor could not read) it does not read, whole.
 
@@ -167,8 +166,16 @@ class Recorder:
         for index, item in enumerate(output if isinstance(output, list) else ()):
             kind = item.get("type") if isinstance(item, dict) else None
             if kind not in KNOWN_ITEMS:
-                shown = _scrubbed(item, self.secrets) if isinstance(item, dict) else {"value": _scrubbed(item, self.secrets)}
+                try:
+                    shown = _scrubbed(item, self.secrets) if isinstance(item, dict) else {"value": _scrubbed(item, self.secrets)}
+                except RecursionError:
+                    # a hostile answer nested past what can be walked (repr and json would fail alike)
+                    shown = {"type": scrub(str(kind), self.secrets), "unrecorded": NESTED_TOO_DEEP}
                 self.unread_output.append(UnreadOutputRecord(turn=turn, role=role, index=index, item=shown))
+
+
+#: what the record says of an unread item nested too deeply to walk
+NESTED_TOO_DEEP = "the item is nested too deeply to record; the call's error quotes its beginning"
 
 
 def _scrubbed(value: Any, secrets: tuple[str, ...]) -> Any:

@@ -206,3 +206,21 @@ def test_a_context_handoff_on_a_responses_plan_sends_no_reasoning_made_before_it
     # the record keeps the reasoning of the turn before the handoff, with its origin
     [before] = [m for m in trajectory["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
     assert before["reasoning"]["blocks"][0]["origin"] == ORIGIN
+
+
+def test_an_unread_item_too_deep_to_walk_is_recorded_as_such_and_secrets_never_kept() -> None:
+    from capplan.trials.recording import NESTED_TOO_DEEP, Recorder
+
+    recorder = Recorder(secrets=("sk-planted-123456",))
+    deep: dict[str, object] = {"type": "web_search_call"}
+    node = deep
+    for _ in range(5000):  # past any recursion limit: a hostile answer, never a provider's
+        child: dict[str, object] = {}
+        node["next"] = child
+        node = child
+    shallow = {"type": "web_search_call", "query": "leak sk-planted-123456"}
+    recorder.unread("agent", 2, {"output": [deep, {"type": "message", "content": []}, shallow]})
+    records = [r.model_dump(mode="json") for r in recorder.unread_output]
+    assert [(r["turn"], r["index"]) for r in records] == [(2, 0), (2, 2)]
+    assert records[0]["item"] == {"type": "web_search_call", "unrecorded": NESTED_TOO_DEEP}
+    assert "sk-planted-123456" not in str(records[1]["item"]) and records[1]["item"]["type"] == "web_search_call"
