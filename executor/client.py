@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 from capplan.executor import mock_provider
 from capplan.executor.attempts import AttemptLog
 from capplan.executor.binding import FailureRule
+from capplan.executor.cost import checked_cost
 from capplan.executor.errors import AllApiKeysExhausted, GatewayRejectedError, MissingCredentialError
+from capplan.executor.responses_response import UnknownOutputItemError
 from capplan.executor.gateway.config import EnvSource, GatewayConfig, GatewayConfigError, resolve_gateway_config
 from capplan.executor.gateway.route import RouteDecision, direct_fallback_warning
 from capplan.executor.gateway.transport import GatewayTransport, decide_route
@@ -277,6 +279,8 @@ class Client:
             result = self.parser.parse(response, built, latency_s=log.latency_s)
         except Exception as exc:
             log.attach(exc)
+            if isinstance(exc, UnknownOutputItemError):
+                self._account_unread(exc)
             raise
         route = self.route
         result = dataclasses.replace(
@@ -295,6 +299,14 @@ class Client:
                 ts=self._wall_clock(),
             )
         return result
+
+    def _account_unread(self, exc: UnknownOutputItemError) -> None:
+        """What an answer refused for an item capplan cannot read used and cost, on the error: the
+        provider answered (and billed) it, so the call's record carries its figures, not unknown."""
+        shaped = {"usage": exc.chat_usage()}
+        usage, _ = self.parser.usage_extractor.extract_checked(shaped)
+        exc.usage = usage
+        exc.cost_usd, exc.cost_source, _ = checked_cost(shaped, usage, self.plan.pricing)
 
     def _warn_direct_fallback(self) -> None:
         """Warn, once per client, that a configured gateway is bypassed for this plan's calls.

@@ -33,6 +33,8 @@ from typing import Any
 from capplan.core.errors import ExitCode
 from capplan.executor.errors import ProviderHTTPError, ProviderProtocolError, ResponseShapeError
 from capplan.executor.policies.reasoning_codec.openai_responses import OUTPUT_KEY
+from capplan.executor.result import CostSource
+from capplan.executor.usage import Usage
 
 #: output item types the mapping reads
 KNOWN_ITEMS = frozenset({"message", "function_call", "reasoning"})
@@ -50,6 +52,15 @@ class UnknownOutputItemError(ResponseShapeError):
         super().__init__(message)
         #: the whole answer, kept for the record
         self.answer = answer
+        #: what the refused answer reported it used and cost (the client fills them in: the call was
+        #: made and paid for, so its record must not say unknown where the provider said)
+        self.usage: Usage | None = None
+        self.cost_usd: float | None = None
+        self.cost_source: CostSource = "unknown"
+
+    def chat_usage(self) -> dict[str, Any] | None:
+        """The answer's usage block in the chat shape the usage extractor reads."""
+        return _usage(self.answer.get("usage")) if isinstance(self.answer, Mapping) else None
 
 
 def chat_shape(data: Any, headers: Mapping[str, str], status: int, response: object, provider: str) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from capplan.core.redaction import Redactor, process_redactor
 from capplan.executor.attempts import attempts_of
 from capplan.executor.cost import has_token_counts
-from capplan.executor.responses_response import KNOWN_ITEMS
+from capplan.executor.responses_response import KNOWN_ITEMS, UnknownOutputItemError
 from capplan.executor.result import Attempt, GenerationResult
 from capplan.executor.send_observer import Send, observing_sends
 from capplan.executor.usage import TOKEN_COUNTERS, Usage
@@ -306,10 +306,15 @@ class MetricsSink:
                 update={"usage": UsageRecord(), "cost_usd": 0.0, "cost_source": "none"}))
             return
         first = self._numbering(len(attempts))
+        last = first + len(attempts) - 1
         for number, attempt in enumerate(attempts, start=first):
             # every attempt but the last was sent again by the transport's retry controllers
-            self._add(self._error(role, turn, number, attempt, *route, retried=number < first + len(attempts) - 1),
-                      attempt.request_id)
+            record = self._error(role, turn, number, attempt, *route, retried=number < last)
+            if number == last and isinstance(exc, UnknownOutputItemError) and exc.usage is not None:
+                # answered, billed, and refused only for an item capplan cannot read: its figures are known
+                record = record.model_copy(update={"usage": usage_record(exc.usage), "cost_usd": exc.cost_usd,
+                                                   "cost_source": exc.cost_source})
+            self._add(record, attempt.request_id)
 
     def _add(self, record: CallRecord, request_id: str | None = None) -> None:
         self.calls.append(record)

@@ -165,6 +165,9 @@ def test_an_unknown_output_item_ends_the_trial_in_error_with_the_item_recorded(t
     assert metrics["grade"]["passed"] is False and metrics["grade"]["graders"] == []
     [call] = metrics["calls"]
     assert (call["status"], call["error_type"]) == ("error", "UnknownOutputItemError")
+    # answered and billed: the call's tokens and price are what the answer reported, not unknown
+    assert (call["usage"]["prompt_tokens"], call["usage"]["completion_tokens"]) == (5, 3)
+    assert call["cost_source"] == "pricing" and call["cost_usd"] > 0
     detail = trajectory["termination"]["detail"]
     assert detail.startswith("UnknownOutputItemError: openai: output[0] is an item of type 'web_search_call'")
     # the item itself, redacted, is in the record: the detail quotes its beginning, unread_output keeps it whole
