@@ -158,7 +158,8 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     130 interrupted (re-run to resume).
     """
     from capplan.trials.backends import BACKENDS, load_backend
-    from capplan.trials.driver import RunRequest, UsageProblem, build_run, drive
+    from capplan.trials.driver import RunRequest, build_run, drive
+    from capplan.trials.usage_problem import UsageProblem
     from capplan.trials.confined import ConfinedPathError
     from capplan.trials.progress import Progress
     from capplan.trials.run_folder import RunFolder
@@ -268,7 +269,7 @@ def _refuse_unbounded(plans: tuple[Path, ...], user_plan: Path | None, max_cost:
     from capplan.core.diagnostics import InputError
     from capplan.executor.cost_bound import unbounded_reason
     from capplan.executor.plan import Plan
-    from capplan.trials.driver import UsageProblem
+    from capplan.trials.usage_problem import UsageProblem
 
     if backend != "local":
         raise UsageProblem(f"--max-cost is enforced on the local backend only: on --backend {backend} a running "
@@ -314,7 +315,7 @@ def _run_config(path: Path | None, backend: str) -> Any:
     if path is None:
         return None
     from capplan.cli.trial_limits import load_run_config
-    from capplan.trials.driver import UsageProblem
+    from capplan.trials.usage_problem import UsageProblem
 
     loaded = load_run_config(path)
     limits = loaded.model.rate_limits
@@ -327,7 +328,7 @@ def _run_config(path: Path | None, backend: str) -> Any:
 def _backend_options(backend: str, address: str | None, workers: int | None, config: Any,
                      specs: list[Any]) -> dict[str, Any]:
     """The Ray backend's options; on any other backend they are a usage error, never ignored."""
-    from capplan.trials.driver import UsageProblem
+    from capplan.trials.usage_problem import UsageProblem
 
     given = [name for name, value in (("--address", address), ("--workers", workers)) if value is not None]
     if backend != "ray":

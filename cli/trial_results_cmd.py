@@ -13,7 +13,7 @@ _GROUP_BY = ("model", "task", "pack")
 
 def _note(text: str) -> None:
     """What a run folder reports without failing (a torn line, a repeated line), on stderr."""
-    from capplan.trials.report.text import plain
+    from capplan.trials.safe_text import plain
 
     click.echo(plain(text), err=True)
 

@@ -239,6 +239,28 @@ def test_no_import_cycle() -> None:
     assert not cycles, "import cycles (module:line of its import of the next):\n" + "\n".join(_describe(c) for c in cycles)
 
 
+def _unit(module: str) -> str:
+    """The sub-package a module belongs to (``capplan.trials.report.formats`` → ``capplan.trials.report``);
+    a module at a layer's top level is its own unit."""
+    parts = module.split(".")
+    return ".".join(parts[:3]) if len(parts) >= 4 else module
+
+
+def test_no_import_cycle_between_sub_packages() -> None:
+    # a sub-package is a unit a reader learns whole: two of them that import each other are one
+    units: dict[str, dict[str, int]] = {}
+    for module, edges in GRAPH.items():
+        mine = units.setdefault(_unit(module), {})
+        for target, line in edges.items():
+            if _unit(target) != _unit(module):
+                mine.setdefault(_unit(target), line)
+    for unit in list(units.values()):
+        for target in unit:
+            units.setdefault(target, {})
+    cycles = _cycles(units)
+    assert not cycles, "import cycles between sub-packages:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
 @pytest.mark.parametrize("layer", [name for name in SCANNED if ALLOWED[name] is not None])
 def test_layer_imports_only_what_is_below_it(layer: str) -> None:
     allowed = ALLOWED[layer]

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from capplan.core.diagnostics import Diagnostic, InputError
-from capplan.core.errors import UserError
 from capplan.executor.plan import Plan
 from capplan.executor.probe import RateLimitProbeConfig
 from capplan.trials.backends import Backend
@@ -33,18 +32,13 @@ from capplan.trials.progress import Progress
 from capplan.trials.records import RunSettings
 from capplan.trials.render_process import MIN_TRIALS as RENDER_MIN_TRIALS
 from capplan.trials.render_process import RecordRenderer
+from capplan.trials.usage_problem import UsageProblem
 from capplan.trials.run_folder import RunFolder
 from capplan.trials.run_identity import build_settings, relative_name
 from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
 from capplan.trials.summary import render_json, render_markdown, summarize
 from capplan.trials.confined import ConfinedPathError, atomic_write
 from capplan.trials.tasks import LoadedTask, load_task
-
-
-class UsageProblem(UserError):
-    """A command-line combination that cannot run (exit 2)."""
-
-    code = "USAGE"
 
 
 @dataclass(frozen=True)

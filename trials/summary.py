@@ -19,7 +19,7 @@ from typing import Any
 
 from capplan.trials.outcome import PASS_RULE
 from capplan.trials.records import CostStat, Summary, SummaryRow, TokenStat
-from capplan.trials.report.text import md_cell, md_table
+from capplan.trials.safe_text import md_cell, md_table
 
 #: z for a two-sided 95 % interval
 _Z95 = 1.959963984540054

@@ -23,7 +23,7 @@ from capplan.core.diagnostics import InputError
 from capplan.compiler.diff.errors import DiffInputError, SideCompileError
 from capplan.compiler.diff.base_args import CompileOptions, SideArgs, resolve_arguments
 from capplan.compiler.diff.plan_files import PlanDoc, doc_of
-from capplan.compiler.git_revision import GitRepo
+from capplan.compiler.diff.git_revision import GitRepo
 
 WORKING_TREE = "working tree"
 

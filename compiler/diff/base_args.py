@@ -12,7 +12,7 @@ import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capplan.compiler.git_revision import GitRepo
+from capplan.compiler.diff.git_revision import GitRepo
 from capplan.compiler.loading import CATALOGUE_FILE, PRESETS_FILE, PRICING_FILE, PROVIDERS_FILE
 
 DATA_FILES = (PRESETS_FILE, PROVIDERS_FILE, PRICING_FILE)

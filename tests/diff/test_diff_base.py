@@ -319,7 +319,7 @@ def test_run_from_a_subfolder_of_the_repository(scenario: Scenario, monkeypatch:
 
 
 def test_diff_never_imports_litellm() -> None:
-    code = ("import sys, capplan.cli.diff_cmd, capplan.compiler.diff.base, capplan.compiler.git_revision; "
+    code = ("import sys, capplan.cli.diff_cmd, capplan.compiler.diff.base, capplan.compiler.diff.git_revision; "
             "sys.exit('litellm' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 
 from capplan.executor.mock_provider import is_mock
 from capplan.executor.plan import Plan
-from capplan.trials.driver import UsageProblem
+from capplan.trials.usage_problem import UsageProblem
 
 
 class CredentialsMissingError(UsageProblem):

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from capplan.executor.gateway.config import VARIABLES, EnvSource, GatewayConfigError, resolve_gateway_config
-from capplan.trials.driver import UsageProblem
+from capplan.trials.usage_problem import UsageProblem
 
 
 class GatewayMismatchError(UsageProblem):

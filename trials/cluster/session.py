@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from capplan.trials.cluster.credentials import CredentialsMissingError, missing, missing_message
-from capplan.trials.driver import UsageProblem
+from capplan.trials.usage_problem import UsageProblem
 
 #: A started local cluster's object store: trial records are kilobytes, plans a few more.
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024

@@ -60,7 +60,7 @@ def render_runs(runs: list[LoadedRun]) -> str:
         __version__ = version("capplan")
     except PackageNotFoundError:  # a checkout without an install
         __version__ = "(not installed)"
-    from capplan.trials.report.text import plain
+    from capplan.trials.safe_text import plain
 
     labels = ", ".join(plain(run.label) for run in runs)  # a folder name's escapes have no place in a title
     payload = build_payload(runs, generated_by=f"capplan {__version__} trial view")

@@ -7,7 +7,7 @@ from itertools import product
 from math import comb
 
 from capplan.trials.report.stats import compare_pairs, mcnemar_exact
-from capplan.trials.report.text import md_cell, md_table, plain
+from capplan.trials.safe_text import md_cell, md_table, plain
 
 
 def brute_force_p(b: int, c: int) -> float:
