@@ -13,7 +13,8 @@ litellm's Responses API with its response object dumped to JSON. The mapping:
   ``openai_responses`` codec reads reasoning items and their followers there);
 - ``usage`` -> chat usage: ``input_tokens`` -> ``prompt_tokens``, ``output_tokens`` ->
   ``completion_tokens``, ``input_tokens_details.cached_tokens`` and
-  ``output_tokens_details.reasoning_tokens`` under the chat details;
+  ``output_tokens_details.reasoning_tokens`` under the chat details, with the provider's own
+  counters kept beside them (the result's ``usage.provider_raw``);
 - ``status: incomplete`` -> ``finish_reason`` ``length`` (``max_output_tokens``) or
   ``content_filter``, so the length and empty retries apply; ``completed`` -> ``tool_calls`` when
   the answer called tools, else ``stop``; ``failed`` (or an ``error`` object) -> a provider error;
@@ -143,10 +144,12 @@ def _finish(data: Mapping[str, Any], called: bool) -> str:
 
 
 def _usage(usage: Any) -> dict[str, Any] | None:
+    # the provider's own counters stay beside the chat names: the usage extractor reads the chat
+    # names and keeps the whole block verbatim (``provider_raw``), so what OpenAI reported is recorded
     if not isinstance(usage, Mapping):
         return None
-    out: dict[str, Any] = {"prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens"),
-                           "total_tokens": usage.get("total_tokens")}
+    out: dict[str, Any] = {**usage, "prompt_tokens": usage.get("input_tokens"),
+                           "completion_tokens": usage.get("output_tokens"), "total_tokens": usage.get("total_tokens")}
     input_details = usage.get("input_tokens_details")
     if isinstance(input_details, Mapping) and "cached_tokens" in input_details:
         out["prompt_tokens_details"] = {"cached_tokens": input_details.get("cached_tokens")}

@@ -125,9 +125,12 @@ def test_an_answer_reads_into_the_chat_shape_with_its_items_kept() -> None:
                                                 "function": {"name": "lookup", "arguments": "{\"q\":"}}]
     assert choice["message"]["reasoning_content"] == "plan"
     assert choice["message"]["provider_specific_fields"][OUTPUT_KEY] == output
+    # the chat names the usage extractor reads, and the provider's own counters beside them (kept raw)
     assert shaped["usage"] == {"prompt_tokens": 10, "completion_tokens": 7, "total_tokens": 17,
                                "prompt_tokens_details": {"cached_tokens": 4},
-                               "completion_tokens_details": {"reasoning_tokens": 5}}
+                               "completion_tokens_details": {"reasoning_tokens": 5},
+                               "input_tokens": 10, "output_tokens": 7, "input_tokens_details": {"cached_tokens": 4},
+                               "output_tokens_details": {"reasoning_tokens": 5}}
     reasoning = CODEC.extract(choice["message"])
     assert reasoning is not None
     (block,) = reasoning.blocks
