@@ -17,7 +17,9 @@ litellm's Responses API with its response object dumped to JSON. The mapping:
   counters kept beside them (the result's ``usage.provider_raw``);
 - ``status: incomplete`` -> ``finish_reason`` ``length`` (``max_output_tokens``) or
   ``content_filter``, so the length and empty retries apply; ``completed`` -> ``tool_calls`` when
-  the answer called tools, else ``stop``; ``failed`` (or an ``error`` object) -> a provider error;
+  the answer called tools, else ``stop``; ``failed`` (or an ``error`` object) -> a provider error
+  with the status its error code has as an HTTP answer (``server_error`` a 500, retried;
+  ``rate_limit_exceeded`` a 429; a refused prompt or image a 400);
 - the response id -> ``id`` (and ``provider_specific_fields.response_id``).
 
 An output item of a type this mapping does not know is refused (:class:`UnknownOutputItemError`),
@@ -32,10 +34,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from capplan.core.errors import ExitCode
-from capplan.executor.errors import ProviderHTTPError, ProviderProtocolError, ResponseShapeError
+from capplan.executor.errors import ProviderHTTPError, ProviderProtocolError, ProviderRateLimitError, ResponseShapeError
 from capplan.executor.policies.reasoning_codec.openai_responses import OUTPUT_KEY
 from capplan.executor.result import CostSource
 from capplan.executor.usage import Usage
+
+#: a failed response's error code -> the HTTP status the same failure has when it is answered as one
+#: (OpenAI's ResponseError codes: the server's own failures are worth another attempt, as a 500 is;
+#: a refused prompt or image is the request's, as a 400 is)
+FAILED_STATUS = {"server_error": 500, "vector_store_timeout": 500, "invalid_prompt": 400, "invalid_image": 400,
+                 "invalid_image_format": 400, "invalid_base64_image": 400, "invalid_image_url": 400,
+                 "image_too_large": 400, "image_too_small": 400, "image_parse_error": 400,
+                 "image_content_policy_violation": 400, "invalid_image_mode": 400, "image_file_too_large": 400,
+                 "unsupported_image_media_type": 400, "empty_image_file": 400, "failed_to_download_image": 400,
+                 "image_file_not_found": 400}
 
 #: output item types the mapping reads
 KNOWN_ITEMS = frozenset({"message", "function_call", "reasoning"})
@@ -72,8 +84,13 @@ def chat_shape(data: Any, headers: Mapping[str, str], status: int, response: obj
     error = data.get("error")
     if data.get("status") == "failed" or (error and "output" not in data):
         said = error.get("message") if isinstance(error, Mapping) else error
-        raise ProviderHTTPError(f"{provider} HTTP {status}: the response failed: {said or 'no message'}",
-                                status_code=status, response=response, body=data)
+        code = error.get("code") if isinstance(error, Mapping) else None
+        shown = f"{provider} HTTP {status}: the response failed ({code or 'no code'}): {said or 'no message'}"
+        # a failed response comes with 200; its error code says whether trying again can help, and the
+        # retry controllers read that from the status the same failure has as an HTTP answer
+        if code == "rate_limit_exceeded":
+            raise ProviderRateLimitError(shown, status_code=429, response=response, body=data)
+        raise ProviderHTTPError(shown, status_code=FAILED_STATUS.get(str(code), status), response=response, body=data)
     output = data.get("output")
     if not isinstance(output, list):
         problem = "a 200 answer with no output list: something other than a Responses API answered"

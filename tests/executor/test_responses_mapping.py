@@ -169,3 +169,35 @@ def test_the_codec_replays_only_blocks_with_their_encrypted_payload() -> None:
     with pytest.raises(ValueError, match="encrypted_content must be a string"):
         CODEC.extract({"provider_specific_fields": {OUTPUT_KEY: [{"type": "reasoning", "encrypted_content": 5}]}})
     assert json.dumps(CODEC.encode_for_replay(StructuredReasoning()))  == "{}"
+
+
+@pytest.mark.parametrize(("code", "status", "kind"), [
+    ("server_error", 500, "ProviderHTTPError"), ("rate_limit_exceeded", 429, "ProviderRateLimitError"),
+    ("invalid_prompt", 400, "ProviderHTTPError"), ("something_new", 200, "ProviderHTTPError"),
+])
+def test_a_failed_response_is_the_error_its_code_has_as_an_http_answer(code: str, status: int, kind: str) -> None:
+    failed = answer([], status="failed", error={"code": code, "message": "it went wrong"})
+    with pytest.raises(Exception) as caught:
+        chat_shape(failed, {}, 200, None, "openai")
+    assert type(caught.value).__name__ == kind and caught.value.status_code == status  # type: ignore[attr-defined]
+    assert f"the response failed ({code}): it went wrong" in str(caught.value)
+
+
+def test_a_failed_response_with_a_server_error_is_tried_again_and_the_attempts_say_so() -> None:
+    from pathlib import Path
+
+    from capplan.executor.client import Client
+    from capplan.executor.plan import Plan
+    from tests.executor.recording_server import RecordingServer, json_answer
+
+    plan = Plan.load(Path(__file__).resolve().parents[2] / "golden" / "plans" / "gpt-5.json")
+    failed = answer([], status="failed", error={"code": "server_error", "message": "try again"})
+    ok = answer([{"type": "message", "id": "m", "role": "assistant",
+                  "content": [{"type": "output_text", "text": "done", "annotations": []}]}])
+    waits: list[float] = []
+    with RecordingServer() as server:
+        server.script(json_answer(failed), json_answer(ok))
+        client = Client(plan, env={"OPENAI_API_KEY": "sk-test"}, api_base=server.base, sleep=waits.append)
+        result = client.generate({"messages": [{"role": "user", "content": "go"}]})
+    assert result.text == "done" and len(waits) == 1
+    assert [(a.status, a.error_class) for a in result.attempts] == [("error", "server_error"), ("ok", None)]
