@@ -21,10 +21,13 @@ CAPPLAN = BIN / "capplan"
 
 
 def invoke(*args: str | Path, env: Mapping[str, str | None] | None = None, input: str | bytes | None = None,
-           catch_exceptions: bool = True) -> Result:
-    """``capplan ARGS`` in this process, in a fresh click runner; the result as click gives it."""
+           catch_exceptions: bool = True, terminal_width: int | None = None) -> Result:
+    """``capplan ARGS`` in this process, in a fresh click runner; the result as click gives it.
+
+    ``terminal_width`` is the width click wraps help text to.
+    """
     return CliRunner().invoke(main, [str(arg) for arg in args], env=env, input=input,
-                              catch_exceptions=catch_exceptions)
+                              catch_exceptions=catch_exceptions, terminal_width=terminal_width)
 
 
 def invoke_checked(*args: str | Path, env: Mapping[str, str | None] | None = None,

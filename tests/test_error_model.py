@@ -12,10 +12,8 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner, Result
 
 from capplan import cli
-from capplan.cli import main
 from capplan.cli.errors import BUG_MESSAGE, CommandExit
 from capplan.core.canonical import canonical_bytes, sha256_hex
 from capplan.core.diagnostics import Diagnostic, InputError
@@ -116,29 +114,25 @@ def boom(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(cli.COMMANDS, "boom", f"{__name__}:boom_cmd")
 
 
-def run(*args: str) -> Result:
-    return invoke(*args)
-
-
 def test_a_located_user_error_prints_its_render_once_and_exits_with_its_code(boom: None) -> None:
-    result = run("boom", "located")
+    result = invoke("boom", "located")
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr == "w.yaml:3:7: error[TEST_REFUSED]: the widget is broken\n    hint: mend the widget\n"
 
 
 def test_an_unlocated_user_error_is_placed_at_the_command(boom: None) -> None:
-    result = run("boom", "unlocated")
+    result = invoke("boom", "unlocated")
     assert (result.exit_code, result.stderr) == (1, "capplan boom: error[TEST_REFUSED]: no widget at all\n")
 
 
 def test_every_message_passes_the_redactor(boom: None) -> None:
     register_secrets([CANARY])
-    result = run("boom", "secret")
+    result = invoke("boom", "secret")
     assert result.exit_code == 1 and CANARY not in result.output and "the server answered" in result.stderr
 
 
 def test_an_input_error_prints_its_diagnostics_sorted_and_the_count(boom: None) -> None:
-    result = run("boom", "input")
+    result = invoke("boom", "input")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         "a.yaml:1:1: warning[z]: a warning",
@@ -149,24 +143,24 @@ def test_an_input_error_prints_its_diagnostics_sorted_and_the_count(boom: None) 
 
 
 def test_ctrl_c_ends_with_130_and_one_line(boom: None) -> None:
-    result = run("boom", "ctrl-c")
+    result = invoke("boom", "ctrl-c")
     assert result.exit_code == 130
     assert result.stderr.strip() == "capplan: interrupted" and "Traceback" not in result.output
 
 
 def test_a_command_ending_with_findings_exits_with_their_status_and_adds_nothing(boom: None) -> None:
-    result = run("boom", "findings")
+    result = invoke("boom", "findings")
     assert (result.exit_code, result.stdout, result.stderr) == (1, "1 finding\n", "")
     assert type(result.exit_code) is int  # the status leaves as a plain int, as sys.exit(1) did
 
 
 def test_click_usage_errors_stay_clicks(boom: None) -> None:
-    result = run("boom", "located", "--no-such-option")
+    result = invoke("boom", "located", "--no-such-option")
     assert result.exit_code == 2 and "No such option" in result.stderr and "error[" not in result.stderr
 
 
 def test_anything_else_is_reported_as_a_bug(boom: None) -> None:
-    result = run("boom", "bug")
+    result = invoke("boom", "bug")
     assert result.exit_code == 1 and isinstance(result.exception, RuntimeError)
     assert BUG_MESSAGE in result.stderr
 
@@ -199,7 +193,7 @@ def test_a_located_plan_error_prints_its_place_once(tmp_path: Path, monkeypatch:
         "preview": ["preview", "--plan", str(plan), str(request)],
     }[command]
     env = {"LLM_PROXY_BASE_URL": "http://127.0.0.1:9/v1"} if command == "gateway check" else {}
-    result = CliRunner().invoke(main, args, env=env)
+    result = invoke(*args, env=env)
     assert result.exit_code == 2, result.output
     [first, *_] = result.stderr.splitlines()
     assert first.startswith(f"{plan}:{line}:"), first

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
 
 from capplan.cli import main
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 CAPPLAN = Path(sys.executable).with_name("capplan")
@@ -98,7 +98,7 @@ NOT_COPIED = (".git", ".venv", "build", "dist", "site", "tests", "__pycache__", 
 
 
 def _help_text(args: list[str]) -> str:
-    result = CliRunner().invoke(main, [*args, "--help"], terminal_width=200)
+    result = invoke(*args, "--help", terminal_width=200)
     assert result.exit_code == 0, (args, result.output)
     return result.output
 

@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.cli.trial_limits import load_rate_limits, load_run_config
 from capplan.core.diagnostics import InputError
 from tests.cluster.runs import canary_plan, write_pack
@@ -19,6 +17,7 @@ from capplan.trials.cluster import session
 from capplan.trials.cluster.credentials import CredentialsMissingError, credential_names, require, secret_names
 from capplan.trials.cluster.limited_completion import LimitedCompletion, is_rate_limited, limit_lanes, retry_after_s
 from capplan.trials.cluster.session import ClusterUsageError, EnvironmentSource, check_address, runtime_env, stage_working_dir
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -163,12 +162,12 @@ def test_ray_options_on_the_local_backend_are_usage_errors(tmp_path: Path) -> No
     tasks = write_pack(tmp_path / "pack", n_tasks=1)
     plan = tmp_path / "agent.json"
     plan.write_bytes(canary_plan().to_bytes())
-    result = CliRunner().invoke(main, ["trial", "run", str(tasks[0]), "--plan", str(plan), "--out",
-                                       str(tmp_path / "out"), "--address", "auto"])
+    result = invoke("trial", "run", str(tasks[0]), "--plan", str(plan), "--out",
+                    str(tmp_path / "out"), "--address", "auto")
     assert result.exit_code == 2
     assert "--address applies only to --backend ray" in result.output
-    result = CliRunner().invoke(main, ["trial", "run", str(tasks[0]), "--plan", str(plan), "--out",
-                                       str(tmp_path / "out"), "--backend", "ray", "--address", "http://x:1"])
+    result = invoke("trial", "run", str(tasks[0]), "--plan", str(plan), "--out",
+                    str(tmp_path / "out"), "--backend", "ray", "--address", "http://x:1")
     assert result.exit_code == 2
     assert "is not a Ray address" in result.output
     assert not (tmp_path / "out" / "runs.jsonl").exists()

@@ -10,9 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from capplan.cli import main
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 BAD = Path("tests/compiler/bad_inputs")
@@ -29,7 +27,7 @@ def lint_output(rel: Path) -> tuple[int, str]:
     cwd = os.getcwd()
     os.chdir(REPO)
     try:
-        result = CliRunner().invoke(main, ["lint", str(rel)])
+        result = invoke("lint", str(rel))
     finally:
         os.chdir(cwd)
     return result.exit_code, result.output

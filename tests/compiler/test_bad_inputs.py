@@ -9,6 +9,7 @@ import pytest
 from capplan.core.diagnostics import InputError
 from capplan.compiler.loading import load_inputs
 from tests.compiler.expected_errors import REGEN, cases, expected_path, lint_output, render
+from tests.cli_runner import invoke
 
 
 @pytest.mark.parametrize("rel", cases(), ids=lambda p: p.stem)
@@ -49,11 +50,7 @@ def test_missing_file_is_an_input_error_not_a_traceback(tmp_path: Path) -> None:
 
 
 def test_missing_file_on_the_command_line_exits_2(tmp_path: Path) -> None:
-    from click.testing import CliRunner
-
-    from capplan.cli import main
-
-    result = CliRunner().invoke(main, ["compile", "--config", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o")])
+    result = invoke("compile", "--config", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o"))
     assert result.exit_code == 2
     assert "error[file-not-found]" in result.output
     assert not (tmp_path / "o").exists()

@@ -15,6 +15,7 @@ from capplan.compiler.explain import explain
 from capplan.executor.client import Client
 from capplan.executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE
 from capplan.executor.value_rules import RejectedValueError
+from tests.cli_runner import invoke
 
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
 CALL = {"messages": [{"role": "user", "content": "hi"}], "tools": [TOOL]}
@@ -144,10 +145,6 @@ def test_a_request_file_may_not_set_parallel_tool_calls_without_tools() -> None:
 
 def test_diff_shows_the_new_fields_with_the_layer_behind_them(tmp_path: Path,
                                                              write: Callable[[str, str], Path]) -> None:
-    from click.testing import CliRunner
-
-    from capplan.cli import main as cli
-
     run = write("run.yaml", "models:\n  m: {provider: openrouter, name: x/y}\n")
     overlay = write("ops.yaml", """
 providers:
@@ -156,11 +153,10 @@ providers:
     openrouter_defaults: {data_collection: allow, title: Ops}
 """)
     old, new = tmp_path / "old", tmp_path / "new"
-    runner = CliRunner()
-    assert runner.invoke(cli, ["compile", "--config", str(run), "--out", str(old)]).exit_code == 0
-    assert runner.invoke(cli, ["compile", "--config", str(run), "--presets-file", str(overlay),
-                               "--out", str(new)]).exit_code == 0
-    result = runner.invoke(cli, ["diff", str(old / "m.json"), str(new / "m.json")])
+    assert invoke("compile", "--config", str(run), "--out", str(old)).exit_code == 0
+    assert invoke("compile", "--config", str(run), "--presets-file", str(overlay),
+                  "--out", str(new)).exit_code == 0
+    result = invoke("diff", str(old / "m.json"), str(new / "m.json"))
     assert result.exit_code == 1, result.output
     for line in ("loop.api_call_timeout_s", "120.0", "90.0", "openrouter.data_collection", '"deny"', '"allow"',
                  "openrouter.title", "ops.yaml"):

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.compiler.credential_checks import own_key_variable
-from tests.cli_runner import invoke_checked
+from tests.cli_runner import invoke, invoke_checked
 
 
 def lint(*args: str) -> Result:
@@ -51,7 +50,7 @@ def test_a_binding_with_its_own_key_or_the_shipped_endpoint_is_quiet(tmp_path: P
 def test_the_warning_also_comes_from_compile_and_a_providers_file(tmp_path: Path) -> None:
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text("bindings:\n  openai:\n    endpoint: http://proxy.example.net/v1\n    api_key_env: GH_TOKEN\n")
-    result = CliRunner().invoke(main, ["compile", "--presets-file", str(overlay), "--out", str(tmp_path / "plans")])
+    result = invoke("compile", "--presets-file", str(overlay), "--out", str(tmp_path / "plans"))
     assert result.exit_code == 0 and "warning[key-to-foreign-endpoint]" in result.output
     providers = tmp_path / "providers.yaml"
     providers.write_text("acme:\n  endpoint: https://llm.acme.example/v1\n  api_key_env: GITHUB_TOKEN\n")

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from click.testing import CliRunner
-
-from capplan.cli import main
+from tests.cli_runner import invoke
 
 
 def test_an_unknown_model_key_names_the_catalogue_and_the_closest_key() -> None:
-    result = CliRunner().invoke(main, ["explain", "kimi-k4"])
+    result = invoke("explain", "kimi-k4")
     assert result.exit_code == 2
     assert "--model:" not in result.output
     assert "bundled:catalogue.yaml:" in result.output
@@ -18,12 +16,12 @@ def test_an_unknown_model_key_names_the_catalogue_and_the_closest_key() -> None:
 
 
 def test_an_unknown_field_suggests_the_closest_field_path() -> None:
-    result = CliRunner().invoke(main, ["explain", "kimi-k3", "policies.params_polcy"])
+    result = invoke("explain", "kimi-k3", "policies.params_polcy")
     assert result.exit_code == 2
     assert "the plan has no field 'policies.params_polcy'; did you mean 'policies.params_policy'?" in result.output
 
 
 def test_a_field_like_nothing_lists_the_top_level_fields() -> None:
-    result = CliRunner().invoke(main, ["explain", "kimi-k3", "zzz"])
+    result = invoke("explain", "kimi-k3", "zzz")
     assert result.exit_code == 2
     assert "fields: " in result.output and "policies" in result.output

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 STARTER = ["capplan.yaml", "run.yaml", "overlays/team.yaml", "tasks/order-01-status.yaml", "tasks/order_env.py"]
@@ -94,9 +95,6 @@ def test_init_onto_a_file_or_a_dangling_link_is_a_located_error(tmp_path: Path, 
 
 
 def test_init_whose_write_fails_midway_removes_what_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from click.testing import CliRunner
-
-    from capplan.cli import main
     from capplan.trials import confined
 
     real, calls = confined.create_new, []
@@ -108,7 +106,7 @@ def test_init_whose_write_fails_midway_removes_what_it_wrote(tmp_path: Path, mon
         return real(root, parts, data)
 
     monkeypatch.setattr(confined, "create_new", third_fails)
-    done = CliRunner().invoke(main, ["init", str(tmp_path / "evals")])
+    done = invoke("init", str(tmp_path / "evals"))
     assert done.exit_code == 2, done.output
     assert "error[out-unwritable]: cannot write it: No space left" in done.stderr
     assert len(calls) == 3

@@ -10,6 +10,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from capplan.compiler.version_gate import BadSpecifier, _admits_plain, admits, installed_version
+from tests.cli_runner import invoke
 
 RELEASES = ["0", "0.1", "0.1.0", "0.1.1", "0.2", "1", "1.0", "1.0.0", "1.0.1", "1.10", "2.0.0.0", "10.0"]
 OPERATORS = [">=", "<=", "==", "!=", "<", ">"]
@@ -61,13 +62,9 @@ def test_installed_version_is_the_distributions() -> None:
 
 
 def test_a_malformed_requires_capplan_is_a_located_error(tmp_path: Path) -> None:
-    from click.testing import CliRunner
-
-    from capplan.cli import main
-
     presets = tmp_path / "model_presets.yaml"
     presets.write_text('requires_capplan: "=>0.1"\npresets: {}\n', encoding="utf-8")
-    result = CliRunner().invoke(main, ["lint", str(presets)])
+    result = invoke("lint", str(presets))
     assert result.exit_code == 2, result.output
     assert f"{presets}:1:1: error[wrong-type]: requires_capplan: not a version specifier: '=>0.1'" in result.output
 
@@ -102,15 +99,11 @@ def _bundled_copy(tmp_path: Path, requires_line: str) -> Path:
 ])
 def test_a_bad_requires_capplan_is_located_exit_2_and_writes_nothing(
         tmp_path: Path, requires_line: str, expected: str) -> None:
-    from click.testing import CliRunner
-
-    from capplan.cli import main
-
     data = _bundled_copy(tmp_path, requires_line)
     presets = data / "model_presets.yaml"
     out = tmp_path / "plans"
     for args in (["lint", str(presets)], ["compile", "--data", str(data), "--out", str(out)]):
-        result = CliRunner().invoke(main, args)
+        result = invoke(*args)
         assert result.exit_code == 2, (args, result.output)
         assert "Traceback" not in result.output, result.output[-2000:]
         assert result.exception is None or isinstance(result.exception, SystemExit), result.exception

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from capplan.cli import main
 from capplan.executor.plan import Plan
+from tests.cli_runner import invoke
 
 
 def _compile(tmp_path: Path, models: str) -> tuple[int, str, Path]:
     config = tmp_path / "run.yaml"
     config.write_text("models:\n" + models)
     out = tmp_path / "plans"
-    result = CliRunner().invoke(main, ["compile", "--config", str(config), "--out", str(out)])
+    result = invoke("compile", "--config", str(config), "--out", str(out))
     return result.exit_code, result.output, out
 
 
@@ -30,7 +28,7 @@ def test_openai_compatible_routes_default_to_direct_and_litellm_can_be_chosen(tm
         "a": ("openai-chat", "direct"), "b": ("openai-chat", "litellm"), "c": ("litellm", "litellm"),
         "d": ("openai-chat", "direct")}
     assert wires["d"] is not None and wires["d"].body == {"usage": {"include": True}}
-    explained = CliRunner().invoke(main, ["explain", "--config", str(tmp_path / "run.yaml"), "b", "wire.transport"])
+    explained = invoke("explain", "--config", str(tmp_path / "run.yaml"), "b", "wire.transport")
     assert "model:b" in explained.output and "run.yaml" in explained.output, explained.output  # the block that chose it
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from capplan.conformance.carriers import CarrierMint
 from capplan.conformance.corpus import Corpus
@@ -26,6 +25,7 @@ from capplan.conformance.emulators.anthropic import AnthropicMessagesEmulator, A
 from capplan.executor.client import Client
 from capplan.executor.messages import ChatRequest, ReasoningIn
 from capplan.executor.plan import Plan
+from tests.cli_runner import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = {name: ROOT / "golden" / "plans" / f"{name}.json" for name in ("claude-opus-4.7", "claude-opus-5")}
@@ -439,12 +439,10 @@ presets:
 
 
 def test_claude_with_codec_none_and_thinking_on_is_refused_with_the_providers_text(emu: AnthropicMessagesEmulator, tmp_path: Path) -> None:
-    from capplan.cli import main
-
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text(OVERLAY, encoding="utf-8")
     out = tmp_path / "plans"
-    compiled = CliRunner().invoke(main, ["compile", "--model", "claude-opus-4.7", "--presets-file", str(overlay), "--out", str(out)])
+    compiled = invoke("compile", "--model", "claude-opus-4.7", "--presets-file", str(overlay), "--out", str(out))
     assert compiled.exit_code == 0, compiled.output
     plan = Plan.load(out / "claude-opus-4.7.json")
     assert plan.policies["reasoning_codec"].name == "none"

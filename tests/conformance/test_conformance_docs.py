@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from capplan.cli import main
 from capplan.conformance.corpus import load_corpus
 from capplan.conformance.emulators import checks_by_protocol
+from tests.cli_runner import invoke
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
 REGENERATE = "capplan conformance --list-rules --format markdown > docs/conformance.md"
 
 
 def test_the_page_is_what_the_command_prints() -> None:
-    result = CliRunner().invoke(main, ["conformance", "--list-rules", "--format", "markdown"])
+    result = invoke("conformance", "--list-rules", "--format", "markdown")
     assert result.exit_code == 0, result.output
     assert PAGE.read_text(encoding="utf-8") == result.stdout, f"docs/conformance.md drifted from the corpus; run: {REGENERATE}"
 

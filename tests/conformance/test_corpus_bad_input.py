@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.core.input_limits import MAX_CONFIG_BYTES, MAX_NESTING
+from tests.cli_runner import invoke
 
 PLANTED = "sk-proj-PLANTEDcanary0123456789abcdefABCDEF"
 
@@ -40,7 +39,7 @@ def test_a_hostile_rules_file_is_a_located_error(tmp_path: Path, case: str) -> N
     rules = tmp_path / "rules.yaml"
     rules.write_text(CASES[case], encoding="utf-8")
     before = sorted(tmp_path.rglob("*"))
-    result = CliRunner().invoke(main, ["conformance", "--corpus", str(rules), "--list-rules"])
+    result = invoke("conformance", "--corpus", str(rules), "--list-rules")
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output

@@ -9,11 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from capplan.cli import main
 from capplan.conformance.routes import Target, target_of
 from capplan.executor.plan import Plan
+from tests.cli_runner import invoke
 
 RUN_CONFIG = """\
 models:
@@ -28,7 +26,7 @@ models:
 
 def compiled(tmp_path: Path) -> Path:
     (tmp_path / "run.yaml").write_text(RUN_CONFIG, encoding="utf-8")
-    result = CliRunner().invoke(main, ["compile", "--config", str(tmp_path / "run.yaml"), "--out", str(tmp_path / "plans")])
+    result = invoke("compile", "--config", str(tmp_path / "run.yaml"), "--out", str(tmp_path / "plans"))
     assert result.exit_code == 0, result.output
     return tmp_path / "plans"
 
@@ -37,7 +35,7 @@ def test_native_deepseek_and_moonshot_plans_are_held_to_their_vendors_rules(tmp_
     plans = compiled(tmp_path)
     assert target_of(Plan.load(plans / "deepseek-native.json")) == Target("openai-chat", "deepseek", "deepseek-v4-flash", "litellm")
     assert target_of(Plan.load(plans / "kimi-native.json")) == Target("openai-chat", "moonshot", "kimi-k2-thinking", "litellm")
-    result = CliRunner().invoke(main, ["conformance", str(plans), "--format", "json"])
+    result = invoke("conformance", str(plans), "--format", "json")
     report = json.loads(result.stdout)
     cells = {(cell["plan"], cell["rule_id"]): cell for cell in report["cells"]}
     # every step of every tool loop replays its reasoning_content on the vendor's own route

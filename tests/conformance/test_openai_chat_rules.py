@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.conformance.corpus import Corpus
 from capplan.conformance.emulator import Reply
 from capplan.conformance.emulators import emulator_for
@@ -35,6 +33,7 @@ from capplan.executor.result import GenerationResult
 from capplan.trials.tool_call_ids import ToolCallIds
 from tests.chat_route import OVERLAY as CHAT_OVERLAY
 from tests.chat_route import chat_route_plan
+from tests.cli_runner import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = ROOT / "golden" / "plans"
@@ -151,8 +150,8 @@ def compiled_with_overlay(tmp_path: Path, model: str, overlay: str) -> Plan:
     path = tmp_path / "overlay.yaml"
     path.write_text(overlay)
     out = tmp_path / "plans"
-    result = CliRunner().invoke(main, ["compile", "--model", model, "--presets-file", str(CHAT_OVERLAY),
-                                       "--presets-file", str(path), "--out", str(out)])
+    result = invoke("compile", "--model", model, "--presets-file", str(CHAT_OVERLAY),
+                    "--presets-file", str(path), "--out", str(out))
     assert result.exit_code == 0, result.output
     return Plan.load(out / f"{model.replace('/', '__')}.json")
 

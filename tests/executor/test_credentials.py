@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.executor.client import Client
 from capplan.executor.errors import MissingCredentialError
 from capplan.executor.gateway.catalog import clear_catalog_cache
@@ -21,6 +19,7 @@ from capplan.core.redaction import REDACTED, Redactor, redact_url
 from tests.executor.loopback import LoopbackServer, Recorded
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Upstream, completion_body
+from tests.cli_runner import invoke
 
 KEY_CANARY = "sk-or-canary-key-5e71c0d9"
 URL_CANARY = "sk-url-canary-93ab2f"
@@ -91,12 +90,11 @@ def test_send_with_url_credentials_and_an_echoing_401_prints_nothing_secret(
     plan, request = _files(tmp_path)
     monkeypatch.setenv("OPENROUTER_API_KEY", KEY_CANARY)
     api_base = f"http://user:{URL_CANARY}@127.0.0.1:{server.port}/v1?api_key={QUERY_CANARY}"
-    runner = CliRunner()
     with caplog.at_level(logging.DEBUG):
-        preview = runner.invoke(main, ["preview", "--plan", plan, "--api-base", api_base, request])
-        preview_text = runner.invoke(main, ["preview", "--format", "text", "--plan", plan, "--api-base", api_base, request])
+        preview = invoke("preview", "--plan", plan, "--api-base", api_base, request)
+        preview_text = invoke("preview", "--format", "text", "--plan", plan, "--api-base", api_base, request)
         server.queue(echo_401, status=401)
-        sent = runner.invoke(main, ["send", "--plan", plan, "--api-base", api_base, request])
+        sent = invoke("send", "--plan", plan, "--api-base", api_base, request)
     assert preview.exit_code == 0 and preview_text.exit_code == 0, preview.output + preview_text.output
     assert json.loads(preview.stdout)["api_base"] == f"http://{REDACTED}@127.0.0.1:{server.port}/v1?api_key={REDACTED}"
     assert sent.exit_code == 1, sent.output
@@ -115,7 +113,7 @@ def test_send_without_the_key_variable_exits_2_naming_it_and_sends_nothing(
     for value in (None, "  "):
         if value is not None:
             monkeypatch.setenv("OPENROUTER_API_KEY", value)
-        sent = CliRunner().invoke(main, ["send", "--plan", plan, "--api-base", server.base + "/v1", request])
+        sent = invoke("send", "--plan", plan, "--api-base", server.base + "/v1", request)
         assert sent.exit_code == 2, sent.output
         assert sent.stderr.startswith(f"{request}: error[CREDENTIAL]: OPENROUTER_API_KEY is not set")
         assert "Traceback" not in sent.output
@@ -128,7 +126,7 @@ def test_trial_run_refuses_a_missing_key_before_any_trial(tmp_path: Path) -> Non
     tasks = sorted(str(p) for p in pack.glob("inv-01-*.yaml"))
     assert tasks, "the example trial pack is missing"
     out = tmp_path / "run"
-    result = CliRunner().invoke(main, ["trial", "run", *tasks, "--plan", plan, "--user-plan", plan, "--out", str(out)])
+    result = invoke("trial", "run", *tasks, "--plan", plan, "--user-plan", plan, "--out", str(out))
     assert result.exit_code == 2, result.output
     assert "OPENROUTER_API_KEY is not set" in result.stderr
     assert not (out / "runs.jsonl").exists()

@@ -25,6 +25,7 @@ from capplan.executor.gateway.config import GatewayConfig
 from capplan.executor.loop_errors import LoopErrorReason
 from capplan.executor.plan import Plan
 from tests.executor.recording_server import Answer, RecordingServer, json_answer
+from tests.cli_runner import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {"OPENROUTER_API_KEY": "sk-or-rules-5d1f", "OPENAI_API_KEY": "sk-oa-rules-77c2"}
@@ -164,16 +165,12 @@ def test_a_binding_cap_beyond_300_s_is_refused() -> None:
 
 
 def test_send_names_the_setup_problem_on_its_one_line(server: RecordingServer, tmp_path: Path) -> None:
-    from click.testing import CliRunner
-
-    from capplan.cli import main
-
     request = tmp_path / "request.json"
     request.write_text(json.dumps(CONVERSATION), encoding="utf-8")
     plan = ROOT / "golden" / "plans" / "kimi-k3.json"
     server.script(json_answer({"error": {"message": "moonshotai/kimi-k3 is not a valid model ID", "code": 400}}, 400))
-    result = CliRunner().invoke(main, ["send", "--plan", str(plan), "--api-base", server.base, str(request)],
-                                env={"OPENROUTER_API_KEY": KEYS["OPENROUTER_API_KEY"], "LLM_PROXY_BASE_URL": ""})
+    result = invoke("send", "--plan", str(plan), "--api-base", server.base, str(request),
+                    env={"OPENROUTER_API_KEY": KEYS["OPENROUTER_API_KEY"], "LLM_PROXY_BASE_URL": ""})
     assert result.exit_code == 1, result.output
     (line,) = result.stderr.strip().splitlines()
     assert "error[PROVIDER]" in line and "configuration: OpenRouter serves no model of this id" in line
@@ -182,10 +179,6 @@ def test_send_names_the_setup_problem_on_its_one_line(server: RecordingServer, t
 
 
 def test_an_overlays_rules_replace_the_bindings_and_a_bad_one_is_a_located_error(tmp_path: Path) -> None:
-    from click.testing import CliRunner
-
-    from capplan.cli import main
-
     overlay = tmp_path / "overlay.yaml"
     rule = ('{status: 404, contains: "No endpoints found for this model", class: configuration, '
             'problem: no provider serves this model, evidence: "OpenRouter error page (2026-12-04)"}')
@@ -194,12 +187,12 @@ def test_an_overlays_rules_replace_the_bindings_and_a_bad_one_is_a_located_error
                        'evidence: "nowhere at all, today"}\n', encoding="utf-8")
     out = tmp_path / "plans"
     args = ["compile", "--model", "kimi-k3", "--presets-file", str(overlay), "--out", str(out)]
-    refused = CliRunner().invoke(main, args)
+    refused = invoke(*args)
     assert refused.exit_code == 2 and not out.exists()
     assert (f"{overlay}:6:23: error[wrong-type]: bindings.openrouter.failure_rules[1].pattern: not a regular "
             "expression: unterminated character set") in refused.stderr
     overlay.write_text("\n".join(overlay.read_text(encoding="utf-8").splitlines()[:-1]) + "\n", encoding="utf-8")
-    assert CliRunner().invoke(main, args).exit_code == 0
+    assert invoke(*args).exit_code == 0
     binding = Plan.load(out / "kimi-k3.json").binding.binding
     assert binding.retry_after_max_s == 20.0
     assert [r.problem for r in binding.failure_rules] == ["no provider serves this model"]  # the list is replaced

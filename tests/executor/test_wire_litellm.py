@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from capplan.executor.client import Client
 from capplan.executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE
 from tests.executor.loopback import LoopbackServer
 from tests.executor.plans import make_plan
+from tests.cli_runner import invoke
 
 CREDENTIALS = {"OPENAI_API_KEY": "sk-openai-test", "ANTHROPIC_API_KEY": "sk-ant-test", "OPENROUTER_API_KEY": "sk-or-test"}
 
@@ -284,19 +284,17 @@ def test_transient_5xx_is_retried_and_a_400_is_not(server: LoopbackServer) -> No
 
 
 def test_cli_send_prints_the_parsed_result_and_provider_failures_exit_1(server: LoopbackServer, tmp_path: Path) -> None:
-    from capplan.cli import main
-
     plan_path, request_path = tmp_path / "plan.json", tmp_path / "request.json"
     plan_path.write_bytes(make_plan("openrouter", "x-ai/grok-wire", policies={"reasoning_codec": "openai"}).to_bytes())
     request_path.write_text(json.dumps({"messages": [USER]}), encoding="utf-8")
     server.queue(_openai_body({"content": "hello", "reasoning_content": "r"}, {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "cost": 0.001}), headers={"x-generation-id": "gen-cli"})
-    result = CliRunner().invoke(main, ["send", "--plan", str(plan_path), "--api-base", server.base + "/api/v1", str(request_path)])
+    result = invoke("send", "--plan", str(plan_path), "--api-base", server.base + "/api/v1", str(request_path))
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0] == "text: hello"
     assert "openrouter_generation_id: gen-cli" in result.stdout and "cost: $0.001000 (litellm)" in result.stdout
 
     server.queue({"error": {"message": "no such model", "code": 404}}, status=404)
-    failed = CliRunner().invoke(main, ["send", "--plan", str(plan_path), "--api-base", server.base + "/api/v1", str(request_path)])
+    failed = invoke("send", "--plan", str(plan_path), "--api-base", server.base + "/api/v1", str(request_path))
     assert failed.exit_code == 1
     (line,) = failed.stderr.strip().splitlines()
     assert line.startswith(f"{request_path}: error[PROVIDER]: ") and "Traceback" not in failed.output

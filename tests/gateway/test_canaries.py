@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.executor.client import Client
 from capplan.executor.gateway.catalog import clear_catalog_cache
 from capplan.executor.plan import Plan
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Seen, Upstream, completion_body
+from tests.cli_runner import invoke
 
 GATEWAY_KEY = "canary-gateway-key-6f1d2a"
 SECRET = "canary-order-secret-83b0c4"
@@ -130,12 +129,11 @@ def test_command_output_is_clean(upstream: Upstream, tmp_path: Path, monkeypatch
     plan_file.write_bytes(plan_for(upstream).to_bytes())
     request = tmp_path / "request.json"
     request.write_text(json.dumps(USER))
-    runner = CliRunner()
     outputs = [
-        runner.invoke(main, ["send", "--plan", str(plan_file), str(request)]),
-        runner.invoke(main, ["preview", "--plan", str(plan_file), str(request), "--format", "text"]),
-        runner.invoke(main, ["preview", "--plan", str(plan_file), str(request)]),
-        runner.invoke(main, ["gateway", "check", "--plan", str(plan_file), "--format", "json"]),
+        invoke("send", "--plan", str(plan_file), str(request)),
+        invoke("preview", "--plan", str(plan_file), str(request), "--format", "text"),
+        invoke("preview", "--plan", str(plan_file), str(request)),
+        invoke("gateway", "check", "--plan", str(plan_file), "--format", "json"),
     ]
     assert [o.exit_code for o in outputs] == [1, 0, 0, 0], [o.output for o in outputs]
     assert "error[PROVIDER]" in outputs[0].output

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.executor.gateway import catalog
 from capplan.executor.gateway.catalog import clear_catalog_cache, fetch_gateway_catalog, read_gateway_catalog
 from capplan.executor.gateway.config import EnvSource, resolve_gateway_config
 from tests.serving import LoopbackHTTPServer, ServedOnLoopback
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = REPO / "golden" / "plans" / "gpt-4o.json"  # an openai plan: routed through a gateway by default
@@ -128,7 +128,7 @@ def gateway_check(base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *a
     monkeypatch.chdir(tmp_path)  # no stray .env
     results: list[Result] = []
     worker = threading.Thread(
-        target=lambda: results.append(CliRunner().invoke(main, ["gateway", "check", "--plan", str(PLAN), *args])),
+        target=lambda: results.append(invoke("gateway", "check", "--plan", str(PLAN), *args)),
         daemon=True,
     )
     worker.start()

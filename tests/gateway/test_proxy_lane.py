@@ -10,14 +10,13 @@ import re
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.executor.client import Client
 from capplan.executor.gateway.route import GatewayRouteAmbiguous
 from capplan.executor.plan import Plan
 from tests.executor.plans import make_plan
 from tests.gateway.conftest import MASTER_KEY, Gateway
+from tests.cli_runner import invoke
 
 ORDER_ID = "order-canary-9000123"
 USER = {"messages": [{"role": "user", "content": "hi"}]}
@@ -155,14 +154,14 @@ def test_gateway_check_command(lane: Gateway, tmp_path: Any, monkeypatch: pytest
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "exact.json").write_bytes(direct_plan(lane, "openrouter", "azure_ai/cohere-gw", key="exact").to_bytes())
-    ok = CliRunner().invoke(main, ["gateway", "check", "--plan", str(tmp_path / "exact.json")])
+    ok = invoke("gateway", "check", "--plan", str(tmp_path / "exact.json"))
     assert ok.exit_code == 0, ok.output
     assert "ok   exact: exact -> azure_ai/cohere-gw: catalog serves 'azure_ai/cohere-gw'" in ok.output
     (tmp_path / "alias.json").write_bytes(direct_plan(lane, "openrouter", "anthropic/claude-alias", key="alias").to_bytes())
     (tmp_path / "twice.json").write_bytes(direct_plan(lane, "openrouter", "google/gem-gw", key="twice").to_bytes())
     (tmp_path / "offline.json").write_bytes(make_plan("mock", "echo", key="offline").to_bytes())
     (tmp_path / "manifest.json").write_text("{}")  # compile's run manifest sits beside plans; not a plan
-    found = CliRunner().invoke(main, ["gateway", "check", "--plan", str(tmp_path), "--format", "json"])
+    found = invoke("gateway", "check", "--plan", str(tmp_path), "--format", "json")
     assert found.exit_code == 1, found.output
     rows = {r["model"]: r for r in json.loads(found.output)["plans"]}
     assert rows["alias"]["kind"] == "direct" and "does not serve" in rows["alias"]["reason"]
@@ -181,7 +180,7 @@ def test_preview_shows_the_routed_request(lane: Gateway, tmp_path: Any, monkeypa
     plan_file.write_bytes(direct_plan(lane, "openrouter", "azure_ai/cohere-gw").to_bytes())
     request = tmp_path / "r.json"
     request.write_text(json.dumps(USER))
-    out = CliRunner().invoke(main, ["preview", "--plan", str(plan_file), str(request), "--format", "text"])
+    out = invoke("preview", "--plan", str(plan_file), str(request), "--format", "text")
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
     assert lines[0] == "gateway: exact -> azure_ai/cohere-gw (catalog serves 'azure_ai/cohere-gw')"

@@ -32,9 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.conformance.corpus import load_corpus
 from capplan.conformance.emulator import Reply
 from capplan.conformance.emulators.openai_responses import ResponsesEmulator
@@ -47,6 +45,7 @@ from capplan.executor.plan import Plan
 from capplan.executor.result import GenerationResult
 from tests.gateway.litellm_proxy import LiteLLMProxy
 from tests.gateway.tap import Tap
+from tests.cli_runner import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 MASTER_KEY = "sk-responses-gateway-master-7c2a"
@@ -440,7 +439,7 @@ def test_preview_shows_the_routed_responses_request(lane: ResponsesLane, tmp_pat
     plan_file.write_bytes(bundled_plan("gpt-5", "direct").to_bytes())
     request = tmp_path / "r.json"
     request.write_text(json.dumps(REQUEST))
-    out = CliRunner().invoke(main, ["preview", "--plan", str(plan_file), str(request), "--format", "json"])
+    out = invoke("preview", "--plan", str(plan_file), str(request), "--format", "json")
     assert out.exit_code == 0, out.output
     kwargs = json.loads(out.output)
     # the Responses request, addressed to the gateway's route in the OpenAI dialect
@@ -460,7 +459,7 @@ def test_gateway_check_routes_the_responses_plans(lane: ResponsesLane, tmp_path:
     monkeypatch.chdir(tmp_path)
     for key in DEPLOYMENTS:
         (tmp_path / f"{key}.json").write_bytes(bundled_plan(key, "direct").to_bytes())
-    out = CliRunner().invoke(main, ["gateway", "check", "--plan", str(tmp_path), "--format", "json"])
+    out = invoke("gateway", "check", "--plan", str(tmp_path), "--format", "json")
     assert out.exit_code == 0, out.output
     rows = {r["model"]: r for r in json.loads(out.output)["plans"]}
     assert {key: (r["ok"], r["kind"]) for key, r in rows.items()} == {key: (True, "exact") for key in DEPLOYMENTS}

@@ -35,6 +35,7 @@ from tests.hostile.provider_server import (
     lying,
     raw,
 )
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 GPT4O = Plan.load(REPO / "golden" / "plans" / "gpt-4o.json")
@@ -278,16 +279,13 @@ def test_an_answer_past_a_limit_ends_a_trial_turn_as_a_provider_failure() -> Non
 def test_send_past_the_cap_is_one_located_line_naming_the_limit(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     # in process: a finite 2 MiB body, so even a client without the cap only reads 2 MiB
-    from click.testing import CliRunner
-
-    from capplan.cli import main
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-hostile-test")
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
     with HostileProvider(raw(b" " * (2 * MIB))) as server:
-        result = CliRunner().invoke(main, ["send", "--plan", str(plan_file(tmp_path, max_response_bytes=MIB)),
-                                           "--api-base", server.base, str(request)])
+        result = invoke("send", "--plan", str(plan_file(tmp_path, max_response_bytes=MIB)),
+                        "--api-base", server.base, str(request))
         assert server.posts == 1  # not retried
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.executor.gateway.catalog import clear_catalog_cache
 from capplan.executor.plan import Plan
 from tests.executor.plans import make_plan
 from tests.serving import LoopbackHTTPServer, ServedOnLoopback
+from tests.cli_runner import invoke
 
 BOUND_KEY = "redirect-bound-key-5a1f0c"
 GATEWAY_KEY = "redirect-gateway-key-9d2e"
@@ -92,7 +91,7 @@ def _send(tmp_path: Path, plan: Plan) -> str:
     plan_file.write_bytes(plan.to_bytes())
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
-    result = CliRunner().invoke(main, ["send", "--plan", str(plan_file), str(request)])
+    result = invoke("send", "--plan", str(plan_file), str(request))
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output and "stolen" not in result.output

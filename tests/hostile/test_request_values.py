@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.executor.messages import MAX_REQUEST_TOKENS, SEED_MAX
 from tests.executor.loopback import LoopbackServer
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 PLANS = ["claude-opus-4.7", "kimi-k3", "mock-echo", "gpt-4o"]
@@ -120,7 +120,7 @@ def run(command: str, plan: str, request: Path, server: LoopbackServer) -> Resul
     args = [command, "--plan", str(REPO / "golden" / "plans" / f"{plan}.json")]
     if command == "send":
         args += ["--api-base", server.base]
-    result = CliRunner().invoke(main, [*args, str(request)], env=ENV)
+    result = invoke(*args, str(request), env=ENV)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
     assert "Traceback" not in result.output
     assert CANARY not in result.output

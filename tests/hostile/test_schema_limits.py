@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.core.input_limits import MAX_REF_DEPTH, MAX_SCHEMA_NODES
 from capplan.executor.policies.schema_sanitizer import ToolSchemaError
 from capplan.executor.registry import policy_class
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 PLANS = ["gemini-3.1-pro-preview", "cohere-command-a-plus", "gpt-5", "grok-4"]
@@ -49,7 +48,7 @@ def deep(levels: int = 400) -> dict[str, Any]:
 def test_preview_refuses_ref_bombs_located(tmp_path: Path, plan: str, make: Any, message: str) -> None:
     request = tmp_path / "r.json"
     request.write_text(json.dumps({"tools": [make()], "messages": [{"role": "user", "content": "hi"}]}))
-    result = CliRunner().invoke(main, ["preview", "--plan", str(REPO / "golden" / "plans" / f"{plan}.json"), str(request)])
+    result = invoke("preview", "--plan", str(REPO / "golden" / "plans" / f"{plan}.json"), str(request))
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
     assert result.exit_code == 2 and "Traceback" not in result.output
     if plan in ("gemini-3.1-pro-preview", "cohere-command-a-plus", "grok-4"):
@@ -67,7 +66,7 @@ def test_python_callers_get_a_typed_error_not_a_recursion_error(slot_name: str, 
 def test_a_deep_schema_in_a_request_file_stops_at_the_nesting_limit(tmp_path: Path) -> None:
     request = tmp_path / "r.json"
     request.write_text(json.dumps({"tools": [deep()], "messages": [{"role": "user", "content": "hi"}]}))
-    result = CliRunner().invoke(main, ["preview", "--plan", str(REPO / "golden" / "plans" / "gpt-5.json"), str(request)])
+    result = invoke("preview", "--plan", str(REPO / "golden" / "plans" / "gpt-5.json"), str(request))
     assert result.exit_code == 2 and "nested more than 64 levels deep" in result.output
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from .fakes.chat import ChatProvider
 from .helpers import FAKE_KEY, custom_run, prices_file, read_jsonl, row
+from tests.cli_runner import invoke
 
 
 def no_traceback(outcome) -> None:
@@ -168,14 +169,11 @@ def test_report_on_an_empty_folder_says_nothing_is_measured(harness, tmp_path):
 
 
 def test_report_hints_name_the_command_the_user_typed(tmp_path, capsys):
-    from click.testing import CliRunner
-
-    from capplan.cli import main
     from capplan.evals.reasoning_replay.commands.cli import main as harness_main
 
     (tmp_path / "empty").mkdir()
     for folder in ("empty", "missing"):
-        done = CliRunner().invoke(main, ["replay", "report", "--out", str(tmp_path / folder)])
+        done = invoke("replay", "report", "--out", str(tmp_path / folder))
         assert done.exit_code in (1, 2) and "run `capplan replay run … --out" in done.stderr, done.stderr
         assert "harness.py" not in done.stderr
         assert harness_main(["report", "--out", str(tmp_path / folder)]) in (1, 2)

@@ -6,11 +6,10 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from .conftest import REPO_ROOT
 from .fakes.chat import ChatProvider
 from .helpers import FAKE_KEY, custom_run, prices_file
+from tests.cli_runner import invoke
 
 SCRIPT = "evals/reasoning_replay/harness.py"
 
@@ -50,18 +49,14 @@ def test_module_entry_point():
 
 
 def test_capplan_replay_runs_the_same_code(serve, tmp_path, monkeypatch):
-    click_testing = pytest.importorskip("click.testing")
-    from capplan.cli import main as capplan
-
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY, reads=()))
     out = tmp_path / "out"
-    runner = click_testing.CliRunner()
-    run = runner.invoke(capplan, ["replay", *custom_run(server.url, out, prices_file(tmp_path), "--steps", "text")])
+    run = invoke("replay", *custom_run(server.url, out, prices_file(tmp_path), "--steps", "text"))
     assert run.exit_code == 0, run.output
-    report = runner.invoke(capplan, ["replay", "report", "--out", str(out)])
+    report = invoke("replay", "report", "--out", str(out))
     assert report.exit_code == 0 and "accepted-ignored" in report.output
-    helped = runner.invoke(capplan, ["replay", "--help"])
+    helped = invoke("replay", "--help")
     assert helped.exit_code == 0 and "prompt_tokens delta" in helped.output
-    bad = runner.invoke(capplan, ["replay", "run", "--route", "nuos", "--models", "m", "--out", str(out)])
+    bad = invoke("replay", "run", "--route", "nuos", "--models", "m", "--out", str(out))
     assert bad.exit_code == 2 and "unknown route" in bad.output

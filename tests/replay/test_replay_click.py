@@ -10,11 +10,10 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main as capplan
 from capplan.cli.replay_cmd import _argv, replay_cmd
 from capplan.evals.reasoning_replay.commands.cli import build_parser
+from tests.cli_runner import invoke
 
 #: the console script: completion is keyed by the program's name (_CAPPLAN_COMPLETE)
 CAPPLAN = Path(sys.executable).with_name("capplan")
@@ -66,13 +65,13 @@ def test_click_hands_the_harness_the_settings_its_own_parser_reads(argv: list[st
 
 
 def test_click_refuses_a_bad_choice_with_a_usage_error() -> None:
-    done = CliRunner().invoke(capplan, ["replay", "run", "--route", "x", "--kind", "grpc", "--models", "m",
-                                        "--out", "o"])
+    done = invoke("replay", "run", "--route", "x", "--kind", "grpc", "--models", "m",
+                  "--out", "o")
     assert done.exit_code == 2 and "Invalid value for '--kind': 'grpc' is not one of" in done.output
 
 
 def test_help_is_click_s_and_keeps_the_harness_manual() -> None:
-    helped = CliRunner().invoke(capplan, ["replay", "run", "--help"], terminal_width=120)
+    helped = invoke("replay", "run", "--help", terminal_width=120)
     assert helped.exit_code == 0
     assert "replay run [OPTIONS]" in helped.output.splitlines()[0]
     assert "--turn1-tool-choice [auto|required|tool]" in helped.output and "[required]" in helped.output

@@ -16,6 +16,7 @@ from capplan.core import folder_lock
 
 from .fakes.chat import ChatProvider
 from .helpers import FAKE_KEY, custom_run, prices_file
+from tests.cli_runner import invoke
 
 
 def _no_traceback(done) -> None:
@@ -112,17 +113,13 @@ def test_a_folder_another_run_is_writing_is_refused_naming_its_pid(serve, harnes
 
 
 def test_capplan_replay_run_is_refused_the_same_way(serve, tmp_path, monkeypatch):
-    from click.testing import CliRunner
-
-    from capplan.cli import main as capplan
-
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY))
     out = tmp_path / "out"
     out.mkdir()
     held = folder_lock.hold(out)
     try:
-        done = CliRunner().invoke(capplan, ["replay", *custom_run(server.url, out, prices_file(tmp_path))])
+        done = invoke("replay", *custom_run(server.url, out, prices_file(tmp_path)))
     finally:
         held.release()
     assert done.exit_code == 2, done.output

@@ -10,6 +10,7 @@ from ruamel.yaml import YAML
 
 from .fakes.chat import ChatProvider
 from .helpers import FAKE_KEY, custom_run, prices_file
+from tests.cli_runner import invoke
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -74,11 +75,7 @@ def test_overlay_snippet_is_yaml_with_dated_evidence(measured, harness, tmp_path
 
 
 def test_overlay_snippet_lints_clean_as_a_capplan_overlay(measured, harness, tmp_path):
-    from click.testing import CliRunner
-
-    from capplan.cli import main
-
     target = tmp_path / "evidence.yaml"
     assert harness("report", "--out", measured, "--overlay", target).code == 0
-    result = CliRunner().invoke(main, ["lint", "--kind", "overlay", str(target)])
+    result = invoke("lint", "--kind", "overlay", str(target))
     assert result.exit_code == 0, result.output

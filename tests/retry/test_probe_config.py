@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from capplan.cli import main
+from tests.cli_runner import invoke
 
 MODELS = "models:\n  gpt:\n    provider: openai\n    name: gpt-4o\n"
 
@@ -16,7 +14,7 @@ def _compile(tmp_path: Path, name: str, extra: str) -> tuple[int, str, Path]:
     config = tmp_path / name / "run.yaml"  # one name: provenance records it
     config.write_text(MODELS + extra)
     out = tmp_path / name / "plans"
-    result = CliRunner().invoke(main, ["compile", "--config", str(config), "--out", str(out)])
+    result = invoke("compile", "--config", str(config), "--out", str(out))
     return result.exit_code, result.output, out
 
 

@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from tests.trials.agent_server import AgentServer, default_responder
 from tests.trials.helpers import openai_plan, write_task
+from tests.cli_runner import invoke
 
 #: $1 per 1M tokens each way; every answer is 20 + 5 tokens, so a call costs $0.000025
 PRICING = {"key": "openai/agent-model", "input": 1.0, "output": 1.0}
@@ -113,7 +112,7 @@ def test_the_killed_trials_calls_are_journalled_with_their_record_fields(killed_
 
 def test_report_counts_the_spend_of_the_trial_that_died(killed_run: Any) -> None:
     _, _, out, _ = killed_run
-    result = CliRunner().invoke(main, ["trial", "report", str(out)])
+    result = invoke("trial", "report", str(out))
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["trials"] == 1
@@ -132,7 +131,7 @@ def test_resume_records_the_died_spend_and_max_cost_counts_it(killed_run: Any,
     srv.reset()
     # trial 0 cost 2 calls; only with the died call counted does the spend reach the budget of 2.5 calls
     budget = f"{2.5 * CALL_USD:.9f}"
-    result = CliRunner().invoke(main, run_args(task, plan, out, srv.base, "--max-cost", budget))
+    result = invoke(*run_args(task, plan, out, srv.base, "--max-cost", budget))
     assert result.exit_code == 1, result.output
     assert "budget stop" in result.output
     assert srv.requests == []  # trial 1 was not started again
@@ -144,7 +143,7 @@ def test_resume_records_the_died_spend_and_max_cost_counts_it(killed_run: Any,
     assert died["unknown_cost_calls"] == 0 and manifest["died_in_flight_usd"] == pytest.approx(CALL_USD)
 
     # without the budget the trial runs again; the money its first execution spent stays in the total
-    result = CliRunner().invoke(main, run_args(task, plan, out, srv.base))
+    result = invoke(*run_args(task, plan, out, srv.base))
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["trials"] == 2

@@ -7,10 +7,9 @@ import os
 from pathlib import Path
 
 import yaml
-from click.testing import CliRunner
 
-from capplan.cli import main
 from tests.trials.helpers import EXAMPLES, REPO, write_task
+from tests.cli_runner import invoke
 
 EXAMPLE_TASKS = sorted(str(p) for p in EXAMPLES.glob("*/*.yaml"))
 MOCK_PLAN = REPO / "golden" / "plans" / "mock-echo.json"
@@ -24,14 +23,14 @@ def test_example_packs_have_five_tasks_each_with_both_user_kinds() -> None:
 
 
 def test_examples_lint_clean() -> None:
-    result = CliRunner().invoke(main, ["lint", *EXAMPLE_TASKS])
+    result = invoke("lint", *EXAMPLE_TASKS)
     assert result.exit_code == 0, result.output
 
 
 def test_a_task_naming_a_missing_tool_is_a_located_error(tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack")
     task.write_text(task.read_text().replace("name: explode", "name: explod"))
-    result = CliRunner().invoke(main, ["lint", str(task)])
+    result = invoke("lint", str(task))
     assert result.exit_code == 2
     assert f"{task}:" in result.output
     assert "error[unknown-tool]: tools[2].name: environment counter_env:Counter has no method 'explod'" in result.output
@@ -42,7 +41,7 @@ def test_a_task_naming_a_missing_tool_is_a_located_error(tmp_path: Path) -> None
 def test_trial_run_refuses_a_bad_task_before_any_call(tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack")
     task.write_text(task.read_text().replace("name: explode", "name: explod"))
-    result = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(tmp_path / "run")])
+    result = invoke("trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(tmp_path / "run"))
     assert result.exit_code == 2
     assert "error[unknown-tool]" in result.output
     assert not (tmp_path / "run").exists()
@@ -81,18 +80,18 @@ def test_trial_run_validates_the_run_configs_engine_section_before_writing(tmp_p
           "did you mean 'presets_file'?"]),
     ]:
         config.write_text(model + engine + "\n")
-        refused = CliRunner().invoke(main, args)
+        refused = invoke(*args)
         assert refused.exit_code == 2, (engine, refused.output)
         for text in expected:
             assert text in refused.stderr, (engine, refused.stderr)
         assert "Traceback" not in refused.output
         assert not out.exists(), engine
     config.write_text(model + "engine: {presets_file: overlays/team.yaml}\n")
-    assert CliRunner().invoke(main, args).exit_code == 0
+    assert invoke(*args).exit_code == 0
 
 
 def test_llm_user_tasks_need_a_user_plan(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["trial", "run", *EXAMPLE_TASKS, "--plan", str(MOCK_PLAN), "--out", str(tmp_path)])
+    result = invoke("trial", "run", *EXAMPLE_TASKS, "--plan", str(MOCK_PLAN), "--out", str(tmp_path))
     assert result.exit_code == 2
     assert "--user-plan" in result.output
 
@@ -101,7 +100,7 @@ def test_offline_run_report_and_resume(tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["trial", "run", *EXAMPLE_TASKS, "--plan", str(MOCK_PLAN), "--user-plan", str(MOCK_PLAN),
             "--out", str(out), "--trials", "2", "--concurrency", "3", "--max-turns", "6"]
-    first = CliRunner().invoke(main, args)
+    first = invoke(*args)
     assert first.exit_code == 0, first.output
     lines = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert len(lines) == len(EXAMPLE_TASKS) * 2
@@ -118,12 +117,12 @@ def test_offline_run_report_and_resume(tmp_path: Path) -> None:
         ("mock-echo", "inventory_desk"), ("mock-echo", "travel_desk")}
     assert "| mock-echo | inventory_desk |" in (out / "summary.md").read_text()
 
-    again = CliRunner().invoke(main, args)
+    again = invoke(*args)
     assert again.exit_code == 0, again.output
     assert f"resuming: {len(lines)} of {len(lines)} trial(s) already finished" in again.output
     assert len((out / "runs.jsonl").read_text().splitlines()) == len(lines)
 
     (out / "summary.md").unlink()
-    report = CliRunner().invoke(main, ["trial", "report", str(out)])
+    report = invoke("trial", "report", str(out))
     assert report.exit_code == 0
     assert "| mock-echo | travel_desk |" in report.output and (out / "summary.md").is_file()

@@ -14,13 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.core.diagnostics import InputError
 from capplan.trials.tasks import lint_task, load_task
 from tests.trials.helpers import openai_plan
 from tests.trials.installed_dist import install
+from tests.cli_runner import invoke
 
 TOOLS = """tools:
   - {name: add, description: d, parameters: {type: object, properties: {amount: {type: integer}}}}
@@ -55,8 +54,8 @@ def _trial_run(task: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> t
     plan = tmp_path / "agent.json"
     plan.write_bytes(openai_plan().to_bytes())
     monkeypatch.setenv("OPENAI_API_KEY", "sk-refs-test-key")
-    result = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"),
-                                       "--api-base", "http://127.0.0.1:9/v1"])
+    result = invoke("trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"),
+                    "--api-base", "http://127.0.0.1:9/v1")
     return result.exit_code, result.output
 
 

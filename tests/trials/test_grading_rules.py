@@ -15,9 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.cli.trial_cmd import tolerated
 from capplan.trials import runner as runner_module
 from capplan.trials.backends import local as local_backend
@@ -28,6 +26,7 @@ from capplan.trials.run_folder import RunFolder
 from capplan.trials.runner import RunContext
 from tests.trials.agent_server import AgentServer, completion, default_responder
 from tests.trials.helpers import openai_plan, write_task
+from tests.cli_runner import invoke
 
 #: a grader that the environment's initial state satisfies: only the rules can keep it from passing
 UNTOUCHED = "grader:\n  expected_state: {value: 0}\n"
@@ -92,9 +91,9 @@ def test_empty_opening_is_a_harness_error_in_the_denominator(env: None, tmp_path
     plan = plan_file(tmp_path)
     out = tmp_path / "run"
     with AgentServer(silent_simulator) as server:
-        result = CliRunner().invoke(main, ["trial", "run", str(scripted), str(silent), "--plan", str(plan),
-                                           "--user-plan", str(plan), "--out", str(out), "--api-base", server.base,
-                                           "--user-api-base", server.base])
+        result = invoke("trial", "run", str(scripted), str(silent), "--plan", str(plan),
+                        "--user-plan", str(plan), "--out", str(out), "--api-base", server.base,
+                        "--user-api-base", server.base)
         agent_calls = [r for r in server.requests if r.get("tools")]
     assert result.exit_code == 1, result.output
     assert "1 error trial(s) of 2" in result.output
@@ -126,10 +125,10 @@ def test_fail_on_error_tolerates_a_count_or_a_fraction(env: None, tmp_path: Path
     out = tmp_path / "run"
     extra = ["--fail-on-error", tolerance] if tolerance is not None else []
     with AgentServer(silent_simulator) as server:
-        result = CliRunner().invoke(main, ["trial", "run", str(scripted), str(silent), "--plan", str(plan),
-                                           "--user-plan", str(plan), "--out", str(out), "--api-base", server.base,
-                                           "--user-api-base", server.base,
-                                           *extra])
+        result = invoke("trial", "run", str(scripted), str(silent), "--plan", str(plan),
+                        "--user-plan", str(plan), "--out", str(out), "--api-base", server.base,
+                        "--user-api-base", server.base,
+                        *extra)
     assert result.exit_code == expect, result.output
     assert "Traceback" not in result.output
     if expect == 0:
@@ -141,16 +140,16 @@ def test_every_trial_answerable_exits_0(env: None, tmp_path: Path) -> None:
     plan = plan_file(tmp_path)
     out = tmp_path / "run"
     with AgentServer() as server:
-        result = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(plan), "--out", str(out),
-                                           "--api-base", server.base, "--trials", "2"])
+        result = invoke("trial", "run", str(task), "--plan", str(plan), "--out", str(out),
+                        "--api-base", server.base, "--trials", "2")
     assert result.exit_code == 0, result.output
     assert [line["passed"] for line in lines(out)] == [True, True]
 
 
 @pytest.mark.parametrize("bad", ["-1", "1.5", "abc", "nan", "inf", ""])
 def test_fail_on_error_refuses_what_is_neither_a_count_nor_a_fraction(tmp_path: Path, bad: str) -> None:
-    result = CliRunner().invoke(main, ["trial", "run", str(tmp_path / "t.yaml"), "--plan", str(tmp_path / "p.json"),
-                                       "--out", str(tmp_path / "run"), "--fail-on-error", bad])
+    result = invoke("trial", "run", str(tmp_path / "t.yaml"), "--plan", str(tmp_path / "p.json"),
+                    "--out", str(tmp_path / "run"), "--fail-on-error", bad)
     assert result.exit_code == 2, result.output
     assert "--fail-on-error" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "run").exists()

@@ -23,6 +23,7 @@ from capplan.core.confined_write import ConfinedPathError
 from capplan.trials.run_folder import RunFolderError
 from tests.trials.agent_server import AgentServer, default_responder
 from tests.trials.helpers import openai_plan, write_task
+from tests.cli_runner import invoke
 
 WAIT_S = 120.0
 
@@ -162,9 +163,6 @@ def test_every_backend_is_behind_the_drive_s_lock(tmp_path: Path) -> None:
 
 
 def test_readers_take_no_lock(tmp_path: Path) -> None:
-    from click.testing import CliRunner
-
-    from capplan.cli import main
     from capplan.trials.driver import write_summary
     from capplan.trials.run_folder import RunFolder
     from capplan.trials.runner import RunContext, run_trial
@@ -177,10 +175,10 @@ def test_readers_take_no_lock(tmp_path: Path) -> None:
     folder.write(run_trial(spec, RunContext()))
     write_summary(folder)
     try:
-        report = CliRunner().invoke(main, ["trial", "report", str(folder.root)])
+        report = invoke("trial", "report", str(folder.root))
         assert report.exit_code == 0, report.output
         page = tmp_path / "report.html"
-        view = CliRunner().invoke(main, ["trial", "view", str(folder.root), "--out", str(page)])
+        view = invoke("trial", "view", str(folder.root), "--out", str(page))
         assert view.exit_code == 0, view.output
         assert page.is_file()
         with pytest.raises(folder_lock.FolderBusy):  # ... while the writer still holds it

@@ -17,10 +17,8 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from markupsafe import escape
 
-from capplan.cli import main
 from capplan.trials import runner as runner_module
 from capplan.trials.backends import local as local_backend
 from capplan.trials.outcome import PASS_RULE, FinalAnswer, TerminationReason, unaccepted_end
@@ -28,6 +26,7 @@ from capplan.trials.runner import RunContext
 from capplan.trials.usersim import STOP_SIGNAL
 from tests.trials.agent_server import AgentServer, completion, default_responder, tool_call
 from tests.trials.helpers import EXAMPLES, openai_plan, write_task
+from tests.cli_runner import invoke
 
 Responder = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
 INV05 = EXAMPLES / "inventory_desk" / "inv-05-out-of-stock.yaml"
@@ -63,9 +62,9 @@ def trial_run(tmp_path: Path, task: Path, responder: Responder, *extra: str) -> 
     plan.write_bytes(openai_plan().to_bytes())
     out = tmp_path / "run"
     with AgentServer(responder) as server:
-        result = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(plan), "--user-plan", str(plan),
-                                           "--out", str(out), "--api-base", server.base,
-                                           "--user-api-base", server.base, *extra])
+        result = invoke("trial", "run", str(task), "--plan", str(plan), "--user-plan", str(plan),
+                        "--out", str(out), "--api-base", server.base,
+                        "--user-api-base", server.base, *extra)
     assert "Traceback" not in result.output, result.output
     return out, result
 
@@ -200,12 +199,12 @@ def test_the_rule_is_in_the_summary_the_report_and_the_view(env: None, tmp_path:
     task = inv05(tmp_path / "pack", scripted=True)
     out, _ = trial_run(tmp_path, task, always(completion("")))
     assert PASS_RULE in (out / "summary.md").read_text()
-    report = CliRunner().invoke(main, ["trial", "report", str(out)])
+    report = invoke("trial", "report", str(out))
     assert report.exit_code == 0 and PASS_RULE in report.output
-    compared = CliRunner().invoke(main, ["trial", "report", str(out), "--format", "md"])
+    compared = invoke("trial", "report", str(out), "--format", "md")
     assert compared.exit_code == 0 and PASS_RULE in compared.output
     page = tmp_path / "view.html"
-    viewed = CliRunner().invoke(main, ["trial", "view", str(out), "--out", str(page)])
+    viewed = invoke("trial", "view", str(out), "--out", str(page))
     assert viewed.exit_code == 0, viewed.output
     html = page.read_text()
     assert f'<p class="muted" id="pass-rule">{escape(PASS_RULE)}</p>' in html

@@ -14,9 +14,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.compiler.schemas import generate
 from capplan.executor.probe import RateLimitProbeConfig
 from tests.trials.agent_server import AgentServer
@@ -26,6 +24,7 @@ from capplan.trials.driver import RunRequest, build_specs, drive
 from capplan.trials.progress import Progress
 from capplan.trials.run_folder import RunFolder
 from capplan.trials.runner import RunContext
+from tests.cli_runner import invoke
 
 RATE_LIMITED = 3
 
@@ -107,7 +106,7 @@ def test_trial_run_config_arms_probe_mode_and_resume_sums_the_census(server: Age
     args = ["trial", "run", str(task), "--plan", str(plan), "--out", str(out), "--concurrency", "1",
             "--api-base", server.base, "--config", str(config), "--trials", "2"]
     server.queue_error(429, "Rate limit reached for requests", code="rate_limit_exceeded", times=RATE_LIMITED)
-    result = CliRunner().invoke(main, args)
+    result = invoke(*args)
     assert result.exit_code == 0, result.output
     first_leg = len(server.requests)
     [series] = census(out)["series"]  # type: ignore[misc]
@@ -119,7 +118,7 @@ def test_trial_run_config_arms_probe_mode_and_resume_sums_the_census(server: Age
     runs = out / "runs.jsonl"
     runs.write_bytes(b"".join(runs.read_bytes().splitlines(keepends=True)[:1]))
     server.queue_error(429, "Rate limit reached for requests", code="rate_limit_exceeded", times=1)
-    result = CliRunner().invoke(main, args)  # trial 1 runs again; trial 0 is skipped
+    result = invoke(*args)  # trial 1 runs again; trial 0 is skipped
     assert result.exit_code == 0, result.output
     [series] = census(out)["series"]  # type: ignore[misc]
     assert series["rate_limit_retries"] == RATE_LIMITED + 1
@@ -131,8 +130,8 @@ def test_trial_run_without_probe_mode_writes_no_census(server: AgentServer, tmp_
     plan = tmp_path / "agent.json"
     plan.write_bytes(openai_plan().to_bytes())
     config = write_config(tmp_path / "run.yaml", "rate_limit_probe: {enabled: false}\n")
-    result = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"),
-                                       "--api-base", server.base, "--config", str(config)])
+    result = invoke("trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"),
+                    "--api-base", server.base, "--config", str(config))
     assert result.exit_code == 0, result.output
     assert not (tmp_path / "run" / "probe.json").exists()
 
@@ -143,12 +142,12 @@ def test_a_bad_run_config_is_a_located_error_before_any_call(server: AgentServer
     plan.write_bytes(openai_plan().to_bytes())
     config = write_config(tmp_path / "run.yaml", "rate_limit_probe:\n  enabled: true\n  retry_intervl_s: 1\n")
     base = ["trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"), "--api-base", server.base]
-    result = CliRunner().invoke(main, [*base, "--config", str(config)])
+    result = invoke(*base, "--config", str(config))
     assert result.exit_code == 2
     assert f"{config}:5:3: error[" in result.output and "retry_intervl_s" in result.output
     assert "retry_interval_s" in result.output  # did-you-mean
     limits = write_config(tmp_path / "limits.yaml", "rate_limits:\n  providers:\n    openai: {max_concurrent: 1}\n")
-    result = CliRunner().invoke(main, [*base, "--config", str(limits)])
+    result = invoke(*base, "--config", str(limits))
     assert result.exit_code == 2
     assert "rate_limits apply only to --backend ray" in result.output
     assert server.requests == []

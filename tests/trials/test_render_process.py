@@ -20,6 +20,7 @@ from capplan.trials import render_process
 from capplan.trials.record_yaml import dump_records_yaml
 from capplan.trials.render_process import RecordRenderer
 from tests.trials.test_record_yaml import _tree
+from tests.cli_runner import invoke
 
 TRAJECTORY = {"messages": [{"role": "user", "content": "add one ünïcødé 🙂"},
                            {"role": "assistant", "content": None, "tool_calls": [
@@ -239,9 +240,6 @@ def test_a_helper_that_cannot_start_leaves_rendering_here(monkeypatch: pytest.Mo
 
 def test_a_run_of_many_trials_writes_its_records_through_the_helper(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from click.testing import CliRunner
-
-    from capplan.cli import main
     from tests.trials.helpers import write_task
     from tests.trials.test_cli_offline import MOCK_PLAN
 
@@ -259,8 +257,8 @@ def test_a_run_of_many_trials_writes_its_records_through_the_helper(tmp_path: Pa
     monkeypatch.setattr(RecordRenderer, "__init__", spy)
     task = write_task(tmp_path / "pack", turns=["add one", "thanks, that's all"])
     trials = render_process.MIN_TRIALS
-    done = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(tmp_path / "run"),
-                                     "--trials", str(trials), "--concurrency", "4"])
+    done = invoke("trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(tmp_path / "run"),
+                  "--trials", str(trials), "--concurrency", "4")
     assert done.exit_code == 0, done.output
     assert ready == [True], made[0].gave_up
     assert len(made) == 1 and made[0]._process is None  # closed when the run ended

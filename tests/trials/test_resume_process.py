@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from capplan.cli import main
 from tests.trials.agent_server import AgentServer
 from tests.trials.helpers import openai_plan, write_task
 from tests.trials.interrupts import interrupt, traced_child
+from tests.cli_runner import invoke
 
 TRIALS = 10
 #: requests answered before the server holds the rest: a trial makes four calls (two turns of a tool
@@ -143,9 +142,9 @@ def test_max_cost_stops_starting_trials(setup: tuple[Path, Path], tmp_path: Path
     monkeypatch.delenv("LLM_PROXY_BASE_URL", raising=False)
     out = tmp_path / "run"
     with AgentServer() as srv:
-        result = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(plan), "--out", str(out),
-                                           "--trials", "8", "--concurrency", "1", "--max-cost", "0.00025",
-                                           "--api-base", srv.base])
+        result = invoke("trial", "run", str(task), "--plan", str(plan), "--out", str(out),
+                        "--trials", "8", "--concurrency", "1", "--max-cost", "0.00025",
+                        "--api-base", srv.base)
     assert result.exit_code == 1, result.output
     assert "budget stop" in result.output
     found = lines(out)

@@ -14,9 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from tests.trials.agent_server import AgentServer
 from tests.trials.helpers import openai_plan, write_task
 from capplan.trials.backends.local import LocalBackend
@@ -24,6 +22,7 @@ from capplan.trials.driver import RunRequest, build_specs, drive
 from capplan.trials.progress import Progress
 from capplan.trials.run_folder import RunFolder
 from capplan.trials.runner import RunContext
+from tests.cli_runner import invoke
 
 #: the default retry controller's attempts: a trial whose first call meets this many 429s aborts
 ATTEMPTS = 5
@@ -65,7 +64,7 @@ def test_aborted_trial_is_skipped_on_resume_and_rerun_with_retry_aborted(server:
 
     # a plain resume counts the aborted trial as finished: nothing is sent, nothing appended
     server.reset()
-    plain = CliRunner().invoke(main, ["trial", "run", *args])
+    plain = invoke("trial", "run", *args)
     # the run still holds an aborted trial: no outcome the model is answerable for, so exit 1
     assert plain.exit_code == 1, plain.output
     assert "1 aborted trial(s) of 2" in plain.output
@@ -74,7 +73,7 @@ def test_aborted_trial_is_skipped_on_resume_and_rerun_with_retry_aborted(server:
     assert (out / "runs.jsonl").read_bytes() == before
 
     # --retry-aborted runs trial 0 again (the server now answers normally), and only it
-    retried = CliRunner().invoke(main, ["trial", "run", *args, "--retry-aborted"])
+    retried = invoke("trial", "run", *args, "--retry-aborted")
     assert retried.exit_code == 0, retried.output
     assert "retrying: 1 aborted trial(s) run again (--retry-aborted)" in retried.output
     assert server.requests, "the aborted trial was not sent again"
@@ -91,13 +90,13 @@ def test_aborted_trial_is_skipped_on_resume_and_rerun_with_retry_aborted(server:
     row = summary["rows"][0]
     assert (row["trials"], row["counted"], row["passed"], row["pass_rate"]) == (2, 2, 2, 1.0)
     assert row["termination_reasons"] == {"user_stop": 2}
-    report = CliRunner().invoke(main, ["trial", "report", str(out)])
+    report = invoke("trial", "report", str(out))
     assert report.exit_code == 0 and "2 finished trial(s)" in report.output
     assert RunFolder(out).finished()[str(first[0]["key"])]["status"] == "completed"
 
     # nothing aborted is left: a further --retry-aborted resume sends nothing
     server.reset()
-    again = CliRunner().invoke(main, ["trial", "run", *args, "--retry-aborted"])
+    again = invoke("trial", "run", *args, "--retry-aborted")
     assert again.exit_code == 0, again.output
     assert server.requests == [] and (out / "runs.jsonl").read_bytes() == after
 

@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from tests.trials.agent_server import AgentServer, default_responder
 from tests.trials.helpers import openai_plan, write_task
 from tests.trials.test_call_journal import CALL_USD, MAX_TOKENS, PRICING, HoldAfter, child_env, journal
+from tests.cli_runner import invoke
 
 #: the child for a kill between the two files: SIGKILLs itself at its Nth runs.jsonl append (argv[1])
 KILL_AT_RUN_LINE = """
@@ -59,7 +58,7 @@ def journalled_usd(out: Path) -> float:
 def resume(args: list[str], monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-journal-test-key")
     monkeypatch.delenv("LLM_PROXY_BASE_URL", raising=False)
-    return CliRunner().invoke(main, args)
+    return invoke(*args)
 
 
 @pytest.fixture
@@ -213,7 +212,7 @@ def test_max_cost_is_refused_for_a_plan_it_cannot_bound(tmp_path: Path, monkeypa
 def test_max_cost_is_refused_on_the_ray_backend(tmp_path: Path) -> None:
     mock = Path(__file__).resolve().parents[2] / "golden" / "plans" / "mock-echo.json"
     out = tmp_path / "run"
-    result = CliRunner().invoke(main, ["trial", "run", str(write_task(tmp_path / "pack")), "--plan", str(mock),
-                                       "--out", str(out), "--backend", "ray", "--max-cost", "1"])
+    result = invoke("trial", "run", str(write_task(tmp_path / "pack")), "--plan", str(mock),
+                    "--out", str(out), "--backend", "ray", "--max-cost", "1")
     assert result.exit_code == 2, result.output
     assert "--max-cost is enforced on the local backend only" in result.output and not out.exists()

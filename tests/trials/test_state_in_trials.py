@@ -8,10 +8,9 @@ import textwrap
 from pathlib import Path
 
 import yaml
-from click.testing import CliRunner
 
-from capplan.cli import main
 from tests.trials.helpers import REPO
+from tests.cli_runner import invoke
 
 MOCK_PLAN = REPO / "golden" / "plans" / "mock-echo.json"
 
@@ -54,7 +53,7 @@ def _run(tmp_path: Path, task: str) -> dict:
     (pack / "tree_env.py").write_text(ENV)
     (pack / "t.yaml").write_text(textwrap.dedent(task))
     out = tmp_path / "run"
-    result = CliRunner().invoke(main, ["trial", "run", str(pack), "--plan", str(MOCK_PLAN), "--out", str(out)])
+    result = invoke("trial", "run", str(pack), "--plan", str(MOCK_PLAN), "--out", str(out))
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output
     (trajectory,) = out.glob("trials/*/t/0/trajectory.yaml")

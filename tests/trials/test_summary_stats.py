@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.executor.cost import response_cost
 from capplan.executor.plan import PricingEntry
 from capplan.executor.usage import UsageExtractor
@@ -33,6 +31,7 @@ from capplan.trials.spec import TrialRecords
 from capplan.trials.summary import pass_hat_k, percentile, render_markdown, summarize, wilson_interval
 from tests.trials.agent_server import AgentServer, completion, default_responder
 from tests.trials.helpers import openai_plan, write_task
+from tests.cli_runner import invoke
 
 PRICING = {"key": "openai/agent-model", "input": 1.0, "output": 1.0}
 LLM_USER = "user:\n  mode: llm\n  backstory: You want the counter raised by one.\n"
@@ -180,8 +179,8 @@ def env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run(tmp_path: Path, task: Path, plan: Path, server: AgentServer, *extra: str) -> Any:
-    return CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"),
-                                     "--api-base", server.base, "--user-api-base", server.base, *extra])
+    return invoke("trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"),
+                  "--api-base", server.base, "--user-api-base", server.base, *extra)
 
 
 def files(out: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any], str]:

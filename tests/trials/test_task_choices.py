@@ -22,6 +22,7 @@ from capplan.trials.spec import TrialRecords
 from tests.executor.plans import make_plan
 from tests.trials.agent_server import AgentServer, completion, serve_agent, tool_call
 from tests.trials.helpers import ENV_SOURCE, openai_plan, spec_for, write_task
+from tests.cli_runner import invoke
 
 
 @pytest.fixture(scope="module")
@@ -204,10 +205,6 @@ def test_the_loop_extends_one_request_per_conversation(server: AgentServer, tmp_
 
 
 def test_the_run_configs_trial_choices_win_over_the_tasks(server: AgentServer, tmp_path: Path) -> None:
-    from click.testing import CliRunner
-
-    from capplan.cli import main
-
     task = write_task(tmp_path / "pack", turns=["hello"], extra="tool_choice: required\nparallel_tool_calls: false\n")
     plan = tmp_path / "agent.json"
     plan.write_bytes(openai_plan().to_bytes())
@@ -217,13 +214,13 @@ def test_the_run_configs_trial_choices_win_over_the_tasks(server: AgentServer, t
     server.queue(completion("Hi."))
     args = ["trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"), "--api-base", server.base,
             "--config", str(config)]
-    result = CliRunner().invoke(main, args)
+    result = invoke(*args)
     assert result.exit_code == 0, result.output
     assert server.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "note"}}
     assert server.requests[0]["parallel_tool_calls"] is True
 
     config.write_text("models:\n  agent: {provider: openai, name: agent-model}\ntrials: {tool_choice: {name: nope}}\n")
-    refused = CliRunner().invoke(main, [*args[:6], str(tmp_path / "run2"), *args[7:]])
+    refused = invoke(*args[:6], str(tmp_path / "run2"), *args[7:])
     assert refused.exit_code == 2, refused.output
     assert "trials.tool_choice names tool 'nope'" in refused.output and "count" in refused.output
     assert not (tmp_path / "run2").exists()

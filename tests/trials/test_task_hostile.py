@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 MOCK_PLAN = REPO / "golden" / "plans" / "mock-echo.json"
@@ -33,7 +32,7 @@ def test_a_hostile_task_file_is_refused_located_and_writes_nothing(tmp_path: Pat
     task = tmp_path / "task.yaml"
     task.write_text(text)
     out = tmp_path / "run"
-    result = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(out)])
+    result = invoke("trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(out))
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert "Traceback" not in result.output
@@ -50,7 +49,7 @@ def test_a_huge_task_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
         for _ in range(2 * 1024 + 16):
             handle.write(line)
     out = tmp_path / "run"
-    result = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(out)])
+    result = invoke("trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(out))
     assert result.exit_code == 2, result.output
     assert "file-too-large" in result.output and f"{task}" in result.output
     assert not out.exists()

@@ -6,10 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from capplan.cli import main
 from capplan.trials.tasks import lint_task
+from tests.cli_runner import invoke
 
 HERE = Path(__file__).resolve().parent / "one_pass_task"
 
@@ -64,6 +62,6 @@ def test_with_imports_the_same_findings_less_what_needs_every_component_construc
 
 
 def test_the_lint_command_prints_them_all_and_exits_2(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["lint", str(_copy(tmp_path))])
+    result = invoke("lint", str(_copy(tmp_path)))
     assert result.exit_code == 2
     assert f"{len(EXPECTED)} error(s)" in result.output

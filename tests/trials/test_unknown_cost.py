@@ -23,9 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.executor.attempts import AttemptLog
 from capplan.executor.result import Attempt
 from capplan.trials.api import load_run
@@ -39,6 +37,7 @@ from capplan.trials.runner import RunContext
 from capplan.trials.view.payload import build_payload
 from tests.trials.agent_server import CUT_SHORT, AgentServer, default_responder, error
 from tests.trials.helpers import openai_plan, write_task
+from tests.cli_runner import invoke
 
 PRICING = {"key": "openai/agent-model", "input": 1.0, "output": 1.0}
 #: the task whose provider answers properly; every other one has calls it never reported usage or cost for
@@ -178,10 +177,10 @@ def test_the_summary_totals_known_costs_as_a_lower_bound_and_counts_the_unknown(
 
 
 def test_trial_report_text_and_csv_show_unknown_never_zero(mixed: Path) -> None:
-    text = CliRunner().invoke(main, ["trial", "report", str(mixed)])
+    text = invoke("trial", "report", str(mixed))
     assert text.exit_code == 0, text.output
     assert f"total cost ≥ ${known_dollars(mixed):.4f} (+ 4 unknown)" in text.output
-    table = CliRunner().invoke(main, ["trial", "report", str(mixed), "--format", "csv"])
+    table = invoke("trial", "report", str(mixed), "--format", "csv")
     assert table.exit_code == 0, table.output
     rows = {r["task_id"]: r for r in csv.DictReader(io.StringIO(table.output))}
     for mode in UNKNOWN:
@@ -242,9 +241,9 @@ def test_the_budget_stop_says_its_spend_is_a_lower_bound(server: AgentServer, tm
     task = write_task(tmp_path / "pack", task_id="flaky-budget", turns=["please add 2 flaky-budget", "thanks"])
     plan = tmp_path / "priced.json"
     plan.write_bytes(openai_plan(pricing=PRICING, max_tokens=64).to_bytes())  # --max-cost bounds only a capped plan
-    result = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"),
-                                       "--trials", "2", "--concurrency", "1", "--max-cost", "0.000001",
-                                       "--api-base", server.base])
+    result = invoke("trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"),
+                    "--trials", "2", "--concurrency", "1", "--max-cost", "0.000001",
+                    "--api-base", server.base)
     assert result.exit_code == 1, result.output
     # the first call (a 500) committed the budget: the trial stops before its next send, its spend unknown
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())

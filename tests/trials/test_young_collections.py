@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from capplan.trials.driver import YOUNG_COLLECTION_THRESHOLD, young_collections_spaced
+from tests.cli_runner import invoke
 
 
 @pytest.fixture(autouse=True)
@@ -49,9 +50,6 @@ def test_a_change_made_during_the_drive_is_not_undone() -> None:
 
 def test_a_trial_run_spaces_them_while_trials_run_and_leaves_the_threshold_as_it_found_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from click.testing import CliRunner
-
-    from capplan.cli import main
     from tests.trials.helpers import write_task
     from tests.trials.test_cli_offline import MOCK_PLAN
 
@@ -67,7 +65,7 @@ def test_a_trial_run_spaces_them_while_trials_run_and_leaves_the_threshold_as_it
     monkeypatch.setattr(RunFolder, "write", spy)
     gc.set_threshold(700, 10, 10)
     task = write_task(tmp_path / "pack")
-    done = CliRunner().invoke(main, ["trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(tmp_path / "run")])
+    done = invoke("trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(tmp_path / "run"))
     assert done.exit_code == 0, done.output
     assert seen == [YOUNG_COLLECTION_THRESHOLD]
     assert gc.get_threshold() == (700, 10, 10)

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from capplan.cli import main
 from capplan.cli.guard_cmd import guard_cmd
 from tests.cli_runner import invoke
 
@@ -31,7 +30,7 @@ def write(tmp_path: Path, name: str, content: str | bytes) -> str:
 
 
 def test_guard_is_registered_and_documented() -> None:
-    result = CliRunner().invoke(main, ["guard", "--help"])
+    result = invoke("guard", "--help")
     assert result.exit_code == 0
     for needle in (
         "FILE",

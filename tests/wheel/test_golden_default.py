@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.compiler.golden import default_golden_dir
 from capplan.core.diagnostics import InputError
+from tests.cli_runner import invoke
 
 
 def test_the_default_is_golden_plans_of_the_nearest_git_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -22,11 +21,10 @@ def test_the_default_is_golden_plans_of_the_nearest_git_root(tmp_path: Path, mon
 def test_update_then_check_use_the_current_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / ".git").mkdir()
     monkeypatch.chdir(tmp_path)
-    runner = CliRunner()
-    written = runner.invoke(main, ["compile", "--model", "mock-echo", "--update-golden"])
+    written = invoke("compile", "--model", "mock-echo", "--update-golden")
     assert written.exit_code == 0, written.output
     assert (tmp_path / "golden" / "plans" / "mock-echo.json").is_file()
-    checked = runner.invoke(main, ["compile", "--model", "mock-echo", "--check"])
+    checked = invoke("compile", "--model", "mock-echo", "--check")
     assert checked.exit_code == 0, checked.output
     assert str(tmp_path.resolve() / "golden" / "plans") in checked.output
 
@@ -38,7 +36,7 @@ def test_a_root_inside_site_packages_is_refused(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(InputError) as caught:
         default_golden_dir()
     assert caught.value.diagnostics[0].code == "golden-in-installed-package"
-    result = CliRunner().invoke(main, ["compile", "--model", "mock-echo", "--update-golden"])
+    result = invoke("compile", "--model", "mock-echo", "--update-golden")
     assert result.exit_code == 2
     assert "error[golden-in-installed-package]" in result.output
     assert "Traceback" not in result.output

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.executor import run_extra
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 PLANS = REPO / "golden" / "plans"
@@ -38,7 +37,7 @@ def no_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_send_on_a_real_plan_names_the_extra(no_litellm: None) -> None:
     # a native route (Anthropic's) is sent by litellm only
-    result = CliRunner().invoke(main, ["send", "--plan", str(PLANS / "claude-opus-4.7.json"), str(REQUEST)])
+    result = invoke("send", "--plan", str(PLANS / "claude-opus-4.7.json"), str(REQUEST))
     assert result.exit_code == 2, result.output
     assert f"capplan send {LINE}" in result.output
     assert "Traceback" not in result.output
@@ -46,10 +45,10 @@ def test_send_on_a_real_plan_names_the_extra(no_litellm: None) -> None:
 
 def test_a_trial_on_a_real_plan_is_refused_before_it_starts(no_litellm: None, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    result = CliRunner().invoke(main, ["trial", "run", str(REPO / "examples" / "trials" / "inventory_desk"),
-                                       "--plan", str(PLANS / "claude-opus-4.7.json"),
-                                       "--user-plan", str(PLANS / "claude-opus-4.7.json"),
-                                       "--out", str(out)])
+    result = invoke("trial", "run", str(REPO / "examples" / "trials" / "inventory_desk"),
+                    "--plan", str(PLANS / "claude-opus-4.7.json"),
+                    "--user-plan", str(PLANS / "claude-opus-4.7.json"),
+                    "--out", str(out))
     assert result.exit_code == 2, result.output
     assert f"capplan trial run {LINE}" in result.output
     assert not (out / "runs.jsonl").exists()
@@ -57,10 +56,10 @@ def test_a_trial_on_a_real_plan_is_refused_before_it_starts(no_litellm: None, tm
 
 def test_mock_plans_need_no_litellm(no_litellm: None, tmp_path: Path) -> None:
     mock = str(PLANS / "mock-echo.json")
-    sent = CliRunner().invoke(main, ["send", "--plan", mock, str(REQUEST)])
+    sent = invoke("send", "--plan", mock, str(REQUEST))
     assert sent.exit_code == 0, sent.output
-    ran = CliRunner().invoke(main, ["trial", "run", str(REPO / "examples" / "trials" / "inventory_desk"),
-                                    "--plan", mock, "--user-plan", mock, "--out", str(tmp_path / "run")])
+    ran = invoke("trial", "run", str(REPO / "examples" / "trials" / "inventory_desk"),
+                 "--plan", mock, "--user-plan", mock, "--out", str(tmp_path / "run"))
     assert ran.exit_code == 0, ran.output
     assert "litellm" not in sys.modules
 
@@ -74,8 +73,8 @@ def test_an_openai_compatible_route_is_sent_directly_without_litellm(no_litellm:
         server.queue({"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
                       "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}],
                       "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}})
-        result = CliRunner().invoke(main, ["send", "--plan", str(PLANS / "gpt-4o.json"), "--api-base",
-                                           f"{server.base}/v1", str(REQUEST)])
+        result = invoke("send", "--plan", str(PLANS / "gpt-4o.json"), "--api-base",
+                        f"{server.base}/v1", str(REQUEST))
         assert result.exit_code == 0, result.output
         assert server.last().path == "/v1/chat/completions"
     assert "hi" in result.output

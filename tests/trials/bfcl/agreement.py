@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from click.testing import CliRunner
 
-from capplan.cli import main as capplan_main
 from capplan.trials.importers.bfcl.pack import CHECKER_REF, import_category
 from capplan.trials.importers.bfcl.source import CATEGORIES
 from tests.trials.agent_server import AgentServer
 from tests.trials.bfcl.scripted_agent import DEVIATIONS, ScriptedAgent, ScriptedTask, load_tasks, with_script
 from tests.trials.helpers import openai_plan
+from tests.cli_runner import invoke
 
 GROUND_TRUTH = "ground_truth"
 AGENTS = (GROUND_TRUTH, *DEVIATIONS)
@@ -64,9 +63,9 @@ def run_agent(pack: Path, tasks: list[ScriptedTask], out: Path, plan: Path, *, c
     files = [str(pack / f"{t.entry_id}.yaml") for t in tasks]
     responder = ScriptedAgent(tasks)
     with AgentServer(responder) as server:
-        result = CliRunner().invoke(capplan_main, ["trial", "run", *files, "--plan", str(plan), "--out", str(out),
-                                                   "--api-base", server.base, "--concurrency", str(concurrency),
-                                                   "--trials", str(trials)])
+        result = invoke("trial", "run", *files, "--plan", str(plan), "--out", str(out),
+                        "--api-base", server.base, "--concurrency", str(concurrency),
+                        "--trials", str(trials))
     assert not responder.unmatched, responder.unmatched[:3]
     assert result.exit_code == 0, result.output  # every trial finished (passed or not); none ended error
     verdicts = []

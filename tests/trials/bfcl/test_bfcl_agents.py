@@ -19,6 +19,7 @@ pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed: pip install
 
 from capplan.trials.importers.bfcl.pack import import_category  # noqa: E402
 from tests.trials.bfcl.agreement import GROUND_TRUTH, Verdict, plan_file, run_agent, scripted  # noqa: E402
+from tests.cli_runner import invoke
 
 #: entries per (category, agent) in the normal suite
 SUBSET = {GROUND_TRUTH: 5, "omit_one_call": 4, "change_one_argument": 4, "book_then_cancel": 2,
@@ -78,9 +79,6 @@ def test_a_deviation_in_another_category_is_judged_alike(work: Path) -> None:
 
 
 def test_the_wire_carries_bfcls_conversation_and_offers_held_out_tools_from_their_turn(work: Path) -> None:
-    from click.testing import CliRunner
-
-    from capplan.cli import main
     from capplan.trials.importers.bfcl import source
     from tests.trials.agent_server import AgentServer
     from tests.trials.bfcl.scripted_agent import ScriptedAgent
@@ -90,8 +88,8 @@ def test_the_wire_carries_bfcls_conversation_and_offers_held_out_tools_from_thei
     import_category("multi_turn_miss_func", pack, entry_ids={task.entry_id})
     plan = plan_file(work / "wire")
     with AgentServer(ScriptedAgent([task])) as server:
-        result = CliRunner().invoke(main, ["trial", "run", str(pack), "--plan", str(plan), "--out", str(work / "wire-run"),
-                                           "--api-base", server.base])
+        result = invoke("trial", "run", str(pack), "--plan", str(plan), "--out", str(work / "wire-run"),
+                        "--api-base", server.base)
         requests = list(server.requests)
     assert result.exit_code == 0, result.output
     bench = source.load("multi_turn_miss_func")

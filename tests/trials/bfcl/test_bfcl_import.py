@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.trials.importers.bfcl import source
 from capplan.trials.importers.bfcl.ground_truth import model_call_text, parse_call
 from capplan.trials.importers.bfcl.source import BfclDataError
 from capplan.trials.importers.bfcl.tool_schema import convert_tool
+from tests.cli_runner import invoke
 
 pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed: pip install --no-deps bfcl-eval==2026.3.23 "
                                         "mpmath==1.3.0 (.ci/run installs it)")
@@ -102,8 +101,8 @@ def test_ground_truth_calls_are_parsed_not_evaluated() -> None:
 
 def test_the_import_writes_one_task_per_entry_and_refuses_a_non_empty_folder(tmp_path: Path) -> None:
     out = tmp_path / "bfcl"
-    result = CliRunner().invoke(main, ["trial", "import", "bfcl", "--category", "multi_turn_miss_func",
-                                       "--out", str(out), "--limit", "3"])
+    result = invoke("trial", "import", "bfcl", "--category", "multi_turn_miss_func",
+                    "--out", str(out), "--limit", "3")
     assert result.exit_code == 0, result.output
     assert "wrote 3 task file(s)" in result.output and "next: capplan trial run" in result.output
     files = sorted(out.glob("*.yaml"))
@@ -129,13 +128,13 @@ def test_the_import_writes_one_task_per_entry_and_refuses_a_non_empty_folder(tmp
         assert (expectation["expected_state"] is None) == (not truth)
         assert expectation["expected_outputs"] is None if not truth else len(expectation["expected_outputs"]) == len(truth)
 
-    again = CliRunner().invoke(main, ["trial", "import", "bfcl", "--category", "multi_turn_base", "--out", str(out)])
+    again = invoke("trial", "import", "bfcl", "--category", "multi_turn_base", "--out", str(out))
     assert again.exit_code == 2
     assert "error[OUT_NOT_EMPTY]" in again.output and "--force" in again.output
     assert sorted(out.glob("*.yaml")) == files  # nothing written
 
-    forced = CliRunner().invoke(main, ["trial", "import", "bfcl", "--category", "multi_turn_base", "--out", str(out),
-                                       "--limit", "1", "--force", "--grader", "bfcl"])
+    forced = invoke("trial", "import", "bfcl", "--category", "multi_turn_base", "--out", str(out),
+                    "--limit", "1", "--force", "--grader", "bfcl")
     assert forced.exit_code == 0, forced.output
     assert "3 other file(s)" in forced.output
     grader = yaml.safe_load((out / "multi_turn_base_0.yaml").read_text())["grader"]
@@ -157,8 +156,8 @@ def test_a_ground_truth_call_of_a_tool_before_its_turn_is_named(tmp_path: Path) 
 ])
 def test_an_out_onto_or_under_a_file_is_a_located_error(tmp_path: Path, out: str, place: str, message: str) -> None:
     (tmp_path / "notes.txt").write_text("mine\n")
-    result = CliRunner().invoke(main, ["trial", "import", "bfcl", "--category", "multi_turn_base",
-                                       "--out", str(tmp_path / out), "--limit", "1"])
+    result = invoke("trial", "import", "bfcl", "--category", "multi_turn_base",
+                    "--out", str(tmp_path / out), "--limit", "1")
     assert result.exit_code == 2, result.output
     assert f"{tmp_path / place}: error[OUT_UNUSABLE]: {message}" in result.stderr
     assert "hint: give --out a folder you can write to" in result.stderr
@@ -176,8 +175,8 @@ def test_an_out_that_cannot_be_created_is_a_located_error(tmp_path: Path, monkey
         real_mkdir(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "mkdir", refused)
-    result = CliRunner().invoke(main, ["trial", "import", "bfcl", "--category", "multi_turn_base",
-                                       "--out", str(out), "--limit", "1"])
+    result = invoke("trial", "import", "bfcl", "--category", "multi_turn_base",
+                    "--out", str(out), "--limit", "1")
     assert result.exit_code == 2, result.output
     assert f"{out}: error[OUT_UNUSABLE]: cannot create the output folder: Permission denied" in result.stderr
     assert "hint: give --out a folder you can write to" in result.stderr
@@ -188,8 +187,8 @@ def test_an_out_in_a_read_only_folder_is_a_located_error(tmp_path: Path) -> None
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     try:
-        result = CliRunner().invoke(main, ["trial", "import", "bfcl", "--category", "multi_turn_base",
-                                           "--out", str(locked / "bfcl"), "--limit", "1"])
+        result = invoke("trial", "import", "bfcl", "--category", "multi_turn_base",
+                        "--out", str(locked / "bfcl"), "--limit", "1")
     finally:
         locked.chmod(0o700)
     assert result.exit_code == 2, result.output

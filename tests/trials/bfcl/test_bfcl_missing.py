@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
+from tests.cli_runner import invoke
 
 
 def test_without_the_benchmark_the_error_names_the_pip_command(tmp_path: Path,
@@ -20,8 +19,8 @@ def test_without_the_benchmark_the_error_names_the_pip_command(tmp_path: Path,
     for name in [m for m in sys.modules if m == "bfcl_eval" or m.startswith("bfcl_eval.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "bfcl_eval", None)  # what an environment without it gives an import
-    result = CliRunner().invoke(main, ["trial", "import", "bfcl", "--category", "multi_turn_base",
-                                       "--out", str(tmp_path / "out")])
+    result = invoke("trial", "import", "bfcl", "--category", "multi_turn_base",
+                    "--out", str(tmp_path / "out"))
     assert result.exit_code == 2
     assert "error[BFCL_NOT_INSTALLED]: the BFCL benchmark (bfcl-eval) is not installed" in result.output
     assert "pip install --no-deps bfcl-eval==2026.3.23 mpmath==1.3.0" in result.output

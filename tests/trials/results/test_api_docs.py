@@ -9,12 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import capplan.trials
-from capplan.cli import main
 from capplan.trials.report.run_data import RunDataError, TrialResult
 from tests.trials.results.hostile_runs import TASKS, HostileRuns
+from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -29,7 +28,7 @@ def test_the_docs_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.Mo
     pytest.importorskip("pandas", reason="the example ends with to_pandas(); pandas is in the test extra")
     shutil.copytree(REPO / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.chdir(tmp_path)
-    compiled = CliRunner().invoke(main, ["compile", "--model", "mock-echo", "--out", "mock-plans/"])
+    compiled = invoke("compile", "--model", "mock-echo", "--out", "mock-plans/")
     assert compiled.exit_code == 0, compiled.output
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):

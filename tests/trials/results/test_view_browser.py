@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.trials.report.run_data import load_run
 from capplan.trials.view.write import render_runs
 from tests.trials.results import browser
 from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns, with_second_trials
+from tests.cli_runner import invoke
 
 pytestmark = pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))
 
@@ -41,7 +40,7 @@ def visible(text: str) -> str:
 @pytest.fixture(scope="module")
 def page(hostile_runs: HostileRuns, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("view") / "report.html"
-    result = CliRunner().invoke(main, ["trial", "view", *map(str, hostile_runs.paths), "--out", str(out)])
+    result = invoke("trial", "view", *map(str, hostile_runs.paths), "--out", str(out))
     assert result.exit_code == 0, result.output
     return out
 
@@ -206,7 +205,7 @@ def test_pass_hat_k_says_how_many_tasks_it_covers(hostile_runs: HostileRuns, dri
 
     run = with_second_trials(hostile_runs.a.out, tmp_path / "run", aborted="t03")
     page = tmp_path / "view.html"
-    assert CliRunner().invoke(main, ["trial", "view", str(run), "--out", str(page)]).exit_code == 0
+    assert invoke("trial", "view", str(run), "--out", str(page)).exit_code == 0
     open_page(driver, page)
     [row] = driver.find_elements(By.CSS_SELECTOR, "#stats tbody tr")
     cells = [td.get_attribute("textContent") for td in row.find_elements(By.TAG_NAME, "td")]
@@ -275,7 +274,7 @@ def test_a_page_of_1000_trials_opens_and_pages(driver: Any, tmp_path: Path) -> N
     # 2 models x 250 tasks x 2 trials: the matrix has two pages of rows
     run = _benchmark().write_synthetic_run(tmp_path / "run", 1000, models=2, trials_per_task=2)
     page = tmp_path / "view.html"
-    result = CliRunner().invoke(main, ["trial", "view", str(run), "--out", str(page)])
+    result = invoke("trial", "view", str(run), "--out", str(page))
     assert result.exit_code == 0, result.output
     open_page(driver, page)
     assert browser.text_problems(driver, "#overview") == []
@@ -321,7 +320,7 @@ def test_harness_turns_handoffs_guard_rejections_retries_and_waits_are_marked(ho
                                 "error_class": "rate_limit", "error_type": "RateLimitError", "wait_s": 0.0})
     (folder / "metrics.yaml").write_text(yaml.safe_dump(metrics, sort_keys=False))
     page = tmp_path / "view.html"
-    assert CliRunner().invoke(main, ["trial", "view", str(run), "--out", str(page)]).exit_code == 0
+    assert invoke("trial", "view", str(run), "--out", str(page)).exit_code == 0
     open_page(driver, page)
     driver.find_element(By.CSS_SELECTOR, "#matrix tr[data-task='t05'] a.cell").click()
     browser.wait_for(driver, "#chat")

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from capplan.cli import main
 from capplan.trials.view.page import script_json
 from tests.cli_runner import invoke
 from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns, with_second_trials
@@ -141,7 +139,7 @@ def test_an_interrupted_trial_is_shown_as_such(hostile_runs: HostileRuns, tmp_pa
     assert index["runs"][0]["exit"]["status"] == "130 (interrupted)"
     details = {d["key"]: d for d in _details_by_key(html)}
     assert details["agent-a/t06/0"]["problems"] == [] and "messages" not in details["agent-a/t06/0"]
-    reported = CliRunner().invoke(main, ["trial", "report", str(run), "--format", "md"])
+    reported = invoke("trial", "report", str(run), "--format", "md")
     assert reported.exit_code == 0 and "| desk | t06 | — · 1 interrupted |" in reported.output
 
 
@@ -170,7 +168,7 @@ def test_an_aborted_trial_leaves_only_its_task_out_of_pass_hat_k(hostile_runs: H
     # ^1 = (0 + 1 + 10) / 12; ^2 over the 11 tasks with two graded trials = (0 + 10) / 11
     assert stats["pass_hat_k"] == {"1": round(11 / 12, 9), "2": round(10 / 11, 9)}
     assert stats["pass_hat_k_tasks"] == {"1": 12, "2": 11}
-    reported = CliRunner().invoke(main, ["trial", "report", str(run), "--format", "md"])
+    reported = invoke("trial", "report", str(run), "--format", "md")
     assert reported.exit_code == 0, reported.output
     assert "| ^1 91.7%, ^2 90.9% (11 of 12 tasks) |" in reported.output
 
@@ -209,7 +207,7 @@ def test_without_out_the_page_is_the_first_runs_report_html(hostile_runs: Hostil
     assert code == 0 and (b / "report.html").is_file()
     # the page is no foreign file to the run: trial report re-renders and a resume goes on, the page kept
     page = (a / "report.html").read_bytes()
-    reported = CliRunner().invoke(main, ["trial", "report", str(a)])
+    reported = invoke("trial", "report", str(a))
     assert reported.exit_code == 0, reported.output
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-view-0123456789abcdef")
     resumed = capplan.trials.run([hostile_runs.root / "tasks" / "desk"], [hostile_runs.root / "agent-a.json"], out=a,
