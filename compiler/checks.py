@@ -53,6 +53,12 @@ def check_policy_names(source: SourceFile, loc: Loc, block: PresetBody) -> list[
             out.append(source.diag((*loc, slot), "unknown-policy",
                                    f"no {slot} policy named {ref.name!r}",
                                    did_you_mean(ref.name, targets[slot])))
+    responses = block.responses_api
+    if responses is not None and responses.reasoning_codec.name not in targets["reasoning_codec"]:
+        # the codec a Responses route swaps in is a policy name like any other
+        out.append(source.diag((*loc, "responses_api", "reasoning_codec"), "unknown-policy",
+                               f"no reasoning_codec policy named {responses.reasoning_codec.name!r}",
+                               did_you_mean(responses.reasoning_codec.name, targets["reasoning_codec"])))
     return out
 
 

@@ -8,9 +8,12 @@ two transports must classify alike. Bound to 127.0.0.1 on a free port; stopped b
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -118,3 +121,27 @@ class RecordingServer(ServedOnLoopback):
         with self._lock:
             self._script = deque(answers)
             self.seen.clear()
+
+
+@contextmanager
+def serving_with_keys(keys: Mapping[str, str]) -> Iterator[RecordingServer]:
+    """A recording server, with ``keys`` set in ``os.environ`` while it serves (litellm's own routes read them)."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in keys.items():
+            mp.setenv(name, value)
+        with RecordingServer() as server:
+            yield server
+
+
+@contextmanager
+def capplan_logs_at(level: int) -> Iterator[None]:
+    """capplan's loggers at ``level`` for the block (retries and dropped parameters a test does not read)."""
+    logger = logging.getLogger("capplan")
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)

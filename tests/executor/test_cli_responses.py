@@ -20,10 +20,10 @@ from capplan.conformance.emulators.openai_responses import ResponsesEmulator
 from capplan.executor.plan import Plan
 from capplan.executor.plan_cache import clear_plan_cache
 from tests.cli_runner import invoke
+from tests.responses_plan import GPT5, plan_on
 from tests.trials.agent_server import AgentServer
 
 REPO = Path(__file__).resolve().parents[2]
-GPT5 = REPO / "golden" / "plans" / "gpt-5.json"
 KEY = "sk-test-responses-cli-0123456789"
 ENV: dict[str, str | None] = {"OPENAI_API_KEY": KEY, "LLM_PROXY_BASE_URL": None, "LLM_PROXY_API_KEY": None,
                               "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -44,16 +44,6 @@ HISTORY: dict[str, Any] = {**REQUEST, "messages": [
     {"role": "tool", "tool_call_id": "call_1", "content": '{"value": 2}'},
 ]}
 
-
-def plan_on(transport: str, folder: Path) -> Path:
-    """The bundled gpt-5 plan on ``transport`` (direct as bundled; litellm as `wire.transport: litellm` makes it)."""
-    if transport == "direct":
-        return GPT5
-    body = Plan.load(GPT5).body()
-    body["wire"] = {**body["wire"], "transport": transport}
-    path = folder / f"gpt-5-{transport}.json"
-    path.write_bytes(Plan.seal(body).to_bytes())
-    return path
 
 
 def write(tmp_path: Path, request: dict[str, Any], name: str = "request.json") -> Path:

@@ -31,7 +31,7 @@ from capplan.executor.loop_errors import LoopErrorReason
 from capplan.executor.rate_limit import wire_status
 from capplan.executor.result import GenerationResult
 from tests.chat_route import chat_route_plans
-from tests.executor.recording_server import Answer, RecordingServer, json_answer
+from tests.executor.recording_server import Answer, RecordingServer, capplan_logs_at, json_answer, serving_with_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {"OPENROUTER_API_KEY": "sk-or-resp", "OPENAI_API_KEY": "sk-oa-resp", "XAI_API_KEY": "sk-x-resp",
@@ -125,11 +125,8 @@ FAILURES: dict[str, Answer] = {
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RecordingServer]:
-    with pytest.MonkeyPatch.context() as mp:
-        for name, value in KEYS.items():
-            mp.setenv(name, value)
-        with RecordingServer() as srv:
-            yield srv
+    with serving_with_keys(KEYS) as srv:  # litellm's own routes read os.environ
+        yield srv
 
 
 @pytest.fixture(scope="module")
@@ -141,11 +138,8 @@ def litellm_completion() -> Any:
 @pytest.fixture(autouse=True)
 def _quiet() -> Iterator[None]:
     # retries and dropped parameters are logged; they are not what these tests read
-    logger = logging.getLogger("capplan")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    yield
-    logger.setLevel(level)
+    with capplan_logs_at(logging.CRITICAL):
+        yield
 
 
 def _clients(plan: Plan, server: RecordingServer, completion: Any) -> tuple[Client, Client]:

@@ -42,7 +42,7 @@ from capplan.executor.messages import ChatRequest
 from capplan.executor.plan import Plan
 from capplan.executor.rate_limit import wire_status
 from capplan.executor.wire_dialect import RESPONSES_PATH, is_responses
-from tests.executor.recording_server import Answer, RecordingServer, Seen, json_answer
+from tests.executor.recording_server import Answer, RecordingServer, Seen, capplan_logs_at, json_answer, serving_with_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -134,11 +134,8 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RecordingServer]:
-    with pytest.MonkeyPatch.context() as mp:
-        for name, value in KEYS.items():
-            mp.setenv(name, value)  # litellm's own routes read os.environ
-        with RecordingServer() as srv:
-            yield srv
+    with serving_with_keys(KEYS) as srv:  # litellm's own routes read os.environ
+        yield srv
 
 
 @pytest.fixture(scope="module")
@@ -150,11 +147,8 @@ def litellm_responses() -> Any:
 @pytest.fixture(autouse=True)
 def _quiet() -> Iterator[None]:
     # a seed or temperature a plan does not send, and every retry, is logged; not this module's subject
-    logger = logging.getLogger("capplan")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    yield
-    logger.setLevel(level)
+    with capplan_logs_at(logging.CRITICAL):
+        yield
 
 
 _CLIENTS: dict[tuple[str, str], tuple[Client, Client]] = {}

@@ -23,7 +23,7 @@ from capplan.executor.direct.sender import DirectCompletion
 from capplan.executor.errors import ApiTimeoutError, MissingCredentialError, PlanInconsistencyError
 from capplan.executor.plan import LoopKnobs, Plan
 from tests.executor.plans import make_plan
-from tests.executor.recording_server import Answer, RecordingServer, json_answer
+from tests.executor.recording_server import Answer, RecordingServer, capplan_logs_at, json_answer
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = {path.stem: Plan.load(path) for path in golden_wire.plan_files(ROOT)}
@@ -47,11 +47,8 @@ def litellm_completion() -> Any:
 
 @pytest.fixture(autouse=True)
 def _quiet() -> Iterator[None]:
-    logger = logging.getLogger("capplan")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    yield
-    logger.setLevel(level)
+    with capplan_logs_at(logging.CRITICAL):
+        yield
 
 
 def _both(plan: Plan, env: dict[str, str], base: str, completion: Any) -> dict[str, Client]:

@@ -25,7 +25,7 @@ from capplan.executor.client import Client, _litellm_completion
 from capplan.executor.messages import ChatRequest
 from capplan.executor.plan import Plan
 from tests.chat_route import chat_route_plans
-from tests.executor.recording_server import RecordingServer, Seen, json_answer
+from tests.executor.recording_server import RecordingServer, Seen, capplan_logs_at, json_answer, serving_with_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,11 +90,8 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RecordingServer]:
-    with pytest.MonkeyPatch.context() as mp:
-        for name, value in KEYS.items():
-            mp.setenv(name, value)  # litellm's own routes read os.environ
-        with RecordingServer() as srv:
-            yield srv
+    with serving_with_keys(KEYS) as srv:  # litellm's own routes read os.environ
+        yield srv
 
 
 @pytest.fixture(scope="module")
@@ -106,11 +103,8 @@ def litellm_completion() -> Any:
 @pytest.fixture
 def _quiet() -> Iterator[None]:
     # a seed or temperature a plan does not send is logged once per plan; it is not this test's subject
-    logger = logging.getLogger("capplan")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
+    with capplan_logs_at(logging.ERROR):
+        yield
 
 
 def _sent(server: RecordingServer, client: Client, request: ChatRequest) -> Seen | BaseException:

@@ -23,10 +23,10 @@ from capplan.conformance.emulators.openai_responses import ResponsesEmulator
 from capplan.executor.plan import Plan
 from capplan.trials.usersim import STOP_SIGNAL
 from tests.cli_runner import invoke
+from tests.responses_plan import GPT5, plan_on
 from tests.trials.agent_server import AgentServer
-from tests.trials.helpers import REPO, write_task
+from tests.trials.helpers import write_task
 
-GPT5 = REPO / "golden" / "plans" / "gpt-5.json"
 KEY = "sk-test-responses-trials-0123456789"
 ENV: dict[str, str | None] = {"OPENAI_API_KEY": KEY, "LLM_PROXY_BASE_URL": None, "LLM_PROXY_API_KEY": None,
                               "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -47,16 +47,6 @@ def start(started: list[ResponsesEmulator], script: list[Reply]) -> ResponsesEmu
     started.append(emu)
     return emu
 
-
-def plan_on(transport: str, folder: Path) -> Path:
-    """The bundled gpt-5 plan on ``transport`` (direct as bundled; litellm as `wire.transport: litellm` makes it)."""
-    if transport == "direct":
-        return GPT5
-    body = Plan.load(GPT5).body()
-    body["wire"] = {**body["wire"], "transport": transport}
-    path = folder / f"gpt-5-{transport}.json"
-    path.write_bytes(Plan.seal(body).to_bytes())
-    return path
 
 
 def trial(task: Path, out: Path, base: str, *extra: str, plan: Path = GPT5) -> Any:
