@@ -5,8 +5,8 @@ work (PyYAML represents every node in Python even with its C emitter): about 2 m
 trial, a sixth of what a whole six-turn trial costs the process. In a local run every trial
 thread shares one GIL with the run-folder writers, so that rendering slows the trials down
 exactly when the run is busiest. :class:`RecordRenderer` sends the records (pickled: a few
-microseconds) to one helper process, ``python -m capplan.trials.render_process``, which renders
-them with :func:`capplan.trials.record_yaml.dump_records_yaml` on another core and sends the
+microseconds) to one helper process, ``python -m capplan.trials.run_folder.render_process``, which renders
+them with :func:`capplan.trials.run_folder.record_yaml.dump_records_yaml` on another core and sends the
 bytes back. The files are the same bytes either way (``tests/trials/test_render_process.py``).
 
 What can go through the helper is plain data only: its unpickler refuses every global (a class,
@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from capplan.trials.record_yaml import dump_records_yaml
+from capplan.trials.run_folder.record_yaml import dump_records_yaml
 
 #: Runs with fewer trials to write render them in-process: the helper's start (~60 ms of CPU on
 #: another core) would cost more than the rendering it takes over.
@@ -53,7 +53,7 @@ _BYTES_PER_EXTRA_SECOND = 200_000
 CLOSE_TIMEOUT_S = 5.0
 
 #: what the helper's interpreter is started with (tests start stand-ins that misbehave)
-HELPER_ARGS: tuple[str, ...] = ("-m", "capplan.trials.render_process")
+HELPER_ARGS: tuple[str, ...] = ("-m", "capplan.trials.run_folder.render_process")
 #: the variables the helper inherits besides PYTHON*: it renders data and needs no credentials
 _KEPT_VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT")
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import yaml
 
 from capplan.core.redaction import redact_text
-from capplan.trials.environment import module_files
-from capplan.trials.records import RunInstalledModule, RunManifest, RunSettings
+from capplan.trials.tasks.environment import module_files
+from capplan.trials.run_folder.records import RunInstalledModule, RunManifest, RunSettings
 from capplan.trials.spec import TrialSpec
 
 try:
