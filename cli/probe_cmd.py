@@ -104,7 +104,7 @@ def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | 
         return
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-    date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    date = datetime.datetime.now(datetime.UTC).date().isoformat()
     requests_left = max_requests
     cost_left = max_cost
     drifted = False

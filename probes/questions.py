@@ -64,11 +64,11 @@ class Question:
     notes: tuple[str, ...] = field(default=())
 
 
-def _request(*, tools: bool = False, **fields: Any) -> ChatRequest:
+def _request(fields: Mapping[str, Any] | None = None, *, tools: bool = False) -> ChatRequest:
     body: dict[str, Any] = {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": PROBE_MAX_TOKENS}
     if tools:
         body["tools"] = [TOOL]
-    body.update(fields)
+    body.update(fields or {})  # the one setting a question changes
     return ChatRequest.model_validate(body)
 
 
@@ -94,26 +94,26 @@ def question_set(plan: Plan) -> list[Question]:
         for key in sorted(values, key=float):
             number = float(key)
             questions.append(Question(
-                f"{param}={_number_id(number)}", param, key, _request(**{param: number}),
+                f"{param}={_number_id(number)}", param, key, _request({param: number}),
                 UnderTest(frozenset({param}), {param: number}), expect=number))
     for level in get_args(EffortLevel):
         questions.append(Question(
             f"reasoning_effort={level}", "reasoning_effort", level,
-            _request(reasoning=ReasoningConfig(mode="adaptive", effort_hint=level)),
+            _request({"reasoning": ReasoningConfig(mode="adaptive", effort_hint=level)}),
             UnderTest(frozenset({"reasoning_effort"})), expect=level))
     for choice in ("none", "auto", "required"):
-        questions.append(Question(f"tool_choice={choice}", "tool_choice", choice, _request(tools=True, tool_choice=choice),
+        questions.append(Question(f"tool_choice={choice}", "tool_choice", choice, _request({"tool_choice": choice}, tools=True),
                                   UnderTest(frozenset({"tool_choice"})), expect=choice))
     named = NamedToolChoice.model_validate({"type": "function", "function": {"name": "echo"}})
-    questions.append(Question("tool_choice=named", "tool_choice", None, _request(tools=True, tool_choice=named),
+    questions.append(Question("tool_choice=named", "tool_choice", None, _request({"tool_choice": named}, tools=True),
                               UnderTest(frozenset({"tool_choice"})), notes=(
                                   "a named tool_choice is not a value param_value_rules can key",)))
     for flag in (True, False):
         key = value_key("parallel_tool_calls", flag)
         questions.append(Question(f"parallel_tool_calls={key}", "parallel_tool_calls", key,
-                                  _request(tools=True, parallel_tool_calls=flag),
+                                  _request({"parallel_tool_calls": flag}, tools=True),
                                   UnderTest(frozenset({"parallel_tool_calls"})), expect=flag))
-    questions.append(Question("seed=1", "seed", None, _request(seed=1), UnderTest(forced={"seed": 1}), expect=1))
+    questions.append(Question("seed=1", "seed", None, _request({"seed": 1}), UnderTest(forced={"seed": 1}), expect=1))
     questions.append(Question(f"stop={STOP}", "stop", None, _request(), UnderTest(forced={"stop": [STOP]}),
                               expect=[STOP], plan_can_send=False))
     formats: dict[str, dict[str, Any]] = {

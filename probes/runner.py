@@ -16,6 +16,7 @@ import importlib.metadata
 import json
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -227,6 +228,10 @@ def _ask(client: Client, built: BuiltRequest) -> Outcome:
 
 def classify_failure(exc: BaseException, redact: Callable[[str], str]) -> Outcome:
     """A failed send's outcome: ``refused`` for a 4xx that judges the request, else ``not measured``."""
+    if _refused_by_litellm(exc):
+        # litellm's own model map, not the route: the request never left this machine
+        return Outcome("not measured", None, "litellm refused it before sending (its own parameter map, not the "
+                       f"route's answer): {bounded(redact_text(redact(str(exc))))}")
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and not isinstance(status, bool):
         text = bounded(redact_text(redact(error_text(exc))))
@@ -244,6 +249,13 @@ def classify_failure(exc: BaseException, redact: Callable[[str], str]) -> Outcom
     if isinstance(exc, ConnectionError):
         return Outcome("not measured", None, f"transport error: {bounded(redact_text(redact(str(exc))))}")
     return Outcome("not measured", None, f"{type(exc).__name__}: {bounded(redact_text(redact(str(exc))))}")
+
+
+def _refused_by_litellm(exc: BaseException) -> bool:
+    """Whether litellm refused the call itself (``UnsupportedParamsError``: a status 400 it made up)."""
+    litellm = sys.modules.get("litellm")  # loaded by then whenever litellm made the call
+    kind = getattr(litellm, "UnsupportedParamsError", None)
+    return isinstance(kind, type) and isinstance(exc, kind)
 
 
 def error_text(exc: BaseException) -> str:
