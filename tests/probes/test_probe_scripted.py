@@ -1,0 +1,203 @@
+"""``capplan probe`` against a scripted loopback route: faults, budgets, the dry run, hostile bodies, bad input.
+
+The route is :class:`~tests.executor.recording_server.RecordingServer`: it records every request
+body and answers the next scripted answer, so each test knows exactly what was sent and how often.
+The plan is the bundled gpt-4o (OpenAI chat completions, direct transport).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capplan.compiler.compile import compile_paths
+from capplan.core.canonical import canonical_bytes, sha256_hex
+from capplan.executor.client import Client
+from capplan.executor.plan import Plan
+from capplan.probes.evidence import MAX_ERROR_CHARS
+from capplan.probes.runner import plan_probe
+from tests.cli_runner import invoke_checked
+from tests.executor.recording_server import Answer, RecordingServer, json_answer
+
+KEY = "sk-probe-scripted-0123456789"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "plans"
+GPT4O = GOLDEN / "gpt-4o.json"
+
+
+def ok() -> Answer:
+    return json_answer({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "OK"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 1, "total_tokens": 13}})
+
+
+def refusal(message: str, status: int = 400) -> Answer:
+    return json_answer({"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}},
+                       status)
+
+
+@pytest.fixture(autouse=True)
+def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    for name in ("LLM_PROXY_BASE_URL", "LLM_PROXY_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def route() -> Iterator[RecordingServer]:
+    with RecordingServer() as server:
+        yield server
+
+
+def sent_ids(server: RecordingServer) -> list[str]:
+    """The ids of the gpt-4o questions that are sent, in order (from the plan of the probe itself)."""
+    client = Client(Plan.load(GPT4O), api_base=server.base, env={"OPENAI_API_KEY": KEY})
+    return [p.question.id for p in plan_probe(client, {"OPENAI_API_KEY": KEY}).to_send]
+
+
+def script_by_id(server: RecordingServer, answers: dict[str, Answer]) -> list[str]:
+    """Script one answer per sent question: ``answers[id]``, else a success. Returns the ids in order."""
+    ids = sent_ids(server)
+    server.script(*[answers.get(qid) or ok() for qid in ids])
+    return ids
+
+
+def record_of(folder: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((folder / "gpt-4o.probe.json").read_text(encoding="utf-8"))
+    return data
+
+
+def by_id(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {q["id"]: q for q in record["questions"]}
+
+
+def test_429_and_500_are_not_measured_and_a_400_is_asked_once(route: RecordingServer, tmp_path: Path) -> None:
+    ids = script_by_id(route, {
+        "temperature=0": json_answer({"error": {"message": "Rate limit reached"}}, 429, {"Retry-After": "1"}),
+        "seed=1": json_answer({"error": {"message": "upstream exploded"}}, 500),
+        "tool_choice=required": refusal("tool_choice 'required' is not supported by this deployment"),
+    })
+    invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
+    # one request per question: nothing was retried, neither the 429 nor the 500 nor the refusal
+    assert len(route.seen) == len(ids)
+    assert [s.body.get("tool_choice") for s in route.seen].count("required") == 1
+    found = by_id(record_of(tmp_path))
+    assert (found["temperature=0"]["outcome"], found["temperature=0"]["status"]) == ("not measured", 429)
+    assert "rate limited" in found["temperature=0"]["detail"]
+    assert (found["seed=1"]["outcome"], found["seed=1"]["status"]) == ("not measured", 500)
+    assert found["tool_choice=required"]["outcome"] == "refused"
+    assert found["tool_choice=required"]["detail"] == "tool_choice 'required' is not supported by this deployment"
+    # only the refusal becomes a rule; the 429 and the 500 claim nothing
+    snippet = (tmp_path / "gpt-4o.overlay.yaml").read_text(encoding="utf-8")
+    assert "tool_choice" in snippet and "temperature" not in snippet.split("providers:")[1] and "seed" not in snippet
+    compiled = compile_paths(data_dir=None, run_config=None, overlays=[tmp_path / "gpt-4o.overlay.yaml"], model="gpt-4o")
+    assert compiled.plans["gpt-4o"].param_value_rules["tool_choice"]["required"].action == "reject"
+
+
+def test_check_names_a_refusal_the_plan_has_no_rule_for_and_lists_what_it_could_not_measure(
+        route: RecordingServer) -> None:
+    script_by_id(route, {"parallel_tool_calls=false": refusal("parallel_tool_calls is not supported"),
+                         "temperature=0": json_answer({"error": {"message": "overloaded"}}, 503)})
+    result = invoke_checked("probe", "--check", GPT4O, "--api-base", route.base, expect=1)
+    assert ('gpt-4o: parallel_tool_calls false: route refuses it with 400 "parallel_tool_calls is not supported": '
+            "plan has no rule") in result.output
+    assert "not compared: gpt-4o: temperature 0: not measured (HTTP 503" in result.output
+    assert "temperature 0: route refuses" not in result.output  # not measured is never drift
+
+
+def test_a_refused_baseline_writes_no_rule(route: RecordingServer, tmp_path: Path) -> None:
+    script_by_id(route, {"max_tokens=16": refusal("Invalid URL (POST /v1/chat/completions)"),
+                         "temperature=0": refusal("temperature is not supported")})
+    invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
+    snippet = (tmp_path / "gpt-4o.overlay.yaml").read_text(encoding="utf-8")
+    assert "providers: {}" in snippet and "own request was not accepted" in snippet
+
+
+def test_max_requests_stops_and_records_what_it_measured(route: RecordingServer, tmp_path: Path) -> None:
+    ids = script_by_id(route, {})
+    invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, "--max-requests", "3", expect=0)
+    assert len(route.seen) == 3
+    record = record_of(tmp_path)
+    found = by_id(record)
+    assert [found[qid]["outcome"] for qid in ids[:3]] == ["accepted"] * 3
+    assert all(found[qid]["outcome"] == "not measured" and "--max-requests 3" in found[qid]["detail"]
+               for qid in ids[3:])
+    assert record["sent"] == 3 and "over budget" in record["stopped"]
+
+
+def test_max_cost_stops_before_the_request_that_would_pass_it(route: RecordingServer, tmp_path: Path) -> None:
+    client = Client(Plan.load(GPT4O), api_base=route.base, env={"OPENAI_API_KEY": KEY})
+    planned = plan_probe(client, {"OPENAI_API_KEY": KEY}).to_send
+    budget = sum(p.worst_usd or 0.0 for p in planned[:2]) + (planned[2].worst_usd or 0.0) / 2
+    script_by_id(route, {})
+    invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, "--max-cost", repr(budget), expect=0)
+    assert len(route.seen) == 2
+    assert "--max-cost" in record_of(tmp_path)["stopped"]
+
+
+def test_max_cost_refuses_to_start_for_a_plan_without_a_price(route: RecordingServer, tmp_path: Path) -> None:
+    body = Plan.load(GPT4O).body()
+    body["pricing"] = None
+    unpriced = tmp_path / "gpt-4o.json"
+    unpriced.write_bytes(Plan.seal(body).to_bytes())
+    result = invoke_checked("probe", unpriced, "--api-base", route.base, "--out", tmp_path / "o", "--max-cost", "1",
+                            expect=2)
+    assert "--max-cost cannot bound plan(s) gpt-4o: no price" in result.output
+    assert route.seen == []
+
+
+def test_the_dry_run_sends_nothing_and_prints_the_fingerprints_a_real_run_sends(
+        route: RecordingServer, tmp_path: Path) -> None:
+    dry = invoke_checked("probe", "--dry-run", GPT4O, "--api-base", route.base, expect=0)
+    assert route.seen == []
+    assert "nothing was sent" in dry.output and "worst-case cost $" in dry.output
+    script_by_id(route, {})
+    invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
+    for seen in route.seen:
+        fingerprint = sha256_hex(canonical_bytes(seen.body))
+        assert f"sha256:{fingerprint}" in dry.output
+    assert "  stop=END: openai-chat model gpt-4o sha256:" in dry.output
+
+
+def test_a_huge_secret_bearing_error_body_is_bounded_and_redacted(route: RecordingServer, tmp_path: Path) -> None:
+    hostile = ("tool_choice required is refused for key " + KEY + " \u2028 \"quoted\"\n" + "x" * 2_000_000)
+    script_by_id(route, {"tool_choice=required": refusal(hostile)})
+    result = invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
+    written = [(tmp_path / name).read_text(encoding="utf-8") for name in ("gpt-4o.probe.json", "gpt-4o.overlay.yaml")]
+    for text in [*written, result.output]:
+        assert KEY not in text
+    detail = by_id(record_of(tmp_path))["tool_choice=required"]["detail"]
+    assert detail.startswith("tool_choice required is refused for key <redacted>")
+    assert len(detail) < MAX_ERROR_CHARS + 64 and "more characters)" in detail
+    # the snippet still reads back as YAML the compiler takes, evidence intact
+    compiled = compile_paths(data_dir=None, run_config=None, overlays=[tmp_path / "gpt-4o.overlay.yaml"], model="gpt-4o")
+    evidence = compiled.plans["gpt-4o"].param_value_rules["tool_choice"]["required"].evidence
+    assert "<redacted>" in evidence and KEY not in evidence
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("no-such-plan.json", "--out", "o"), "no such plan file or folder"),
+    ((str(GOLDEN / "gpt-4o.json"), "--model", "gpt-4", "--dry-run"), "--model gpt-4: no plan of that model key"),
+    ((str(GOLDEN / "mock-echo.json"), "--dry-run"), "the offline mock answers without a route"),
+    ((str(GOLDEN / "claude-opus-5.json"), "--dry-run"), "its wire protocol is 'litellm'"),
+    ((str(GOLDEN / "gpt-4o.json"),), "--out is required"),
+    ((str(GOLDEN / "gpt-4o.json"), "--dry-run", "--check"), "--dry-run sends nothing"),
+    ((str(GOLDEN / "gpt-4o.json"), "--max-requests", "0", "--dry-run"), "--max-requests"),
+    ((str(GOLDEN / "gpt-4o.json"), "--max-cost", "-1", "--dry-run"), "--max-cost"),
+])
+def test_bad_input_is_a_located_error_and_exit_2(args: tuple[str, ...], message: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = invoke_checked("probe", *args, expect=2)
+    assert message in result.output
+
+
+def test_a_corrupt_plan_is_a_located_error(tmp_path: Path) -> None:
+    broken = tmp_path / "gpt-4o.json"
+    broken.write_text(GPT4O.read_text(encoding="utf-8").replace('"gpt-4o"', '"gpt-4o-edited"', 1), encoding="utf-8")
+    result = invoke_checked("probe", broken, "--dry-run", expect=2)
+    assert str(broken) in result.output and "error[" in result.output
