@@ -61,8 +61,9 @@ def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | 
       capplan probe plans/ --model gpt-5 --api-base http://127.0.0.1:8000/v1 --max-requests 5 --out probes/
     Has the route changed since the plan's evidence was taken?
       capplan probe --check golden/plans/gpt-5.json
-    Turn the refusals into rules:
-      capplan compile --model gpt-5 --presets-file probes/gpt-5.overlay.yaml
+
+    Then turn the refusals into rules: give probes/gpt-5.overlay.yaml to `capplan compile --model
+    gpt-5 --presets-file`, and `capplan explain gpt-5 param_value_rules` cites each measurement.
 
     \b
     --out gets <plan key>.probe.json (every question, its outcome, status, the provider's exact
