@@ -13,11 +13,12 @@ bytes written are identical to ``yaml.dump(..., Dumper=CSafeDumper)`` (tests/tri
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from capplan.core.reference_mode import speed_memo
 
 try:
     _Base: type[yaml.SafeDumper] = yaml.CSafeDumper
@@ -30,7 +31,7 @@ _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 _CACHED_SCALAR_LEN = 64
 
 
-@functools.lru_cache(maxsize=8192)
+@speed_memo(maxsize=8192)  # keys and enums repeat across records; the resolver is pure
 def _resolve_scalar(value: str, implicit: tuple[bool, bool]) -> Any:
     return yaml.SafeDumper.resolve(_RESOLVER, ScalarNode, value, implicit)
 
