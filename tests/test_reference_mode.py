@@ -24,9 +24,14 @@ import pytest
 from capplan.core import reference_mode as switch
 from capplan.core.canonical import canonical_bytes, fast_canonical_bytes, reference_canonical_bytes
 from capplan.core.diagnostics import Diagnostic, InputError
+from capplan.core.errors import UserError
 from capplan.core.recent_entries import remember
 from capplan.core.yaml_fast import fast_source_from_bytes
+from capplan.executor import golden_wire
+from capplan.executor.client import Client
 from capplan.executor.direct import pool
+from capplan.executor.direct.body_json import MessageListEncoder, body_bytes
+from capplan.executor.plan import load_plan
 from capplan.executor.registry import policy_class
 from capplan.executor.request_builder import BuiltRequest, built_request_unchecked
 from capplan.executor.schema_refs import ref_problems
@@ -238,6 +243,48 @@ def test_a_built_request_is_the_same_object_made_either_way() -> None:
     assert vars(fast) == vars(plain)
 
 
+def _golden_plans() -> list[Path]:
+    return golden_wire.plan_files(REPO)
+
+
+@pytest.mark.parametrize("plan_path", _golden_plans(), ids=lambda p: p.stem)
+def test_a_growing_conversation_is_built_the_same_with_and_without_the_memos(plan_path: Path) -> None:
+    """Every golden conversation, turn by turn through one client (the memos hit from the second turn on)."""
+    plan = load_plan(plan_path)
+    requests = list(golden_wire.conversations(REPO).values())
+
+    def build_all() -> list[bytes]:
+        env = {plan.binding.binding.api_key_env: golden_wire.GOLDEN_CREDENTIAL} if plan.binding.binding.api_key_env else {}
+        client = Client(plan, env=env)
+        out = []
+        for request in requests:
+            for end in range(1, len(request.messages) + 1):
+                grown = request.model_copy(update={"messages": request.messages[:end]})
+                for _ in range(2):  # the same request twice: a retry's build is a memo hit
+                    try:
+                        out.append(canonical_bytes(client.preview(grown)))
+                    except UserError as exc:
+                        out.append(f"{type(exc).__name__}: {exc}".encode())
+        return out
+
+    fast, plain = both(build_all)
+    assert fast == plain
+
+
+def test_a_history_is_encoded_as_json_dumps_encodes_it_with_and_without_the_memo() -> None:
+    messages = [m.model_dump(mode="json") for r in golden_wire.conversations(REPO).values() for m in r.messages]
+
+    def encode_growing() -> list[bytes]:
+        encoder = MessageListEncoder()
+        return [body_bytes({"model": "m", "messages": messages[:end], "n": 1}, encoder)
+                for end in range(len(messages) + 1) for _ in range(2)]
+
+    fast, plain = both(encode_growing)
+    assert fast == plain == [json.dumps({"model": "m", "messages": messages[:end], "n": 1}, ensure_ascii=False,
+                                        separators=(",", ":")).encode() for end in range(len(messages) + 1)
+                             for _ in range(2)]
+
+
 def test_the_tool_memo_and_bounded_memo_remember_nothing_in_the_reference_mode() -> None:
     tools = _golden_tool_lists()[0]
     raw = json.dumps(tools).encode()
@@ -287,6 +334,20 @@ def test_the_journal_reads_the_same_with_and_without_its_memo(tmp_path: Path) ->
     assert fast == plain
     found: list[Diagnostic] = []
     assert _shape(read_journal(tmp_path, found))[0].keys() == {"e1", "e2"}
+
+
+RECORD_DOCUMENTS: list[Any] = [
+    {"turns": [{"role": "user", "content": "héllo\nworld " * 40, "n": 1.5, "k": None}], "ok": True},
+    {"yes": "no", "on": "off", "1": 1, "null": "~", "date": "2026-01-02", "x": [True, 0.1, -0.0, 1e300, 2**70]},
+    {"shared": (shared := {"a": [1]}), "again": shared}, ["", " lead", "trail ", "a: b", "- x", "#", "'q'"],
+    {"emoji": "\U0001f600", "ctrl": "\x07\x1b", "nan": math.nan, "inf": -math.inf},
+]
+
+
+@pytest.mark.parametrize("document", RECORD_DOCUMENTS)
+def test_the_record_dumper_writes_pyyamls_bytes(document: Any) -> None:
+    fast, plain = both(lambda: dump_records_yaml(document))
+    assert fast == plain
 
 
 def test_records_render_in_this_process_to_the_same_bytes_in_the_reference_mode() -> None:

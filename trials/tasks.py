@@ -109,7 +109,8 @@ class LoadedTask:
 # --- loading (trial run) ---------------------------------------------------------------------------
 
 #: tasks loaded in this process, by (resolved path, sha256 of the text): the driver loads every task
-#: before the run, each trial loads its spec's copy; the second is a lookup
+#: before the run, each trial loads its spec's copy; the second is a lookup. It stays in the reference
+#: mode: loading imports the task's code and constructs its components, which must happen once
 _LOADED: dict[tuple[str, str], LoadedTask] = {}
 _LOADED_MAX = 20_000
 _LOADED_LOCK = threading.Lock()
