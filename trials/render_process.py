@@ -4,8 +4,9 @@ Turning a finished trial's records into ``trajectory.yaml`` and ``metrics.yaml``
 work (PyYAML represents every node in Python even with its C emitter): about 2 ms of CPU per
 trial, a sixth of what a whole six-turn trial costs the process. In a local run every trial
 thread shares one GIL with the run-folder writers, so that rendering slows the trials down
-exactly when the run is busiest (seam *render helper*: about a fifth less CPU per turn at
-``--concurrency 32`` with the GC tuning, ``benchmarks/trial_loop.py``; the reference mode renders here). :class:`RecordRenderer` sends the records (pickled: a few
+exactly when the run is busiest (seam *render helper*: with the GC tuning, about a fifth less
+CPU per turn at ``--concurrency 32``, ``benchmarks/transport.py``; the reference mode renders
+here). :class:`RecordRenderer` sends the records (pickled: a few
 microseconds) to one helper process, ``python -m capplan.trials.render_process``, which renders
 them with :func:`capplan.trials.record_yaml.dump_records_yaml` on another core and sends the
 bytes back. The files are the same bytes either way (``tests/trials/test_render_process.py``).
