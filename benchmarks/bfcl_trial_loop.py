@@ -64,8 +64,8 @@ def bfcl_row(work: Path, *, concurrency: int = 16, latency_s: float = 0.05, grad
     from capplan.trials.backends.local import LocalBackend
     from capplan.trials.driver import RunRequest, build_specs, drive
     from capplan.trials.importers.bfcl.pack import import_category
-    from capplan.trials.progress import Progress
-    from capplan.trials.run_folder import RunFolder
+    from capplan.trials.report.progress import Progress
+    from capplan.trials.run_folder.folder import RunFolder
     from capplan.trials.runner import RunContext, run_trial
 
     pack = work / "tasks"

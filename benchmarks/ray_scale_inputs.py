@@ -31,10 +31,10 @@ from capplan.executor.rate_limits import RateLimits  # noqa: E402
 from tests.cluster.fake_provider import FakeProvider  # noqa: E402
 from tests.cluster.hammer import Hammer  # noqa: E402
 from tests.cluster.runs import canary_plan, write_pack  # noqa: E402
-from capplan.trials.cluster.limiter_actor import start_limiter  # noqa: E402
-from capplan.trials.cluster.worker import TrialResult, WorkerIdentity  # noqa: E402
+from capplan.trials.backends.cluster.limiter_actor import start_limiter  # noqa: E402
+from capplan.trials.backends.cluster.worker import TrialResult, WorkerIdentity  # noqa: E402
 from capplan.trials.driver import RunRequest, build_specs  # noqa: E402
-from capplan.trials.run_folder import RunFolder  # noqa: E402
+from capplan.trials.run_folder.folder import RunFolder  # noqa: E402
 from capplan.trials.runner import RunContext, run_trial  # noqa: E402
 
 

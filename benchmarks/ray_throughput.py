@@ -35,8 +35,8 @@ from tests.cluster.runs import canary_plan, write_pack  # noqa: E402
 from capplan.trials.backends.local import LocalBackend  # noqa: E402
 from capplan.trials.backends.ray_backend import RayBackend  # noqa: E402
 from capplan.trials.driver import RunRequest, build_specs, drive  # noqa: E402
-from capplan.trials.progress import Progress  # noqa: E402
-from capplan.trials.run_folder import RunFolder  # noqa: E402
+from capplan.trials.report.progress import Progress  # noqa: E402
+from capplan.trials.run_folder.folder import RunFolder  # noqa: E402
 
 TASKS = 10
 

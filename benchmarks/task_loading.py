@@ -146,9 +146,9 @@ import json, sys, time
 from pathlib import Path
 t0 = time.process_time()
 from capplan.trials.driver import load_tasks
-from capplan.trials.tasks import load_task_text
+from capplan.trials.tasks.loading import load_task_text
 if sys.argv[2] == "careful":
-    import capplan.trials.task_source as ts
+    import capplan.trials.tasks.task_source as ts
     ts.fast_data = lambda raw: None  # every file through the position-recording reader
 t1 = time.process_time()
 loaded = load_tasks(sorted(Path(sys.argv[1]).glob("*.yaml")))

@@ -77,9 +77,9 @@ from tests.trials.agent_server import default_responder  # noqa: E402
 from tests.trials.helpers import spec_for, write_task  # noqa: E402
 from capplan.trials.backends.local import LocalBackend  # noqa: E402
 from capplan.trials.driver import drive  # noqa: E402
-from capplan.trials.loop import ToolCallingLoop  # noqa: E402
-from capplan.trials.progress import Progress  # noqa: E402
-from capplan.trials.run_folder import RunFolder  # noqa: E402
+from capplan.trials.loop.tool_loop import ToolCallingLoop  # noqa: E402
+from capplan.trials.report.progress import Progress  # noqa: E402
+from capplan.trials.run_folder.folder import RunFolder  # noqa: E402
 from capplan.trials.runner import RunContext, run_trial  # noqa: E402
 
 LATENCY_S = 0.05

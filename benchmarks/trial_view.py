@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from capplan.trials.records import RunLine, RunManifest  # noqa: E402
-from capplan.trials.run_folder import dump_yaml  # noqa: E402
+from capplan.trials.run_folder.records import RunLine, RunManifest  # noqa: E402
+from capplan.trials.run_folder.folder import dump_yaml  # noqa: E402
 
 MODELS = ("model-a", "model-b", "model-c", "model-d")
 TRIALS_PER_TASK = 2
@@ -159,8 +159,8 @@ def write_synthetic_run(root: Path, trials: int, *, seed: int = 0, models: int =
 def measure(trials: int, workdir: Path) -> dict[str, float]:
     """Write the folder, then time reading it, building the page's data and rendering the HTML."""
     from capplan.trials.report.run_data import load_runs
-    from capplan.trials.view.page import render_page
-    from capplan.trials.view.payload import build_payload
+    from capplan.trials.report.view.page import render_page
+    from capplan.trials.report.view.payload import build_payload
 
     run = write_synthetic_run(workdir / f"run-{trials}", trials)
     started = time.perf_counter()

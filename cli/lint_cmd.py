@@ -96,12 +96,12 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_conf
 def _is_task(path: Path, kind: str) -> bool:
     if kind != "auto":
         return kind == "task"
-    from capplan.trials.task_kind import looks_like_task_file
+    from capplan.trials.tasks.task_kind import looks_like_task_file
 
     return looks_like_task_file(path)  # False when unreadable: the regular lint reports why
 
 
 def _lint_task(path: Path, import_environments: bool) -> list[Diagnostic]:
-    from capplan.trials.tasks import lint_task
+    from capplan.trials.tasks.loading import lint_task
 
     return lint_task(path, import_environments=import_environments)

@@ -3,7 +3,7 @@
 A refusal must leave the folder as it was, so nothing is created until every path has been
 looked at (a file already there, a file or a link where a folder belongs, a file where DIRECTORY
 or one of its parents should be), and every problem is reported at once. The writes then go
-through the confined writer (:func:`capplan.trials.confined.create_new`: no link is followed,
+through the confined writer (:func:`capplan.trials.run_folder.confined.create_new`: no link is followed,
 no file replaced); if one still fails (a disk full, a file that appeared meanwhile), what this
 call created is removed again before the error is raised.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capplan.core.diagnostics import Diagnostic, InputError
-from capplan.trials import confined
+from capplan.trials.run_folder import confined
 
 _NEW_FOLDER = "run capplan init in a new folder, or move it away"
 

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from capplan.trials.task_paths import expand_task_paths
+from capplan.trials.tasks.task_paths import expand_task_paths
 
 __all__ = ["expand_task_paths"]

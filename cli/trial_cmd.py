@@ -160,10 +160,10 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
     from capplan.trials.backends import BACKENDS, load_backend
     from capplan.trials.driver import RunRequest, build_run, drive
     from capplan.trials.usage_problem import UsageProblem
-    from capplan.trials.confined import ConfinedPathError
-    from capplan.trials.progress import Progress
-    from capplan.trials.run_folder import RunFolder
-    from capplan.trials.run_identity import redacted_command
+    from capplan.trials.run_folder.confined import ConfinedPathError
+    from capplan.trials.report.progress import Progress
+    from capplan.trials.run_folder.folder import RunFolder
+    from capplan.trials.run_folder.run_identity import redacted_command
 
     from capplan.cli.task_paths import expand_task_paths
 
@@ -223,7 +223,7 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
 
 def _spent(folder: Any, known_usd: float) -> str:
     """What the budget counted: every known dollar, a lower bound when some trial's cost is unknown (never $0 for it)."""
-    from capplan.trials.summary import summarize
+    from capplan.trials.run_folder.summary import summarize
 
     unknown = summarize(list(folder.finished().values())).unknown_cost_trials + folder.interrupted_unknown_trials()
     if not unknown:
@@ -337,7 +337,7 @@ def _backend_options(backend: str, address: str | None, workers: int | None, con
         return {}
     from capplan.cli.trial_limits import load_rate_limits
     from capplan.executor.plan import Plan
-    from capplan.trials.cluster.session import check_address
+    from capplan.trials.backends.cluster.session import check_address
 
     check_address(address)
 

@@ -47,7 +47,7 @@ def bfcl_cmd(category: str, out: Path, grader: str, force: bool, limit: int | No
     truth in metadata and the grader chosen by --grader.
     """
     from capplan.core.diagnostics import InputError
-    from capplan.trials.confined import ConfinedPathError
+    from capplan.trials.run_folder.confined import ConfinedPathError
     from capplan.trials.importers.bfcl.pack import import_category
 
     try:

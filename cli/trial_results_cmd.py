@@ -61,10 +61,10 @@ def report_cmd(runs: tuple[Path, ...], fmt: str | None, by: str | None) -> None:
 
 def _summary(run_dir: Path) -> None:
     """Today's single-run report: summary.md and summary.json re-rendered, summary.md printed."""
-    from capplan.trials import confined
-    from capplan.trials.confined import ConfinedPathError
+    from capplan.trials.run_folder import confined
+    from capplan.trials.run_folder.confined import ConfinedPathError
     from capplan.trials.driver import write_summary
-    from capplan.trials.run_folder import RunFolder, RunFolderError
+    from capplan.trials.run_folder.folder import RunFolder, RunFolderError
 
     folder = RunFolder(run_dir, notify=_note)
     folder.check(report=True)
@@ -101,7 +101,7 @@ def view_cmd(runs: tuple[Path, ...], out: Path | None, open_page: bool) -> None:
       capplan trial view runs/demo                      # writes runs/demo/report.html
       capplan trial view runs/demo runs/again --out compare.html   # add --open to open it
     """
-    from capplan.trials.view.write import write_view
+    from capplan.trials.report.view.write import write_view
 
     written = write_view(list(runs), out, notify=_note)
     # through _note: a run folder's name is free text, its escapes have no place on the terminal

@@ -18,12 +18,12 @@ SCHEMAS: dict[str, str] = {
     "plan": "capplan.executor.plan:Plan",
     "manifest": "capplan.compiler.manifest:Manifest",
     "request": "capplan.executor.messages:ChatRequest",
-    "task": "capplan.trials.taskfile:TaskFile",
-    "trajectory": "capplan.trials.records:Trajectory",
-    "metrics": "capplan.trials.records:Metrics",
-    "run-line": "capplan.trials.records:RunLine",
-    "trial-summary": "capplan.trials.records:Summary",
-    "probe-census": "capplan.trials.probe_census:ProbeCensus",
+    "task": "capplan.trials.tasks.taskfile:TaskFile",
+    "trajectory": "capplan.trials.run_folder.records:Trajectory",
+    "metrics": "capplan.trials.run_folder.records:Metrics",
+    "run-line": "capplan.trials.run_folder.records:RunLine",
+    "trial-summary": "capplan.trials.run_folder.records:Summary",
+    "probe-census": "capplan.trials.run_folder.probe_census:ProbeCensus",
     "project": "capplan.core.project_file:ProjectFile",
 }
 

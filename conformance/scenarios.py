@@ -3,7 +3,7 @@
 Each scenario has an id, a line saying what it exercises, ``applies(plan, target)`` (``None``, or
 why it does not apply to that plan) and ``run(ctx)``. They go through capplan's real path: the
 plan's :class:`~capplan.executor.client.Client` (its request builder, policies and transport,
-direct or litellm) under the trial runner's :class:`~capplan.trials.loop.ToolCallingLoop`, with the
+direct or litellm) under the trial runner's :class:`~capplan.trials.loop.tool_loop.ToolCallingLoop`, with the
 built-in tools of :mod:`capplan.conformance.scenario_tools`, a scripted user, a recorder and a
 metrics sink, exactly as ``trial run`` builds them. A scenario that needs a history another model
 or route made (the switches) drives ``Client.generate`` turn by turn instead, building each
@@ -39,14 +39,14 @@ from capplan.executor.messages import ChatRequest, ReasoningIn
 from capplan.executor.plan import LoopKnobs, Plan
 from capplan.executor.reasoning import EffortLevel, ReasoningConfig
 from capplan.executor.result import GenerationResult
-from capplan.trials.classify import classifier
-from capplan.trials.loop import LoopConfig, LoopEnd, ToolCallingLoop, WireToolChoice
+from capplan.trials.loop.classify import classifier
+from capplan.trials.loop.tool_loop import LoopConfig, LoopEnd, ToolCallingLoop, WireToolChoice
 from capplan.trials.outcome import TerminationReason
-from capplan.trials.recording import MetricsSink, Recorder
-from capplan.trials.task_code import TaskCodeRunner
-from capplan.trials.tool_call_ids import ToolCallIds
-from capplan.trials.tools import ToolRunner
-from capplan.trials.users import ScriptedUser
+from capplan.trials.run_folder.recording import MetricsSink, Recorder
+from capplan.trials.tasks.task_code import TaskCodeRunner
+from capplan.trials.loop.tool_call_ids import ToolCallIds
+from capplan.trials.loop.tools import ToolRunner
+from capplan.trials.loop.users import ScriptedUser
 
 SYSTEM = "You are a careful assistant. Use the tools to answer."
 #: how long one scenario tool may run (they are pure functions; a bound, never a wait)

@@ -1,6 +1,6 @@
 """Reading and writing inside one folder, and nowhere else.
 
-The generic part of confinement, shared by the trial runner (:mod:`capplan.trials.confined`) and
+The generic part of confinement, shared by the trial runner (:mod:`capplan.trials.run_folder.confined`) and
 the reasoning-replay harness (``evals/``, which may use only core and the standard library).
 A run folder's names come from files a pull request can change (a plan's model key, a task
 id), and the folder itself may hold links someone planted (``runs.jsonl`` pointing at a file

@@ -276,3 +276,56 @@ def test_layer_imports_only_what_is_below_it(layer: str) -> None:
             if other not in allowed or (layer == "compiler" and other == "executor" and target not in COMPILER_MAY_USE):
                 wrong.append(f"{MODULES[module].relative_to(ROOT)}:{line}: {module} imports {target}")
     assert not wrong, f"{layer}/ may import only {sorted(allowed) or 'no other capplan package'}:\n" + "\n".join(wrong)
+
+
+#: the trial runner's vocabulary: the modules at its top level that every sub-package may use
+TRIAL_VOCABULARY = frozenset({"spec", "outcome", "terminal", "usage_problem", "safe_text"})
+#: trials/'s sub-packages (and its two entry points) → what each may import of trials/, besides the
+#: vocabulary; the order of the trials package docstring, bottom up
+TRIALS_ALLOWED: dict[str, frozenset[str]] = {
+    "usersim": frozenset(),
+    "tasks": frozenset(),
+    "run_folder": frozenset({"tasks"}),
+    "grading": frozenset({"tasks", "run_folder"}),
+    "loop": frozenset({"tasks", "run_folder", "usersim"}),
+    "runner": frozenset({"tasks", "run_folder", "grading", "loop", "usersim"}),
+    "backends": frozenset({"tasks", "run_folder", "grading", "loop", "usersim", "runner"}),
+    "report": frozenset({"run_folder"}),
+    "importers": frozenset({"tasks", "run_folder", "grading", "loop"}),
+    "driver": frozenset({"tasks", "run_folder", "grading", "loop", "usersim", "runner", "backends", "report"}),
+    "api": frozenset({"tasks", "run_folder", "grading", "loop", "usersim", "runner", "backends", "report", "driver"}),
+}
+
+
+def _trial_unit(module: str) -> str | None:
+    """``capplan.trials.loop.tools`` → ``loop``; a top-level module → its name; the package itself → None."""
+    parts = module.split(".")
+    return parts[2] if len(parts) >= 3 else None
+
+
+def test_every_trials_unit_has_its_place() -> None:
+    # a new top-level module or sub-package must be placed in the order, or the test below says nothing of it
+    units = {_trial_unit(module) for module in MODULES if module.startswith("capplan.trials.")}
+    assert units - {None} == set(TRIALS_ALLOWED) | TRIAL_VOCABULARY
+    for unit in TRIALS_ALLOWED:
+        module = f"capplan.trials.{unit}"
+        if module in MODULES and MODULES[module].name == "__init__.py":
+            doc = ast.get_docstring(ast.parse(MODULES[module].read_text(encoding="utf-8"))) or ""
+            assert "May import:" in doc, f"{MODULES[module].relative_to(ROOT)}: its docstring must say what it may import"
+
+
+def test_trials_sub_packages_import_only_what_is_below_them() -> None:
+    wrong: list[str] = []
+    for module, edges in sorted(GRAPH.items()):
+        unit = _trial_unit(module) if _layer(module) == "trials" else None
+        for target, line in sorted(edges.items()):
+            other = _trial_unit(target) if _layer(target) == "trials" else None
+            if unit is None or other is None or other == unit:
+                continue
+            if unit in TRIAL_VOCABULARY:
+                allowed = TRIAL_VOCABULARY
+            else:
+                allowed = TRIALS_ALLOWED[unit] | TRIAL_VOCABULARY
+            if other not in allowed:
+                wrong.append(f"{MODULES[module].relative_to(ROOT)}:{line}: trials.{unit} imports {target}")
+    assert not wrong, "trials/ sub-packages import only what is below them (tests/test_import_layers.py TRIALS_ALLOWED):\n" + "\n".join(wrong)

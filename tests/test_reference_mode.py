@@ -36,9 +36,9 @@ from capplan.executor.registry import policy_class
 from capplan.executor.request_builder import BuiltRequest, built_request_unchecked
 from capplan.executor.schema_refs import ref_problems
 from capplan.executor.tool_memo import BoundedMemo, ToolMemo
-from capplan.trials.call_journal import JOURNAL_FILE, JournalCache, read_journal
-from capplan.trials.record_yaml import dump_records_yaml
-from capplan.trials.render_process import RecordRenderer
+from capplan.trials.run_folder.call_journal import JOURNAL_FILE, JournalCache, read_journal
+from capplan.trials.run_folder.record_yaml import dump_records_yaml
+from capplan.trials.run_folder.render_process import RecordRenderer
 from tests.trials.test_call_journal_cache import _line, _shape
 
 REPO = Path(__file__).resolve().parents[1]

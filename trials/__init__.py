@@ -1,23 +1,28 @@
 """The trial runner: agent tasks run from compiled plans, one conversation per trial.
 
-It sits on top of the executor (one request in, one result out) and the user simulator, and
-the executor never imports it. The seams, one module each:
+It sits on top of the executor (one request in, one result out), and the executor never
+imports it. Sub-packages, each saying in its docstring what it owns and what it may import,
+from the bottom up:
 
-- ``spec``          what one trial is (``TrialSpec``) and what it leaves (``TrialRecords``)
-- ``runner``        ``run_trial(spec) -> TrialRecords``: a whole trial, no run-folder writes
-- ``loop``          agent turn -> tools -> agent turn ... -> user turn, and its terminals
-- ``retry_classes`` empty completion, output-length and parser-error resamples
-- ``classify``      raised exception -> termination reason (the API-error retry's trigger)
-- ``handoff``       context-window watermark check and the LLM summariser
-- ``truncation``    tool-output caps (plan and per-tool, the tighter wins)
-- ``turn_budget``   task ``max_turns`` / run cap / plan default / 50
-- ``tool_call_ids`` episode-unique tool-call ids
-- ``recording``     the trajectory and the metrics sink
-- ``grading``       expected_actions, expected_state, ``module:function``
-- ``run_folder``    the driver's writer: atomic files, ``runs.jsonl``, resume
-- ``backends``      where trials execute (``local`` threads by default)
-- ``report``, ``view``  runs read back, compared (``trial report``) and shown as HTML (``trial view``)
-- ``api``           ``run(tasks, plans, out=…)`` and ``load_run(path)`` for notebooks, re-exported here
+- ``usersim``     the LLM user simulator and its reply guard
+- ``tasks``       task files, environments and task code
+- ``run_folder``  records, the call journal, costs, confinement, rendering, resume
+- ``grading``     a finished trial's records judged against its task
+- ``loop``        the tool-calling loop and its retry classes
+- ``backends``    where trials execute (``local`` threads, or a Ray ``cluster``)
+- ``report``      runs read back, compared (``trial report``), shown (``view``), progress
+- ``importers``   published benchmarks turned into task packs (BFCL)
+
+The modules at this level are the vocabulary every sub-package shares, and the two entry points:
+
+- ``spec``, ``outcome``, ``terminal``  what one trial is (``TrialSpec``), how it ended, and what it leaves
+- ``usage_problem``, ``safe_text``     a usage counter's problem; untrusted text made safe to show
+- ``runner``      ``run_trial(spec) -> TrialRecords``: a whole trial, no run-folder writes
+- ``driver``      many trials on a backend; the only writer of the run folder
+- ``api``         ``run(tasks, plans, out=…)`` and ``load_run(path)`` for notebooks, re-exported here
+
+``tests/test_import_layers.py`` holds this order: a sub-package imports only those listed
+below it in its own docstring, and nothing imports in a circle.
 """
 
 from __future__ import annotations

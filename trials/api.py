@@ -65,9 +65,9 @@ def run(tasks: Sequence[str | os.PathLike[str]], plans: Sequence[str | os.PathLi
     """
     from capplan.trials.backends import load_backend
     from capplan.trials.driver import RunRequest, build_run, drive
-    from capplan.trials.progress import Progress
-    from capplan.trials.run_folder import RunFolder
-    from capplan.trials.task_paths import expand_task_paths
+    from capplan.trials.report.progress import Progress
+    from capplan.trials.run_folder.folder import RunFolder
+    from capplan.trials.tasks.task_paths import expand_task_paths
 
     tell = notify or (lambda _text: None)
     task_paths = expand_task_paths([Path(t) for t in tasks], tell)

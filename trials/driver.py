@@ -3,7 +3,7 @@
 It validates everything before the first call (plans verified, every task file linted
 against its environment, llm-user tasks need a user plan), skips what the run folder already
 finished, feeds the backend lazily so the budget stop (``--max-cost``, checked before every send:
-see :mod:`capplan.trials.budget`) can end the feed, and
+see :mod:`capplan.trials.run_folder.budget`) can end the feed, and
 writes each record as it arrives. The first Ctrl-C stops the feed and lets running trials end
 at their next turn as ``interrupted`` (they rerun on resume); a second one exits at once.
 """
@@ -25,21 +25,21 @@ from capplan.core.reference_mode import reference_mode
 from capplan.executor.plan import Plan
 from capplan.executor.probe import RateLimitProbeConfig
 from capplan.trials.backends import Backend
-from capplan.trials.budget import Budget
+from capplan.trials.run_folder.budget import Budget
 from capplan.trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
 from capplan.executor.probe_stats import ProbeStats
-from capplan.trials.probe_census import load_census, write_census
-from capplan.trials.progress import Progress
-from capplan.trials.records import RunSettings
-from capplan.trials.render_process import MIN_TRIALS as RENDER_MIN_TRIALS
-from capplan.trials.render_process import RecordRenderer
+from capplan.trials.run_folder.probe_census import load_census, write_census
+from capplan.trials.report.progress import Progress
+from capplan.trials.run_folder.records import RunSettings
+from capplan.trials.run_folder.render_process import MIN_TRIALS as RENDER_MIN_TRIALS
+from capplan.trials.run_folder.render_process import RecordRenderer
 from capplan.trials.usage_problem import UsageProblem
-from capplan.trials.run_folder import RunFolder
-from capplan.trials.run_identity import build_settings, relative_name
+from capplan.trials.run_folder.folder import RunFolder
+from capplan.trials.run_folder.run_identity import build_settings, relative_name
 from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
-from capplan.trials.summary import render_json, render_markdown, summarize
-from capplan.trials.confined import ConfinedPathError, atomic_write
-from capplan.trials.tasks import LoadedTask, load_task
+from capplan.trials.run_folder.summary import render_json, render_markdown, summarize
+from capplan.trials.run_folder.confined import ConfinedPathError, atomic_write
+from capplan.trials.tasks.loading import LoadedTask, load_task
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
     """Run what is not finished yet, writing each trial as it finishes.
 
     With an enabled ``rate_limit_probe`` the trials' probe censuses are summed into the run
-    folder's ``probe.json`` (see :mod:`capplan.trials.probe_census`) when the drive ends, however it ends.
+    folder's ``probe.json`` (see :mod:`capplan.trials.run_folder.probe_census`) when the drive ends, however it ends.
 
     ``retry_aborted`` also runs again the trials whose latest line is ``aborted`` (a rate
     limit, timeout or infrastructure failure, which says nothing about the model); the new

@@ -6,7 +6,7 @@ environment bugs, refused user replies and harness defects all come back as reco
 typed termination reason.
 
 Task code -- the environment's construction and setup, its tools, reading its state, the
-graders -- runs on the trial's task-code worker (:mod:`capplan.trials.task_code`): whatever it
+graders -- runs on the trial's task-code worker (:mod:`capplan.trials.tasks.task_code`): whatever it
 raises, ``SystemExit`` and ``KeyboardInterrupt`` included, is that trial's recorded error (a
 tool's is the agent's ``Error:`` result), and a call that hangs ends at its timeout.
 
@@ -38,16 +38,16 @@ from capplan.executor.probe import RateLimitProbeConfig
 from capplan.executor.probe_stats import ProbeStats
 from capplan.executor.result import GenerationResult
 from capplan.trials.usersim import SIMULATOR_SCHEMA_VERSION, GuardEvent
-from capplan.trials.grading import grade, verdict_for
-from capplan.trials.environment import TrialEnvironment
-from capplan.trials.handoff import DEFAULT_SUMMARIZER, SummarizePolicy
-from capplan.trials.loop import LoopConfig, LoopEnd, ToolCallingLoop, WireToolChoice
+from capplan.trials.grading.graders import grade, verdict_for
+from capplan.trials.tasks.environment import TrialEnvironment
+from capplan.trials.loop.handoff import DEFAULT_SUMMARIZER, SummarizePolicy
+from capplan.trials.loop.tool_loop import LoopConfig, LoopEnd, ToolCallingLoop, WireToolChoice
 from capplan.trials.terminal import Terminal
 from capplan.trials.outcome import (FinalAnswer, TerminationReason, TrialStatus, counts_against_model, status_for,
                                    unaccepted_end)
-from capplan.trials.recording import MetricsSink, Recorder, retries_by_class, scrub, secret_values
-from capplan.trials.costs import known_cost, known_part, line_usage, rounded_calls, total_tokens
-from capplan.trials.records import (
+from capplan.trials.run_folder.recording import MetricsSink, Recorder, retries_by_class, scrub, secret_values
+from capplan.trials.run_folder.costs import known_cost, known_part, line_usage, rounded_calls, total_tokens
+from capplan.trials.run_folder.records import (
     Grade,
     Metrics,
     RunLine,
@@ -58,20 +58,20 @@ from capplan.trials.records import (
     record_json,
 )
 from capplan.trials.spec import TrialRecords, TrialSpec
-from capplan.trials.task_code import (
+from capplan.trials.tasks.task_code import (
     DEFAULT_TIMEOUT_S,
     TaskCodeCancelled,
     TaskCodeFailed,
     TaskCodeRunner,
     TaskCodeTimedOut,
 )
-from capplan.trials.tasks import LoadedTask, load_task_text
-from capplan.trials.taskfile import LlmUser as LlmUserConfig
-from capplan.trials.taskfile import NamedToolChoice, TaskFile
-from capplan.trials.tools import ToolRunner, tool_call_what
-from capplan.trials.turn_budget import resolve_max_turns
-from capplan.trials.users import LlmUser, ScriptedUser, UserAdapter
-from capplan.trials.classify import classifier
+from capplan.trials.tasks.loading import LoadedTask, load_task_text
+from capplan.trials.tasks.taskfile import LlmUser as LlmUserConfig
+from capplan.trials.tasks.taskfile import NamedToolChoice, TaskFile
+from capplan.trials.loop.tools import ToolRunner, tool_call_what
+from capplan.trials.loop.turn_budget import resolve_max_turns
+from capplan.trials.loop.users import LlmUser, ScriptedUser, UserAdapter
+from capplan.trials.loop.classify import classifier
 
 
 #: Seconds the task's graders may take together: they may replay a benchmark's ground truth.

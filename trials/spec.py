@@ -14,7 +14,7 @@ Contract (any backend — local threads, Ray, anything else — relies on exactl
   line) plus the key, status and cost the driver needs for progress and the budget stop.
   Records whose status is ``interrupted`` are not written as finished; the trial reruns on
   resume.
-- Only the driver writes (``capplan.trials.run_folder.RunFolder``): atomic per-trial files first,
+- Only the driver writes (``capplan.trials.run_folder.folder.RunFolder``): atomic per-trial files first,
   then the ``runs.jsonl`` line as the commit marker.
 """
 
@@ -66,7 +66,7 @@ class TrialSpec:
     #: the run config's ``trials:`` choices set (tool_choice, parallel_tool_calls, tool_timeout_s), as plain
     #: data; each wins over the task's own (``capplan.trials.runner.applied_choices``)
     trial_choices: dict[str, Any] | None = None
-    #: the task file as the records name it (project-relative, see ``capplan.trials.run_identity``);
+    #: the task file as the records name it (project-relative, see ``capplan.trials.run_folder.run_identity``);
     #: ``task_path`` is where the trial reads and imports it from, which depends on the machine
     task_name: str | None = None
 

@@ -6,7 +6,7 @@ import os
 import time
 from typing import Any
 
-from capplan.trials.cluster.limiter_actor import RayCallGate
+from capplan.trials.backends.cluster.limiter_actor import RayCallGate
 
 
 class Hammer:

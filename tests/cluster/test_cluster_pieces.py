@@ -13,10 +13,10 @@ from capplan.cli.trial_limits import load_rate_limits, load_run_config
 from capplan.core.diagnostics import InputError
 from tests.cluster.runs import canary_plan, write_pack
 from tests.executor.plans import make_plan
-from capplan.trials.cluster import session
-from capplan.trials.cluster.credentials import CredentialsMissingError, credential_names, require, secret_names
-from capplan.trials.cluster.limited_completion import LimitedCompletion, is_rate_limited, limit_lanes, retry_after_s
-from capplan.trials.cluster.session import ClusterUsageError, EnvironmentSource, check_address, runtime_env, stage_working_dir
+from capplan.trials.backends.cluster import session
+from capplan.trials.backends.cluster.credentials import CredentialsMissingError, credential_names, require, secret_names
+from capplan.trials.backends.cluster.limited_completion import LimitedCompletion, is_rate_limited, limit_lanes, retry_after_s
+from capplan.trials.backends.cluster.session import ClusterUsageError, EnvironmentSource, check_address, runtime_env, stage_working_dir
 from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from capplan.trials.cluster.gateway_check import GatewayMismatchError, differences, gateway_view
+from capplan.trials.backends.cluster.gateway_check import GatewayMismatchError, differences, gateway_view
 from tests.cluster.conftest import RayCluster
 
 GATEWAY = {"LLM_PROXY_BASE_URL": "http://127.0.0.1:9/v1", "LLM_PROXY_API_KEY": "sk-gateway-check-key"}
@@ -35,8 +35,8 @@ def test_digests_are_salted_per_check() -> None:
 
 def test_a_driver_gateway_the_workers_lack_refuses_the_ray_run(ray_cluster: RayCluster,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from capplan.trials.cluster.gateway_check import check_gateway
-    from capplan.trials.cluster.session import Session
+    from capplan.trials.backends.cluster.gateway_check import check_gateway
+    from capplan.trials.backends.cluster.session import Session
 
     # the workers inherited the environment of ray.init, which had no gateway
     for name, value in GATEWAY.items():

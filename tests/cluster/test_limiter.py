@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from capplan.executor.rate_limits import CallLimit, RateLimits
-from capplan.trials.cluster.limiter import Limiter
+from capplan.trials.backends.cluster.limiter import Limiter
 
 
 class VirtualClock:

@@ -7,7 +7,7 @@ import time
 from capplan.executor.rate_limits import CallLimit, RateLimits
 from tests.cluster.conftest import RayCluster
 from tests.cluster.hammer import Hammer
-from capplan.trials.cluster.limiter_actor import start_limiter
+from capplan.trials.backends.cluster.limiter_actor import start_limiter
 
 WORKERS = 8
 RPM = 600.0  # 10 calls per second, shared by all eight

@@ -25,8 +25,8 @@ from tests.cluster.runs import canary_plan, folder_contents, write_pack
 from capplan.trials.backends.local import LocalBackend
 from capplan.trials.backends.ray_backend import RayBackend
 from capplan.trials.driver import RunRequest, build_specs, drive
-from capplan.trials.progress import Progress
-from capplan.trials.run_folder import RunFolder
+from capplan.trials.report.progress import Progress
+from capplan.trials.run_folder.folder import RunFolder
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -95,7 +95,7 @@ def test_init_onto_a_file_or_a_dangling_link_is_a_located_error(tmp_path: Path, 
 
 
 def test_init_whose_write_fails_midway_removes_what_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from capplan.trials import confined
+    from capplan.trials.run_folder import confined
 
     real, calls = confined.create_new, []
 

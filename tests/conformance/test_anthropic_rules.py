@@ -281,7 +281,7 @@ THINKING_ON: dict[str, dict[str, Any]] = {"claude-opus-4.7": {"mode": "budget", 
 
 
 def assistant_turn(result: Any) -> dict[str, Any]:
-    """The assistant message the trial loop appends (trials/loop.py ``_accept``)."""
+    """The assistant message the trial loop appends (trials/loop/tool_loop.py ``_accept``)."""
     turn: dict[str, Any] = {"role": "assistant", "content": result.text or None}
     if result.tool_calls:
         turn["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}

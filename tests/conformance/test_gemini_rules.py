@@ -28,7 +28,7 @@ from capplan.executor.client import Client
 from capplan.executor.messages import ReasoningIn
 from capplan.executor.plan import Plan
 from capplan.executor.result import GenerationResult
-from capplan.trials.tool_call_ids import ToolCallIds
+from capplan.trials.loop.tool_call_ids import ToolCallIds
 
 PLAN = "golden/plans/gemini-3.1-pro-preview.json"
 MODEL = "gemini-3.1-pro-preview"
@@ -337,7 +337,7 @@ TURNS: tuple[tuple[str, tuple[Reply, ...]], ...] = (
 
 
 def assistant_message(result: GenerationResult, ids: ToolCallIds) -> tuple[dict[str, Any], list[str]]:
-    """The history entry the trial loop makes of a result (``trials/loop.py`` ``_accept``)."""
+    """The history entry the trial loop makes of a result (``trials/loop/tool_loop.py`` ``_accept``)."""
     assigned = [ids.assign(call.id) for call in result.tool_calls]
     message: dict[str, Any] = {"role": "assistant", "content": result.text or None}
     if result.tool_calls:

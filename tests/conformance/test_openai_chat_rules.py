@@ -30,7 +30,7 @@ from capplan.executor.messages import ReasoningIn
 from capplan.executor.plan import Plan
 from capplan.executor.policies.schema_sanitizer import ToolSchemaError
 from capplan.executor.result import GenerationResult
-from capplan.trials.tool_call_ids import ToolCallIds
+from capplan.trials.loop.tool_call_ids import ToolCallIds
 from tests.chat_route import OVERLAY as CHAT_OVERLAY
 from tests.chat_route import chat_route_plan
 from tests.cli_runner import invoke

@@ -26,7 +26,7 @@ from capplan.executor.messages import ChatRequest, ReasoningIn
 from capplan.executor.plan import Plan
 from capplan.executor.reasoning import ReasoningOrigin
 from capplan.executor.result import GenerationResult
-from capplan.trials.handoff import HANDOFF, handoff_wire
+from capplan.trials.loop.handoff import HANDOFF, handoff_wire
 from tests.chat_route import chat_route_plan
 from tests.executor.plans import make_plan
 from tests.policies.llm_loopback import LoopbackLLM, import_litellm

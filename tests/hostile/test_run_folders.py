@@ -20,9 +20,9 @@ from click.testing import Result
 
 from tests.cli_runner import invoke_checked
 from tests.trials.helpers import EXAMPLES, REPO, mock_plan, spec_for, write_task
-from capplan.trials import confined
-from capplan.trials.confined import ConfinedPathError, confined_path
-from capplan.trials.run_folder import RunFolder, RunFolderError
+from capplan.trials.run_folder import confined
+from capplan.trials.run_folder.confined import ConfinedPathError, confined_path
+from capplan.trials.run_folder.folder import RunFolder, RunFolderError
 from capplan.trials.runner import RunContext, run_trial
 
 MOCK_PLAN = REPO / "golden" / "plans" / "mock-echo.json"

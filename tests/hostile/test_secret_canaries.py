@@ -38,7 +38,7 @@ from tests.cluster.runs import write_pack
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Seen, Upstream, completion_body
 from capplan.trials.outcome import TerminationReason, TrialStatus
-from capplan.trials.recording import redact_records
+from capplan.trials.run_folder.recording import redact_records
 from capplan.trials.spec import TrialKey, TrialRecords
 
 OPENAI_KEY = "canary-OPENAI-7f3a9c41e2d0"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from capplan.executor.cost_bound import input_tokens_bound, output_cap, unbounded_reason, worst_case_usd
-from capplan.trials.budget import Budget, BudgetSpent
+from capplan.trials.run_folder.budget import Budget, BudgetSpent
 from capplan.trials.outcome import TerminationReason
 from tests.trials.helpers import mock_plan, openai_plan
 
@@ -62,8 +62,8 @@ def test_plans_a_budget_cannot_bound_say_why() -> None:
 def test_sends_that_died_unanswered_count_at_their_reservation_on_resume_and_known_dollars_stay(
         tmp_path: Path) -> None:
     from capplan.executor.send_observer import Send
-    from capplan.trials.records import CallRecord, UsageRecord
-    from capplan.trials.run_folder import RunFolder
+    from capplan.trials.run_folder.records import CallRecord, UsageRecord
+    from capplan.trials.run_folder.folder import RunFolder
     from tests.trials.helpers import spec_for, write_task
 
     priced = openai_plan(pricing=PRICING, max_tokens=100)
@@ -92,9 +92,9 @@ def test_sends_that_died_unanswered_count_at_their_reservation_on_resume_and_kno
 
 @pytest.mark.parametrize("user", [None, "user:\n  mode: llm\n  backstory: You want the counter raised by one.\n"])
 def test_a_refused_send_ends_the_trial_interrupted_whoever_was_calling(tmp_path: Path, user: str | None) -> None:
-    from capplan.trials.call_journal import journalled
+    from capplan.trials.run_folder.call_journal import journalled
     from capplan.trials.outcome import TrialStatus
-    from capplan.trials.run_folder import RunFolder
+    from capplan.trials.run_folder.folder import RunFolder
     from capplan.trials.runner import RunContext, run_trial
     from tests.trials.helpers import spec_for, write_task
 

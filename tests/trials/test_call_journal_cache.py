@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from capplan.core.diagnostics import Diagnostic
-from capplan.trials.call_journal import JOURNAL_FILE, Journal, JournalCache, read_journal
+from capplan.trials.run_folder.call_journal import JOURNAL_FILE, Journal, JournalCache, read_journal
 
 
 def _line(execution: str, key: str, kind: str = "call", **extra: Any) -> bytes:

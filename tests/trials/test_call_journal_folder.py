@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from capplan.trials.backends.local import LocalBackend
-from capplan.trials.call_journal import CallBuffer, journalled
+from capplan.trials.run_folder.call_journal import CallBuffer, journalled
 from capplan.trials.driver import write_summary
-from capplan.trials.records import CallRecord, UsageRecord
-from capplan.trials.recording import MetricsSink
-from capplan.trials.run_folder import RunFolder, RunFolderError
+from capplan.trials.run_folder.records import CallRecord, UsageRecord
+from capplan.trials.run_folder.recording import MetricsSink
+from capplan.trials.run_folder.folder import RunFolder, RunFolderError
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialSpec
 from tests.trials.helpers import mock_plan, spec_for, write_task

@@ -22,8 +22,8 @@ import tests.gateway.fakes as fakes
 from capplan.executor.client import Client
 from capplan.executor.gateway.config import GatewayConfig
 from capplan.trials.outcome import TerminationReason
-from capplan.trials.records import Metrics, Trajectory
-from capplan.trials.retry_classes import OUTPUT_LENGTH_FEEDBACK
+from capplan.trials.run_folder.records import Metrics, Trajectory
+from capplan.trials.loop.retry_classes import OUTPUT_LENGTH_FEEDBACK
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords
 from tests.executor.plans import make_plan

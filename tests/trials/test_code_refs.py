@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from capplan.core.diagnostics import InputError
-from capplan.trials.tasks import lint_task, load_task
+from capplan.trials.tasks.loading import lint_task, load_task
 from tests.trials.helpers import openai_plan
 from tests.trials.installed_dist import install
 from tests.cli_runner import invoke

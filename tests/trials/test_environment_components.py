@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from capplan.core.diagnostics import InputError
-from capplan.trials.environment import TrialEnvironment
-from capplan.trials.run_identity import task_modules
+from capplan.trials.tasks.environment import TrialEnvironment
+from capplan.trials.run_folder.run_identity import task_modules
 from capplan.trials.spec import TrialSpec
-from capplan.trials.tasks import lint_task, load_task
+from capplan.trials.tasks.loading import lint_task, load_task
 from tests.trials.installed_dist import install
 
 
@@ -217,7 +217,7 @@ def test_lint_with_imports_runs_setup_and_reports_what_it_raised(tmp_path: Path)
 
 def test_a_path_ref_of_a_task_whose_folder_is_elsewhere_is_found_in_the_working_dir(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from capplan.trials.environment import EnvironmentLoadError, component_file
+    from capplan.trials.tasks.environment import EnvironmentLoadError, component_file
 
     # a Ray worker on another machine: the driver's task folder is not there, the staged working dir is
     (tmp_path / "envs").mkdir()

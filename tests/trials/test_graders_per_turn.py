@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from capplan.trials.grading import GraderError, grade
-from capplan.trials.records import ToolCallRecord, TurnCheckpoint
-from capplan.trials.tasks import load_task
+from capplan.trials.grading.graders import GraderError, grade
+from capplan.trials.run_folder.records import ToolCallRecord, TurnCheckpoint
+from capplan.trials.tasks.loading import load_task
 
 ENV = '''
 class Bank:
@@ -212,7 +212,7 @@ def test_a_grader_that_gives_no_verdict_is_a_grader_error_never_an_escaping_exce
 
 
 def test_lint_checks_a_custom_grader_s_args_against_its_signature(tmp_path: Path) -> None:
-    from capplan.trials.tasks import lint_task
+    from capplan.trials.tasks.loading import lint_task
 
     _task(tmp_path, "grader:\n  function: {ref: graders.py:by_metadata, args: {threshold: 1}}\n")
     path = tmp_path / "bank.yaml"

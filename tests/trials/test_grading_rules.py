@@ -21,8 +21,8 @@ from capplan.trials import runner as runner_module
 from capplan.trials.backends import local as local_backend
 from capplan.trials.backends.local import LocalBackend
 from capplan.trials.driver import RunRequest, build_specs, drive
-from capplan.trials.progress import Progress
-from capplan.trials.run_folder import RunFolder
+from capplan.trials.report.progress import Progress
+from capplan.trials.run_folder.folder import RunFolder
 from capplan.trials.runner import RunContext
 from tests.trials.agent_server import AgentServer, completion, default_responder
 from tests.trials.helpers import openai_plan, write_task

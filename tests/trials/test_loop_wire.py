@@ -16,9 +16,9 @@ import pytest
 
 from tests.trials.agent_server import AgentServer, completion, serve_agent, tool_call
 from tests.trials.helpers import openai_plan, spec_for, write_task
-from capplan.trials.handoff import SUMMARIZER_SYSTEM
+from capplan.trials.loop.handoff import SUMMARIZER_SYSTEM
 from capplan.trials.outcome import TerminationReason, TrialStatus
-from capplan.trials.retry_classes import OUTPUT_LENGTH_FEEDBACK
+from capplan.trials.loop.retry_classes import OUTPUT_LENGTH_FEEDBACK
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords
 

@@ -20,7 +20,7 @@ import pytest
 
 from capplan.core import folder_lock
 from capplan.core.confined_write import ConfinedPathError
-from capplan.trials.run_folder import RunFolderError
+from capplan.trials.run_folder.folder import RunFolderError
 from tests.trials.agent_server import AgentServer, default_responder
 from tests.trials.helpers import openai_plan, write_task
 from tests.cli_runner import invoke
@@ -142,8 +142,8 @@ class _NeverRun:
 def test_every_backend_is_behind_the_drive_s_lock(tmp_path: Path) -> None:
     # the local and the Ray backend are both driven by drive(), which takes the lock before it touches them
     from capplan.trials.driver import drive
-    from capplan.trials.progress import Progress
-    from capplan.trials.run_folder import RunFolder
+    from capplan.trials.report.progress import Progress
+    from capplan.trials.run_folder.folder import RunFolder
     from tests.trials.helpers import mock_plan, spec_for
 
     import io
@@ -164,7 +164,7 @@ def test_every_backend_is_behind_the_drive_s_lock(tmp_path: Path) -> None:
 
 def test_readers_take_no_lock(tmp_path: Path) -> None:
     from capplan.trials.driver import write_summary
-    from capplan.trials.run_folder import RunFolder
+    from capplan.trials.run_folder.folder import RunFolder
     from capplan.trials.runner import RunContext, run_trial
     from tests.trials.helpers import mock_plan, spec_for
 

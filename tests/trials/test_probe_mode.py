@@ -21,8 +21,8 @@ from tests.trials.agent_server import AgentServer
 from tests.trials.helpers import openai_plan, write_task
 from capplan.trials.backends.local import LocalBackend
 from capplan.trials.driver import RunRequest, build_specs, drive
-from capplan.trials.progress import Progress
-from capplan.trials.run_folder import RunFolder
+from capplan.trials.report.progress import Progress
+from capplan.trials.run_folder.folder import RunFolder
 from capplan.trials.runner import RunContext
 from tests.cli_runner import invoke
 

@@ -17,7 +17,7 @@ from capplan.trials.backends import local
 from capplan.trials.backends.local import LocalBackend
 from capplan.trials.driver import drive
 from capplan.trials.outcome import TerminationReason, TrialStatus
-from capplan.trials.progress import Progress
+from capplan.trials.report.progress import Progress
 from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
 from tests.trials.terminal_screen import Screen
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from capplan.trials.record_yaml import dump_records_yaml
+from capplan.trials.run_folder.record_yaml import dump_records_yaml
 
 _BASE = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 

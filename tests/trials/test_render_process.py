@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from capplan.trials import render_process
-from capplan.trials.record_yaml import dump_records_yaml
-from capplan.trials.render_process import RecordRenderer
+from capplan.trials.run_folder import render_process
+from capplan.trials.run_folder.record_yaml import dump_records_yaml
+from capplan.trials.run_folder.render_process import RecordRenderer
 from tests.trials.test_record_yaml import _tree
 from tests.cli_runner import invoke
 

@@ -202,7 +202,7 @@ def test_a_context_handoff_on_a_responses_plan_sends_no_reasoning_made_before_it
 
 
 def test_an_unread_item_too_deep_to_walk_is_recorded_as_such_and_secrets_never_kept() -> None:
-    from capplan.trials.recording import NESTED_TOO_DEEP, Recorder
+    from capplan.trials.run_folder.recording import NESTED_TOO_DEEP, Recorder
 
     recorder = Recorder(secrets=("sk-planted-123456",))
     deep: dict[str, object] = {"type": "web_search_call"}

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from capplan.trials.outcome import TerminationReason
-from capplan.trials.records import Metrics, RunLine, Trajectory
+from capplan.trials.run_folder.records import Metrics, RunLine, Trajectory
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords
-from capplan.trials.summary import ROW_HEADER, row_cells, summarize
+from capplan.trials.run_folder.summary import ROW_HEADER, row_cells, summarize
 from tests.gateway.fakes import Seen, Upstream
 from tests.trials.agent_server import completion, error
 from tests.trials.helpers import openai_plan, spec_for, write_task

@@ -9,7 +9,7 @@ import pytest
 
 from tests.trials.helpers import mock_plan, spec_for, write_task
 from capplan.trials.outcome import TerminationReason, TrialStatus
-from capplan.trials.run_folder import RunFolder, RunFolderMismatch
+from capplan.trials.run_folder.folder import RunFolder, RunFolderMismatch
 from capplan.trials.runner import RunContext, run_trial
 
 

@@ -273,8 +273,8 @@ def test_interrupted_trials_spend_is_kept_across_resumes(pack: Path, tmp_path: P
     import io
 
     from capplan.trials.driver import RunRequest, build_run, drive
-    from capplan.trials.progress import Progress
-    from capplan.trials.run_folder import RunFolder
+    from capplan.trials.report.progress import Progress
+    from capplan.trials.run_folder.folder import RunFolder
 
     out = tmp_path / "run"
     request = RunRequest(tasks=[pack / n for n in SCRIPTED], plans=[MOCK_PLAN], out=out, trials=2, concurrency=1)

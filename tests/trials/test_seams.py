@@ -7,12 +7,12 @@ import pickle
 import pytest
 
 from capplan.executor.loop_errors import LoopErrorDecision, LoopErrorReason
-from capplan.trials.classify import classifier
+from capplan.trials.loop.classify import classifier
 from capplan.trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
 from capplan.trials.spec import TrialSpec
-from capplan.trials.tool_call_ids import ToolCallIds
-from capplan.trials.truncation import effective_cap, keep_head_and_tail
-from capplan.trials.turn_budget import DEFAULT_MAX_TURNS, resolve_max_turns
+from capplan.trials.loop.tool_call_ids import ToolCallIds
+from capplan.trials.loop.truncation import effective_cap, keep_head_and_tail
+from capplan.trials.loop.turn_budget import DEFAULT_MAX_TURNS, resolve_max_turns
 
 
 def test_truncation_keeps_head_and_tail_with_the_omitted_count() -> None:

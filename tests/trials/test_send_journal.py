@@ -27,7 +27,7 @@ from tests.cli_runner import invoke
 #: the child for a kill between the two files: SIGKILLs itself at its Nth runs.jsonl append (argv[1])
 KILL_AT_RUN_LINE = """
 import os, signal, sys
-from capplan.trials import confined
+from capplan.trials.run_folder import confined
 appended = confined.append
 at, count = int(sys.argv[1]), [0]
 def append(root, parts, data):

@@ -13,8 +13,8 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from capplan.trials.state_encoding import StateEncodingError, encode_attributes, encode_state_value
-from capplan.trials.tasks import lint_task
+from capplan.trials.tasks.state_encoding import StateEncodingError, encode_attributes, encode_state_value
+from capplan.trials.tasks.loading import lint_task
 
 
 class _Directory:

@@ -11,7 +11,7 @@ import pytest
 
 from capplan.executor.client import Client
 from capplan.executor.result import GenerationResult
-from capplan.trials import handoff
+from capplan.trials.loop import handoff
 from tests.trials.agent_server import AgentServer, completion
 from tests.trials.helpers import openai_plan
 

@@ -23,12 +23,12 @@ from capplan.executor.usage import UsageExtractor
 from capplan.trials.backends.local import LocalBackend
 from capplan.trials.driver import RunRequest, build_specs, drive
 from capplan.trials.outcome import TerminationReason, TrialStatus
-from capplan.trials.progress import Progress
-from capplan.trials.records import RunLine, Summary, SummaryRow
-from capplan.trials.run_folder import RunFolder
+from capplan.trials.report.progress import Progress
+from capplan.trials.run_folder.records import RunLine, Summary, SummaryRow
+from capplan.trials.run_folder.folder import RunFolder
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords
-from capplan.trials.summary import pass_hat_k, percentile, render_markdown, summarize, wilson_interval
+from capplan.trials.run_folder.summary import pass_hat_k, percentile, render_markdown, summarize, wilson_interval
 from tests.trials.agent_server import AgentServer, completion, default_responder
 from tests.trials.helpers import openai_plan, write_task
 from tests.cli_runner import invoke

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from capplan.trials.tasks import lint_task
+from capplan.trials.tasks.loading import lint_task
 from tests.cli_runner import invoke
 
 HERE = Path(__file__).resolve().parent / "one_pass_task"

@@ -12,9 +12,9 @@ import pytest
 from capplan.core.diagnostics import InputError
 from capplan.core.yaml_source import source_from_bytes
 from capplan.core import yaml_fast
-from capplan.trials import tasks
-from capplan.trials.task_source import fast_data, task_source_from_bytes
-from capplan.trials.tasks import lint_task, load_task, load_task_text
+from capplan.trials.tasks import loading as tasks
+from capplan.trials.tasks.task_source import fast_data, task_source_from_bytes
+from capplan.trials.tasks.loading import lint_task, load_task, load_task_text
 from tests.trials.helpers import EXAMPLES
 
 SCALARS = [

@@ -28,13 +28,13 @@ from capplan.executor.attempts import AttemptLog
 from capplan.executor.result import Attempt
 from capplan.trials.api import load_run
 from capplan.trials.backends.local import LocalBackend
-from capplan.trials.costs import cost_source, known_cost, known_usage
+from capplan.trials.run_folder.costs import cost_source, known_cost, known_usage
 from capplan.trials.driver import RunRequest, build_specs, drive
-from capplan.trials.progress import Progress
-from capplan.trials.recording import MetricsSink
-from capplan.trials.run_folder import RunFolder
+from capplan.trials.report.progress import Progress
+from capplan.trials.run_folder.recording import MetricsSink
+from capplan.trials.run_folder.folder import RunFolder
 from capplan.trials.runner import RunContext
-from capplan.trials.view.payload import build_payload
+from capplan.trials.report.view.payload import build_payload
 from tests.trials.agent_server import CUT_SHORT, AgentServer, default_responder, error
 from tests.trials.helpers import openai_plan, write_task
 from tests.cli_runner import invoke

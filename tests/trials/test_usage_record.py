@@ -6,8 +6,8 @@ import json
 from dataclasses import fields
 
 from capplan.executor.usage import TOKEN_COUNTERS, Usage
-from capplan.trials.recording import usage_record
-from capplan.trials.records import UsageRecord
+from capplan.trials.run_folder.recording import usage_record
+from capplan.trials.run_folder.records import UsageRecord
 
 
 def test_every_usage_counter_reaches_the_record() -> None:

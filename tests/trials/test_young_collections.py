@@ -53,7 +53,7 @@ def test_a_trial_run_spaces_them_while_trials_run_and_leaves_the_threshold_as_it
     from tests.trials.helpers import write_task
     from tests.trials.test_cli_offline import MOCK_PLAN
 
-    from capplan.trials.run_folder import RunFolder
+    from capplan.trials.run_folder.folder import RunFolder
 
     seen: list[int] = []
     write = RunFolder.write

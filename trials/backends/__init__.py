@@ -6,7 +6,12 @@ ending that iterator), and yields each trial's :class:`~capplan.trials.spec.Tria
 it finishes, in completion order. When ``stop`` is set it pulls no further specs, lets the
 running trials end (the local backend's trials see the event between turns and end as
 ``interrupted``) and yields their records. ``BACKENDS`` maps ``--backend`` names to
-``module:factory``, imported only when selected.
+``module:factory``, imported only when selected. ``cluster`` holds the Ray backend's parts:
+the limiter actor, workers, credentials by name and the session.
+
+May import: the executor, the trial vocabulary, the runner (a backend runs ``run_trial``), and
+what the runner imports. Never ``report`` or the driver: the driver chooses a backend, not the
+other way round.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from capplan.trials.call_journal import CallJournal, CallLog, journalled
-from capplan.trials.recording import redact_records
+from capplan.trials.run_folder.call_journal import CallJournal, CallLog, journalled
+from capplan.trials.run_folder.recording import redact_records
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords, TrialSpec
 

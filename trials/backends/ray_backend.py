@@ -1,10 +1,10 @@
 """``--backend ray``: the same trials on a Ray cluster; the driver alone writes the run folder.
 
-The driver starts N worker actors (``capplan.trials.cluster.worker``), each running its share of the
+The driver starts N worker actors (``capplan.trials.backends.cluster.worker``), each running its share of the
 run's ``--concurrency`` in threads, and one limiter actor the workers' provider calls pass
 through. It pulls specs only when a worker has a free slot. ``capplan trial run`` refuses
 ``--max-cost`` here: a worker's sends reach the driver's budget only when drained, too late to
-stop them (see :mod:`capplan.trials.budget`). Plans go into the
+stop them (see :mod:`capplan.trials.run_folder.budget`). Plans go into the
 object store once each, as canonical JSON; a spec travels without them.
 
 A worker or node that dies mid-trial loses only its running attempts: Ray restarts the actor
@@ -38,15 +38,15 @@ from typing import Any
 from capplan.executor.plan import Plan
 from capplan.executor.rate_limits import RateLimits
 from capplan.core.redaction import redact_text
-from capplan.trials.call_journal import CallJournal
-from capplan.trials.cluster.credentials import credential_names, secret_names
-from capplan.trials.cluster.gateway_check import check_gateway
-from capplan.trials.cluster.limiter_actor import start_limiter
-from capplan.trials.cluster.session import ClusterUsageError, EnvironmentSource, Session
-from capplan.trials.cluster.worker import TrialResult, TrialWorker, WorkerIdentity
-from capplan.trials.recording import redact_records
+from capplan.trials.run_folder.call_journal import CallJournal
+from capplan.trials.backends.cluster.credentials import credential_names, secret_names
+from capplan.trials.backends.cluster.gateway_check import check_gateway
+from capplan.trials.backends.cluster.limiter_actor import start_limiter
+from capplan.trials.backends.cluster.session import ClusterUsageError, EnvironmentSource, Session
+from capplan.trials.backends.cluster.worker import TrialResult, TrialWorker, WorkerIdentity
+from capplan.trials.run_folder.recording import redact_records
 from capplan.trials.spec import TrialRecords, TrialSpec
-from capplan.trials.taskfile import TaskFile, is_path_ref
+from capplan.trials.tasks.taskfile import TaskFile, is_path_ref
 
 #: How long the driver waits for any result before looking at the stop event again.
 _POLL_S = 0.2

@@ -3,7 +3,7 @@
 A column is one plan of one run, shown with its fingerprint; it is labelled by its model key,
 or ``run/model`` when two columns share a model key (the same model in two runs). Group
 statistics (pass rate, 95 % Wilson interval, pass^k, counts, cost) come from
-:func:`capplan.trials.summary.summarize`, the function ``summary.md`` is made from, run over
+:func:`capplan.trials.run_folder.summary.summarize`, the function ``summary.md`` is made from, run over
 one column's trials with the group as the row, so a report and a summary never disagree.
 
 Each column after the first is compared with the first over the pairs where both are graded
@@ -18,10 +18,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Literal
 
-from capplan.trials.records import SummaryRow
+from capplan.trials.run_folder.records import SummaryRow
 from capplan.trials.report.run_data import LoadedRun, TrialResult
 from capplan.trials.report.stats import PairedComparison, compare_pairs
-from capplan.trials.summary import summarize
+from capplan.trials.run_folder.summary import summarize
 
 GroupBy = Literal["model", "task", "pack"]
 GROUP_BY: tuple[GroupBy, ...] = ("model", "task", "pack")

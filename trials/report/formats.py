@@ -2,7 +2,7 @@
 
 Markdown is also what the terminal shows, so every name in it goes through
 :mod:`capplan.trials.safe_text` (no escape sequence or control character survives, pipes
-are escaped). The statistics columns are :func:`capplan.trials.summary.row_cells`, the same
+are escaped). The statistics columns are :func:`capplan.trials.run_folder.summary.row_cells`, the same
 cells ``summary.md`` is made of. CSV holds one row per trial; a text cell that a spreadsheet
 would run as a formula (``=``, ``+``, ``-``, ``@`` first) is prefixed with a quote.
 """
@@ -18,7 +18,7 @@ from capplan.trials.outcome import PASS_RULE
 from capplan.trials.report.compare import Comparison
 from capplan.trials.report.run_data import TrialResult
 from capplan.trials.safe_text import md_table, plain
-from capplan.trials.summary import ROW_ALIGN, ROW_HEADER, row_cells
+from capplan.trials.run_folder.summary import ROW_ALIGN, ROW_HEADER, row_cells
 
 Format = Literal["md", "json", "csv"]
 FORMATS: tuple[Format, ...] = ("md", "json", "csv")

@@ -6,7 +6,7 @@ and a damaged folder is a located error. Trials listed as interrupted in ``run.j
 no line are records too (outcome ``interrupted``), so a view shows what did not finish.
 
 A trial's ``trajectory.yaml`` and ``metrics.yaml`` are read only when asked for (a view of
-10 000 trials reads them one at a time). They are read through :mod:`capplan.trials.confined`
+10 000 trials reads them one at a time). They are read through :mod:`capplan.trials.run_folder.confined`
 (no link followed, bounded size) and parsed with the safe loader; a file that uses YAML
 aliases to expand past :data:`MAX_TRIAL_FILE_NODES` values is refused rather than expanded.
 """
@@ -22,10 +22,10 @@ import yaml
 
 from capplan.core.errors import UserError
 from capplan.core.reference_mode import reference_mode
-from capplan.trials import confined
-from capplan.trials.confined import ConfinedPathError
-from capplan.trials.records import RunManifest, Summary
-from capplan.trials.summary import summarize
+from capplan.trials.run_folder import confined
+from capplan.trials.run_folder.confined import ConfinedPathError
+from capplan.trials.run_folder.records import RunManifest, Summary
+from capplan.trials.run_folder.summary import summarize
 
 try:
     _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader
@@ -162,7 +162,7 @@ _COLUMNS = [f for f in TrialResult.__dataclass_fields__ if f != "root"] + ["outc
 
 def load_run(path: Path | str, *, label: str | None = None, notify: Callable[[str], None] | None = None) -> LoadedRun:
     """Read the run folder at ``path`` (checked as ``trial report`` checks it; a damaged one raises a located error)."""
-    from capplan.trials.run_folder import MANIFEST_FILE, RunFolder, RunFolderError
+    from capplan.trials.run_folder.folder import MANIFEST_FILE, RunFolder, RunFolderError
 
     root = Path(path)
     folder = RunFolder(root, notify=notify)

@@ -3,6 +3,9 @@
 The simulator speaks from the customer's seat of a trial. Its model call is injected as a
 ``generate(system_prompt, messages)`` callable, so the executor's client drives it in a trial
 and a scripted callable drives it in a test.
+
+May import: nothing of capplan outside itself: the simulator is a component the loop drives
+(``loop.users``) through a ``generate`` callable, not a part of it.
 """
 
 from capplan.trials.usersim.contract import GenerateFn, GenerationLike, Message

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from capplan.trials.report.run_data import load_run
-from capplan.trials.view.write import render_runs
+from capplan.trials.report.view.write import render_runs
 from tests.trials.results import browser
 from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns, with_second_trials
 from tests.cli_runner import invoke

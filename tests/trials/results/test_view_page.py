@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from capplan.trials.view.page import script_json
+from capplan.trials.report.view.page import script_json
 from tests.cli_runner import invoke
 from tests.trials.results.hostile_runs import HOSTILE, TASKS, HostileRuns, with_second_trials
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from capplan.trials.importers.bfcl.ground_truth import model_call_text
 from capplan.trials.importers.bfcl.source import INSTALL_COMMAND
-from capplan.trials.recording import ORIGIN
+from capplan.trials.run_folder.recording import ORIGIN
 
 SCENARIO_FLAG = "long_context"
 

@@ -212,7 +212,7 @@ def import_category(category: str, out: Path, *, grader: GraderChoice = "builtin
     if existing and not force:
         raise OutFolderNotEmpty(f"the output folder already holds {len(existing)} file(s)", location=str(out),
                                 hint="choose a new or empty folder, or add --force to write over the task files there")
-    from capplan.trials.confined import write_atomic  # the one confined writer
+    from capplan.trials.run_folder.confined import write_atomic  # the one confined writer
 
     result = ImportResult(category=category, version=bench.version)
     entries = bench.entries if limit is None else bench.entries[:limit]

@@ -1,8 +1,8 @@
 """The per-turn expectations of a BFCL task: its ground truth replayed on a fresh environment.
 
 The environment is built from the task file itself, by the code a trial uses
-(:class:`~capplan.trials.environment.TrialEnvironment`), each call runs the method a trial would
-dispatch it to, each result becomes text by :func:`~capplan.trials.tools.result_text` and the
+(:class:`~capplan.trials.tasks.environment.TrialEnvironment`), each call runs the method a trial would
+dispatch it to, each result becomes text by :func:`~capplan.trials.loop.tools.result_text` and the
 state at the end of each user turn is read by the trial's own state encoder. So the expected
 state and outputs are byte for byte what a trial making the ground truth's calls records.
 
@@ -20,9 +20,9 @@ from capplan.trials.importers.bfcl.source import BfclDataError
 
 def replay_ground_truth(task_text: str, task_path: Any, calls: list[list[Call]]) -> list[dict[str, Any]]:
     """``grader.per_turn`` for the task in ``task_text`` (to be written at ``task_path``)."""
-    from capplan.trials.environment import TrialEnvironment
-    from capplan.trials.tasks import load_task_text
-    from capplan.trials.tools import result_text
+    from capplan.trials.tasks.environment import TrialEnvironment
+    from capplan.trials.tasks.loading import load_task_text
+    from capplan.trials.loop.tools import result_text
 
     loaded = load_task_text(task_text, str(task_path))
     environment = TrialEnvironment.create(loaded)

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, model_validator
 
 from capplan.core.safe_names import check_name
-from capplan.trials.code_refs import DISTRIBUTION_NAME
+from capplan.trials.tasks.code_refs import DISTRIBUTION_NAME
 
 _NAME = r"^[A-Za-z0-9_-]{1,64}$"
 #: Finite bounds on the task's numbers: far above any real task, low enough that nothing downstream

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from capplan.executor.usage import TOKEN_COUNTERS
-from capplan.trials.records import CallRecord, LineUsage, RunLine, UsageRecord
+from capplan.trials.run_folder.records import CallRecord, LineUsage, RunLine, UsageRecord
 
 #: the resolution amounts are written at (a billionth of a dollar)
 USD_DIGITS = 9

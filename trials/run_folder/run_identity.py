@@ -25,8 +25,8 @@ import yaml
 
 from capplan.core.redaction import redact_text
 from capplan.core.reference_mode import reference_mode
-from capplan.trials.environment import module_files
-from capplan.trials.records import RunInstalledModule, RunManifest, RunSettings
+from capplan.trials.tasks.environment import module_files
+from capplan.trials.run_folder.records import RunInstalledModule, RunManifest, RunSettings
 from capplan.trials.spec import TrialSpec
 
 try:

@@ -9,7 +9,7 @@ Layout::
                                          next ``attempt``; readers take the highest attempt per key)
     DIR/runs.jsonl.torn-<n>              a torn last line set aside on resume (see below)
     DIR/calls.jsonl                      every provider attempt as it returned, so calls of trials that
-                                         died in flight are still counted (see capplan.trials.call_journal)
+                                         died in flight are still counted (see capplan.trials.run_folder.call_journal)
     DIR/trials/<plan>/<task>/<i>/trajectory.yaml
     DIR/trials/<plan>/<task>/<i>/metrics.yaml
     DIR/summary.md, DIR/summary.json     re-rendered from runs.jsonl
@@ -33,12 +33,12 @@ summary, the spend and ``--max-cost``. ``run.json`` is validated the same way, a
 holding anything but a capplan run (no valid ``run.json``) is refused, never written beside.
 
 Identity: ``run.json`` records everything that defines the experiment (see
-:mod:`capplan.trials.run_identity`); a resume that changes any of it is refused before anything
+:mod:`capplan.trials.run_folder.run_identity`); a resume that changes any of it is refused before anything
 is written, with the list of what changed. A ``run.json`` of an older capplan (no ``settings``)
 is resumed only while no trial of it has finished: with finished trials, whether they share
 this run's user plan, turn cap and code is unknown, so it is refused the same way.
 
-Confinement: every file is written through :mod:`capplan.trials.confined`: names checked, the path
+Confinement: every file is written through :mod:`capplan.trials.run_folder.confined`: names checked, the path
 resolved inside the folder, no link below the folder followed (``O_NOFOLLOW`` on every
 component, temp files created and renamed inside the same real folder).
 """
@@ -62,21 +62,21 @@ from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.core.input_limits import InputLimitError
 from capplan.core.safe_names import UnsafeName
 from capplan.core.strict_json import StrictJSONError, loads_strict
-from capplan.trials import confined
-from capplan.trials.call_journal import JOURNAL_FILE, CallJournal, DiedSpend, JournalCache
-from capplan.trials.call_journal import died_in_flight as journal_died
-from capplan.trials.confined import ConfinedPathError, check_segment, trial_parts
-from capplan.trials.costs import known_spend
-from capplan.trials.record_yaml import dump_records_yaml
-from capplan.trials.records import RunLine, RunManifest, RunSettings, record_json
-from capplan.trials.render_process import RecordRenderer
+from capplan.trials.run_folder import confined
+from capplan.trials.run_folder.call_journal import JOURNAL_FILE, CallJournal, DiedSpend, JournalCache
+from capplan.trials.run_folder.call_journal import died_in_flight as journal_died
+from capplan.trials.run_folder.confined import ConfinedPathError, check_segment, trial_parts
+from capplan.trials.run_folder.costs import known_spend
+from capplan.trials.run_folder.record_yaml import dump_records_yaml
+from capplan.trials.run_folder.records import RunLine, RunManifest, RunSettings, record_json
+from capplan.trials.run_folder.render_process import RecordRenderer
 from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
 
 RUNS_FILE = "runs.jsonl"
 MANIFEST_FILE = "run.json"
 TORN_PREFIX = f"{RUNS_FILE}.torn-"
 TRIAL_FILES = ("trajectory.yaml", "metrics.yaml")
-#: files capplan writes at the top of a run folder (probe.json: see capplan.trials.probe_census)
+#: files capplan writes at the top of a run folder (probe.json: see capplan.trials.run_folder.probe_census)
 TOP_FILES = (MANIFEST_FILE, RUNS_FILE, "summary.md", "summary.json", "probe.json", JOURNAL_FILE)
 #: a run.json lists plans and tasks; far below this even for thousands of task files
 MAX_MANIFEST_BYTES = 16 << 20
@@ -234,7 +234,7 @@ class RunFolder:
         self._checked = _identities(specs)
 
     def _identity_changes(self, specs: Sequence[TrialSpec], settings: RunSettings) -> list[Diagnostic]:
-        from capplan.trials.run_identity import changes
+        from capplan.trials.run_folder.run_identity import changes
 
         if not os.path.lexists(self.manifest):
             return []
@@ -371,7 +371,7 @@ class RunFolder:
 
     def _check_probe(self) -> list[Diagnostic]:
         """``probe.json`` (a probe-mode run adds to it on resume) read back against its model."""
-        from capplan.trials.probe_census import CENSUS_FILE, ProbeCensus  # it writes through this module
+        from capplan.trials.run_folder.probe_census import CENSUS_FILE, ProbeCensus  # it writes through this module
 
         try:
             raw = confined.read_bytes(self.root, (CENSUS_FILE,), limit=MAX_MANIFEST_BYTES)
@@ -499,7 +499,7 @@ class RunFolder:
                             "not in it" if unanswered else "") + ")")
         if superseded:
             parts.append(f"superseded attempts of rerun trials ${superseded:.4f}")
-        from capplan.trials.summary import split_unknown
+        from capplan.trials.run_folder.summary import split_unknown
 
         old = [line for line in self.finished().values() if split_unknown(line)]
         note = ""
@@ -581,7 +581,7 @@ class RunFolder:
         line is then set aside and the manifest updated: this run's identity (``settings``), a
         run id when the folder has none, and a new invocation with its start time and ``command``.
         """
-        from capplan.trials.run_identity import new_run_id, utc_now
+        from capplan.trials.run_folder.run_identity import new_run_id, utc_now
 
         specs = list(specs)
         if self._checked != _identities(specs):  # checked just before (the command does, early)
@@ -719,7 +719,7 @@ class RunFolder:
         unknown); added to ``interrupted_spend``, since its rerun starts from nothing. ``known``: for a
         trial whose spend is unknown, what its calls of known cost spent (kept as the entry's lower bound).
         """
-        from capplan.trials.run_identity import utc_now
+        from capplan.trials.run_folder.run_identity import utc_now
 
         data = self._read_manifest().model_dump(mode="json")
         now = utc_now()

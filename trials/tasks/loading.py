@@ -12,17 +12,17 @@ hide an undeclared method (checks that need a block that did not validate are sk
 guessed).
 
 Three ways to check: ``capplan lint`` reads the components' and grader's source
-(:mod:`capplan.trials.static_environment`: nothing a file names is imported, run or
+(:mod:`capplan.trials.tasks.static_environment`: nothing a file names is imported, run or
 constructed); ``capplan trial run`` imports the modules (each import under the task-code
 deadline) but constructs and calls nothing: constructor args are checked against the
 signature and state keys read from the source; ``capplan lint --import-environments`` also
 constructs the components, runs their ``setup`` and reads their state. In every mode a ref
-must name code a task may name (:mod:`capplan.trials.code_refs`), checked before any import.
+must name code a task may name (:mod:`capplan.trials.tasks.code_refs`), checked before any import.
 
 A run reads and validates each task file once: :func:`load_task` keeps what it loaded by
 resolved path and content digest, and :func:`load_task_text` (the trial's side, from the
 spec's copy of the text) finds it there. The data is read by libyaml; positions are computed
-only when there is a problem to locate (:mod:`capplan.trials.task_source`).
+only when there is a problem to locate (:mod:`capplan.trials.tasks.task_source`).
 """
 
 from __future__ import annotations
@@ -46,27 +46,27 @@ from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
 from capplan.core.input_limits import MAX_CONFIG_BYTES, InputLimitError, read_limited
 from capplan.core.pydantic_errors import parse
 from capplan.core.yaml_source import SourceFile, read_source
-from capplan.trials import static_environment
-from capplan.trials.environment import (
+from capplan.trials.tasks import static_environment
+from capplan.trials.tasks.environment import (
     STATE_HOOK,
     StateEncodingError,
     TrialEnvironment,
     load_component_class,
     tool_methods,
 )
-from capplan.trials.environment import resolve_function as _resolve_function
-from capplan.trials.code_refs import RefNotAllowed, check_module, check_path, installed
-from capplan.trials.static_environment import NotStatic, Signature, StaticLookupError
-from capplan.trials.task_code import (
+from capplan.trials.tasks.environment import resolve_function as _resolve_function
+from capplan.trials.tasks.code_refs import RefNotAllowed, check_module, check_path, installed
+from capplan.trials.tasks.static_environment import NotStatic, Signature, StaticLookupError
+from capplan.trials.tasks.task_code import (
     DEFAULT_TIMEOUT_S,
     TaskCodeCancelled,
     TaskCodeFailed,
     TaskCodeRunner,
     TaskCodeTimedOut,
 )
-from capplan.trials.task_kind import looks_like_task  # noqa: F401  (its home before task_kind; kept importable here)
-from capplan.trials.task_source import task_source_from_bytes
-from capplan.trials.taskfile import (
+from capplan.trials.tasks.task_kind import looks_like_task  # noqa: F401  (its home before task_kind; kept importable here)
+from capplan.trials.tasks.task_source import task_source_from_bytes
+from capplan.trials.tasks.taskfile import (
     GRADER_KEYWORDS,
     EnvironmentComponent,
     ExpectedAction,
@@ -127,7 +127,7 @@ def load_task(path: Path) -> LoadedTask:
     """Read, validate and check a task file, importing its code; raises :class:`InputError` with every problem.
 
     For ``capplan trial run`` only: the components' and grader's modules are imported (by path,
-    see :mod:`capplan.trials.environment`) and the components are constructed once, as a check.
+    see :mod:`capplan.trials.tasks.environment`) and the components are constructed once, as a check.
     """
     try:
         raw = read_limited(path, MAX_CONFIG_BYTES)
@@ -220,7 +220,7 @@ class _View:
     function_loc: Loc = ("grader", "function")
     user_turns: int | None = None  # a scripted user's turn count
     tool_choice: NamedToolChoice | None = None
-    requires: tuple[str, ...] = ()  # distributions whose modules the refs may name (see capplan.trials.code_refs)
+    requires: tuple[str, ...] = ()  # distributions whose modules the refs may name (see capplan.trials.tasks.code_refs)
     code_timeout_s: float = DEFAULT_TIMEOUT_S  # the task-code deadline an import runs under
 
     @property
@@ -325,7 +325,7 @@ def _partial_view(data: Any, folder: Path) -> _View:
     view = _View(folder, None, tools, declared, complete, components, env_complete, flat)
     grader = data.get("grader")
     if isinstance(grader, dict):
-        from capplan.trials.taskfile import Grader
+        from capplan.trials.tasks.taskfile import Grader
 
         actions = grader.get("expected_actions")
         for i, raw in enumerate(actions if isinstance(actions, list) else []):
@@ -466,7 +466,7 @@ class _Checks:
                           f"install it (pip install {name}) in the environment capplan runs in")
 
     def _ref_allowed(self, loc: Loc, ref: str, *, grader: bool = False) -> bool:
-        """Whether ``ref`` names code a task may name (:mod:`capplan.trials.code_refs`); else a located error."""
+        """Whether ``ref`` names code a task may name (:mod:`capplan.trials.tasks.code_refs`); else a located error."""
         where, _ = ref_parts(ref)
         folder = self.view.folder
         base = folder if folder.is_dir() else Path.cwd()  # as the import looks (a Ray worker: the working dir)

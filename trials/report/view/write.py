@@ -4,7 +4,7 @@ Without ``--out`` the page is ``report.html`` at the top of the first run folder
 several runs, the comparison lives beside the first one's records). That is the one name a
 view may take inside a run folder: ``trial run`` never writes, reads or refuses it, so a resume
 goes on as before. Any other place inside a run folder is refused: a run folder holds only what
-capplan writes. The page is written atomically (:mod:`capplan.trials.confined`: the name
+capplan writes. The page is written atomically (:mod:`capplan.trials.run_folder.confined`: the name
 checked, no link followed; a link at ``report.html`` is refused, never written through).
 """
 
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capplan.core.errors import UserError
-from capplan.trials import confined
-from capplan.trials.confined import ConfinedPathError
+from capplan.trials.run_folder import confined
+from capplan.trials.run_folder.confined import ConfinedPathError
 from capplan.trials.report.run_data import LoadedRun, load_runs
-from capplan.trials.view.page import render_page
-from capplan.trials.view.payload import build_payload
+from capplan.trials.report.view.page import render_page
+from capplan.trials.report.view.payload import build_payload
 
 
 #: the page's name at the top of a run folder, where ``trial view`` writes it by default

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 
-from capplan.trials.costs import round_usd
+from capplan.trials.run_folder.costs import round_usd
 from capplan.trials.terminal import Terminal
 from capplan.trials.outcome import TerminationReason
 

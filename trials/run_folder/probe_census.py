@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from capplan.executor.probe import RateLimitProbeConfig
 from capplan.executor.probe_stats import ProbeStats
-from capplan.trials.confined import atomic_write
+from capplan.trials.run_folder.confined import atomic_write
 
 CENSUS_FILE = "probe.json"
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from capplan.executor.provider_bounds import cost_problem, quoted, token_count_problem
-from capplan.trials.confined import check_segment
+from capplan.trials.run_folder.confined import check_segment
 from capplan.trials.outcome import TerminationReason, TrialStatus
 
 FORMAT_VERSION = 1

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.core.yaml_source import read_source
-from capplan.trials.task_kind import looks_like_task
+from capplan.trials.tasks.task_kind import looks_like_task
 
 
 def expand_task_paths(paths: Iterable[Path], note: Callable[[str], None]) -> tuple[Path, ...]:

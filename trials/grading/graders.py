@@ -15,7 +15,7 @@ A custom grader (``function: pkg.mod:fn`` or ``{ref, args, when}``) is called as
     fn(trajectory, final_state, task, **args)
 
 plus, as keywords, whichever of ``metadata`` (the task's metadata), ``checkpoints`` (the
-:class:`~capplan.trials.records.TurnCheckpoint` list as dicts, up to the state graded) and
+:class:`~capplan.trials.run_folder.records.TurnCheckpoint` list as dicts, up to the state graded) and
 ``turn`` (the user turn graded, None for the end) it declares or that ``**kwargs`` takes, so a
 grader written for ``(trajectory, final_state, task)`` keeps working. ``when: each_turn`` calls
 it once per checkpoint, with that checkpoint's state as ``final_state``; ``end`` once with the
@@ -45,10 +45,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from capplan.trials.outcome import TrialStatus
-from capplan.trials.records import CallRecord, Grade, GraderResult, ToolCallRecord, TurnCheckpoint
-from capplan.trials.state_encoding import encode_state_value
-from capplan.trials.taskfile import GRADER_KEYWORDS, ExpectedAction, GraderFunction, TaskFile
-from capplan.trials.tasks import resolve_function
+from capplan.trials.run_folder.records import CallRecord, Grade, GraderResult, ToolCallRecord, TurnCheckpoint
+from capplan.trials.tasks.state_encoding import encode_state_value
+from capplan.trials.tasks.taskfile import GRADER_KEYWORDS, ExpectedAction, GraderFunction, TaskFile
+from capplan.trials.tasks.loading import resolve_function
 
 #: how much of a value a reason quotes
 _SHOWN_CHARS = 200

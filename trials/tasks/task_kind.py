@@ -15,7 +15,7 @@ def looks_like_task_file(path: Path) -> bool:
     """Whether the file at ``path`` is a task file, read the way task files are read (libyaml, no positions);
     False when it cannot be read (the regular lint then reports why)."""
     from capplan.core.diagnostics import InputError
-    from capplan.trials.task_source import read_task_source
+    from capplan.trials.tasks.task_source import read_task_source
 
     try:
         return looks_like_task(read_task_source(path).data)

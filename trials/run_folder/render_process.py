@@ -7,8 +7,8 @@ thread shares one GIL with the run-folder writers, so that rendering slows the t
 exactly when the run is busiest (seam *render helper*: with the GC tuning, about a fifth less
 CPU per turn at ``--concurrency 32``, ``benchmarks/transport.py``; the reference mode renders
 here). :class:`RecordRenderer` sends the records (pickled: a few
-microseconds) to one helper process, ``python -m capplan.trials.render_process``, which renders
-them with :func:`capplan.trials.record_yaml.dump_records_yaml` on another core and sends the
+microseconds) to one helper process, ``python -m capplan.trials.run_folder.render_process``, which renders
+them with :func:`capplan.trials.run_folder.record_yaml.dump_records_yaml` on another core and sends the
 bytes back. The files are the same bytes either way (``tests/trials/test_render_process.py``).
 
 What can go through the helper is plain data only: its unpickler refuses every global (a class,
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from capplan.core.reference_mode import reference_mode
-from capplan.trials.record_yaml import dump_records_yaml
+from capplan.trials.run_folder.record_yaml import dump_records_yaml
 
 #: Runs with fewer trials to write render them in-process: the helper's start (~60 ms of CPU on
 #: another core) would cost more than the rendering it takes over.
@@ -56,7 +56,7 @@ _BYTES_PER_EXTRA_SECOND = 200_000
 CLOSE_TIMEOUT_S = 5.0
 
 #: what the helper's interpreter is started with (tests start stand-ins that misbehave)
-HELPER_ARGS: tuple[str, ...] = ("-m", "capplan.trials.render_process")
+HELPER_ARGS: tuple[str, ...] = ("-m", "capplan.trials.run_folder.render_process")
 #: the variables the helper inherits besides PYTHON*: it renders data and needs no credentials
 _KEPT_VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT")
 

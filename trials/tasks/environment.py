@@ -6,7 +6,7 @@ of components, each ``{ref, args, name, setup, ignore_methods}`` with ``ref`` a 
 set of instances per trial, so state such as a database never leaks between trials; tools
 dispatch by method name to the component that has it. The state recorded for grading is each
 component's ``state()`` (when it has one and no tool is named ``state``) or its public
-attributes, through the one encoder (:mod:`capplan.trials.state_encoding`).
+attributes, through the one encoder (:mod:`capplan.trials.tasks.state_encoding`).
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from types import ModuleType
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from capplan.trials.code_refs import check_module, check_path
-from capplan.trials.state_encoding import StateEncodingError, encode_attributes, encode_state_value
-from capplan.trials.static_environment import find_module_file
-from capplan.trials.taskfile import EnvironmentComponent, TaskFile, is_path_ref, ref_parts
+from capplan.trials.tasks.code_refs import check_module, check_path
+from capplan.trials.tasks.state_encoding import StateEncodingError, encode_attributes, encode_state_value
+from capplan.trials.tasks.static_environment import find_module_file
+from capplan.trials.tasks.taskfile import EnvironmentComponent, TaskFile, is_path_ref, ref_parts
 
 
 class LoadedComponents(Protocol):
-    """What :meth:`TrialEnvironment.create` reads of a loaded task (``capplan.trials.tasks.LoadedTask``)."""
+    """What :meth:`TrialEnvironment.create` reads of a loaded task (``capplan.trials.tasks.loading.LoadedTask``)."""
 
     @property
     def task(self) -> TaskFile: ...
@@ -59,7 +59,7 @@ def load_class(target: str, task_dir: Path | None, requires: Sequence[str] = ())
     """Import ``package.module:ClassName``: by path from ``task_dir``, else a module of a distribution in ``requires``.
 
     This runs the module's code: only ``capplan trial run`` and ``capplan lint
-    --import-environments`` call it. What a ref may name: :mod:`capplan.trials.code_refs`.
+    --import-environments`` call it. What a ref may name: :mod:`capplan.trials.tasks.code_refs`.
     """
     module_name, _, class_name = target.partition(":")
     module = import_task_module(module_name, task_dir, requires)
@@ -145,8 +145,8 @@ def import_task_module(module_name: str, task_dir: Path | None, requires: Sequen
     same name never share it. Its own package's relative imports work as usual; no bytecode is
     written into the task's folder (on a Ray worker, where the task's folder does not exist, its
     modules are staged in the job's working dir and found there). A module not found there must
-    belong to a distribution in ``requires`` (:func:`capplan.trials.code_refs.check_module`, which
-    raises :class:`~capplan.trials.code_refs.RefNotAllowed` before anything is imported); it is then
+    belong to a distribution in ``requires`` (:func:`capplan.trials.tasks.code_refs.check_module`, which
+    raises :class:`~capplan.trials.tasks.code_refs.RefNotAllowed` before anything is imported); it is then
     imported as an installed one. Whatever the import raises, ``SystemExit`` included, becomes an
     :class:`EnvironmentLoadError`.
     """
@@ -228,7 +228,7 @@ def module_files(module_name: str, task_dir: Path | None) -> list[Path] | None:
 
 def resolve_function(target: str, task_dir: Path | None, requires: Sequence[str] = ()) -> Any:
     """Import ``package.module:function`` or ``rel/path.py:function`` the same way; :class:`LookupError` names
-    what is missing (:class:`~capplan.trials.code_refs.RefNotAllowed`: what may not be named). capplan's own
+    what is missing (:class:`~capplan.trials.tasks.code_refs.RefNotAllowed`: what may not be named). capplan's own
     graders (``capplan.…``) may be named too."""
     module_name, attr = ref_parts(target)
     try:

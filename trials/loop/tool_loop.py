@@ -38,7 +38,7 @@ it ends the conversation ``max_turns`` unless a scripted user stops there anyway
 run out or its next turn is the stop), which is the user's stop: the agent answered within its budget.
 
 At the end of each user turn (the agent answered in text) and at the terminal, a
-:class:`~capplan.trials.records.TurnCheckpoint` records the environment's state and that turn's
+:class:`~capplan.trials.run_folder.records.TurnCheckpoint` records the environment's state and that turn's
 tool outputs (full, redacted) for the per-turn graders.
 """
 
@@ -55,19 +55,19 @@ from capplan.executor.plan import LoopKnobs
 from capplan.executor.retrying import is_refused
 from capplan.executor.responses_response import UnknownOutputItemError
 from capplan.executor.result import GenerationResult, ParserError, ToolCall
-from capplan.trials import handoff
-from capplan.trials.classify import Classify, problem_of
+from capplan.trials.loop import handoff
+from capplan.trials.loop.classify import Classify, problem_of
 from capplan.trials.outcome import FinalAnswer, TerminationReason
 from capplan.trials.terminal import Terminal
-from capplan.trials.recording import GENERATION_ID, ORIGIN, MetricsSink, Recorder, scrub
-from capplan.trials.records import ParserErrorRecord, SummarizeEvent, TurnCheckpoint
-from capplan.trials.retry_classes import (OUTPUT_LENGTH_FEEDBACK, RetryClass, TurnBudgets, empty_cause,
+from capplan.trials.run_folder.recording import GENERATION_ID, ORIGIN, MetricsSink, Recorder, scrub
+from capplan.trials.run_folder.records import ParserErrorRecord, SummarizeEvent, TurnCheckpoint
+from capplan.trials.loop.retry_classes import (OUTPUT_LENGTH_FEEDBACK, RetryClass, TurnBudgets, empty_cause,
                                           parser_error_feedback, trigger)
-from capplan.trials.task_code import TaskCodeCancelled
-from capplan.trials.tool_call_ids import ToolCallIds
-from capplan.trials.tools import ToolRunner
-from capplan.trials.turn_budget import budget_spent
-from capplan.trials.users import UserAdapter
+from capplan.trials.tasks.task_code import TaskCodeCancelled
+from capplan.trials.loop.tool_call_ids import ToolCallIds
+from capplan.trials.loop.tools import ToolRunner
+from capplan.trials.loop.turn_budget import budget_spent
+from capplan.trials.loop.users import UserAdapter
 
 #: The API-error retry: one replay, one second apart (the spec's loop defaults; not plan knobs).
 API_ERROR_RETRIES = 1

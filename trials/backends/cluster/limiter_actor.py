@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from capplan.executor.rate_limits import RateLimits
-from capplan.trials.cluster.limiter import Limiter
+from capplan.trials.backends.cluster.limiter import Limiter
 
 #: Concurrent method calls the actor accepts: every call waiting for a slot holds one.
 ACTOR_MAX_CONCURRENCY = 10_000

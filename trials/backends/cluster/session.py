@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from capplan.trials.cluster.credentials import CredentialsMissingError, missing, missing_message
+from capplan.trials.backends.cluster.credentials import CredentialsMissingError, missing, missing_message
 from capplan.trials.usage_problem import UsageProblem
 
 #: A started local cluster's object store: trial records are kilobytes, plans a few more.

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from capplan.trials.outcome import PASS_RULE
-from capplan.trials.records import CostStat, Summary, SummaryRow, TokenStat
+from capplan.trials.run_folder.records import CostStat, Summary, SummaryRow, TokenStat
 from capplan.trials.safe_text import md_cell, md_table
 
 #: z for a two-sided 95 % interval

@@ -5,7 +5,7 @@ arguments that break the (sanitised) schema the model was shown (``INVALID_ARGUM
 the task enforces argument validation), a method that raises anything at all (``Error: ...``)
 and a call that outlives its timeout (``Error: tool timed out after N s``) all become tool
 results the agent can read and recover from. The method runs, and its return value becomes
-text (:func:`result_text`), on the trial's task-code worker (:mod:`capplan.trials.task_code`),
+text (:func:`result_text`), on the trial's task-code worker (:mod:`capplan.trials.tasks.task_code`),
 so neither can raise into the loop or hang it. The recorder keeps each output whole; the
 prompt copy goes through the truncation cap, error texts included.
 
@@ -23,15 +23,15 @@ from typing import Any, Literal
 
 from capplan.executor.result import SchemaViolation, ToolCall
 from capplan.executor.tool_memo import PreparedTools
-from capplan.trials.recording import Recorder, scrub
-from capplan.trials.records import ToolCallRecord
-from capplan.trials.task_code import (
+from capplan.trials.run_folder.recording import Recorder, scrub
+from capplan.trials.run_folder.records import ToolCallRecord
+from capplan.trials.tasks.task_code import (
     TaskCodeFailed,
     TaskCodeRunner,
     TaskCodeTimedOut,
     format_seconds,
 )
-from capplan.trials.truncation import effective_cap, keep_head_and_tail
+from capplan.trials.loop.truncation import effective_cap, keep_head_and_tail
 
 ArgumentValidation = Literal["enforce", "record", "off"]
 #: The environment's implementation of a tool by name (None: no component has it).

@@ -26,7 +26,7 @@ from typing import Any
 from capplan.core.redaction import redact_text
 from capplan.trials.report.compare import Column, columns_of
 from capplan.trials.report.run_data import OUTCOMES, LoadedRun, RunDataError, TrialResult
-from capplan.trials.summary import summarize
+from capplan.trials.run_folder.summary import summarize
 
 #: the trajectory keys the chat and the side panels render; every other key is shown as recorded
 _SHOWN_TRAJECTORY = {"format", "version", "trial", "system_prompt", "tools", "messages", "tool_calls", "retries",

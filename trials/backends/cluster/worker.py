@@ -25,11 +25,11 @@ from typing import Any
 from capplan.executor.client import Completion
 from capplan.executor.plan import Plan
 from capplan.core.redaction import redact_standard_streams
-from capplan.trials.cluster.credentials import require
-from capplan.trials.cluster.limited_completion import LimitedCompletion
-from capplan.trials.cluster.limiter_actor import RayCallGate
-from capplan.trials.call_journal import CallBuffer, journalled
-from capplan.trials.recording import redact_records
+from capplan.trials.backends.cluster.credentials import require
+from capplan.trials.backends.cluster.limited_completion import LimitedCompletion
+from capplan.trials.backends.cluster.limiter_actor import RayCallGate
+from capplan.trials.run_folder.call_journal import CallBuffer, journalled
+from capplan.trials.run_folder.recording import redact_records
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords, TrialSpec
 

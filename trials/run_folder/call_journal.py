@@ -4,7 +4,7 @@ that dies takes no spend with it.
 A trial's calls reach ``metrics.yaml`` only when the trial finishes. A process killed with
 trials in flight (SIGKILL, the OOM killer, a lost Ray driver) used to take the money those trials
 had spent with it. The journal closes that gap: the trial's metrics sink hands every
-:class:`~capplan.trials.records.CallRecord` (each attempt: agent, user simulator, summarise,
+:class:`~capplan.trials.run_folder.records.CallRecord` (each attempt: agent, user simulator, summarise,
 outer-controller retries included) to the journal the moment it is recorded, and the journal
 appends one JSON line with one ``write`` (the page cache outlives a killed process, as for
 ``runs.jsonl``).
@@ -68,11 +68,11 @@ from capplan.core.diagnostics import Diagnostic
 from capplan.core.reference_mode import reference_mode
 from capplan.executor.cost_bound import worst_case_usd
 from capplan.executor.send_observer import Send
-from capplan.trials import confined
-from capplan.trials.budget import Budget
-from capplan.trials.confined import ConfinedPathError
-from capplan.trials.costs import known_cost, round_usd, unknown_cost_calls
-from capplan.trials.records import CallRecord
+from capplan.trials.run_folder import confined
+from capplan.trials.run_folder.budget import Budget
+from capplan.trials.run_folder.confined import ConfinedPathError
+from capplan.trials.run_folder.costs import known_cost, round_usd, unknown_cost_calls
+from capplan.trials.run_folder.records import CallRecord
 
 JOURNAL_FILE = "calls.jsonl"
 #: a journal line holds one call record: far below this

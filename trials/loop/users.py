@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from capplan.executor.result import GenerationResult
-from capplan.trials.recording import wire_message
+from capplan.trials.run_folder.recording import wire_message
 from capplan.trials.usersim import STOP_SIGNAL, GuardEvent, UnanswerableTranscript, UserReplyRefused, UserSimulator
 from capplan.trials.terminal import Terminal
 from capplan.trials.outcome import TerminationReason

@@ -19,7 +19,7 @@ import jinja2
 from markupsafe import Markup
 
 from capplan.trials.outcome import PASS_RULE
-from capplan.trials.view.payload import Payload
+from capplan.trials.report.view.payload import Payload
 
 _HERE = Path(__file__).resolve().parent
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}

@@ -2,7 +2,7 @@
 
 The recorder keeps the recorded view of the conversation (the full history, summarise and
 terminal markers included) and the side records the trajectory carries. The sink keeps one
-:class:`~capplan.trials.records.CallRecord` per provider call the trial paid for, resampled and
+:class:`~capplan.trials.run_folder.records.CallRecord` per provider call the trial paid for, resampled and
 discarded generations included, and the last agent prompt size the watermark check reads.
 
 No credential value is written. The rule is by value: every error and tool text that reaches a
@@ -31,9 +31,9 @@ from capplan.executor.responses_response import KNOWN_ITEMS, UnknownOutputItemEr
 from capplan.executor.result import Attempt, GenerationResult
 from capplan.executor.send_observer import Send, observing_sends
 from capplan.executor.usage import TOKEN_COUNTERS, Usage
-from capplan.trials.call_journal import CallLog, current_log
-from capplan.trials.costs import cost_source, known_usage
-from capplan.trials.records import (
+from capplan.trials.run_folder.call_journal import CallLog, current_log
+from capplan.trials.run_folder.costs import cost_source, known_usage
+from capplan.trials.run_folder.records import (
     CallRecord,
     ParserErrorRecord,
     RetryRecord,
@@ -218,7 +218,7 @@ class MetricsSink:
     """Every provider attempt the trial paid for, one :class:`CallRecord` each.
 
     Each record also goes to the run's call journal (``log``; by default the log of the trial running
-    in this thread, see :func:`capplan.trials.call_journal.journalled`) the moment it is made, so a
+    in this thread, see :func:`capplan.trials.run_folder.call_journal.journalled`) the moment it is made, so a
     process that dies mid-trial leaves those calls in ``calls.jsonl``.
     """
 
