@@ -159,7 +159,13 @@ def read_bundled(path: Path, display: str, shipped: Callable[[str], Parsed | Non
     Only for bundled data: it is capplan's own, a test holds that both readers (and the shipped
     parse) give the same data and the same positions for every bundled file, and it needs none
     of the alias and duplicate-key guards that untrusted input does.
+
+    Seam *bundled parse*: ``capplan lint`` and ``compile`` start without PyYAML or ruamel's parse
+    (``benchmarks/compiler_speed.py``); the reference mode (:mod:`capplan.core.reference_mode`)
+    reads the file with the careful reader.
     """
+    if reference_mode():
+        return read_source(path, display)
     try:
         raw = read_limited(path, MAX_CONFIG_BYTES)
     except (OSError, InputLimitError):

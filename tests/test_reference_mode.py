@@ -27,6 +27,8 @@ from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.core.errors import UserError
 from capplan.core.recent_entries import remember
 from capplan.core.yaml_fast import fast_source_from_bytes
+from capplan.core.yaml_source import read_bundled
+from capplan.compiler.bundled_index import lookup
 from capplan.executor import golden_wire
 from capplan.executor.client import Client
 from capplan.executor.direct import pool
@@ -175,6 +177,16 @@ def _locs(data: Any, here: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
     for key, value in items:
         yield from _locs(value, (*here, key))
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "presets").glob("*.yaml")), ids=lambda p: p.name)
+def test_a_bundled_file_reads_the_same_from_its_shipped_parse_and_from_the_careful_reader(path: Path) -> None:
+    def read() -> tuple[Any, list[tuple[int, int]]]:
+        source = read_bundled(path, path.name, lookup)
+        return source.data, [source.position(loc) for loc in _locs(source.data)]
+
+    fast, plain = both(read)
+    assert fast == plain
 
 
 HOSTILE_YAML = [
