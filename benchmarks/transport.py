@@ -32,6 +32,10 @@ direct at most 1.6x.
 
 Run from the project root:  python benchmarks/transport.py [--rounds 5] [--calls 300] [--responses-calls 100]
                             [--trials 500] [--repeats 3] [--skip-throughput] [--only chat|responses]
+                            [--reference-cost [--reference-rounds N]]
+
+``--reference-cost`` runs the chosen workload once per mode and prints what the reference mode
+(every speed-only path off) costs against the fast one (``benchmarks/reference_cost.py``).
 """
 
 from __future__ import annotations
@@ -322,7 +326,17 @@ def main() -> None:
     parser.add_argument("--skip-throughput", action="store_true", help="only the CPU-per-call tables")
     parser.add_argument("--only", choices=("chat", "responses"),
                         help="only this protocol's CPU-per-call table (no throughput)")
+    parser.add_argument("--reference-cost", action="store_true",
+                        help="run this workload once in the fast and once in the reference mode (CAPPLAN_REFERENCE=1), "
+                             "each in a child process, and print the reference/fast ratios of wall and CPU time "
+                             "(benchmarks/reference_cost.py)")
+    parser.add_argument("--reference-rounds", type=int, default=1, help="rounds of --reference-cost (medians)")
     args = parser.parse_args()
+    if args.reference_cost:
+        from benchmarks.reference_cost import report
+
+        report(__file__, sys.argv[1:])
+        return
     # wall-time ratios assume a core to spare; the load says whether there was one
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as tmp:

@@ -40,6 +40,10 @@ Measured in one run:
 
 Run from the project root:  python benchmarks/trial_loop.py [--trials 500] [--concurrency 32]
                             [--turn-cost-only | --responses-only | --bfcl]
+                            [--reference-cost [--reference-rounds N]]
+
+``--reference-cost`` runs the chosen workload once per mode and prints what the reference mode
+(every speed-only path off) costs against the fast one (``benchmarks/reference_cost.py``).
 """
 
 from __future__ import annotations
@@ -360,7 +364,17 @@ def main() -> None:
     parser.add_argument("--bfcl", action="store_true",
                         help="Only the BFCL row: the 200 imported multi_turn_base tasks against a scripted agent with "
                              "50 ms latency at --concurrency 16 (benchmarks/bfcl_trial_loop.py; needs bfcl-eval).")
+    parser.add_argument("--reference-cost", action="store_true",
+                        help="run this workload once in the fast and once in the reference mode (CAPPLAN_REFERENCE=1), "
+                             "each in a child process, and print the reference/fast ratios of wall and CPU time "
+                             "(benchmarks/reference_cost.py)")
+    parser.add_argument("--reference-rounds", type=int, default=1, help="rounds of --reference-cost (medians)")
     args = parser.parse_args()
+    if args.reference_cost:
+        from benchmarks.reference_cost import report
+
+        report(__file__, sys.argv[1:])
+        return
     if args.bfcl:
         from benchmarks.bfcl_trial_loop import TRANSPORTS, bfcl_row, print_bfcl_row
 

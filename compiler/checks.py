@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from functools import cache
 
 from capplan.compiler.inputs.preset_file import SLOT_KEYS, ParamsBlock, PresetBody, PresetEntry
 from capplan.compiler.policy_checks import check_block_policies
 from capplan.compiler.value_checks import check_endpoints
 from capplan.core.diagnostics import Diagnostic, did_you_mean
+from capplan.core.reference_mode import speed_memo
 from capplan.core.yaml_source import Loc, SourceFile
 from capplan.executor.registry import policy_class, policy_targets
 from capplan.executor.value_rules import PARAM_CHOICES, RULABLE_PARAMS, rule_value_problem, value_key
@@ -62,7 +62,7 @@ def check_policy_names(source: SourceFile, loc: Loc, block: PresetBody) -> list[
     return out
 
 
-@cache
+@speed_memo(maxsize=1)  # a union over the registry, which is fixed per process
 def params_known_keys() -> frozenset[str]:
     """Union of ``KNOWN_KEYS`` over every registered params policy."""
     keys: set[str] = set()

@@ -7,21 +7,36 @@ import json
 from json.encoder import encode_basestring
 from typing import Any
 
+from capplan.core.reference_mode import reference_mode
+
 
 def canonical_bytes(data: Any) -> bytes:
     """Sorted keys, two-space indent, UTF-8, trailing newline; floats in Python's shortest repr.
 
-    Exactly ``json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)``
-    plus a newline. With an indent, ``json`` runs its pure-Python encoder (the C one only writes
-    compact JSON), the larger part of sealing a plan; plain documents (what plans are: exact
-    dicts with string keys, lists, strings, ints, finite floats, booleans, null) are written
-    here the same way at about twice the speed, and anything else goes to ``json`` itself.
+    Exactly :func:`reference_canonical_bytes`. Seam *canonical writer*: with an indent, ``json``
+    runs its pure-Python encoder (the C one only writes compact JSON), the larger part of sealing
+    a plan; plain documents (what plans are: exact dicts with string keys, lists, strings, ints,
+    finite floats, booleans, null) are written here the same way at about twice the speed
+    (``benchmarks/compiler_speed.py``), and anything else goes to ``json`` itself. The reference
+    mode (:mod:`capplan.core.reference_mode`) always uses ``json``.
     """
+    if reference_mode():
+        return reference_canonical_bytes(data)
+    return fast_canonical_bytes(data)
+
+
+def reference_canonical_bytes(data: Any) -> bytes:
+    """The plain side: ``json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)`` + newline."""
+    return (json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def fast_canonical_bytes(data: Any) -> bytes:
+    """The fast side: the writer below for plain documents, ``json`` for anything else."""
     out: list[str] = []
     try:
         _write(data, out, "\n")
     except (_NotPlain, RecursionError):  # json then writes it, or words the error, as it always did
-        return (json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+        return reference_canonical_bytes(data)
     out.append("\n")
     return "".join(out).encode("utf-8")
 

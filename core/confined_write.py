@@ -18,7 +18,6 @@ Every refusal is a :class:`ConfinedPathError`, which renders as a located diagno
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import re
 import secrets
@@ -27,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from capplan.core.reference_mode import speed_memo
 from capplan.core.diagnostics import Diagnostic
 from capplan.core.safe_names import UnsafeName, name_problem
 
@@ -51,7 +51,7 @@ class ConfinedPathError(Exception):
 _LINK_HINT = "capplan does not follow links inside a run folder; remove the link (or choose a new --out)"
 
 
-@functools.lru_cache(maxsize=4096)
+@speed_memo(maxsize=4096)  # a run joins the same few names on every write
 def _problem(name: str) -> str | None:
     return name_problem(name)
 
@@ -96,7 +96,7 @@ def _check_parts(root: Path, parts: Sequence[str]) -> None:
                                     "names that become folders must be short slugs (see `capplan lint`)") from None
 
 
-@functools.lru_cache(maxsize=64)
+@speed_memo(maxsize=64)
 def _resolved(root: str) -> Path:
     """The real path of the (absolute) root: a run asks for it on every write; the root is the user's own path."""
     return Path(root).resolve()

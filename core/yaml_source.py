@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from capplan.core.diagnostics import Diagnostic, InputError, Severity
+from capplan.core.reference_mode import reference_mode
 from capplan.core.input_limits import (
     MAX_ALIAS_EXPANSION,
     MAX_ALIASES,
@@ -103,7 +104,8 @@ def read_source(path: Path, display: str | None = None) -> SourceFile:
 
 #: small files parsed lately, by (display name, sha256): ``capplan lint`` looks at a file up to
 #: three times (task file? which kind? then the file itself), and parsing with positions is the
-#: costly part. Same bytes, same parse; each caller gets its own copy of the data.
+#: costly part. Same bytes, same parse; each caller gets its own copy of the data. The reference mode
+#: (:mod:`capplan.core.reference_mode`) keeps nothing here: every call parses.
 _RECENT: dict[tuple[str, str], tuple[Any, dict[Loc, tuple[int, int]]]] = {}
 _RECENT_MAX_BYTES = 64 * 1024
 _RECENT_FILES = 4
@@ -113,7 +115,7 @@ _RECENT_LOCK = threading.Lock()
 def source_from_bytes(raw: bytes, name: str) -> SourceFile:
     """Parse file content already in memory (e.g. a task file carried inside a trial spec)."""
     digest = hashlib.sha256(raw).hexdigest()
-    recent = _RECENT.get((name, digest))
+    recent = None if reference_mode() else _RECENT.get((name, digest))
     if recent is not None:
         import copy
 
@@ -136,7 +138,7 @@ def source_from_bytes(raw: bytes, name: str) -> SourceFile:
     if not isinstance(data, dict):
         raise InputError([Diagnostic(name, 1, 1, "not-a-mapping",
                                      f"the top level is a {type(data).__name__}, expected a mapping of keys")])
-    if len(raw) <= _RECENT_MAX_BYTES:
+    if len(raw) <= _RECENT_MAX_BYTES and not reference_mode():
         import copy
 
         kept = (copy.deepcopy(data), dict(positions))
@@ -157,7 +159,13 @@ def read_bundled(path: Path, display: str, shipped: Callable[[str], Parsed | Non
     Only for bundled data: it is capplan's own, a test holds that both readers (and the shipped
     parse) give the same data and the same positions for every bundled file, and it needs none
     of the alias and duplicate-key guards that untrusted input does.
+
+    Seam *bundled parse*: ``capplan lint`` and ``compile`` start without PyYAML or ruamel's parse
+    (``benchmarks/compiler_speed.py``); the reference mode (:mod:`capplan.core.reference_mode`)
+    reads the file with the careful reader.
     """
+    if reference_mode():
+        return read_source(path, display)
     try:
         raw = read_limited(path, MAX_CONFIG_BYTES)
     except (OSError, InputLimitError):

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 
+from capplan.core.reference_mode import speed_memo
 from capplan.executor.binding import FailureRule
 from capplan.executor.rate_limit import cause_chain, wire_status
 
@@ -60,7 +60,7 @@ LITELLM_PROTOCOL_RULES: Rules = (
 )
 
 
-@lru_cache(maxsize=256)
+@speed_memo(maxsize=256)
 def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from typing import Any, NamedTuple
 
 from capplan.core.recent_entries import remember
+from capplan.core.reference_mode import reference_mode
 from capplan.executor.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from capplan.executor.policies.content_policy import AnthropicContent, TextOnlyContent
 from capplan.executor.policies.message_assembly_policy import MessageAssemblyPolicy
@@ -214,8 +215,10 @@ class ConversationCache:
                 if isinstance(msg, AssistantMessage) and msg.reasoning is not None and (
                         msg.reasoning.blocks or msg.reasoning.signatures):
                     left_out += self._converter.left_out([msg], index)
-            # tuple.__new__: the NamedTuple's own constructor is a Python-level call
-            converted = tuple.__new__(_Converted, (messages[:], done.wire + wire if start else wire, left_out, {}))
+            # tuple.__new__: the NamedTuple's own constructor is a Python-level call (the reference mode calls it)
+            whole = done.wire + wire if start else wire
+            converted = (_Converted(messages[:], whole, left_out, {}) if reference_mode()
+                         else tuple.__new__(_Converted, (messages[:], whole, left_out, {})))
         if count:
             remember(entries, id(messages[-1]), converted, self._size)  # no lock (see capplan.core.recent_entries)
         if self._converter.codec.replay_scope == "in_loop":

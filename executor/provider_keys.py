@@ -13,12 +13,13 @@ changing the process environment (so it is safe beside concurrent calls).
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import types
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from capplan.core.reference_mode import speed_memo
 
 #: Variables that hold a credential rather than a location or a project name.
 _CREDENTIAL_NAME = re.compile(r"(?i)key|token|secret|password")
@@ -57,7 +58,7 @@ def litellm_model(model: str, custom_llm_provider: str | None) -> str:
     return model
 
 
-@functools.lru_cache(maxsize=512)
+@speed_memo(maxsize=512)
 def litellm_key_variables(model: str) -> tuple[str, ...]:
     """The credential variables litellm may read for ``model`` (imports litellm; cached per model)."""
     # without this litellm first tries to download its model cost map on import

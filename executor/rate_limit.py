@@ -22,8 +22,8 @@ import math
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
 
+from capplan.core.reference_mode import speed_memo
 from capplan.executor.errors import CredentialSpentError
 
 Patterns = tuple[re.Pattern[str], ...]
@@ -51,7 +51,7 @@ def compile_patterns(patterns: Iterable[str]) -> Patterns:
     return _compiled(tuple(patterns))
 
 
-@lru_cache(maxsize=256)
+@speed_memo(maxsize=256)
 def _compiled(patterns: tuple[str, ...]) -> Patterns:
     # compiled patterns are immutable: every client of a binding shares one tuple of them
     return tuple(re.compile(p) for p in patterns)

@@ -150,6 +150,8 @@ def _entry_points() -> list[EntryPoint]:
     return list(entry_points(group=ENTRY_POINT_GROUP))
 
 
+# not a speed memo (it stays in the reference mode): the registry is read once, so every plan and
+# client of a process resolves policy names against the same one, whatever is installed meanwhile
 @cache
 def policy_targets() -> dict[str, dict[str, str]]:
     """Every registered policy, ``{slot: {name: "module:Class"}}``, built-ins plus entry points."""

@@ -30,6 +30,7 @@ from collections import OrderedDict
 from typing import Any
 from urllib.parse import unquote
 
+from capplan.core.reference_mode import reference_mode
 from capplan.executor.policies.schema_sanitizer import (
     SCHEMA_LIST_KEYWORDS,
     SCHEMA_MAP_KEYWORDS,
@@ -62,9 +63,17 @@ Problem = tuple[SchemaPath, str]
 
 
 def ref_problems(params: Any) -> list[Problem]:
-    """Every reference problem in a tool's ``parameters`` schema: each ref's in walk order, then cycles."""
+    """Every reference problem in a tool's ``parameters`` schema: each ref's in walk order, then cycles.
+
+    Seam *schema ref memo*: the schema's marshal bytes (made in C) tell a schema with no reference
+    keyword, or one already found clean, without a walk; a trial validates its tool list again on
+    every turn (``benchmarks/executor_build.py``, the tool-list build). The reference mode
+    (:mod:`capplan.core.reference_mode`) walks every schema every time.
+    """
     if not isinstance(params, dict):
         return []
+    if reference_mode():
+        return _walk(params)
     key = _content_key(params)
     if key is not None and (not any(marker in key for marker in _MARKERS) or _CLEAN.known(key)):
         return []

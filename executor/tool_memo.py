@@ -20,6 +20,11 @@ forgets them).
 
 ``BoundedMemo`` and ``PerToolObjects`` are the request builder's own memos (per system prompt and
 tool objects, per request settings), kept here so that the builder reads as its steps.
+
+Seam *tool memo*: a memo hit costs a twentieth of a first build or less (``benchmarks/executor_build.py``
+prints the speed-up, target >= 20x). In the reference mode (:mod:`capplan.core.reference_mode`)
+nothing here remembers anything: every list is serialised, parsed, sanitised and checked afresh,
+on every build.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from jsonschema import SchemaError, validators
 from pydantic import TypeAdapter
 
+from capplan.core.reference_mode import reference_mode
 from capplan.executor.policies.schema_sanitizer import ToolSchemaError
 
 if TYPE_CHECKING:
@@ -172,7 +178,9 @@ class _KnownContent:
         self._lock = threading.Lock()
 
     def unknown(self, keys: Sequence[Hashable]) -> list[int]:
-        """The positions of ``keys`` with no verdict yet (one lock for the whole list)."""
+        """The positions of ``keys`` with no verdict yet (one lock for the whole list); all of them in the reference mode."""
+        if reference_mode():
+            return list(range(len(keys)))
         seen = self._seen
         missing = []
         with self._lock:
@@ -184,6 +192,8 @@ class _KnownContent:
         return missing
 
     def add(self, key: Hashable) -> None:
+        if reference_mode():
+            return
         with self._lock:
             self._seen[key] = None
             while len(self._seen) > self._size:
@@ -324,6 +334,8 @@ class ToolMemo:
         # id-tuple -> (the objects themselves, which keeps their ids from being reused; the entry)
         self._by_identity: OrderedDict[tuple[int, ...], tuple[tuple[object, ...], PreparedTools]] = OrderedDict()
         self._lock = threading.Lock()
+        #: the reference mode: every list is prepared afresh from its JSON, nothing is remembered
+        self._plain = reference_mode()
 
     def prepare_objects(self, tools: Sequence[ToolSpec], declared_json: Callable[[], bytes]) -> PreparedTools:
         """The prepared form of validated ``tools`` (immutable by contract), whose JSON ``declared_json`` gives.
@@ -332,6 +344,8 @@ class ToolMemo:
         read off the objects (``declared_json`` is called only for parameters that are not plain
         JSON data).
         """
+        if self._plain:
+            return self.prepare(declared_json())
         key = tuple(map(id, tools))
         with self._lock:
             hit = self._by_identity.get(key)
@@ -357,6 +371,8 @@ class ToolMemo:
         entry, and a list that differs in any byte (a caller edited a schema) is prepared afresh.
         """
         digest = hashlib.sha256(declared_json).hexdigest()
+        if self._plain:
+            return self._build(digest, json.loads(declared_json), None)
         # the parsed list is the memo's own: nobody else holds it
         return self._lookup(digest, lambda: self._build(digest, json.loads(declared_json), None))
 
@@ -429,6 +445,8 @@ class BoundedMemo(Generic[K, V]):
         self._size = size
         self._entries: dict[K, V] = {}
         self._lock = threading.Lock()
+        #: the reference mode: nothing is kept, every value is made again
+        self._keeps = not reference_mode()
 
     def get(self, key: K) -> V | None:
         """The value remembered for ``key``, or None."""
@@ -439,6 +457,8 @@ class BoundedMemo(Generic[K, V]):
 
     def put(self, key: K, value: V) -> None:
         """Remember ``value`` for ``key`` (nothing when the key cannot be hashed)."""
+        if not self._keeps:
+            return
         entries = self._entries
         with self._lock:
             try:

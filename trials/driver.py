@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from capplan.core.diagnostics import Diagnostic, InputError
+from capplan.core.reference_mode import reference_mode
 from capplan.executor.plan import Plan
 from capplan.executor.probe import RateLimitProbeConfig
 from capplan.trials.backends import Backend
@@ -427,10 +428,10 @@ def young_collections_spaced() -> Iterator[None]:
     climbs into the older generations: a tenth of a concurrent run's CPU, under the one GIL the
     trials share. At 10 000 the walks are a fourteenth as many and the garbage they do find waits
     a little longer. The previous setting comes back when the drive ends; a threshold someone set
-    higher (or 0, collection off) is left as it is.
+    higher (or 0, collection off) is left as it is, and the reference mode leaves CPython's.
     """
     previous = gc.get_threshold()
-    if previous[0] == 0 or previous[0] >= YOUNG_COLLECTION_THRESHOLD:
+    if previous[0] == 0 or previous[0] >= YOUNG_COLLECTION_THRESHOLD or reference_mode():
         yield
         return
     gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *previous[1:])

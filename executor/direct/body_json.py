@@ -15,7 +15,8 @@ rebuilt per request (a renamed system role, a rewritten tool message) is a new o
 encoded again.
 
 :func:`body_bytes` writes exactly the bytes ``json.dumps(body, ensure_ascii=False,
-separators=(",", ":"))`` writes (``tests/executor/test_body_json.py``).
+separators=(",", ":"))`` writes (``tests/executor/test_body_json.py``); in the reference mode
+(:mod:`capplan.core.reference_mode`) it is that call.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from capplan.core.recent_entries import remember
+from capplan.core.reference_mode import reference_mode
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -83,7 +85,7 @@ class MessageListEncoder:
 
 def body_bytes(body: Mapping[str, Any], encoder: MessageListEncoder | None) -> bytes:
     """``body`` as JSON bytes, its history list (``messages`` or ``input``) through ``encoder``."""
-    if encoder is None or not all(type(key) is str for key in body) or not any(
+    if encoder is None or reference_mode() or not all(type(key) is str for key in body) or not any(
             type(body.get(key)) is list for key in HISTORY_KEYS):
         return _encode(body).encode("utf-8")
     parts = [f"{_encode(key)}:{encoder.encode(value) if key in HISTORY_KEYS and type(value) is list else _encode(value)}"

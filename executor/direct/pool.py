@@ -1,6 +1,7 @@
 """Kept-alive HTTP connections for the direct transport, shared by every thread of a process.
 
-Each origin (``scheme://host:port``) is served one of two ways, chosen on its first call:
+Each origin (``scheme://host:port``) is served one of two ways, chosen on its first call (in the
+reference mode, :mod:`capplan.core.reference_mode`, always the second: seam *http.client pool*):
 
 - **HTTP/1.1 on the standard library's** ``http.client``: a stack of idle kept-alive connections
   per origin; a call takes one (or opens one), sends, reads the whole answer and puts it back
@@ -32,7 +33,6 @@ because a connection must never be shared across processes. A failure is raised 
 
 from __future__ import annotations
 
-import functools
 import http.client
 import importlib.metadata
 import importlib.util
@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import SplitResult, urlsplit
 
+from capplan.core.reference_mode import reference_mode, speed_memo
 from capplan.executor.direct.bounded_body import (
     BodyLimits,
     BodyTooLarge,
@@ -121,7 +122,7 @@ class _Sender(Protocol):
     def idle(self) -> int: ...
 
 
-@functools.cache
+@speed_memo(maxsize=1)
 def user_agent() -> str:
     """``capplan/<version>``: what every direct request names itself (http.client sends none of its own)."""
     try:
@@ -381,6 +382,8 @@ def _make(parts: SplitResult) -> _Sender:
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         raise WireBroken(f"unsupported URL scheme {parts.scheme!r} (http or https)")
+    if reference_mode():  # httpx for every origin: the same headers, bounds, deadline and no redirects
+        return _Httpx(http2=_HTTP2 and scheme == "https")
     proxies = urllib.request.getproxies_environment()
     if scheme in proxies or "all" in proxies or "@" in parts.netloc:
         return _Httpx(http2=_HTTP2 and scheme == "https")

@@ -9,12 +9,12 @@ changes on these routes is in the plan's ``wire`` record, or, for a model a gate
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from capplan.core.reference_mode import speed_memo
 from capplan.executor.direct.body_json import MessageListEncoder, body_bytes
 from capplan.executor.direct.messages import openai_messages
 from capplan.executor.errors import MissingCredentialError, PlanInconsistencyError
@@ -168,7 +168,7 @@ class RequestMapper:
         return self._own.key_envs
 
 
-@functools.lru_cache(maxsize=256)
+@speed_memo(maxsize=256)  # one dialect per (provider, model): the same answer every build
 def _dialect(provider: str, name: str) -> ModelDialect:
     return model_dialect(provider, name)
 

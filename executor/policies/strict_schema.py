@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from capplan.core.input_limits import MAX_NESTING, MAX_REF_DEPTH, MAX_SCHEMA_NODES
+from capplan.core.reference_mode import reference_mode
 from capplan.executor.policies.dict_maps import (
     dict_map_to_entries,
     has_object_fields,
@@ -124,7 +125,12 @@ def copy_if_no_refs_within_limits(body: dict[str, Any]) -> dict[str, Any] | None
     the copy takes 9.7 µs where the walk takes 14.2 µs for those 8. None whenever the walk is needed,
     including a value marshal refuses (a subclass of a built-in type, nesting past marshal's own
     limit). The walk and this copy must agree on every input: a test compares them.
+
+    Seam *marshal copy*: in the reference mode (:mod:`capplan.core.reference_mode`) this answers
+    None, so every schema takes the walk, the plain copy.
     """
+    if reference_mode():
+        return None
     try:
         data = marshal.dumps(body, 2)
     except ValueError:

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from capplan.core.errors import UserError
+from capplan.core.reference_mode import reference_mode
 from capplan.trials.run_folder import confined
 from capplan.trials.run_folder.confined import ConfinedPathError
 from capplan.trials.run_folder.records import RunManifest, Summary
@@ -235,7 +236,7 @@ def read_trial_file(root: Path, trial_dir: str, name: str) -> dict[str, Any] | N
     if raw is None:
         return None
     try:
-        data = yaml.load(raw, Loader=_Loader)  # noqa: S506 - the safe loader (C or Python)
+        data = yaml.load(raw, Loader=yaml.SafeLoader if reference_mode() else _Loader)  # noqa: S506 - libyaml: speed only
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark is not None else shown

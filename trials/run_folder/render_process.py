@@ -4,7 +4,9 @@ Turning a finished trial's records into ``trajectory.yaml`` and ``metrics.yaml``
 work (PyYAML represents every node in Python even with its C emitter): about 2 ms of CPU per
 trial, a sixth of what a whole six-turn trial costs the process. In a local run every trial
 thread shares one GIL with the run-folder writers, so that rendering slows the trials down
-exactly when the run is busiest. :class:`RecordRenderer` sends the records (pickled: a few
+exactly when the run is busiest (seam *render helper*: with the GC tuning, about a fifth less
+CPU per turn at ``--concurrency 32``, ``benchmarks/transport.py``; the reference mode renders
+here). :class:`RecordRenderer` sends the records (pickled: a few
 microseconds) to one helper process, ``python -m capplan.trials.run_folder.render_process``, which renders
 them with :func:`capplan.trials.run_folder.record_yaml.dump_records_yaml` on another core and sends the
 bytes back. The files are the same bytes either way (``tests/trials/test_render_process.py``).
@@ -40,6 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from capplan.core.reference_mode import reference_mode
 from capplan.trials.run_folder.record_yaml import dump_records_yaml
 
 #: Runs with fewer trials to write render them in-process: the helper's start (~60 ms of CPU on
@@ -82,6 +85,9 @@ class RecordRenderer:
         #: documents rendered by the helper / in this process (tests and benchmarks read them)
         self.rendered_by_helper = 0
         self.rendered_here = 0
+        if reference_mode():  # seam "render helper": rendered in this process, the plain way
+            self.gave_up = "the reference mode renders in this process (CAPPLAN_REFERENCE=1)"
+            return
         try:
             self._process = subprocess.Popen(
                 [sys.executable, *HELPER_ARGS], stdin=subprocess.PIPE,

@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from capplan.core.redaction import redact_text
+from capplan.core.reference_mode import reference_mode
 from capplan.trials.tasks.environment import module_files
 from capplan.trials.run_folder.records import RunInstalledModule, RunManifest, RunSettings
 from capplan.trials.spec import TrialSpec
@@ -97,7 +98,7 @@ def _version(distribution: str) -> str | None:
 
 def _targets(task_text: str) -> list[str]:
     """The ``module:name`` targets a (validated) task file imports: its environment, its grader function."""
-    data = yaml.load(task_text, Loader=_Loader)
+    data = yaml.load(task_text, Loader=yaml.SafeLoader if reference_mode() else _Loader)  # libyaml: speed only
     if not isinstance(data, dict):
         return []
     grader = data.get("grader")

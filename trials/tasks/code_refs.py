@@ -14,13 +14,14 @@ metadata are read, so ``capplan lint`` applies the same rule.
 
 from __future__ import annotations
 
-import functools
 import importlib.metadata
 import inspect
 import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from capplan.core.reference_mode import speed_memo
 
 #: a distribution name as PEP 508 spells one
 DISTRIBUTION_NAME = r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$"
@@ -47,14 +48,14 @@ def _owners() -> dict[str, frozenset[str]]:
     return _owners_on(tuple(sys.path))
 
 
-@functools.lru_cache(maxsize=4)
+@speed_memo(maxsize=4)
 def _owners_on(path: tuple[str, ...]) -> dict[str, frozenset[str]]:
     """:func:`_owners` for one ``sys.path`` (a scan of every installed distribution: once per path, not per ref)."""
     return {top: frozenset(normalized(d) for d in dists)
             for top, dists in importlib.metadata.packages_distributions().items()}
 
 
-@functools.lru_cache(maxsize=256)
+@speed_memo(maxsize=256)
 def _top_names(name: str, path: tuple[str, ...]) -> frozenset[str]:
     """The top-level import names distribution ``name`` installs (on this ``sys.path``); empty when not installed.
 

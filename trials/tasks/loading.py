@@ -41,6 +41,7 @@ from typing import Any
 import jsonschema
 from pydantic import TypeAdapter, ValidationError
 
+from capplan.core.reference_mode import speed_memo
 from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
 from capplan.core.input_limits import MAX_CONFIG_BYTES, InputLimitError, read_limited
 from capplan.core.pydantic_errors import parse
@@ -108,7 +109,8 @@ class LoadedTask:
 # --- loading (trial run) ---------------------------------------------------------------------------
 
 #: tasks loaded in this process, by (resolved path, sha256 of the text): the driver loads every task
-#: before the run, each trial loads its spec's copy; the second is a lookup
+#: before the run, each trial loads its spec's copy; the second is a lookup. It stays in the reference
+#: mode: loading imports the task's code and constructs its components, which must happen once
 _LOADED: dict[tuple[str, str], LoadedTask] = {}
 _LOADED_MAX = 20_000
 _LOADED_LOCK = threading.Lock()
@@ -870,7 +872,7 @@ def _without_prose(value: Any) -> Any:
     return value
 
 
-@functools.lru_cache(maxsize=4096)
+@speed_memo(maxsize=4096)
 def _schema_problem(schema_json: str) -> tuple[tuple[str | int, ...], str, str, str | None] | None:
     """What is wrong with a tool's parameter schema, or None; cached: a pack's tasks share their tools."""
     schema = json.loads(schema_json)

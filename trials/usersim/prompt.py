@@ -14,11 +14,12 @@ renderings, so an edit without a bump fails.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
 from importlib import resources
 from typing import Any
 
 import jinja2
+
+from capplan.core.reference_mode import speed_memo
 
 SIMULATOR_SCHEMA_VERSION = 1
 """Stamp recorded with every trajectory the simulator produces; bumped on any prompt or
@@ -33,7 +34,7 @@ TOOL_RULE_COUNT = 4
 _TEMPLATE_NAME = "prompt.j2"
 
 
-@cache
+@speed_memo(maxsize=1)  # parsing the template once is speed only
 def _template() -> jinja2.Template:
     source = (
         resources.files("capplan.trials.usersim").joinpath(_TEMPLATE_NAME).read_text(encoding="utf-8")

@@ -1,0 +1,40 @@
+"""Suite-wide pytest options: ``--reference`` runs the tests in capplan's reference mode.
+
+The reference mode (``CAPPLAN_REFERENCE=1``, :mod:`capplan.core.reference_mode`) turns every
+speed-only path off. The option sets the variable in ``pytest_configure``, before any test is
+collected or any capplan object made; capplan reads it on the first question, never at import.
+The report header says which mode a run ran in.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from capplan.core import reference_mode
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--reference", action="store_true", default=False,
+        help="run in capplan's reference mode (sets CAPPLAN_REFERENCE=1: every speed-only path off)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("--reference"):
+        return
+    if reference_mode.decided() and not reference_mode.reference_mode():
+        raise pytest.UsageError(
+            "--reference: capplan decided its mode (fast) before the option was read; "
+            f"set {reference_mode.VARIABLE}=1 in the environment instead")
+    os.environ[reference_mode.VARIABLE] = "1"  # subprocesses the tests start inherit it too
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    try:
+        mode = reference_mode.mode_name()
+    except reference_mode.ReferenceModeError as exc:
+        raise pytest.UsageError(exc.render()) from None
+    return f"capplan mode: {mode} ({reference_mode.VARIABLE}={os.environ.get(reference_mode.VARIABLE, '')!r})"
