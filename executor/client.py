@@ -224,7 +224,7 @@ class Client:
         try:
             self.require_credentials()
             if self.mock:
-                raise MissingCredentialError("the offline mock answers without a route: there is nothing to probe")
+                raise ValueError(f"plan {self.plan.model.key} is the offline mock: it has no route to send to")
             completion = self._completion or self.direct or (
                 _litellm_responses() if self._responses_via_litellm else _litellm_completion())
             self._learn_litellm_keys(built.kwargs)

@@ -201,3 +201,27 @@ def test_a_corrupt_plan_is_a_located_error(tmp_path: Path) -> None:
     broken.write_text(GPT4O.read_text(encoding="utf-8").replace('"gpt-4o"', '"gpt-4o-edited"', 1), encoding="utf-8")
     result = invoke_checked("probe", broken, "--dry-run", expect=2)
     assert str(broken) in result.output and "error[" in result.output
+
+
+def test_through_the_gateway_the_route_identity_names_it(route: RecordingServer, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    route.catalog = ["openai/gpt-4o"]
+    monkeypatch.setenv("LLM_PROXY_BASE_URL", route.base)
+    monkeypatch.setenv("LLM_PROXY_API_KEY", "sk-gateway-0123456789")
+    invoke_checked("probe", GPT4O, "--dry-run", expect=0)  # reads the catalog, sends no completion
+    assert route.seen == []
+    route.script(*[ok() for _ in range(40)])
+    invoke_checked("probe", GPT4O, "--out", tmp_path, "--max-requests", "2", expect=0)
+    identity = record_of(tmp_path)["route"]
+    assert identity["gateway_route"] == "openai/gpt-4o"
+    assert identity["endpoint"] == route.base + "/chat/completions"
+    assert [seen.headers["authorization"] for seen in route.seen] == ["Bearer sk-gateway-0123456789"] * 2
+    assert "sk-gateway-0123456789" not in (tmp_path / "gpt-4o.probe.json").read_text(encoding="utf-8")
+
+
+def test_a_missing_key_is_refused_before_anything_is_sent(route: RecordingServer, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result = invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=2)
+    assert "OPENAI_API_KEY" in result.output
+    assert route.seen == []
