@@ -225,3 +225,32 @@ def test_a_missing_key_is_refused_before_anything_is_sent(route: RecordingServer
     result = invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=2)
     assert "OPENAI_API_KEY" in result.output
     assert route.seen == []
+
+
+#: the body keys each question may change relative to the plan's own request (tools travel with the
+#: parameters that only exist beside them)
+MAY_CHANGE = {
+    "temperature": {"temperature"}, "top_p": {"top_p"}, "seed": {"seed"}, "stop": {"stop"},
+    "response_format": {"response_format"}, "tool_choice": {"tools", "tool_choice"},
+    "parallel_tool_calls": {"tools", "parallel_tool_calls"},
+    "reasoning_effort": {"reasoning_effort", "reasoning", "extra_body"},
+}
+
+
+def test_each_request_is_the_plans_own_with_only_the_parameter_under_test_changed(
+        route: RecordingServer, tmp_path: Path) -> None:
+    ids = script_by_id(route, {})
+    invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
+    bodies = dict(zip(ids, (seen.body for seen in route.seen), strict=True))
+    baseline = bodies[ids[0]]
+    assert ids[0] == "max_tokens=16"
+    for qid, body in bodies.items():
+        param, _, value = qid.partition("=")
+        if param == "max_tokens":
+            continue
+        changed = {key for key in {*baseline, *body} if baseline.get(key) != body.get(key)}
+        assert changed <= MAY_CHANGE[param], (qid, changed)
+        if param in ("stop", "seed", "response_format", "tool_choice", "parallel_tool_calls"):
+            assert param in changed, qid
+    assert bodies["tool_choice=named"]["tool_choice"] == {"type": "function", "function": {"name": "echo"}}
+    assert bodies["parallel_tool_calls=false"]["parallel_tool_calls"] is False
