@@ -48,7 +48,7 @@ def one_route(repeat: int) -> None:
         with ResponsesEmulator(corpus.rules, route="openai") as emu:
             started = time.perf_counter()
             client = Client(plan, env=ENV, api_base=emu.base_url + "/v1")
-            probe = plan_probe(client, ENV)
+            probe = plan_probe(client)
             planned = time.perf_counter()
             record = run_probe(client, probe, date="benchmark")
             done = time.perf_counter()
@@ -82,7 +82,7 @@ def catalogue_dry_run() -> None:
             not_probed.append(key)
             continue
         try:
-            probe = plan_probe(Client(plan, env=env), env)
+            probe = plan_probe(Client(plan, env=env))
         except UserError as exc:
             not_probed.append(f"{key} ({exc.message})")
             continue

@@ -144,6 +144,11 @@ class Client:
         return cls(Plan.load(path), **kwargs)
 
     @property
+    def environment(self) -> Mapping[str, str]:
+        """The variables this client reads keys and endpoint overrides from (``env``, else ``os.environ``)."""
+        return self._credentials
+
+    @property
     def route(self) -> RouteDecision | None:
         """The gateway route decision for this plan; None when no gateway is configured."""
         return self.gateway.decision if self.gateway is not None else None

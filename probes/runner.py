@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
-import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -102,7 +101,7 @@ class ProbePlan:
         return total
 
 
-def plan_probe(client: Client, env: Mapping[str, str] | None = None) -> ProbePlan:
+def plan_probe(client: Client) -> ProbePlan:
     """Build every question of ``client``'s plan; raises :class:`ProbeError` for a route it cannot ask."""
     plan = client.plan
     reason = unprobeable_reason(plan)
@@ -114,14 +113,15 @@ def plan_probe(client: Client, env: Mapping[str, str] | None = None) -> ProbePla
     previous = logging.root.manager.disable
     logging.disable(logging.WARNING)
     try:
-        return _plan_questions(client, env)
+        return _plan_questions(client)
     finally:
         logging.disable(previous)
 
 
-def _plan_questions(client: Client, env: Mapping[str, str] | None) -> ProbePlan:
+def _plan_questions(client: Client) -> ProbePlan:
     plan = client.plan
-    mapper = RequestMapper(plan, os.environ if env is None else env)
+    # the direct transport's mapper names the URL and body either transport sends (wire-identical by test)
+    mapper = RequestMapper(plan, client.environment)
     planned: list[Planned] = []
     route: RouteIdentity | None = None
     for question in question_set(plan):

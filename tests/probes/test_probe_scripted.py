@@ -56,7 +56,7 @@ def route() -> Iterator[RecordingServer]:
 def sent_ids(server: RecordingServer) -> list[str]:
     """The ids of the gpt-4o questions that are sent, in order (from the plan of the probe itself)."""
     client = Client(Plan.load(GPT4O), api_base=server.base, env={"OPENAI_API_KEY": KEY})
-    return [p.question.id for p in plan_probe(client, {"OPENAI_API_KEY": KEY}).to_send]
+    return [p.question.id for p in plan_probe(client).to_send]
 
 
 def script_by_id(server: RecordingServer, answers: dict[str, Answer]) -> list[str]:
@@ -131,7 +131,7 @@ def test_max_requests_stops_and_records_what_it_measured(route: RecordingServer,
 
 def test_max_cost_stops_before_the_request_that_would_pass_it(route: RecordingServer, tmp_path: Path) -> None:
     client = Client(Plan.load(GPT4O), api_base=route.base, env={"OPENAI_API_KEY": KEY})
-    planned = plan_probe(client, {"OPENAI_API_KEY": KEY}).to_send
+    planned = plan_probe(client).to_send
     budget = sum(p.worst_usd or 0.0 for p in planned[:2]) + (planned[2].worst_usd or 0.0) / 2
     script_by_id(route, {})
     invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, "--max-cost", repr(budget), expect=0)
