@@ -80,6 +80,7 @@ def test_429_and_500_are_not_measured_and_a_400_is_asked_once(route: RecordingSe
         "temperature=0": json_answer({"error": {"message": "Rate limit reached"}}, 429, {"Retry-After": "1"}),
         "seed=1": json_answer({"error": {"message": "upstream exploded"}}, 500),
         "tool_choice=required": refusal("tool_choice 'required' is not supported by this deployment"),
+        "parallel_tool_calls=false": refusal("parallel_tool_calls: false is not supported"),
     })
     invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
     # one request per question: nothing was retried, neither the 429 nor the 500 nor the refusal
@@ -95,7 +96,9 @@ def test_429_and_500_are_not_measured_and_a_400_is_asked_once(route: RecordingSe
     snippet = (tmp_path / "gpt-4o.overlay.yaml").read_text(encoding="utf-8")
     assert "tool_choice" in snippet and "temperature" not in snippet.split("providers:")[1] and "seed" not in snippet
     compiled = compile_paths(data_dir=None, run_config=None, overlays=[tmp_path / "gpt-4o.overlay.yaml"], model="gpt-4o")
-    assert compiled.plans["gpt-4o"].param_value_rules["tool_choice"]["required"].action == "reject"
+    rules = compiled.plans["gpt-4o"].param_value_rules
+    assert rules["tool_choice"]["required"].action == "reject"
+    assert rules["parallel_tool_calls"]["false"].action == "reject"  # a boolean key reads back as the boolean
 
 
 def test_check_names_a_refusal_the_plan_has_no_rule_for_and_lists_what_it_could_not_measure(
