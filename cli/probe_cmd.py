@@ -29,7 +29,7 @@ MANIFEST = "manifest.json"
 @click.option("--model", "models", multiple=True, metavar="KEY",
               help="Probe only the plan of this model key (repeatable).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Folder for <plan key>.probe.json and <plan key>.overlay.yaml (required unless --dry-run).")
+              help="Folder for <plan key>.probe.json and <plan key>.overlay.yaml (required unless --dry-run or --check).")
 @click.option("--api-base", default=None, type=HTTP_URL, help="Send to this base URL instead of the binding's.")
 @click.option("--max-requests", type=click.IntRange(min=1), default=None,
               help="Send at most N requests in all (default: every question).")
