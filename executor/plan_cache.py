@@ -13,7 +13,9 @@ Two bounded, thread-safe LRUs, and one function that empties both:
   its id cannot be reused while they live.
 
 Nothing here is correctness-bearing: ``clear_plan_cache`` at any moment only costs the next
-load and the next client their first-time work again.
+load and the next client their first-time work again. It stays on in the reference mode
+(:mod:`capplan.core.reference_mode`) all the same: a warning given once per plan is behaviour a
+user sees, and the two modes must not differ in it.
 """
 
 from __future__ import annotations
