@@ -1,0 +1,470 @@
+"""The tests' one loopback fake provider: OpenAI chat and Responses shapes, scripts, faults, recorded wire.
+
+:class:`FakeProvider` binds 127.0.0.1 on a free port, serves from daemon threads and stops when its
+``with`` block ends (the ``fake_provider`` fixture in ``tests/conftest.py`` does that for a test).
+Every request is recorded as it arrived (:class:`Request`: method, path, lower-cased headers, raw
+body bytes, parsed JSON). Each is answered, in this order, by
+
+1. the next queued :class:`Reply` (:meth:`FakeProvider.queue`, :meth:`FakeProvider.script`);
+2. the responder the fake was made with: one :class:`Reply` for every request, or a function of
+   the :class:`Request` returning a :class:`Reply`, or ``None`` to fall through;
+3. the default: a chat completion on ``…/chat/completions``, a Responses object on
+   ``…/responses``, the :attr:`FakeProvider.catalog` on ``GET …/models``, else a located 404.
+
+A :class:`Reply` is a status, JSON (or raw bytes, for malformed JSON), headers and a content type,
+or a fault: ``drop`` the connection unanswered, ``cut_short`` a body mid-way, hold it back
+(``delay_s``, ``held_until``), or hand the socket to a ``writer`` (:data:`endless`,
+:data:`drip_body`, :data:`drip_head`, :func:`sse`). :meth:`FakeProvider.hold_after` holds every
+request past the next ``n`` until :meth:`FakeProvider.release`, so a test can act mid-run however
+fast or slow the machine is. Every wait is bounded (:data:`HOLD_LIMIT_S`), and every loop of a
+writer ends when the fake stops, so a client that never hangs up cannot keep a test going.
+
+``python -m tests.fake_provider [--agent default|stateless] [latency_s]`` serves a scripted agent
+until killed and prints its base URL: benchmarks and CLI tests in a subprocess point at it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import ssl
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from tests.serving import LoopbackHTTPServer, ServedOnLoopback
+
+#: the longest a request waits for ``release()`` or a ``held_until`` event: a bound for a failed test
+HOLD_LIMIT_S = 120.0
+#: the most an endless answer writes before giving up on a client that keeps reading (8 GiB)
+ENDLESS_CAP = 8 * 1024**3
+#: seconds between two bytes of a dripped answer
+DRIP_S = 0.5
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request exactly as it arrived."""
+
+    method: str
+    path: str
+    #: header names lower-cased (HTTP names are case-insensitive; a test should not care how a client spells them)
+    headers: dict[str, str]
+    raw: bytes
+    #: the body parsed as JSON; None when it was empty or not JSON (``raw`` keeps it either way)
+    body: Any
+    #: 1 for the first request the fake received, and so on (never reset: a responder can count)
+    number: int = 0
+    #: the client's port: requests that share one kept-alive connection share it
+    client_port: int = 0
+
+
+#: writes a whole answer on the handler's socket; the event is set when the fake stops
+Writer = Callable[[BaseHTTPRequestHandler, threading.Event], None]
+
+
+@dataclass
+class Reply:
+    """One answer: JSON ``body`` (or a function of the request giving it) or ``raw`` bytes, or a fault."""
+
+    body: Any = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    #: sent as they are instead of ``body``: a body cut short, not JSON, or compressed
+    raw: bytes | None = None
+    content_type: str = "application/json"
+    #: close the connection after reading the request, with no status line (the client reads end-of-stream)
+    drop: bool = False
+    #: announce the whole body's length, send half of it, and close (a provider that died mid-body)
+    cut_short: bool = False
+    #: seconds the answer is held back (a slow provider)
+    delay_s: float = 0.0
+    #: when set, the answer waits for this event (at most HOLD_LIMIT_S): a provider that answers only
+    #: after the client gave up, however slowly a loaded machine runs it (a fixed delay is a race)
+    held_until: threading.Event | None = None
+    #: writes the whole answer itself (streams, drips, endless bodies); every other field is ignored
+    writer: Writer | None = None
+
+    def payload(self, request: Request) -> bytes:
+        """The body bytes this reply sends to ``request``."""
+        if self.raw is not None:
+            return self.raw
+        body = self.body(request) if callable(self.body) else self.body
+        return json.dumps(body).encode("utf-8")
+
+
+#: answers a request with a reply, or None to leave it to the default
+Responder = Callable[[Request], "Reply | None"]
+
+
+# --- bodies -----------------------------------------------------------------------------------------
+
+
+def chat_completion(content: str | None = "ok", tool_calls: list[dict[str, Any]] | None = None, *,
+                    model: str = "fake-model", finish: str | None = None, usage: Any = "default",
+                    id: str = "chatcmpl-fake") -> dict[str, Any]:  # noqa: A002 - the wire's own name
+    """An OpenAI ``chat.completion`` body; ``usage=None`` leaves the usage block out."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    body: dict[str, Any] = {
+        "id": id, "object": "chat.completion", "created": 1, "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish or ("tool_calls" if tool_calls else "stop")}],
+    }
+    if usage == "default":
+        usage = {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+def tool_call(call_id: str, name: str, arguments: str | dict[str, Any]) -> dict[str, Any]:
+    """One chat ``tool_calls`` entry; ``arguments`` as the wire string (a dict is encoded)."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def responses_object(text: str = "ok", *, model: str = "fake-model", id: str = "resp_fake") -> dict[str, Any]:  # noqa: A002
+    """An OpenAI Responses ``response`` body with one assistant message."""
+    return {
+        "id": id, "object": "response", "created_at": 1, "status": "completed", "model": model,
+        "output": [{"type": "message", "id": "msg_fake", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+        "usage": {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7},
+    }
+
+
+def error_body(message: str, *, type: str = "invalid_request_error", code: str | None = None) -> dict[str, Any]:  # noqa: A002
+    """An OpenAI error envelope."""
+    return {"error": {"message": message, "type": type, "code": code}}
+
+
+# --- replies and faults -----------------------------------------------------------------------------
+
+
+def json_reply(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
+    """``body`` as JSON with ``status`` and ``headers``."""
+    return Reply(body, status, dict(headers or {}))
+
+
+def raw(body: bytes, headers: dict[str, str] | None = None, status: int = 200) -> Reply:
+    """``body`` as it is (malformed JSON, a gzip bomb, an oversized body), with a Content-Length."""
+    return Reply(raw=body, status=status, headers=dict(headers or {}))
+
+
+def rate_limited(retry_after: str = "0", message: str = "Rate limit reached") -> Reply:
+    """A 429 with a Retry-After header."""
+    return Reply({"error": {"message": message, "type": "rate_limit"}}, 429, {"Retry-After": retry_after})
+
+
+def unscripted(request: Request) -> Reply:
+    """A 500 for a request nothing was scripted for: a test that forgot to queue an answer sees it fail."""
+    return json_reply({"error": {"message": f"no answer scripted for {request.method} {request.path}"}}, 500)
+
+
+def _endless(handler: BaseHTTPRequestHandler, stop: threading.Event) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Transfer-Encoding", "chunked")
+    handler.end_headers()
+    piece = b" " * 65536
+    chunk = b"%x\r\n%s\r\n" % (len(piece), piece)
+    sent = 0
+    while sent < ENDLESS_CAP and not stop.is_set():
+        handler.wfile.write(chunk)
+        sent += len(piece)
+
+
+def _drip_body(handler: BaseHTTPRequestHandler, stop: threading.Event) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", "2000")
+    handler.end_headers()
+    handler.wfile.flush()
+    for _ in range(2000):
+        if stop.wait(DRIP_S):
+            return
+        handler.wfile.write(b" ")
+        handler.wfile.flush()
+
+
+def _drip_head(handler: BaseHTTPRequestHandler, stop: threading.Event) -> None:
+    handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    handler.wfile.flush()
+    for _ in range(2000):
+        if stop.wait(DRIP_S):
+            return
+        handler.wfile.write(b"a")
+        handler.wfile.flush()
+
+
+#: a chunked body that never ends (until the client hangs up, the fake stops, or 8 GiB)
+endless = Reply(writer=_endless)
+#: headers at once, then a 2 000-byte body one byte every DRIP_S seconds
+drip_body = Reply(writer=_drip_body)
+#: the status line, then a header dripped one byte every DRIP_S seconds (never finished)
+drip_head = Reply(writer=_drip_head)
+
+
+def sse(events: list[Any], *, done: bool = True) -> Reply:
+    """A ``text/event-stream`` answer: one ``data:`` line per event (JSON unless bytes), then ``[DONE]``."""
+    lines = [b"data: " + (e if isinstance(e, bytes) else json.dumps(e).encode("utf-8")) + b"\n\n" for e in events]
+    if done:
+        lines.append(b"data: [DONE]\n\n")
+    return Reply(raw=b"".join(lines), content_type="text/event-stream")
+
+
+# --- scripted agents --------------------------------------------------------------------------------
+
+
+def agent(request: Request) -> Reply:
+    """A tool-using agent: call the first offered tool after a user turn, answer in text after a tool result."""
+    body = request.body if isinstance(request.body, dict) else {}
+    messages = body.get("messages", [])
+    tools = body.get("tools") or []
+    if tools and messages and messages[-1].get("role") != "tool":
+        name = tools[0]["function"]["name"]
+        return Reply(chat_completion(None, [tool_call(f"call_{len(messages)}", name, {"amount": 1})],
+                                     model="agent-model", id="chatcmpl-test",
+                                     usage={"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}))
+    return Reply(chat_completion(f"done after {len(messages)} messages", model="agent-model", id="chatcmpl-test",
+                                 usage={"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}))
+
+
+def stateless_agent(request: Request) -> Reply:
+    """A tool-using agent whose ids derive from the request body: identical trajectories from any process."""
+    body = request.body if isinstance(request.body, dict) else {}
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+    messages = body.get("messages") or []
+    tools = body.get("tools") or []
+    last = messages[-1]["role"] if messages else "user"
+    calls = None
+    if tools and last == "user":
+        calls = [tool_call(f"call_{digest[:10]}", tools[0]["function"]["name"], {"amount": 2})]
+    prompt = sum(len(json.dumps(m)) for m in messages) // 4
+    return Reply({
+        **chat_completion(None if calls else f"Done after {len(messages)} messages.", calls,
+                          model=body.get("model", "agent-model"), id=f"chatcmpl-{digest[:16]}",
+                          usage={"prompt_tokens": prompt, "completion_tokens": 12, "total_tokens": prompt + 12}),
+        "created": 1_700_000_000,
+    })
+
+
+# --- the server -------------------------------------------------------------------------------------
+
+
+class FakeProvider(ServedOnLoopback):
+    """Records every request and answers from the queue, the responder, then the defaults; use with ``with``."""
+
+    def __init__(self, responder: Reply | Responder | None = None, *, delay_s: float = 0.0,
+                 catalog: list[str] | None = None, tls: tuple[str, str] | None = None) -> None:
+        """``tls``: a certificate and key file to serve https with; ``catalog``: model ids ``GET …/models`` lists."""
+        self.responder = responder
+        #: seconds every answer is held back (a provider's latency)
+        self.delay_s = delay_s
+        #: model ids ``GET …/models`` lists; None: the listing is refused with a 404
+        self.catalog = catalog
+        self.requests: list[Request] = []
+        #: set when the fake stops: ends every answer still streaming or dripping
+        self.stop = threading.Event()
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._received = 0
+        self._answer_up_to: int | None = None  # None: every request is answered
+        self._released = threading.Condition(self._lock)
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                # headers and body go out as two writes; without this the client's delayed ACK adds
+                # ~40 ms to every answer, which a latency benchmark would charge to the client
+                if isinstance(self.request, socket.socket) and self.request.family != socket.AF_UNIX:
+                    self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                data = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(data) if data else None
+                except ValueError:  # recorded as raw bytes only: a test of a client sending junk reads ``raw``
+                    body = None
+                fake._answer(self, data, body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _serve  # noqa: N815 - http.server's naming
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        httpd = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
+        self.scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+            self.scheme = "https"
+        self._serve(httpd)
+
+    # -- addresses
+
+    @property
+    def root(self) -> str:
+        """``http(s)://127.0.0.1:<port>``."""
+        return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def base(self) -> str:
+        """``http(s)://127.0.0.1:<port>/v1``: the api_base a plan's calls are pointed at."""
+        return self.root + "/v1"
+
+    # -- scripting
+
+    def queue(self, answer: Reply | Any, *, status: int = 200, headers: dict[str, str] | None = None,
+              times: int = 1) -> None:
+        """Answer the next ``times`` requests with ``answer``: a :class:`Reply`, or a JSON body (or a
+        function of the :class:`Request` giving one) sent with ``status`` and ``headers``."""
+        reply = answer if isinstance(answer, Reply) else Reply(answer, status, dict(headers or {}))
+        with self._lock:
+            self._queue.extend([reply] * times)
+
+    def script(self, *replies: Reply) -> None:
+        """Replace the queue with ``replies`` and forget what was recorded."""
+        with self._lock:
+            self._queue = deque(replies)
+            self.requests.clear()
+
+    def reset(self) -> None:
+        """Forget recorded requests and queued answers."""
+        with self._lock:
+            self.requests.clear()
+            self._queue.clear()
+
+    def hold_after(self, answered: int) -> None:
+        """Answer the next ``answered`` requests; hold each later one until :meth:`release`."""
+        with self._lock:
+            self._answer_up_to = self._received + answered
+
+    def held(self) -> int:
+        """How many requests are being held now."""
+        with self._lock:
+            return 0 if self._answer_up_to is None else max(0, self._received - self._answer_up_to)
+
+    def release(self) -> None:
+        """Answer every held request, and every later one."""
+        with self._lock:
+            self._answer_up_to = None
+            self._released.notify_all()
+
+    # -- reading the wire
+
+    @property
+    def count(self) -> int:
+        """Requests received so far (not reset by :meth:`reset`)."""
+        with self._lock:
+            return self._received
+
+    def last(self) -> Request:
+        """The most recent request."""
+        with self._lock:
+            assert self.requests, "the fake provider received no request"
+            return self.requests[-1]
+
+    def bodies(self) -> list[Any]:
+        """The parsed JSON body of every recorded request, in order."""
+        with self._lock:
+            return [r.body for r in self.requests]
+
+    def posts(self, path_part: str = "") -> list[Request]:
+        """Recorded POSTs whose path contains ``path_part``."""
+        with self._lock:
+            return [r for r in self.requests if r.method == "POST" and path_part in r.path]
+
+    # -- serving
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.release()  # held handler threads end with the server
+        super().__exit__(*exc)
+
+    def _choose(self, request: Request) -> Reply:
+        with self._lock:
+            queued = self._queue.popleft() if self._queue else None
+        if queued is not None:
+            return queued
+        responder = self.responder
+        chosen = responder if isinstance(responder, Reply) else responder(request) if responder else None
+        return chosen if chosen is not None else self._default(request)
+
+    def _default(self, request: Request) -> Reply:
+        path = request.path.split("?")[0].rstrip("/")
+        model = request.body.get("model", "fake-model") if isinstance(request.body, dict) else "fake-model"
+        if request.method == "POST" and path.endswith("/chat/completions"):
+            return Reply(chat_completion(model=model))
+        if request.method == "POST" and path.endswith("/responses"):
+            return Reply(responses_object(model=model))
+        if request.method == "GET" and path.endswith("/models") and self.catalog is not None:
+            return Reply({"object": "list", "data": [{"id": m, "object": "model"} for m in self.catalog]})
+        return Reply({"error": {"message": f"the fake provider has no answer for {request.method} {request.path}: "
+                                           "queue one, or pass a responder"}}, 404)
+
+    def _answer(self, handler: BaseHTTPRequestHandler, data: bytes, body: Any) -> None:
+        with self._lock:
+            self._received += 1
+            number = self._received
+            request = Request(handler.command, handler.path, {k.lower(): v for k, v in handler.headers.items()},
+                              data, body, number, handler.client_address[1])
+            self.requests.append(request)
+            self._released.wait_for(lambda: self._answer_up_to is None or number <= self._answer_up_to,
+                                    timeout=HOLD_LIMIT_S)
+        reply = self._choose(request)
+        delay = reply.delay_s or self.delay_s
+        if delay:
+            time.sleep(delay)
+        if reply.held_until is not None:
+            reply.held_until.wait(HOLD_LIMIT_S)
+        if reply.writer is not None:
+            reply.writer(handler, self.stop)
+            return
+        if reply.drop:
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+            return
+        payload = reply.payload(request)
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", reply.content_type)
+        handler.send_header("Content-Length", str(len(payload)))
+        for name, value in reply.headers.items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        if reply.cut_short:
+            handler.wfile.write(payload[: len(payload) // 2])
+            handler.wfile.flush()
+            handler.close_connection = True
+            return
+        handler.wfile.write(payload)
+
+
+def main(argv: list[str]) -> None:
+    """Serve a scripted agent until killed, printing the base URL (benchmarks run it beside the driver)."""
+    responders = {"default": agent, "stateless": stateless_agent}
+    name = "default"
+    if argv[:1] == ["--agent"]:
+        if len(argv) < 2 or argv[1] not in responders:
+            raise SystemExit(f"--agent takes one of {sorted(responders)}")
+        name, argv = argv[1], argv[2:]
+    with FakeProvider(responders[name], delay_s=float(argv[0]) if argv else 0.0) as fake:
+        print(fake.base, flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
