@@ -6,9 +6,11 @@ Every request is recorded as it arrived (:class:`Request`: method, path, lower-c
 body bytes, parsed JSON). Each is answered, in this order, by
 
 1. the next queued :class:`Reply` (:meth:`FakeProvider.queue`, :meth:`FakeProvider.script`);
-2. the responder the fake was made with: one :class:`Reply` for every request, or a function of
+2. the first of :attr:`FakeProvider.routes` whose key ends the request's path (a JSON body or a
+   :class:`Reply`): one fake can pose as several native APIs (``/v1/messages``, ``:generateContent``);
+3. the responder the fake was made with: one :class:`Reply` for every request, or a function of
    the :class:`Request` returning a :class:`Reply`, or ``None`` to fall through;
-3. the default: a chat completion on ``…/chat/completions``, a Responses object on
+4. the default: a chat completion on ``…/chat/completions``, a Responses object on
    ``…/responses``, the :attr:`FakeProvider.catalog` on ``GET …/models``, else a located 404.
 
 A :class:`Reply` is a status, JSON (or raw bytes, for malformed JSON), headers and a content type,
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 import ssl
 import threading
@@ -35,6 +38,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
+from types import ModuleType
 from typing import Any
 
 from tests.serving import LoopbackHTTPServer, ServedOnLoopback
@@ -261,10 +265,12 @@ def stateless_agent(request: Request) -> Reply:
 class FakeProvider(ServedOnLoopback):
     """Records every request and answers from the queue, the responder, then the defaults; use with ``with``."""
 
-    def __init__(self, responder: Reply | Responder | None = None, *, delay_s: float = 0.0,
-                 catalog: list[str] | None = None, tls: tuple[str, str] | None = None) -> None:
+    def __init__(self, responder: Reply | Responder | None = None, *, routes: dict[str, Any] | None = None,
+                 delay_s: float = 0.0, catalog: list[str] | None = None, tls: tuple[str, str] | None = None) -> None:
         """``tls``: a certificate and key file to serve https with; ``catalog``: model ids ``GET …/models`` lists."""
         self.responder = responder
+        #: path suffix -> JSON body or :class:`Reply`; a test may change it between requests
+        self.routes: dict[str, Any] = dict(routes or {})
         #: seconds every answer is held back (a provider's latency)
         self.delay_s = delay_s
         #: model ids ``GET …/models`` lists; None: the listing is refused with a 404
@@ -398,6 +404,9 @@ class FakeProvider(ServedOnLoopback):
             queued = self._queue.popleft() if self._queue else None
         if queued is not None:
             return queued
+        for suffix, routed in list(self.routes.items()):
+            if request.path.endswith(suffix):
+                return routed if isinstance(routed, Reply) else Reply(routed)
         responder = self.responder
         chosen = responder if isinstance(responder, Reply) else responder(request) if responder else None
         return chosen if chosen is not None else self._default(request)
@@ -449,6 +458,14 @@ class FakeProvider(ServedOnLoopback):
             handler.close_connection = True
             return
         handler.wfile.write(payload)
+
+
+def import_litellm() -> ModuleType:
+    """litellm, imported without its start-up download of the model cost map (a test never leaves loopback)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    return litellm
 
 
 def main(argv: list[str]) -> None:

@@ -138,6 +138,18 @@ def test_script_replaces_the_queue_and_forgets_the_record(fake_provider: FakePro
     assert text == "fresh" and len(fake_provider.requests) == 1
 
 
+def test_routes_answer_by_the_end_of_the_path(fake_provider: FakeProvider) -> None:
+    fake_provider.routes[":generateContent"] = {"candidates": []}
+    fake_provider.routes["/v1/messages"] = Reply({"type": "error"}, 529)
+    with httpx.Client(base_url=fake_provider.root, timeout=10) as http:
+        gemini = http.post("/v1beta/models/g:generateContent", json={})
+        anthropic = http.post("/v1/messages", json={})
+        chat = http.post("/v1/chat/completions", json={"model": "m"})
+    assert (gemini.status_code, gemini.json()) == (200, {"candidates": []})
+    assert (anthropic.status_code, anthropic.json()) == (529, {"type": "error"})
+    assert chat.json() == chat_completion(model="m")  # no route: the default
+
+
 def test_unscripted_fails_a_request_nothing_was_queued_for() -> None:
     with FakeProvider(unscripted) as fake, httpx.Client(base_url=fake.base, timeout=10) as http:
         answer = http.post("/chat/completions", json={})
