@@ -166,6 +166,11 @@ def rate_limited(retry_after: str = "0", message: str = "Rate limit reached") ->
     return Reply({"error": {"message": message, "type": "rate_limit"}}, 429, {"Retry-After": retry_after})
 
 
+def lying_usage(usage: Any, text: str = "done") -> Reply:
+    """A well-formed completion whose usage block says ``usage`` (``Infinity`` / ``NaN`` spelled as JSON extensions)."""
+    return Reply(chat_completion(text, usage=usage))
+
+
 def unscripted(request: Request) -> Reply:
     """A 500 for a request nothing was scripted for: a test that forgot to queue an answer sees it fail."""
     return json_reply({"error": {"message": f"no answer scripted for {request.method} {request.path}"}}, 500)
