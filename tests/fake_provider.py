@@ -171,6 +171,15 @@ def lying_usage(usage: Any, text: str = "done") -> Reply:
     return Reply(chat_completion(text, usage=usage))
 
 
+def every_nth(n: int, reply: Reply, otherwise: Responder) -> Responder:
+    """Answer every ``n``-th request the fake receives with ``reply`` (a 429 now and then), the rest with ``otherwise``."""
+
+    def responder(request: Request) -> Reply | None:
+        return reply if request.number % n == 0 else otherwise(request)
+
+    return responder
+
+
 def unscripted(request: Request) -> Reply:
     """A 500 for a request nothing was scripted for: a test that forgot to queue an answer sees it fail."""
     return json_reply({"error": {"message": f"no answer scripted for {request.method} {request.path}"}}, 500)
