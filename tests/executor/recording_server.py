@@ -1,6 +1,6 @@
 """A loopback server for the transport comparison tests: records every request, replays scripted answers.
 
-Unlike :mod:`tests.executor.loopback` it answers with raw bytes, so a script can send a body cut
+It answers with raw bytes, so a script can send a body cut
 short (``{"id": "x", "choi``) or drop the connection after reading the request, which is what the
 two transports must classify alike. Bound to 127.0.0.1 on a free port; stopped by ``with``.
 """

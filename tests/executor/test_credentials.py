@@ -16,7 +16,7 @@ from capplan.executor.client import Client
 from capplan.executor.errors import MissingCredentialError
 from capplan.executor.gateway.catalog import clear_catalog_cache
 from capplan.core.redaction import REDACTED, Redactor, redact_url
-from tests.executor.loopback import LoopbackServer, Recorded
+from tests.fake_provider import FakeProvider, Request, unscripted
 from tests.executor.plans import make_plan
 from tests.gateway.fakes import Upstream, completion_body
 from tests.cli_runner import invoke
@@ -29,8 +29,8 @@ REQUEST = {"messages": [{"role": "user", "content": "hi"}]}
 
 
 @pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as running:
+def server() -> Iterator[FakeProvider]:
+    with FakeProvider(unscripted) as running:
         yield running
 
 
@@ -42,7 +42,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)  # no stray .env file
 
 
-def echo_401(seen: Recorded) -> dict[str, Any]:
+def echo_401(seen: Request) -> dict[str, Any]:
     """The worst provider: its 401 body quotes the key and the URL it was called with."""
     key = (seen.headers.get("authorization") or "").removeprefix("Bearer ")
     return {"error": {"message": f"invalid key {key} (sent to {seen.path})",
@@ -85,7 +85,7 @@ def test_a_binding_key_variable_is_the_call_key_without_a_pinned_transport() -> 
 
 
 def test_send_with_url_credentials_and_an_echoing_401_prints_nothing_secret(
-    server: LoopbackServer, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    server: FakeProvider, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan, request = _files(tmp_path)
     monkeypatch.setenv("OPENROUTER_API_KEY", KEY_CANARY)
@@ -107,13 +107,13 @@ def test_send_with_url_credentials_and_an_echoing_401_prints_nothing_secret(
 
 
 def test_send_without_the_key_variable_exits_2_naming_it_and_sends_nothing(
-    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan, request = _files(tmp_path)
     for value in (None, "  "):
         if value is not None:
             monkeypatch.setenv("OPENROUTER_API_KEY", value)
-        sent = invoke("send", "--plan", plan, "--api-base", server.base + "/v1", request)
+        sent = invoke("send", "--plan", plan, "--api-base", server.base, request)
         assert sent.exit_code == 2, sent.output
         assert sent.stderr.startswith(f"{request}: error[CREDENTIAL]: OPENROUTER_API_KEY is not set")
         assert "Traceback" not in sent.output
