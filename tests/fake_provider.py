@@ -11,7 +11,9 @@ body bytes, parsed JSON). Each is answered, in this order, by
 3. the responder the fake was made with: one :class:`Reply` for every request, or a function of
    the :class:`Request` returning a :class:`Reply`, or ``None`` to fall through;
 4. the default: a chat completion on ``…/chat/completions``, a Responses object on
-   ``…/responses``, the :attr:`FakeProvider.catalog` on ``GET …/models``, else a located 404.
+   ``…/responses``, else a 404 that says what to script.
+
+``GET …/models`` is always answered from :attr:`FakeProvider.catalog` (404 when it is empty).
 
 A :class:`Reply` is a status, JSON (or raw bytes, for malformed JSON), headers and a content type,
 or a fault: ``drop`` the connection unanswered, ``cut_short`` a body mid-way, hold it back
@@ -35,7 +37,8 @@ import ssl
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from types import ModuleType
@@ -152,8 +155,8 @@ def error_body(message: str, *, type: str = "invalid_request_error", code: str |
 
 
 def json_reply(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
-    """``body`` as JSON with ``status`` and ``headers``."""
-    return Reply(body, status, dict(headers or {}))
+    """``body`` as JSON with ``status`` and ``headers``; ``raw`` holds the exact bytes sent, for comparisons."""
+    return Reply(body, status, dict(headers or {}), raw=json.dumps(body).encode("utf-8"))
 
 
 def raw(body: bytes, headers: dict[str, str] | None = None, status: int = 200) -> Reply:
@@ -287,7 +290,8 @@ class FakeProvider(ServedOnLoopback):
         self.routes: dict[str, Any] = dict(routes or {})
         #: seconds every answer is held back (a provider's latency)
         self.delay_s = delay_s
-        #: model ids ``GET …/models`` lists; None: the listing is refused with a 404
+        #: model ids ``GET …/models`` lists (a gateway's catalog); None or empty: the listing is refused with a 404.
+        #: A listing is never taken from the queue, which holds the answers to calls
         self.catalog = catalog
         self.requests: list[Request] = []
         #: set when the fake stops: ends every answer still streaming or dripping
@@ -414,6 +418,10 @@ class FakeProvider(ServedOnLoopback):
         super().__exit__(*exc)
 
     def _choose(self, request: Request) -> Reply:
+        if request.method == "GET" and request.path.split("?")[0].rstrip("/").endswith("/models"):
+            if not self.catalog:
+                return Reply({"error": {"message": "not found"}}, 404)
+            return Reply({"object": "list", "data": [{"id": m, "object": "model"} for m in self.catalog]})
         with self._lock:
             queued = self._queue.popleft() if self._queue else None
         if queued is not None:
@@ -432,8 +440,6 @@ class FakeProvider(ServedOnLoopback):
             return Reply(chat_completion(model=model))
         if request.method == "POST" and path.endswith("/responses"):
             return Reply(responses_object(model=model))
-        if request.method == "GET" and path.endswith("/models") and self.catalog is not None:
-            return Reply({"object": "list", "data": [{"id": m, "object": "model"} for m in self.catalog]})
         return Reply({"error": {"message": f"the fake provider has no answer for {request.method} {request.path}: "
                                            "queue one, or pass a responder"}}, 404)
 
@@ -472,6 +478,19 @@ class FakeProvider(ServedOnLoopback):
             handler.close_connection = True
             return
         handler.wfile.write(payload)
+
+
+@contextmanager
+def serving_with_keys(keys: Mapping[str, str], responder: Reply | Responder | None = None) -> Iterator[FakeProvider]:
+    """A fake provider (``responder``: :func:`unscripted` by default), with ``keys`` set in ``os.environ``
+    while it serves: litellm's own routes read them there."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in keys.items():
+            mp.setenv(name, value)
+        with FakeProvider(responder if responder is not None else unscripted) as fake:
+            yield fake
 
 
 def import_litellm() -> ModuleType:
