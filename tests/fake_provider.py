@@ -5,15 +5,14 @@
 Every request is recorded as it arrived (:class:`Request`: method, path, lower-cased headers, raw
 body bytes, parsed JSON). Each is answered, in this order, by
 
-1. the next queued :class:`Reply` (:meth:`FakeProvider.queue`, :meth:`FakeProvider.script`);
+1. the next queued :class:`Reply` (:meth:`FakeProvider.queue`, :meth:`FakeProvider.script`), for any
+   method but GET; a ``GET …/models`` is answered from :attr:`FakeProvider.catalog` when it is set;
 2. the first of :attr:`FakeProvider.routes` whose key ends the request's path (a JSON body or a
    :class:`Reply`): one fake can pose as several native APIs (``/v1/messages``, ``:generateContent``);
 3. the responder the fake was made with: one :class:`Reply` for every request, or a function of
    the :class:`Request` returning a :class:`Reply`, or ``None`` to fall through;
 4. the default: a chat completion on ``…/chat/completions``, a Responses object on
    ``…/responses``, else a 404 that says what to script.
-
-``GET …/models`` is always answered from :attr:`FakeProvider.catalog` (404 when it is empty).
 
 A :class:`Reply` is a status, JSON (or raw bytes, for malformed JSON), headers and a content type,
 or a fault: ``drop`` the connection unanswered, ``cut_short`` a body mid-way, hold it back
@@ -290,8 +289,8 @@ class FakeProvider(ServedOnLoopback):
         self.routes: dict[str, Any] = dict(routes or {})
         #: seconds every answer is held back (a provider's latency)
         self.delay_s = delay_s
-        #: model ids ``GET …/models`` lists (a gateway's catalog); None or empty: the listing is refused with a 404.
-        #: A listing is never taken from the queue, which holds the answers to calls
+        #: model ids ``GET …/models`` lists (a gateway's catalog), an empty list refuses it with a 404;
+        #: None leaves the listing to the routes and the responder
         self.catalog = catalog
         self.requests: list[Request] = []
         #: set when the fake stops: ends every answer still streaming or dripping
@@ -418,12 +417,15 @@ class FakeProvider(ServedOnLoopback):
         super().__exit__(*exc)
 
     def _choose(self, request: Request) -> Reply:
-        if request.method == "GET" and request.path.split("?")[0].rstrip("/").endswith("/models"):
-            if not self.catalog:
-                return Reply({"error": {"message": "not found"}}, 404)
-            return Reply({"object": "list", "data": [{"id": m, "object": "model"} for m in self.catalog]})
-        with self._lock:
-            queued = self._queue.popleft() if self._queue else None
+        if request.method == "GET":
+            if self.catalog is not None and request.path.split("?")[0].rstrip("/").endswith("/models"):
+                if not self.catalog:
+                    return Reply({"error": {"message": "not found"}}, 404)
+                return Reply({"object": "list", "data": [{"id": m, "object": "model"} for m in self.catalog]})
+            queued = None  # a GET never takes a queued answer: those are the answers to calls
+        else:
+            with self._lock:
+                queued = self._queue.popleft() if self._queue else None
         if queued is not None:
             return queued
         for suffix, routed in list(self.routes.items()):

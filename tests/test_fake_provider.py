@@ -66,11 +66,14 @@ def test_the_defaults_answer_chat_responses_and_the_catalog(fake_provider: FakeP
         unlisted = http.get("/models")
         fake_provider.catalog = ["a", "b"]
         listed = http.get("/models")
+        fake_provider.catalog = []
+        refused = http.get("/models")
         elsewhere = http.post("/embeddings", json={})
     assert chat.status_code == 200 and chat.json() == chat_completion(model="m-1")
     assert responses.status_code == 200 and responses.json() == responses_object(model="m-2")
     assert unlisted.status_code == 404
     assert [m["id"] for m in listed.json()["data"]] == ["a", "b"]
+    assert refused.status_code == 404
     assert elsewhere.status_code == 404
     assert "no answer for POST /v1/embeddings" in elsewhere.json()["error"]["message"]
 
@@ -118,6 +121,15 @@ def test_the_queue_answers_first_then_the_responder_then_the_defaults() -> None:
         texts = [http.post("/chat/completions", json={}).json()["choices"][0]["message"]["content"]
                  for _ in range(3)]
     assert texts == ["queued", "from the responder", "ok"]
+
+
+def test_a_get_never_takes_a_queued_answer(fake_provider: FakeProvider) -> None:
+    fake_provider.queue(chat_completion("for the call"))
+    with httpx.Client(base_url=fake_provider.base, timeout=10) as http:
+        listing = http.get("/models")
+        call = http.post("/chat/completions", json={})
+    assert listing.status_code == 404
+    assert call.json()["choices"][0]["message"]["content"] == "for the call"
 
 
 def test_a_queued_body_may_be_a_function_of_the_request(fake_provider: FakeProvider) -> None:
