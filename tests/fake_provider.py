@@ -104,8 +104,20 @@ class Reply:
         return json.dumps(body).encode("utf-8")
 
 
-#: answers a request with a reply, or None to leave it to the default
-Responder = Callable[[Request], "Reply | None"]
+#: answers a request with a reply, or None to leave it to the default; ``(status, body)`` or
+#: ``(status, body, content_type)`` is shorthand for a reply (a bytes body is sent as it is)
+Responder = Callable[[Request], "Reply | tuple[Any, ...] | None"]
+
+
+def as_reply(answer: Reply | tuple[Any, ...]) -> Reply:
+    """A responder's answer as a :class:`Reply`."""
+    if isinstance(answer, Reply):
+        return answer
+    status, body, *kind = answer
+    content_type = kind[0] if kind else "application/json"
+    if isinstance(body, bytes):
+        return Reply(raw=body, status=status, content_type=content_type)
+    return Reply(body, status, content_type=content_type)
 
 
 # --- bodies -----------------------------------------------------------------------------------------
@@ -282,9 +294,14 @@ class FakeProvider(ServedOnLoopback):
     """Records every request and answers from the queue, the responder, then the defaults; use with ``with``."""
 
     def __init__(self, responder: Reply | Responder | None = None, *, routes: dict[str, Any] | None = None,
-                 delay_s: float = 0.0, catalog: list[str] | None = None, tls: tuple[str, str] | None = None) -> None:
-        """``tls``: a certificate and key file to serve https with; ``catalog``: model ids ``GET …/models`` lists."""
+                 delay_s: float = 0.0, catalog: list[str] | None = None, tls: tuple[str, str] | None = None,
+                 name: str | None = None, answer_headers: Callable[[Request], dict[str, str]] | None = None) -> None:
+        """``tls``: a certificate and key file to serve https with; ``catalog``: model ids ``GET …/models`` lists;
+        ``name``: the default chat answer says ``<name>:<model>``, so a test of several upstreams sees which one
+        answered; ``answer_headers``: headers added to every answer (an OpenRouter-style generation id)."""
         self.responder = responder
+        self.name = name
+        self.answer_headers = answer_headers
         #: path suffix -> JSON body or :class:`Reply`; a test may change it between requests
         self.routes: dict[str, Any] = dict(routes or {})
         #: seconds every answer is held back (a provider's latency)
@@ -363,11 +380,14 @@ class FakeProvider(ServedOnLoopback):
             self._queue = deque(replies)
             self.requests.clear()
 
-    def reset(self) -> None:
-        """Forget recorded requests and queued answers."""
+    def reset(self, *, scripts: bool = False) -> None:
+        """Forget recorded requests and queued answers; ``scripts``: the responder and the catalog too."""
         with self._lock:
             self.requests.clear()
             self._queue.clear()
+            if scripts:
+                self.responder = None
+                self.catalog = None
 
     def hold_after(self, answered: int) -> None:
         """Answer the next ``answered`` requests; hold each later one until :meth:`release`."""
@@ -404,12 +424,25 @@ class FakeProvider(ServedOnLoopback):
         with self._lock:
             return [r.body for r in self.requests]
 
+    def models(self) -> list[Any]:
+        """The model each JSON call asked for, in order."""
+        with self._lock:
+            return [r.body.get("model") for r in self.requests if isinstance(r.body, dict)]
+
     def posts(self, path_part: str = "") -> list[Request]:
         """Recorded POSTs whose path contains ``path_part``."""
         with self._lock:
             return [r for r in self.requests if r.method == "POST" and path_part in r.path]
 
     # -- serving
+
+    def start(self) -> FakeProvider:
+        """Serve until :meth:`close`: for a fixture that outlives a ``with`` block."""
+        return self.__enter__()
+
+    def close(self) -> None:
+        """Stop serving (the end of the ``with`` block)."""
+        self.__exit__(None, None, None)
 
     def __exit__(self, *exc: Any) -> None:
         self.stop.set()
@@ -433,13 +466,13 @@ class FakeProvider(ServedOnLoopback):
                 return routed if isinstance(routed, Reply) else Reply(routed)
         responder = self.responder
         chosen = responder if isinstance(responder, Reply) else responder(request) if responder else None
-        return chosen if chosen is not None else self._default(request)
+        return as_reply(chosen) if chosen is not None else self._default(request)
 
     def _default(self, request: Request) -> Reply:
         path = request.path.split("?")[0].rstrip("/")
         model = request.body.get("model", "fake-model") if isinstance(request.body, dict) else "fake-model"
         if request.method == "POST" and path.endswith("/chat/completions"):
-            return Reply(chat_completion(model=model))
+            return Reply(chat_completion(f"{self.name}:{model}" if self.name else "ok", model=model))
         if request.method == "POST" and path.endswith("/responses"):
             return Reply(responses_object(model=model))
         return Reply({"error": {"message": f"the fake provider has no answer for {request.method} {request.path}: "
@@ -468,10 +501,11 @@ class FakeProvider(ServedOnLoopback):
             handler.connection.shutdown(socket.SHUT_RDWR)
             return
         payload = reply.payload(request)
+        headers = {**reply.headers, **(self.answer_headers(request) if self.answer_headers else {})}
         handler.send_response(reply.status)
         handler.send_header("Content-Type", reply.content_type)
         handler.send_header("Content-Length", str(len(payload)))
-        for name, value in reply.headers.items():
+        for name, value in headers.items():
             handler.send_header(name, value)
         handler.end_headers()
         if reply.cut_short:

@@ -16,9 +16,8 @@ from capplan.executor.client import Client
 from capplan.executor.errors import MissingCredentialError
 from capplan.executor.gateway.catalog import clear_catalog_cache
 from capplan.core.redaction import REDACTED, Redactor, redact_url
-from tests.fake_provider import FakeProvider, Request, unscripted
+from tests.fake_provider import FakeProvider, Request, chat_completion, unscripted
 from tests.executor.plans import make_plan
-from tests.gateway.fakes import Upstream, completion_body
 from tests.cli_runner import invoke
 
 KEY_CANARY = "sk-or-canary-key-5e71c0d9"
@@ -153,19 +152,19 @@ def test_a_rotation_variable_of_only_commas_is_refused_not_skipped(value: str) -
 
 
 def test_a_gateway_key_stands_in_for_the_provider_key() -> None:
-    upstream = Upstream("gateway")
+    upstream = FakeProvider(name="gateway").start()
     clear_catalog_cache()
     try:
         upstream.catalog = ["openrouter/vendor/canary"]
-        upstream.script = lambda seen: (200, completion_body("m", "ok"))
+        upstream.responder = lambda seen: (200, chat_completion(model="m", content="ok"))
         plan = make_plan("openrouter", "vendor/canary")
-        env = {"LLM_PROXY_BASE_URL": upstream.base, "LLM_PROXY_API_KEY": "gw-key-7c1e55"}
+        env = {"LLM_PROXY_BASE_URL": upstream.root, "LLM_PROXY_API_KEY": "gw-key-7c1e55"}
         assert Client(plan, env=env).generate(REQUEST).text == "ok"
-        assert upstream.seen[-1].headers["authorization"] == "Bearer gw-key-7c1e55"
-        calls = len(upstream.seen)
+        assert upstream.requests[-1].headers["authorization"] == "Bearer gw-key-7c1e55"
+        calls = len(upstream.requests)
         with pytest.raises(MissingCredentialError, match="OPENROUTER_API_KEY"):
-            Client(plan, env={"LLM_PROXY_BASE_URL": upstream.base}).generate(REQUEST)
-        assert [s for s in upstream.seen[calls:] if s.method == "POST"] == []
+            Client(plan, env={"LLM_PROXY_BASE_URL": upstream.root}).generate(REQUEST)
+        assert [s for s in upstream.requests[calls:] if s.method == "POST"] == []
     finally:
         upstream.close()
         clear_catalog_cache()
