@@ -254,18 +254,41 @@ def sse(events: list[Any], *, done: bool = True) -> Reply:
 # --- scripted agents --------------------------------------------------------------------------------
 
 
-def agent(request: Request) -> Reply:
-    """A tool-using agent: call the first offered tool after a user turn, answer in text after a tool result."""
-    body = request.body if isinstance(request.body, dict) else {}
+def agent_completion(content: str | None = "", tool_calls: list[dict[str, Any]] | None = None, *,
+                     finish: str | None = None, prompt_tokens: int = 20, completion_tokens: int = 5) -> dict[str, Any]:
+    """The scripted agent's ``chat.completion`` body (the trial tests' records are pinned to these bytes)."""
+    return chat_completion(content, tool_calls, model="agent-model", finish=finish, id="chatcmpl-test",
+                           usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                  "total_tokens": prompt_tokens + completion_tokens})
+
+
+def error_answer(status: int, message: str, code: str | None = None) -> tuple[int, dict[str, Any]]:
+    """``(status, OpenAI error envelope)``: a responder's shorthand for a refusal."""
+    return status, error_body(message, code=code)
+
+
+def on_body(respond: Callable[[dict[str, Any]], Reply | tuple[Any, ...] | None]) -> Responder:
+    """A responder made of a function of the request's JSON body (``{}`` when it had none)."""
+
+    def responder(request: Request) -> Reply | tuple[Any, ...] | None:
+        return respond(request.body if request.body is not None else {})
+
+    return responder
+
+
+def agent_answer(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """The scripted agent's answer to a request body: the first tool after a user turn, text after a tool result."""
     messages = body.get("messages", [])
     tools = body.get("tools") or []
     if tools and messages and messages[-1].get("role") != "tool":
         name = tools[0]["function"]["name"]
-        return Reply(chat_completion(None, [tool_call(f"call_{len(messages)}", name, {"amount": 1})],
-                                     model="agent-model", id="chatcmpl-test",
-                                     usage={"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}))
-    return Reply(chat_completion(f"done after {len(messages)} messages", model="agent-model", id="chatcmpl-test",
-                                 usage={"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}))
+        return 200, agent_completion(None, [tool_call(f"call_{len(messages)}", name, {"amount": 1})])
+    return 200, agent_completion(f"done after {len(messages)} messages")
+
+
+def agent(request: Request) -> Reply:
+    """The scripted agent as a responder (:func:`agent_answer` of the request's body)."""
+    return as_reply(agent_answer(request.body if isinstance(request.body, dict) else {}))
 
 
 def stateless_agent(request: Request) -> Reply:
@@ -336,7 +359,7 @@ class FakeProvider(ServedOnLoopback):
                     body = json.loads(data) if data else None
                 except ValueError:  # recorded as raw bytes only: a test of a client sending junk reads ``raw``
                     body = None
-                fake._answer(self, data, body)
+                fake._respond(self, data, body)
 
             do_GET = do_POST = do_PUT = do_DELETE = _serve  # noqa: N815 - http.server's naming
 
@@ -366,13 +389,17 @@ class FakeProvider(ServedOnLoopback):
 
     # -- scripting
 
-    def queue(self, answer: Reply | Any, *, status: int = 200, headers: dict[str, str] | None = None,
+    def queue(self, answer: Reply | Any, status: int = 200, headers: dict[str, str] | None = None, *,
               times: int = 1) -> None:
         """Answer the next ``times`` requests with ``answer``: a :class:`Reply`, or a JSON body (or a
         function of the :class:`Request` giving one) sent with ``status`` and ``headers``."""
         reply = answer if isinstance(answer, Reply) else Reply(answer, status, dict(headers or {}))
         with self._lock:
             self._queue.extend([reply] * times)
+
+    def queue_error(self, status: int, message: str, code: str | None = None, times: int = 1) -> None:
+        """Refuse the next ``times`` calls with ``status`` and an OpenAI error envelope."""
+        self.queue(error_body(message, code=code), status, times=times)
 
     def script(self, *replies: Reply) -> None:
         """Replace the queue with ``replies`` and forget what was recorded."""
@@ -420,9 +447,9 @@ class FakeProvider(ServedOnLoopback):
             return self.requests[-1]
 
     def bodies(self) -> list[Any]:
-        """The parsed JSON body of every recorded request, in order."""
+        """The parsed JSON body of every recorded call (every request but a GET, which carries none), in order."""
         with self._lock:
-            return [r.body for r in self.requests]
+            return [r.body for r in self.requests if r.method != "GET"]
 
     def models(self) -> list[Any]:
         """The model each JSON call asked for, in order."""
@@ -478,7 +505,7 @@ class FakeProvider(ServedOnLoopback):
         return Reply({"error": {"message": f"the fake provider has no answer for {request.method} {request.path}: "
                                            "queue one, or pass a responder"}}, 404)
 
-    def _answer(self, handler: BaseHTTPRequestHandler, data: bytes, body: Any) -> None:
+    def _respond(self, handler: BaseHTTPRequestHandler, data: bytes, body: Any) -> None:
         with self._lock:
             self._received += 1
             number = self._received
@@ -526,6 +553,17 @@ def serving_with_keys(keys: Mapping[str, str], responder: Reply | Responder | No
         for name, value in keys.items():
             mp.setenv(name, value)
         with FakeProvider(responder if responder is not None else unscripted) as fake:
+            yield fake
+
+
+def serve_agent(api_key: str) -> Iterator[FakeProvider]:
+    """A module fixture's body: the scripted :func:`agent`, with the OpenAI key set and no gateway in the environment."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_API_KEY", api_key)
+        mp.delenv("LLM_PROXY_BASE_URL", raising=False)
+        with FakeProvider(agent) as fake:
             yield fake
 
 

@@ -25,8 +25,7 @@ from capplan.trials.retry_classes import OUTPUT_LENGTH_FEEDBACK
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords
 from tests.executor.plans import make_plan
-from tests.fake_provider import FakeProvider, Request
-from tests.trials.agent_server import completion, error, tool_call
+from tests.fake_provider import FakeProvider, Request, agent_completion, error_answer, tool_call
 from tests.trials.helpers import openai_plan, spec_for, write_task
 
 KEY = "sk-test-call-records-0123456789"
@@ -43,7 +42,7 @@ class Scripted:
 
     def __call__(self, seen: Request) -> tuple[int, Any]:
         with self.lock:
-            return self.queue.popleft() if self.queue else (200, completion("fine"))
+            return self.queue.popleft() if self.queue else (200, agent_completion("fine"))
 
     def push(self, *answers: tuple[int, dict[str, Any]]) -> None:
         with self.lock:
@@ -88,8 +87,8 @@ def bodies(upstream: FakeProvider) -> list[dict[str, Any]]:
 
 def test_every_attempt_of_a_retried_call_is_an_entry_with_its_wait(upstream: FakeProvider, script: Scripted, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["hi", "again"])
-    script.push(error(429, "Rate limit reached for requests"), error(429, "Rate limit reached for requests"),
-                (200, completion("Hello.")), error(500, "upstream exploded"), (200, completion("Hello again.")))
+    script.push(error_answer(429, "Rate limit reached for requests"), error_answer(429, "Rate limit reached for requests"),
+                (200, agent_completion("Hello.")), error_answer(500, "upstream exploded"), (200, agent_completion("Hello again.")))
     slept: list[float] = []
     records = run(upstream, task, slept)
     assert records.termination_reason is TerminationReason.USER_STOP
@@ -125,10 +124,10 @@ def test_every_attempt_of_a_retried_call_is_an_entry_with_its_wait(upstream: Fak
 
 def test_user_calls_are_recorded_at_their_user_turn(upstream: FakeProvider, script: Scripted, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", user=USER_TASK)
-    script.push((200, completion("Please add one to my counter.")),
-                (200, completion(None, [tool_call("c1", "add", {"amount": 1})])), (200, completion("Done, it is 1.")),
-                error(503, "busy"), (200, completion("And once more, please.")),
-                (200, completion("Done again.")), (200, completion("Thanks! ###STOP###")))
+    script.push((200, agent_completion("Please add one to my counter.")),
+                (200, agent_completion(None, [tool_call("c1", "add", {"amount": 1})])), (200, agent_completion("Done, it is 1.")),
+                error_answer(503, "busy"), (200, agent_completion("And once more, please.")),
+                (200, agent_completion("Done again.")), (200, agent_completion("Thanks! ###STOP###")))
     records = run(upstream, task, user_plan=openai_plan(key="user-sim"))
     assert records.termination_reason is TerminationReason.USER_STOP
     user = [(c["turn"], c["status"], c["attempt"]) for c in records.metrics["calls"] if c["role"] == "user"]
@@ -139,8 +138,8 @@ def test_user_calls_are_recorded_at_their_user_turn(upstream: FakeProvider, scri
 
 def test_no_simulator_call_after_the_turn_budget(upstream: FakeProvider, script: Scripted, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", user=USER_TASK)
-    script.push((200, completion("Please add one to my counter.")), (200, completion("Done, it is 1.")),
-                (200, completion("an unread user reply")))
+    script.push((200, agent_completion("Please add one to my counter.")), (200, agent_completion("Done, it is 1.")),
+                (200, agent_completion("an unread user reply")))
     records = run(upstream, task, user_plan=openai_plan(key="user-sim"), max_turns_cap=1)
     assert records.termination_reason is TerminationReason.MAX_TURNS
     assert len(bodies(upstream)) == 2  # the opening and the one agent turn; no reply nobody reads
@@ -151,7 +150,7 @@ def test_no_simulator_call_after_the_turn_budget(upstream: FakeProvider, script:
 
 def test_a_repaired_tool_call_keeps_its_raw_arguments_and_rung(upstream: FakeProvider, script: Scripted, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["note it"])
-    script.push((200, completion(None, [tool_call("c1", "note", '{"text": "hello wor')])), (200, completion("Noted.")))
+    script.push((200, agent_completion(None, [tool_call("c1", "note", '{"text": "hello wor')])), (200, agent_completion("Noted.")))
     records = run(upstream, task)
     assert records.trajectory["tool_calls"][0]["arguments"] == {"text": "hello wor"}  # executed as repaired
     events = records.trajectory["parser_errors"]
@@ -163,9 +162,9 @@ def test_a_repaired_tool_call_keeps_its_raw_arguments_and_rung(upstream: FakePro
 
 def test_feedback_turns_carry_their_origin_only_in_the_trajectory(upstream: FakeProvider, script: Scripted, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["tell me"])
-    script.push((200, completion("A long answer that was cu", finish="length")),
-                (200, completion(None, [tool_call("c1", "add", "@@@")])),
-                (200, completion(None, [tool_call("c2", "add", {"amount": 1})])), (200, completion("Done.")))
+    script.push((200, agent_completion("A long answer that was cu", finish="length")),
+                (200, agent_completion(None, [tool_call("c1", "add", "@@@")])),
+                (200, agent_completion(None, [tool_call("c2", "add", {"amount": 1})])), (200, agent_completion("Done.")))
     records = run(upstream, task, loop={"output_length_retry_count": 1, "parser_error_retry_count": 1})
     feedback = [m for m in records.trajectory["messages"] if "origin" in m]
     assert [(m["role"], m["origin"]) for m in feedback] == [("user", "output_length_feedback"),
@@ -182,7 +181,7 @@ def test_a_direct_fallback_past_the_gateway_warns_once_and_is_recorded(caplog: p
 
     def fake(**kwargs: Any) -> dict[str, Any]:
         answered.append(kwargs)
-        return completion("hi")
+        return agent_completion("hi")
 
     # anthropic is outside the default allow-list: the gateway is configured but its calls go direct
     client = Client(make_plan("anthropic", "claude-a"), completion=fake, env={"ANTHROPIC_API_KEY": KEY},
@@ -206,7 +205,7 @@ class _Unavailable(Exception):
 
 
 def test_timeout_retries_and_key_rotation_are_attempts_with_their_key_index() -> None:
-    answers: list[Any] = [TimeoutError("read timed out"), _Spent("credits spent"), completion("hi")]
+    answers: list[Any] = [TimeoutError("read timed out"), _Spent("credits spent"), agent_completion("hi")]
     slept: list[float] = []
 
     def fake(**kwargs: Any) -> Any:

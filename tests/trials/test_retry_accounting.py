@@ -24,8 +24,7 @@ from capplan.trials.records import Metrics, RunLine, Trajectory
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords
 from capplan.trials.summary import ROW_HEADER, row_cells, summarize
-from tests.fake_provider import FakeProvider, Request
-from tests.trials.agent_server import completion, error
+from tests.fake_provider import FakeProvider, Request, agent_completion, error_answer
 from tests.trials.helpers import openai_plan, spec_for, write_task
 
 KEY = "sk-test-retry-accounting-5f0e2a"
@@ -40,7 +39,7 @@ class Queue:
 
     def __call__(self, seen: Request) -> tuple[int, Any]:
         with self.lock:
-            return self.answers.popleft() if self.answers else (200, completion("fine"))
+            return self.answers.popleft() if self.answers else (200, agent_completion("fine"))
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +86,7 @@ def run(upstream: FakeProvider, task: Path, slept: list[float]) -> TrialRecords:
 
 def test_a_refused_request_is_sent_once(upstream: FakeProvider, queue: Queue, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["hi"])
-    queue.answers.extend([error(400, "Invalid value for 'temperature'")] * 3)
+    queue.answers.extend([error_answer(400, "Invalid value for 'temperature'")] * 3)
     slept: list[float] = []
     records = run(upstream, task, slept)
     assert records.termination_reason is TerminationReason.API_ERROR
@@ -102,8 +101,8 @@ def test_every_send_is_numbered_and_every_retry_counted_by_class(upstream: FakeP
     task = write_task(tmp_path / "pack", turns=["hi", "again"])
     # turn 0: three 429s, then an answer; turn 1: five 500s (the controller gives up), the loop's replay,
     # one more 500, then an answer
-    queue.answers.extend([error(429, "Rate limit reached for requests")] * 3 + [(200, completion("Hello."))]
-                         + [error(500, "upstream exploded")] * 6 + [(200, completion("Hello again."))])
+    queue.answers.extend([error_answer(429, "Rate limit reached for requests")] * 3 + [(200, agent_completion("Hello."))]
+                         + [error_answer(500, "upstream exploded")] * 6 + [(200, agent_completion("Hello again."))])
     slept: list[float] = []
     records = run(upstream, task, slept)
     assert records.termination_reason is TerminationReason.USER_STOP
@@ -129,7 +128,7 @@ def test_timeouts_are_counted_as_transport_retries(upstream: FakeProvider, tmp_p
 
     def hold(seen: Request) -> tuple[int, Any]:
         release.wait(timeout=60)  # never answers within the attempt's timeout; released at the end
-        return 200, completion("too late")
+        return 200, agent_completion("too late")
 
     upstream.responder = hold
     task = write_task(tmp_path / "pack", turns=["hi"])
