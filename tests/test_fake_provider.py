@@ -26,9 +26,14 @@ from tests.fake_provider import (
     FakeProvider,
     Reply,
     Request,
+    agent,
+    agent_completion,
     chat_completion,
     drip_body,
     endless,
+    error_answer,
+    every_nth,
+    on_body,
     rate_limited,
     raw,
     responses_object,
@@ -179,6 +184,60 @@ def test_the_stateless_agent_calls_a_tool_then_answers_in_text() -> None:
     assert call == again  # a function of the request alone
     assert call["choices"][0]["message"]["tool_calls"][0]["function"] == {"name": "add", "arguments": '{"amount": 2}'}
     assert text["choices"][0]["message"]["content"] == "Done after 2 messages."
+
+
+def test_a_responder_may_answer_status_and_body_and_read_only_the_body() -> None:
+    def respond(body: dict[str, Any]) -> tuple[int, Any] | None:
+        if body.get("refuse"):
+            return error_answer(400, "refused", "bad_thing")
+        if body.get("html"):
+            return 502, b"<html>bad gateway</html>", "text/html"
+        return None  # the default
+
+    with FakeProvider(on_body(respond)) as fake, httpx.Client(base_url=fake.base, timeout=10) as http:
+        refused = http.post("/chat/completions", json={"refuse": True})
+        html = http.post("/chat/completions", json={"html": True})
+        fine = http.post("/chat/completions", json={"model": "m"})
+    assert (refused.status_code, refused.json()) == (
+        400, {"error": {"message": "refused", "type": "invalid_request_error", "code": "bad_thing"}})
+    assert (html.status_code, html.headers["content-type"], html.content) == (502, "text/html", b"<html>bad gateway</html>")
+    assert fine.json() == chat_completion(model="m")
+
+
+def test_a_named_fake_says_its_name_and_can_tag_every_answer() -> None:
+    fake = FakeProvider(name="A", answer_headers=lambda r: {"x-generation-id": f"gen-{r.number}"}).start()
+    try:
+        with httpx.Client(base_url=fake.base, timeout=10) as http:
+            first = http.post("/chat/completions", json={"model": "m-1"})
+            fake.queue_error(503, "busy", times=1)
+            second = http.post("/chat/completions", json={"model": "m-2"})
+        fake.responder = Reply({"x": 1})
+        fake.catalog = ["m"]
+        fake.reset(scripts=True)  # the responder and the catalog go too
+        assert (fake.responder, fake.catalog, fake.requests) == (None, None, [])
+    finally:
+        fake.close()
+    assert first.json()["choices"][0]["message"]["content"] == "A:m-1"
+    assert [a.headers["x-generation-id"] for a in (first, second)] == ["gen-1", "gen-2"]
+    assert second.status_code == 503 and second.json()["error"]["message"] == "busy"
+
+
+def test_every_nth_request_gets_the_fault() -> None:
+    with FakeProvider(every_nth(3, rate_limited("1"), agent)) as fake, httpx.Client(base_url=fake.base, timeout=10) as http:
+        statuses = [http.post("/chat/completions", json={"messages": []}).status_code for _ in range(6)]
+        assert fake.models() == [None] * 6
+    assert statuses == [200, 200, 429, 200, 200, 429]
+
+
+def test_the_agent_calls_the_first_tool_then_answers_in_text() -> None:
+    tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
+    user = {"tools": tools, "messages": [{"role": "user", "content": "hi"}]}
+    with FakeProvider(agent) as fake, httpx.Client(base_url=fake.base, timeout=10) as http:
+        call = http.post("/chat/completions", json=user).json()
+        text = http.post("/chat/completions", json={**user, "messages": [*user["messages"], {"role": "tool"}]}).json()
+    assert call == agent_completion(None, [{"id": "call_1", "type": "function",
+                                            "function": {"name": "add", "arguments": '{"amount": 1}'}}])
+    assert text == agent_completion("done after 2 messages")
 
 
 # --- faults ------------------------------------------------------------------------------------------
