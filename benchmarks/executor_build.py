@@ -31,7 +31,7 @@ from capplan.executor.messages import ChatRequest, load_request  # noqa: E402
 from capplan.executor.plan import Plan  # noqa: E402
 from capplan.executor.policies.response_policy import param_types_from_tools  # noqa: E402
 from capplan.executor.tool_memo import ToolMemo, tools_json  # noqa: E402
-from tests.executor.loopback import LoopbackServer  # noqa: E402
+from tests.fake_provider import FakeProvider, unscripted  # noqa: E402
 
 
 def median_s(fn: Callable[[], Any], repeat: int) -> float:
@@ -120,8 +120,8 @@ def main() -> None:
         ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
     }
-    with LoopbackServer() as server:
-        wire = Client(Plan.load(args.plan), env={}, api_base=server.base + "/v1")
+    with FakeProvider(unscripted) as server:
+        wire = Client(Plan.load(args.plan), env={}, api_base=server.base)
         kwargs = wire.build_request(request)
         rounds = 30
 

@@ -39,7 +39,7 @@ from capplan.executor.messages import ChatRequest, load_request  # noqa: E402
 from capplan.executor.plan import Plan  # noqa: E402
 from capplan.executor.probe import RateLimitProbeConfig  # noqa: E402
 from capplan.executor.probe_stats import ProbeStats  # noqa: E402
-from tests.gateway.fakes import Upstream  # noqa: E402
+from tests.fake_provider import FakeProvider  # noqa: E402
 
 
 def median_s(fn: Callable[[], Any], repeat: int) -> float:
@@ -72,12 +72,12 @@ def per_call_s(fn: Callable[[Any], Any], items: list[Any]) -> float:
 
 def routing_overhead(plan_path: Path, conversation: Path, repeat: int) -> None:
     plan = Plan.load(plan_path)
-    catalog_server = Upstream("catalog")
+    catalog_server = FakeProvider(name="catalog").start()
     catalog_server.catalog = [plan.model.model_id, "openrouter/other/model", "other/model"]
     try:
         clear_catalog_cache()
         env = {
-            "LLM_PROXY_BASE_URL": catalog_server.base, "LLM_PROXY_API_KEY": "sk-bench-gateway",
+            "LLM_PROXY_BASE_URL": catalog_server.root, "LLM_PROXY_API_KEY": "sk-bench-gateway",
             "LLM_PROXY_HEADERS": '{"X-Team-Id": "research", "X-Order-Id": "${secret:ORDER}"}', "ORDER": "9000123",
             "LLM_PROXY_REQUEST_ID_HEADER": "X-Request-Id", "OPENROUTER_API_KEY": "sk-bench",
         }

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("CAPPLAN_TEST_CANARY_KEY", "sk-benchmark-not-a-secret")
 
 from capplan.executor.rate_limits import RateLimits  # noqa: E402
-from tests.cluster.fake_provider import FakeProvider  # noqa: E402
+from tests.fake_provider import FakeProvider, stateless_agent  # noqa: E402
 from tests.cluster.hammer import Hammer  # noqa: E402
 from tests.cluster.runs import canary_plan, write_pack  # noqa: E402
 from capplan.trials.backends.cluster.limiter_actor import start_limiter  # noqa: E402
@@ -43,7 +43,7 @@ def trial_costs(tmp: Path) -> tuple[int, float]:
     tasks = write_pack(tmp / "pack", n_tasks=1, user_turns=2)
     plan = tmp / "agent.json"
     plan.write_bytes(canary_plan().to_bytes())
-    with FakeProvider() as fake:
+    with FakeProvider(stateless_agent) as fake:
         specs = build_specs(RunRequest(tasks=tasks, plans=[plan], out=tmp / "out", trials=20, api_base=fake.base))
         context = RunContext()
         records = [run_trial(spec, context) for spec in specs]

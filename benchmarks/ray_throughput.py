@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05, help="Server latency per call, seconds.")
     args = parser.parse_args()
     per_task = max(1, args.trials // TASKS)
-    server = subprocess.Popen([sys.executable, "-m", "tests.cluster.fake_provider", str(args.latency)], cwd=ROOT,
+    server = subprocess.Popen([sys.executable, "-m", "tests.fake_provider", "--agent", "stateless", str(args.latency)], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None

@@ -7,7 +7,7 @@ Responses rules (``presets/conformance/openai_responses.yaml``) by
 :class:`~capplan.conformance.emulators.openai_responses.ResponsesEmulator`, so a benchmark whose
 client stopped replaying a reasoning item verbatim, or before its follower, fails instead of
 measuring a request the provider would refuse. The answers are those of
-``tests.trials.agent_server``'s default responder, as Responses objects: a ``function_call`` of the
+``tests.fake_provider.agent_answer``, as Responses objects: a ``function_call`` of the
 first tool (``{"amount": 1}``) after a user message, text after a ``function_call_output``; each
 with a reasoning item whose ``encrypted_content`` the emulator mints when the request asks for it.
 

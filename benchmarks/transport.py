@@ -82,7 +82,7 @@ REQUEST = ChatRequest.model_validate({"system": "You keep a counter.", "tools": 
 
 
 #: the chat benchmark server, and the Responses one (the strict emulator answering as the same scripted agent)
-CHAT_SERVER = "tests.trials.agent_server"
+CHAT_SERVER = "tests.fake_provider"
 RESPONSES_SERVER = "benchmarks.responses_server"
 #: the bundled plan the Responses rows send (protocol openai-responses, direct transport)
 RESPONSES_PLAN = ROOT / "golden" / "plans" / "gpt-5.json"

@@ -73,7 +73,7 @@ os.environ.pop("LLM_PROXY_BASE_URL", None)
 from capplan.executor import client as client_module  # noqa: E402
 from capplan.executor.plan import Plan  # noqa: E402
 from tests.executor.plans import make_plan  # noqa: E402
-from tests.trials.agent_server import default_responder  # noqa: E402
+from tests.fake_provider import agent_answer  # noqa: E402
 from tests.trials.helpers import spec_for, write_task  # noqa: E402
 from capplan.trials.backends.local import LocalBackend  # noqa: E402
 from capplan.trials.driver import drive  # noqa: E402
@@ -85,7 +85,7 @@ from capplan.trials.runner import RunContext, run_trial  # noqa: E402
 LATENCY_S = 0.05
 TURNS = 6  # three scripted user turns, each answered by a tool turn and a text turn
 #: the loopback servers: chat completions (the scripted agent), and the Responses emulator answering as it
-CHAT_SERVER = "tests.trials.agent_server"
+CHAT_SERVER = "tests.fake_provider"
 RESPONSES_SERVER = "benchmarks.responses_server"
 #: presets/catalogue.yaml's gpt-5 on chat completions: an overlay preset matched before the bundled
 #: one, with its policies but no responses_api block (so the default codec for chat, `openai`)
@@ -103,7 +103,7 @@ presets:
 
 def instant_completion(**kwargs: Any) -> dict[str, Any]:
     """The scripted agent, answering at once (what the server answers, minus HTTP and latency)."""
-    status, body = default_responder({"messages": kwargs["messages"], "tools": kwargs.get("tools")})
+    status, body = agent_answer({"messages": kwargs["messages"], "tools": kwargs.get("tools")})
     assert status == 200
     return body
 
@@ -169,7 +169,7 @@ def litellm_call_cpu_ms(calls: int = 300) -> float:
     included), against a loopback server in another process with no added latency."""
     import litellm
 
-    server = subprocess.Popen([sys.executable, "-m", "tests.trials.agent_server", "0"], cwd=ROOT,
+    server = subprocess.Popen([sys.executable, "-m", "tests.fake_provider", "0"], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None

@@ -1,18 +1,20 @@
-"""Suite-wide pytest options: ``--reference`` runs the tests in capplan's reference mode.
+"""Suite-wide pytest options and fixtures every test folder may use.
 
-The reference mode (``CAPPLAN_REFERENCE=1``, :mod:`capplan.core.reference_mode`) turns every
-speed-only path off. The option sets the variable in ``pytest_configure``, before any test is
-collected or any capplan object made; capplan reads it on the first question, never at import.
-The report header says which mode a run ran in.
+``--reference`` runs the tests in capplan's reference mode (``CAPPLAN_REFERENCE=1``,
+:mod:`capplan.core.reference_mode`): every speed-only path off. The option sets the variable in
+``pytest_configure``, before any test is collected or any capplan object made; capplan reads it
+on the first question, never at import. The report header says which mode a run ran in.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
 from capplan.core import reference_mode
+from tests.fake_provider import FakeProvider
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -38,3 +40,10 @@ def pytest_report_header(config: pytest.Config) -> str:
     except reference_mode.ReferenceModeError as exc:
         raise pytest.UsageError(exc.render()) from None
     return f"capplan mode: {mode} ({reference_mode.VARIABLE}={os.environ.get(reference_mode.VARIABLE, '')!r})"
+
+
+@pytest.fixture
+def fake_provider() -> Iterator[FakeProvider]:
+    """A :class:`~tests.fake_provider.FakeProvider` with the default answers, stopped after the test."""
+    with FakeProvider() as fake:
+        yield fake

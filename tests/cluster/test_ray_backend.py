@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from tests.cluster.conftest import RayCluster
-from tests.cluster.fake_provider import FakeProvider
+from tests.fake_provider import FakeProvider, every_nth, rate_limited, stateless_agent
 from tests.cluster.runs import canary_plan, folder_contents, write_pack
 from capplan.trials.backends.local import LocalBackend
 from capplan.trials.backends.ray_backend import RayBackend
@@ -42,13 +42,13 @@ def _request(tmp_path: Path, out: str, base: str, *, tasks: int = 2, trials: int
 
 
 def test_local_and_ray_backends_write_the_same_run_folder(ray_cluster: RayCluster, tmp_path: Path) -> None:
-    with FakeProvider() as fake:
+    with FakeProvider(stateless_agent) as fake:
         for name, backend in (("local", LocalBackend()), ("ray", RayBackend(workers=2))):
             request = _request(tmp_path, name, fake.base)
             outcome = drive(build_specs(request), RunFolder(request.out), backend, concurrency=4, max_cost=None,
                             progress=Progress(live=False))
             assert outcome.finished == 6 and not outcome.interrupted
-        assert fake.authorizations == {f"Bearer {ray_cluster.canary}"}  # the key reached the workers by name
+        assert {r.headers.get("authorization", "") for r in fake.requests} == {f"Bearer {ray_cluster.canary}"}  # the key reached the workers by name
     assert isinstance(backend, RayBackend)
     assert sum(backend.stats.by_node.values()) == 6 and backend.stats.lost_attempts == 0
     local, remote = folder_contents(tmp_path / "local"), folder_contents(tmp_path / "ray")
@@ -60,8 +60,8 @@ def test_local_and_ray_backends_write_the_same_run_folder(ray_cluster: RayCluste
 
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(ray_cluster: RayCluster, tmp_path: Path) -> None:
     backend = RayBackend(workers=2)
-    with FakeProvider(latency_s=0.3) as fake:
-        fake.rate_limit_every = 11  # a few 429s on the way, which the workers report to the limiter
+    # a few 429s on the way, which the workers report to the limiter
+    with FakeProvider(every_nth(11, rate_limited("0"), stateless_agent), delay_s=0.3) as fake:
         request = _request(tmp_path, "out", fake.base, trials=4)
         # two calls answered, then every call held: no trial (four calls) can finish before the kill,
         # so the four running trials, two on each worker, are all mid-call when worker 0 dies
@@ -114,7 +114,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(ray_cluster: RayCl
 
 
 def test_killed_driver_then_rerun_resumes_over_an_existing_cluster(ray_cluster: RayCluster, tmp_path: Path) -> None:
-    with FakeProvider(latency_s=0.2) as fake:
+    with FakeProvider(stateless_agent, delay_s=0.2) as fake:
         request = _request(tmp_path, "out", fake.base, trials=5, concurrency=2)
         config = tmp_path / "run.yaml"  # one call at a time through the key, whichever worker makes it
         config.write_text("models:\n  agent: {provider: openai, name: agent-model}\n"

@@ -21,7 +21,7 @@ from capplan.executor.plan import Plan
 from capplan.executor.plan_cache import clear_plan_cache
 from tests.cli_runner import invoke
 from tests.responses_plan import GPT5, plan_on
-from tests.trials.agent_server import AgentServer
+from tests.fake_provider import FakeProvider, on_body
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-test-responses-cli-0123456789"
@@ -140,9 +140,9 @@ def test_send_an_answer_with_an_unknown_output_item_is_exit_2_with_the_item_quot
     answer = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": "gpt-5",
               "output": [item], "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}
     request = write(tmp_path, REQUEST)
-    with AgentServer(lambda body: (200, answer)) as server:
+    with FakeProvider(on_body(lambda body: (200, answer))) as server:
         result = invoke("send", "--plan", plan_on(transport, tmp_path), "--api-base", server.base, request, env=ENV)
-        assert len(server.requests) == 1 and "input" in server.requests[0]
+        assert len(server.bodies()) == 1 and "input" in server.bodies()[0]
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and KEY not in result.output
     assert result.stderr.startswith(f"{request}: error[RESPONSE_ITEM]: UnknownOutputItemError: openai: output[0] is "

@@ -16,9 +16,8 @@ from capplan.executor.client import Client
 from capplan.executor.errors import MissingCredentialError
 from capplan.executor.gateway.catalog import clear_catalog_cache
 from capplan.core.redaction import REDACTED, Redactor, redact_url
-from tests.executor.loopback import LoopbackServer, Recorded
+from tests.fake_provider import FakeProvider, Request, chat_completion, unscripted
 from tests.executor.plans import make_plan
-from tests.gateway.fakes import Upstream, completion_body
 from tests.cli_runner import invoke
 
 KEY_CANARY = "sk-or-canary-key-5e71c0d9"
@@ -29,8 +28,8 @@ REQUEST = {"messages": [{"role": "user", "content": "hi"}]}
 
 
 @pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as running:
+def server() -> Iterator[FakeProvider]:
+    with FakeProvider(unscripted) as running:
         yield running
 
 
@@ -42,7 +41,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)  # no stray .env file
 
 
-def echo_401(seen: Recorded) -> dict[str, Any]:
+def echo_401(seen: Request) -> dict[str, Any]:
     """The worst provider: its 401 body quotes the key and the URL it was called with."""
     key = (seen.headers.get("authorization") or "").removeprefix("Bearer ")
     return {"error": {"message": f"invalid key {key} (sent to {seen.path})",
@@ -85,7 +84,7 @@ def test_a_binding_key_variable_is_the_call_key_without_a_pinned_transport() -> 
 
 
 def test_send_with_url_credentials_and_an_echoing_401_prints_nothing_secret(
-    server: LoopbackServer, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    server: FakeProvider, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan, request = _files(tmp_path)
     monkeypatch.setenv("OPENROUTER_API_KEY", KEY_CANARY)
@@ -107,13 +106,13 @@ def test_send_with_url_credentials_and_an_echoing_401_prints_nothing_secret(
 
 
 def test_send_without_the_key_variable_exits_2_naming_it_and_sends_nothing(
-    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan, request = _files(tmp_path)
     for value in (None, "  "):
         if value is not None:
             monkeypatch.setenv("OPENROUTER_API_KEY", value)
-        sent = invoke("send", "--plan", plan, "--api-base", server.base + "/v1", request)
+        sent = invoke("send", "--plan", plan, "--api-base", server.base, request)
         assert sent.exit_code == 2, sent.output
         assert sent.stderr.startswith(f"{request}: error[CREDENTIAL]: OPENROUTER_API_KEY is not set")
         assert "Traceback" not in sent.output
@@ -153,19 +152,19 @@ def test_a_rotation_variable_of_only_commas_is_refused_not_skipped(value: str) -
 
 
 def test_a_gateway_key_stands_in_for_the_provider_key() -> None:
-    upstream = Upstream("gateway")
+    upstream = FakeProvider(name="gateway").start()
     clear_catalog_cache()
     try:
         upstream.catalog = ["openrouter/vendor/canary"]
-        upstream.script = lambda seen: (200, completion_body("m", "ok"))
+        upstream.responder = lambda seen: (200, chat_completion(model="m", content="ok"))
         plan = make_plan("openrouter", "vendor/canary")
-        env = {"LLM_PROXY_BASE_URL": upstream.base, "LLM_PROXY_API_KEY": "gw-key-7c1e55"}
+        env = {"LLM_PROXY_BASE_URL": upstream.root, "LLM_PROXY_API_KEY": "gw-key-7c1e55"}
         assert Client(plan, env=env).generate(REQUEST).text == "ok"
-        assert upstream.seen[-1].headers["authorization"] == "Bearer gw-key-7c1e55"
-        calls = len(upstream.seen)
+        assert upstream.requests[-1].headers["authorization"] == "Bearer gw-key-7c1e55"
+        calls = len(upstream.requests)
         with pytest.raises(MissingCredentialError, match="OPENROUTER_API_KEY"):
-            Client(plan, env={"LLM_PROXY_BASE_URL": upstream.base}).generate(REQUEST)
-        assert [s for s in upstream.seen[calls:] if s.method == "POST"] == []
+            Client(plan, env={"LLM_PROXY_BASE_URL": upstream.root}).generate(REQUEST)
+        assert [s for s in upstream.requests[calls:] if s.method == "POST"] == []
     finally:
         upstream.close()
         clear_catalog_cache()

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from capplan.executor.direct import pool
-from tests.executor.recording_server import Answer, RecordingServer, json_answer
+from tests.fake_provider import FakeProvider, Reply, json_reply, unscripted
 
 BODY = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode("utf-8")
 HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer sk-pool-test"}
@@ -34,8 +34,8 @@ def _fresh_pools() -> Iterator[None]:
 
 
 @pytest.fixture
-def server() -> Iterator[RecordingServer]:
-    with RecordingServer() as srv:
+def server() -> Iterator[FakeProvider]:
+    with FakeProvider(unscripted) as srv:
         yield srv
 
 
@@ -43,38 +43,38 @@ def _post(base: str, timeout_s: float = WAIT_S) -> pool.WireAnswer:
     return pool.send(f"{base}/chat/completions", BODY, HEADERS, timeout_s)
 
 
-def test_calls_reuse_one_connection_and_name_capplan(server: RecordingServer) -> None:
-    server.script(json_answer(OK), json_answer(OK))
+def test_calls_reuse_one_connection_and_name_capplan(server: FakeProvider) -> None:
+    server.script(json_reply(OK), json_reply(OK))
     first, second = _post(server.base), _post(server.base)
     assert (first.status_code, json.loads(second.content)) == (200, OK)
-    assert len({seen.client_port for seen in server.seen}) == 1
-    assert server.seen[0].headers["user-agent"].startswith("capplan")
-    assert server.seen[0].headers["authorization"] == "Bearer sk-pool-test"
-    assert server.seen[0].path == "/v1/chat/completions"
+    assert len({seen.client_port for seen in server.requests}) == 1
+    assert server.requests[0].headers["user-agent"].startswith("capplan")
+    assert server.requests[0].headers["authorization"] == "Bearer sk-pool-test"
+    assert server.requests[0].path == "/v1/chat/completions"
 
 
-def test_response_headers_are_read_by_any_case(server: RecordingServer) -> None:
-    server.script(json_answer({"error": {"message": "slow down"}}, 429, headers={"Retry-After": "3"}))
+def test_response_headers_are_read_by_any_case(server: FakeProvider) -> None:
+    server.script(json_reply({"error": {"message": "slow down"}}, 429, headers={"Retry-After": "3"}))
     answer = _post(server.base)
     assert answer.status_code == 429
     assert answer.headers.get("retry-after") == answer.headers.get("Retry-After") == "3"
     assert "retry-after" in dict(answer.headers)  # the parser keeps them lower-cased, as httpx does
 
 
-def test_an_expired_idle_connection_is_not_reused(server: RecordingServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    server.script(json_answer(OK), json_answer(OK))
+def test_an_expired_idle_connection_is_not_reused(server: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    server.script(json_reply(OK), json_reply(OK))
     _post(server.base)
     monkeypatch.setattr(pool, "KEEPALIVE_EXPIRY_S", 0.0)
     _post(server.base)
-    assert len({seen.client_port for seen in server.seen}) == 2
+    assert len({seen.client_port for seen in server.requests}) == 2
 
 
-def test_a_server_saying_close_gets_a_new_connection_next_time(server: RecordingServer) -> None:
-    server.script(json_answer(OK, headers={"Connection": "close"}), json_answer(OK))
+def test_a_server_saying_close_gets_a_new_connection_next_time(server: FakeProvider) -> None:
+    server.script(json_reply(OK, headers={"Connection": "close"}), json_reply(OK))
     _post(server.base)
     assert pool.idle_connections(server.base) == 0
     _post(server.base)
-    assert len({seen.client_port for seen in server.seen}) == 2
+    assert len({seen.client_port for seen in server.requests}) == 2
 
 
 class _AnswersOnceThenHangsUp:
@@ -138,20 +138,20 @@ def test_a_connection_the_server_closed_while_idle_is_noticed_before_sending() -
         server.close()
 
 
-def test_a_gzip_answer_is_read(server: RecordingServer) -> None:
-    server.script(Answer(gzip.compress(json.dumps(OK).encode("utf-8")), headers={"Content-Encoding": "gzip"}))
+def test_a_gzip_answer_is_read(server: FakeProvider) -> None:
+    server.script(Reply(raw=gzip.compress(json.dumps(OK).encode("utf-8")), headers={"Content-Encoding": "gzip"}))
     assert json.loads(_post(server.base).content) == OK
 
 
-def test_an_answer_in_an_unknown_coding_is_a_broken_answer_not_garbage(server: RecordingServer) -> None:
-    server.script(Answer(b"\x00\x01", headers={"Content-Encoding": "br"}))
+def test_an_answer_in_an_unknown_coding_is_a_broken_answer_not_garbage(server: FakeProvider) -> None:
+    server.script(Reply(raw=b"\x00\x01", headers={"Content-Encoding": "br"}))
     with pytest.raises(pool.WireBroken, match="br-encoded"):
         _post(server.base)
 
 
-def test_no_answer_in_time_is_a_timeout(server: RecordingServer) -> None:
+def test_no_answer_in_time_is_a_timeout(server: FakeProvider) -> None:
     released = threading.Event()  # the answer comes only once the client has timed out
-    server.script(Answer(json.dumps(OK).encode("utf-8"), held_until=released))
+    server.script(Reply(raw=json.dumps(OK).encode("utf-8"), held_until=released))
     try:
         with pytest.raises(pool.WireTimeout):
             _post(server.base, timeout_s=0.2)
@@ -169,26 +169,26 @@ def test_a_refused_connection_is_broken() -> None:
         _post(f"http://127.0.0.1:{port}/v1")
 
 
-def test_a_proxy_variable_sends_the_origin_through_the_proxy(server: RecordingServer,
+def test_a_proxy_variable_sends_the_origin_through_the_proxy(server: FakeProvider,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
                  "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     # the recording server stands in for the proxy: a proxied request names the absolute URL
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
-    server.script(json_answer(OK))
+    server.script(json_reply(OK))
     answer = pool.send("http://provider.invalid/v1/chat/completions", BODY, HEADERS, WAIT_S)
     assert answer.status_code == 200
-    assert server.seen[0].path == "http://provider.invalid/v1/chat/completions"
-    assert server.seen[0].headers["user-agent"].startswith("capplan")
+    assert server.requests[0].path == "http://provider.invalid/v1/chat/completions"
+    assert server.requests[0].headers["user-agent"].startswith("capplan")
 
 
-def test_credentials_in_the_endpoint_url_go_as_basic_auth_and_never_into_an_error(server: RecordingServer) -> None:
-    server.script(json_answer(OK))
+def test_credentials_in_the_endpoint_url_go_as_basic_auth_and_never_into_an_error(server: FakeProvider) -> None:
+    server.script(json_reply(OK))
     base = f"http://gw-user:gw-pass-123@127.0.0.1:{server.port}/v1"
     assert _post(base).status_code == 200
     # as httpx always sent it (the transport before this pool was httpx for every origin)
-    assert server.seen[0].headers["authorization"] == "Basic " + base64.b64encode(b"gw-user:gw-pass-123").decode()
+    assert server.requests[0].headers["authorization"] == "Basic " + base64.b64encode(b"gw-user:gw-pass-123").decode()
     with pytest.raises(pool.WireBroken) as raised:
         pool.send("http://gw-user:gw-pass-123@/v1/chat/completions", BODY, HEADERS, 1.0)
     assert "gw-pass-123" not in str(raised.value)

@@ -31,7 +31,8 @@ from capplan.executor.loop_errors import LoopErrorReason
 from capplan.executor.rate_limit import wire_status
 from capplan.executor.result import GenerationResult
 from tests.chat_route import chat_route_plans
-from tests.executor.recording_server import Answer, RecordingServer, capplan_logs_at, json_answer, serving_with_keys
+from tests.executor.log_level import capplan_logs_at
+from tests.fake_provider import FakeProvider, Reply, json_reply, serving_with_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {"OPENROUTER_API_KEY": "sk-or-resp", "OPENAI_API_KEY": "sk-oa-resp", "XAI_API_KEY": "sk-x-resp",
@@ -63,29 +64,29 @@ USAGE = {"prompt_tokens": 1200, "completion_tokens": 80, "total_tokens": 1280,
          "prompt_tokens_details": {"cached_tokens": 1000},
          "completion_tokens_details": {"reasoning_tokens": 30}}
 
-SUCCESSES: dict[str, Answer] = {
-    "text": json_answer(_body({"content": "Invoice drafted."}, usage=USAGE)),
-    "text_with_cost_and_generation_id": json_answer(
+SUCCESSES: dict[str, Reply] = {
+    "text": json_reply(_body({"content": "Invoice drafted."}, usage=USAGE)),
+    "text_with_cost_and_generation_id": json_reply(
         _body({"content": "Done."}, usage={**USAGE, "cost": 0.00123}), headers={"x-generation-id": "gen-abc-123"}),
-    "tool_call": json_answer(_body({"content": None, "tool_calls": [CALL]}, finish="tool_calls", usage=USAGE)),
-    "tool_call_finish_stop": json_answer(_body({"content": "", "tool_calls": [CALL]}, finish="stop", usage=USAGE)),
-    "tool_call_finish_null": json_answer(_body({"content": None, "tool_calls": [CALL]}, finish=None, usage=USAGE)),
-    "tool_call_truncated_arguments": json_answer(_body({"content": None, "tool_calls": [
+    "tool_call": json_reply(_body({"content": None, "tool_calls": [CALL]}, finish="tool_calls", usage=USAGE)),
+    "tool_call_finish_stop": json_reply(_body({"content": "", "tool_calls": [CALL]}, finish="stop", usage=USAGE)),
+    "tool_call_finish_null": json_reply(_body({"content": None, "tool_calls": [CALL]}, finish=None, usage=USAGE)),
+    "tool_call_truncated_arguments": json_reply(_body({"content": None, "tool_calls": [
         {**CALL, "function": {"name": "create_invoice", "arguments": '{"customer": "ACME", "format": "pd'}}]},
         finish="length", usage=USAGE)),
-    "tool_call_unknown_tool": json_answer(_body({"content": None, "tool_calls": [
+    "tool_call_unknown_tool": json_reply(_body({"content": None, "tool_calls": [
         {**CALL, "function": {"name": "delete_everything", "arguments": "{}"}}]}, finish="tool_calls", usage=USAGE)),
-    "reasoning_content": json_answer(_body({"content": "Sure.", "reasoning_content": "The user wants an invoice."},
+    "reasoning_content": json_reply(_body({"content": "Sure.", "reasoning_content": "The user wants an invoice."},
                                            usage=USAGE)),
-    "reasoning_and_details": json_answer(_body({
+    "reasoning_and_details": json_reply(_body({
         "content": "Sure.", "reasoning": "Plan the invoice.",
         "reasoning_details": [{"type": "reasoning.text", "text": "Plan the invoice.", "signature": "sig-1",
                                "format": "anthropic-claude-v1", "index": 0}]}, usage=USAGE)),
-    "think_tags": json_answer(_body({"content": "<think>count the hours</think>Two hours."}, usage=USAGE)),
-    "refusal_and_extra_fields": json_answer(_body({"content": "No.", "refusal": None, "annotations": []},
+    "think_tags": json_reply(_body({"content": "<think>count the hours</think>Two hours."}, usage=USAGE)),
+    "refusal_and_extra_fields": json_reply(_body({"content": "No.", "refusal": None, "annotations": []},
                                                   usage=USAGE)),
-    "no_usage": json_answer(_body({"content": "Hi."})),
-    "anthropic_cache_counters": json_answer(_body({"content": "Cached."}, usage={
+    "no_usage": json_reply(_body({"content": "Hi."})),
+    "anthropic_cache_counters": json_reply(_body({"content": "Cached."}, usage={
         "prompt_tokens": 900, "completion_tokens": 10, "total_tokens": 910,
         "prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 400, "cache_read_tokens": 300}})),
 }
@@ -105,26 +106,26 @@ def _error(status: int, message: str, **extra: Any) -> dict[str, Any]:
 
 
 #: failure name -> the answer each attempt gets (a retried failure repeats; five is the controllers' ceiling)
-FAILURES: dict[str, Answer] = {
-    "400": json_answer(_error(400, "Invalid value for 'temperature'", type="invalid_request_error"), 400),
-    "401": json_answer(_error(401, "No auth credentials found"), 401),
-    "404": json_answer(_error(404, "No endpoints found for this model"), 404),
-    "408": json_answer(_error(408, "Request timed out upstream"), 408),
-    "429_retry_after": json_answer(_error(429, "Rate limit exceeded: free-models-per-min"), 429, {"Retry-After": "30"}),
-    "500": json_answer(_error(500, "Internal Server Error"), 500),
-    "503": json_answer(_error(503, "No instances available"), 503),
-    "context_window_openai": json_answer(OPENAI_CONTEXT, 400),
-    "context_window_openrouter": json_answer(OPENROUTER_CONTEXT, 400),
-    "truncated_json": Answer(b'{"id": "gen-1", "object": "chat.completion", "choi', 200),
-    "dropped_connection": Answer(drop=True),
+FAILURES: dict[str, Reply] = {
+    "400": json_reply(_error(400, "Invalid value for 'temperature'", type="invalid_request_error"), 400),
+    "401": json_reply(_error(401, "No auth credentials found"), 401),
+    "404": json_reply(_error(404, "No endpoints found for this model"), 404),
+    "408": json_reply(_error(408, "Request timed out upstream"), 408),
+    "429_retry_after": json_reply(_error(429, "Rate limit exceeded: free-models-per-min"), 429, {"Retry-After": "30"}),
+    "500": json_reply(_error(500, "Internal Server Error"), 500),
+    "503": json_reply(_error(503, "No instances available"), 503),
+    "context_window_openai": json_reply(OPENAI_CONTEXT, 400),
+    "context_window_openrouter": json_reply(OPENROUTER_CONTEXT, 400),
+    "truncated_json": Reply(raw=b'{"id": "gen-1", "object": "chat.completion", "choi', status=200),
+    "dropped_connection": Reply(drop=True),
     # something other than the provider answered: infrastructure, sent once on both transports
-    "html_page_200": Answer(b"<!DOCTYPE html><html><body>Sign in to the guest network</body></html>", 200),
-    "no_choices_200": json_answer({"id": "gen-1", "object": "chat.completion", "model": "m"}),
+    "html_page_200": Reply(raw=b"<!DOCTYPE html><html><body>Sign in to the guest network</body></html>", status=200),
+    "no_choices_200": json_reply({"id": "gen-1", "object": "chat.completion", "model": "m"}),
 }
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[RecordingServer]:
+def server() -> Iterator[FakeProvider]:
     with serving_with_keys(KEYS) as srv:  # litellm's own routes read os.environ
         yield srv
 
@@ -142,7 +143,7 @@ def _quiet() -> Iterator[None]:
         yield
 
 
-def _clients(plan: Plan, server: RecordingServer, completion: Any) -> tuple[Client, Client]:
+def _clients(plan: Plan, server: FakeProvider, completion: Any) -> tuple[Client, Client]:
     waits: list[float] = []
     direct = Client(plan, env=dict(KEYS), api_base=server.base, sleep=waits.append)
     via_litellm = Client(plan, env=dict(KEYS), api_base=server.base, completion=completion, sleep=waits.append)
@@ -157,7 +158,7 @@ def _usable(plan: Plan) -> bool:
     return True
 
 
-def _outcome(client: Client, server: RecordingServer, answer: Answer, repeat: int = 1) -> GenerationResult | BaseException:
+def _outcome(client: Client, server: FakeProvider, answer: Reply, repeat: int = 1) -> GenerationResult | BaseException:
     server.script(*([answer] * repeat))
     try:
         return client.generate(CONVERSATION)
@@ -182,7 +183,7 @@ SUCCESS_CASES = [pytest.param(plan, name, id=f"{plan.model.key}-{name}") for pla
 
 
 @pytest.mark.parametrize(("plan", "answer"), SUCCESS_CASES)
-def test_a_parsed_answer_equals_litellms(server: RecordingServer, litellm_completion: Any, plan: Plan,
+def test_a_parsed_answer_equals_litellms(server: FakeProvider, litellm_completion: Any, plan: Plan,
                                          answer: str) -> None:
     if not _usable(plan):
         pytest.skip("the plan refuses the conversation while building")
@@ -253,14 +254,14 @@ def documented(key: str, failure: str) -> tuple[dict[str, Any], dict[str, Any]] 
 
 
 @pytest.mark.parametrize(("key", "failure"), FAILURE_CASES)
-def test_a_failure_is_classified_and_retried_as_litellms(server: RecordingServer, litellm_completion: Any, key: str,
+def test_a_failure_is_classified_and_retried_as_litellms(server: FakeProvider, litellm_completion: Any, key: str,
                                                          failure: str) -> None:
     plan = next(p for p in PLANS if p.model.key == key)
     direct, via_litellm = _clients(plan, server, litellm_completion)
     theirs = _outcome(via_litellm, server, FAILURES[failure], repeat=5)
-    their_requests = len(server.seen)
+    their_requests = len(server.requests)
     ours = _outcome(direct, server, FAILURES[failure], repeat=5)
-    our_requests = len(server.seen)
+    our_requests = len(server.requests)
     assert isinstance(theirs, BaseException) and isinstance(ours, BaseException), (theirs, ours)
     mine, litellms = _verdict(direct, ours), _verdict(via_litellm, theirs)
     row = documented(key, failure)
@@ -278,13 +279,13 @@ def test_a_failure_is_classified_and_retried_as_litellms(server: RecordingServer
 
 
 @pytest.mark.parametrize("key", ["kimi-k3", "gpt-5"])
-def test_retry_after_is_honoured_alike(server: RecordingServer, litellm_completion: Any, key: str) -> None:
+def test_retry_after_is_honoured_alike(server: FakeProvider, litellm_completion: Any, key: str) -> None:
     plan = next(p for p in PLANS if p.model.key == key)
     waits: dict[str, list[float]] = {"direct": [], "litellm": []}
     direct = Client(plan, env=dict(KEYS), api_base=server.base, sleep=waits["direct"].append)
     via_litellm = Client(plan, env=dict(KEYS), api_base=server.base, completion=litellm_completion,
                          sleep=waits["litellm"].append)
-    ok = json_answer(_body({"content": "later"}, usage=USAGE))
+    ok = json_reply(_body({"content": "later"}, usage=USAGE))
     for _name, client in (("direct", direct), ("litellm", via_litellm)):
         server.script(FAILURES["429_retry_after"], ok)
         result = client.generate(CONVERSATION)

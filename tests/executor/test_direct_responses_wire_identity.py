@@ -42,7 +42,8 @@ from capplan.executor.messages import ChatRequest
 from capplan.executor.plan import Plan
 from capplan.executor.rate_limit import wire_status
 from capplan.executor.wire_dialect import RESPONSES_PATH, is_responses
-from tests.executor.recording_server import Answer, RecordingServer, Seen, capplan_logs_at, json_answer, serving_with_keys
+from tests.executor.log_level import capplan_logs_at
+from tests.fake_provider import FakeProvider, Reply, Request, json_reply, serving_with_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,7 +134,7 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[RecordingServer]:
+def server() -> Iterator[FakeProvider]:
     with serving_with_keys(KEYS) as srv:  # litellm's own routes read os.environ
         yield srv
 
@@ -154,7 +155,7 @@ def _quiet() -> Iterator[None]:
 _CLIENTS: dict[tuple[str, str], tuple[Client, Client]] = {}
 
 
-def _clients(plan: Plan, server: RecordingServer, completion: Any) -> tuple[Client, Client]:
+def _clients(plan: Plan, server: FakeProvider, completion: Any) -> tuple[Client, Client]:
     """(direct, via litellm.responses) for ``plan``, made once per plan: a client serves any number of calls."""
     key = (plan.model.key, server.base)
     if key not in _CLIENTS:
@@ -163,17 +164,17 @@ def _clients(plan: Plan, server: RecordingServer, completion: Any) -> tuple[Clie
     return _CLIENTS[key]
 
 
-def _sent(server: RecordingServer, client: Client, request: ChatRequest) -> Seen | BaseException:
-    server.script(json_answer(WIRE_ANSWER))
+def _sent(server: FakeProvider, client: Client, request: ChatRequest) -> Request | BaseException:
+    server.script(json_reply(WIRE_ANSWER))
     try:
         client.generate(request)
     except Exception as exc:  # noqa: BLE001 - a refusal is compared, not raised
         return exc
-    assert len(server.seen) == 1, "one attempt, one request"
-    return server.seen[0]
+    assert len(server.requests) == 1, "one attempt, one request"
+    return server.requests[0]
 
 
-def _comparable(seen: Seen) -> dict[str, Any]:
+def _comparable(seen: Request) -> dict[str, Any]:
     headers = {k: v for k, v in seen.headers.items() if k not in SENDER_HEADERS and not k.startswith("x-stainless-")}
     return {"method": seen.method, "path": seen.path, "headers": headers, "body": seen.body}
 
@@ -185,7 +186,7 @@ def test_every_responses_plan_of_the_catalogue_is_compared() -> None:
 
 
 @pytest.mark.parametrize(("plan", "conversation", "variant"), CASES)
-def test_direct_request_equals_litellms(server: RecordingServer, litellm_responses: Any, plan: Plan,
+def test_direct_request_equals_litellms(server: FakeProvider, litellm_responses: Any, plan: Plan,
                                         conversation: str, variant: str) -> None:
     request = _variants(CONVERSATIONS[conversation], conversation)[variant]
     direct, via_litellm = _clients(plan, server, litellm_responses)
@@ -196,20 +197,20 @@ def test_direct_request_equals_litellms(server: RecordingServer, litellm_respons
         return  # the plan refuses the conversation while building: nothing goes out on either transport
     theirs = _sent(server, via_litellm, request)
     ours = _sent(server, direct, request)
-    assert isinstance(ours, Seen), f"direct transport failed: {ours!r}"
-    assert isinstance(theirs, Seen), f"litellm failed where no deviation is documented: {theirs!r}"
+    assert isinstance(ours, Request), f"direct transport failed: {ours!r}"
+    assert isinstance(theirs, Request), f"litellm failed where no deviation is documented: {theirs!r}"
     assert ours.path.endswith(RESPONSES_PATH) and theirs.path.endswith(RESPONSES_PATH)
     mine, litellms = _comparable(ours), _comparable(theirs)
     assert mine == litellms
 
 
-def test_the_replayed_reasoning_items_go_out_before_their_followers(server: RecordingServer,
+def test_the_replayed_reasoning_items_go_out_before_their_followers(server: FakeProvider,
                                                                     litellm_responses: Any) -> None:
     # the reasoning_replay variant must reach the wire as reasoning items, or it compares nothing new
     plan = next(p for p in PLANS if p.model.key == "gpt-5")
     direct, _ = _clients(plan, server, litellm_responses)
     seen = _sent(server, direct, _variants(CONVERSATIONS["dict_map_tools"], "dict_map_tools")["reasoning_replay"])
-    assert isinstance(seen, Seen), seen
+    assert isinstance(seen, Request), seen
     items = [(item["type"], item.get("id")) for item in seen.body["input"]]
     assert items[1:] == [("reasoning", "rs_first"), ("message", "msg_first"), ("reasoning", "rs_second"),
                          ("function_call", "fc_second"), ("function_call_output", None)]
@@ -295,7 +296,7 @@ def _result_fields(result: Any) -> dict[str, Any]:
     }
 
 
-def _outcome(client: Client, server: RecordingServer, *answers: Answer) -> Any:
+def _outcome(client: Client, server: FakeProvider, *answers: Reply) -> Any:
     server.script(*answers)
     try:
         return client.generate(CONVERSATION)
@@ -307,11 +308,11 @@ SUCCESS_CASES = [pytest.param(plan, name, id=f"{plan.model.key}-{name}") for pla
 
 
 @pytest.mark.parametrize(("plan", "answer"), SUCCESS_CASES)
-def test_a_parsed_answer_equals_litellms(server: RecordingServer, litellm_responses: Any, plan: Plan,
+def test_a_parsed_answer_equals_litellms(server: FakeProvider, litellm_responses: Any, plan: Plan,
                                          answer: str) -> None:
     direct, via_litellm = _clients(plan, server, litellm_responses)
-    theirs = _outcome(via_litellm, server, json_answer(SUCCESSES[answer]))
-    ours = _outcome(direct, server, json_answer(SUCCESSES[answer]))
+    theirs = _outcome(via_litellm, server, json_reply(SUCCESSES[answer]))
+    ours = _outcome(direct, server, json_reply(SUCCESSES[answer]))
     assert not isinstance(theirs, BaseException), theirs
     assert not isinstance(ours, BaseException), ours
     assert _result_fields(ours) == _result_fields(theirs)
@@ -331,11 +332,11 @@ READ_AS: dict[str, tuple[str, str, list[str], list[str], tuple[int, int, int, in
 
 
 @pytest.mark.parametrize("answer", sorted(READ_AS))
-def test_an_answer_is_read_as_the_responses_api_means_it(server: RecordingServer, litellm_responses: Any,
+def test_an_answer_is_read_as_the_responses_api_means_it(server: FakeProvider, litellm_responses: Any,
                                                          answer: str) -> None:
     plan = next(p for p in PLANS if p.model.key == "gpt-5")
     direct, _ = _clients(plan, server, litellm_responses)
-    result = _outcome(direct, server, json_answer(SUCCESSES[answer]))
+    result = _outcome(direct, server, json_reply(SUCCESSES[answer]))
     assert not isinstance(result, BaseException), result
     text, finish, calls, items, tokens = READ_AS[answer]
     blocks = result.reasoning.blocks if result.reasoning else ()
@@ -363,25 +364,25 @@ CHAT_CONTEXT = _error(400, "This model's maximum context length is 400000 tokens
                       code="context_length_exceeded")
 
 #: failure name -> the answer each attempt gets (a retried failure repeats; five is the controllers' ceiling)
-FAILURES: dict[str, Answer] = {
-    "400": json_answer(_error(400, "Invalid value for 'reasoning.effort'", param="reasoning.effort"), 400),
-    "401": json_answer(_error(401, "Incorrect API key provided", code="invalid_api_key"), 401),
-    "404": json_answer(_error(404, "The model 'gpt-5' does not exist or you do not have access to it.",
+FAILURES: dict[str, Reply] = {
+    "400": json_reply(_error(400, "Invalid value for 'reasoning.effort'", param="reasoning.effort"), 400),
+    "401": json_reply(_error(401, "Incorrect API key provided", code="invalid_api_key"), 401),
+    "404": json_reply(_error(404, "The model 'gpt-5' does not exist or you do not have access to it.",
                               code="model_not_found"), 404),
-    "408": json_answer(_error(408, "Request timed out upstream"), 408),
-    "429_retry_after": json_answer(_error(429, "Rate limit reached for requests", code="rate_limit_exceeded"), 429,
+    "408": json_reply(_error(408, "Request timed out upstream"), 408),
+    "429_retry_after": json_reply(_error(429, "Rate limit reached for requests", code="rate_limit_exceeded"), 429,
                                    {"Retry-After": "30"}),
-    "500": json_answer(_error(500, "The server had an error while processing your request."), 500),
-    "503": json_answer(_error(503, "The engine is currently overloaded, please try again later."), 503),
-    "context_window": json_answer(RESPONSES_CONTEXT, 400),
-    "context_window_chat_wording": json_answer(CHAT_CONTEXT, 400),
-    "truncated_json": Answer(b'{"id": "resp_1", "object": "response", "outp', 200),
-    "dropped_connection": Answer(drop=True),
+    "500": json_reply(_error(500, "The server had an error while processing your request."), 500),
+    "503": json_reply(_error(503, "The engine is currently overloaded, please try again later."), 503),
+    "context_window": json_reply(RESPONSES_CONTEXT, 400),
+    "context_window_chat_wording": json_reply(CHAT_CONTEXT, 400),
+    "truncated_json": Reply(raw=b'{"id": "resp_1", "object": "response", "outp', status=200),
+    "dropped_connection": Reply(drop=True),
     # something other than the provider answered: infrastructure, sent once on both transports
-    "html_page_200": Answer(b"<!DOCTYPE html><html><body>Sign in to the guest network</body></html>", 200),
-    "no_output_200": json_answer({"id": "resp_1", "object": "response", "created_at": 1767225600, "model": "m",
+    "html_page_200": Reply(raw=b"<!DOCTYPE html><html><body>Sign in to the guest network</body></html>", status=200),
+    "no_output_200": json_reply({"id": "resp_1", "object": "response", "created_at": 1767225600, "model": "m",
                                   "status": "completed"}),
-    "chat_completion_200": json_answer({"id": "chatcmpl-1", "object": "chat.completion", "model": "m", "choices": [
+    "chat_completion_200": json_reply({"id": "chatcmpl-1", "object": "chat.completion", "model": "m", "choices": [
         {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}]}),
 }
 
@@ -425,13 +426,13 @@ def documented(failure: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
 
 
 @pytest.mark.parametrize(("plan", "failure"), FAILURE_CASES)
-def test_a_failure_is_classified_and_retried_as_litellms(server: RecordingServer, litellm_responses: Any, plan: Plan,
+def test_a_failure_is_classified_and_retried_as_litellms(server: FakeProvider, litellm_responses: Any, plan: Plan,
                                                          failure: str) -> None:
     direct, via_litellm = _clients(plan, server, litellm_responses)
     theirs = _outcome(via_litellm, server, *[FAILURES[failure]] * 5)
-    their_requests = len(server.seen)
+    their_requests = len(server.requests)
     ours = _outcome(direct, server, *[FAILURES[failure]] * 5)
-    our_requests = len(server.seen)
+    our_requests = len(server.requests)
     assert isinstance(theirs, BaseException) and isinstance(ours, BaseException), (theirs, ours)
     mine, litellms = _verdict(direct, ours), _verdict(via_litellm, theirs)
     row = documented(failure)
@@ -447,13 +448,13 @@ def test_a_failure_is_classified_and_retried_as_litellms(server: RecordingServer
 
 
 @pytest.mark.parametrize("plan", PLANS, ids=[p.model.key for p in PLANS])
-def test_retry_after_is_honoured_alike(server: RecordingServer, litellm_responses: Any, plan: Plan) -> None:
+def test_retry_after_is_honoured_alike(server: FakeProvider, litellm_responses: Any, plan: Plan) -> None:
     waits: dict[str, list[float]] = {"direct": [], "litellm": []}
     direct = Client(plan, env=dict(KEYS), api_base=server.base, sleep=waits["direct"].append)
     via_litellm = Client(plan, env=dict(KEYS), api_base=server.base, completion=litellm_responses,
                          sleep=waits["litellm"].append)
     for client in (direct, via_litellm):
-        result = _outcome(client, server, FAILURES["429_retry_after"], json_answer(SUCCESSES["text"]))
+        result = _outcome(client, server, FAILURES["429_retry_after"], json_reply(SUCCESSES["text"]))
         assert not isinstance(result, BaseException), result
         assert result.text == "Invoice drafted."
         assert [(a.status, a.error_class) for a in result.attempts] == [("error", "rate_limit"), ("ok", None)]
@@ -465,7 +466,7 @@ def test_retry_after_is_honoured_alike(server: RecordingServer, litellm_response
 
 @pytest.mark.parametrize("catalog", ["exact", "untranslated"])
 @pytest.mark.parametrize("key", sorted(CATALOGUE_RESPONSES))
-def test_through_a_gateway_direct_sends_what_litellm_sends(server: RecordingServer, litellm_responses: Any,
+def test_through_a_gateway_direct_sends_what_litellm_sends(server: FakeProvider, litellm_responses: Any,
                                                            key: str, catalog: str) -> None:
     # a LiteLLM proxy serves /v1/responses: the route, key and headers the gateway gives apply alike
     from capplan.executor.gateway.catalog import clear_catalog_cache
@@ -484,7 +485,7 @@ def test_through_a_gateway_direct_sends_what_litellm_sends(server: RecordingServ
     assert direct.route is not None and direct.route.kind == catalog
     request = _variants(CONVERSATIONS["dict_map_tools"], "dict_map_tools")["reasoning_replay"]
     theirs, ours = _sent(server, via_litellm, request), _sent(server, direct, request)
-    assert isinstance(theirs, Seen) and isinstance(ours, Seen), (theirs, ours)
+    assert isinstance(theirs, Request) and isinstance(ours, Request), (theirs, ours)
     assert ours.path.endswith(RESPONSES_PATH)
     # the request id is a fresh UUID4 per request on either transport
     assert ours.headers.pop("x-request-id") != theirs.headers.pop("x-request-id")
@@ -495,7 +496,7 @@ def test_through_a_gateway_direct_sends_what_litellm_sends(server: RecordingServ
 
 
 @pytest.mark.parametrize("plan", PLANS, ids=[p.model.key for p in PLANS])
-def test_a_plan_compiled_for_litellm_sends_through_the_bridge(server: RecordingServer, plan: Plan) -> None:
+def test_a_plan_compiled_for_litellm_sends_through_the_bridge(server: FakeProvider, plan: Plan) -> None:
     # `transport: litellm` on a Responses plan: the client itself picks litellm.responses, and sends what the
     # direct transport sends (the comparison above passes the bridge in as the completion)
     assert plan.wire is not None
@@ -505,7 +506,7 @@ def test_a_plan_compiled_for_litellm_sends_through_the_bridge(server: RecordingS
     direct = Client(plan, env=dict(KEYS), api_base=server.base, sleep=lambda s: None)
     request = _variants(CONVERSATIONS["dict_map_tools"], "dict_map_tools")["reasoning_replay"]
     theirs, ours = _sent(server, client, request), _sent(server, direct, request)
-    assert isinstance(theirs, Seen) and isinstance(ours, Seen), (theirs, ours)
+    assert isinstance(theirs, Request) and isinstance(ours, Request), (theirs, ours)
     assert theirs.headers.get("user-agent", "").startswith("litellm/"), "litellm's sender made the request"
     mine, litellms = _comparable(ours), _comparable(theirs)
     assert mine == litellms

@@ -25,7 +25,8 @@ from capplan.executor.client import Client, _litellm_completion
 from capplan.executor.messages import ChatRequest
 from capplan.executor.plan import Plan
 from tests.chat_route import chat_route_plans
-from tests.executor.recording_server import RecordingServer, Seen, capplan_logs_at, json_answer, serving_with_keys
+from tests.executor.log_level import capplan_logs_at
+from tests.fake_provider import FakeProvider, Request, json_reply, serving_with_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,7 +90,7 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[RecordingServer]:
+def server() -> Iterator[FakeProvider]:
     with serving_with_keys(KEYS) as srv:  # litellm's own routes read os.environ
         yield srv
 
@@ -107,20 +108,20 @@ def _quiet() -> Iterator[None]:
         yield
 
 
-def _sent(server: RecordingServer, client: Client, request: ChatRequest) -> Seen | BaseException:
-    server.script(json_answer(ANSWER))
+def _sent(server: FakeProvider, client: Client, request: ChatRequest) -> Request | BaseException:
+    server.script(json_reply(ANSWER))
     try:
         client.generate(request)
     except Exception as exc:  # noqa: BLE001 - a refusal is compared, not raised
         return exc
-    assert len(server.seen) == 1, "one attempt, one request"
-    return server.seen[0]
+    assert len(server.requests) == 1, "one attempt, one request"
+    return server.requests[0]
 
 
 _CLIENTS: dict[tuple[str, str], tuple[Client, Client]] = {}
 
 
-def _clients(plan: Plan, server: RecordingServer, completion: Any) -> tuple[Client, Client]:
+def _clients(plan: Plan, server: FakeProvider, completion: Any) -> tuple[Client, Client]:
     """(direct, via litellm) for ``plan``, made once per plan: a client serves any number of calls."""
     key = (plan.model.key, server.base)
     if key not in _CLIENTS:
@@ -129,7 +130,7 @@ def _clients(plan: Plan, server: RecordingServer, completion: Any) -> tuple[Clie
     return _CLIENTS[key]
 
 
-def _comparable(seen: Seen) -> dict[str, Any]:
+def _comparable(seen: Request) -> dict[str, Any]:
     headers = {k: v for k, v in seen.headers.items() if k not in SENDER_HEADERS and not k.startswith("x-stainless-")}
     return {"method": seen.method, "path": seen.path, "headers": headers, "body": seen.body}
 
@@ -148,7 +149,7 @@ def test_every_openai_chat_route_of_the_catalogue_is_compared() -> None:
 
 @pytest.mark.usefixtures("_quiet")
 @pytest.mark.parametrize(("plan", "conversation", "variant"), CASES)
-def test_direct_request_equals_litellms(server: RecordingServer, litellm_completion: Any, plan: Plan,
+def test_direct_request_equals_litellms(server: FakeProvider, litellm_completion: Any, plan: Plan,
                                         conversation: str, variant: str) -> None:
     request = _variants(CONVERSATIONS[conversation], conversation)[variant]
     direct, via_litellm = _clients(plan, server, litellm_completion)
@@ -159,11 +160,11 @@ def test_direct_request_equals_litellms(server: RecordingServer, litellm_complet
         return  # the plan refuses the conversation while building: nothing goes out on either transport
     theirs = _sent(server, via_litellm, request)
     ours = _sent(server, direct, request)
-    assert isinstance(ours, Seen), f"direct transport failed: {ours!r}"
+    assert isinstance(ours, Request), f"direct transport failed: {ours!r}"
     if (plan.model.key, conversation, variant) in LITELLM_REFUSES:
         assert type(theirs).__name__ == "UnsupportedParamsError", theirs
         return
-    assert isinstance(theirs, Seen), f"litellm failed where no deviation is documented: {theirs!r}"
+    assert isinstance(theirs, Request), f"litellm failed where no deviation is documented: {theirs!r}"
     assert _comparable(ours) == _comparable(theirs)
 
 
@@ -181,7 +182,7 @@ GATEWAY_PLANS = ["kimi-k3", "claude-opus-4.7-openrouter", "gpt-5", "o3", "gpt-4o
 @pytest.mark.usefixtures("_quiet")
 @pytest.mark.parametrize("catalog", ["exact", "untranslated"])
 @pytest.mark.parametrize("key", GATEWAY_PLANS)
-def test_through_a_gateway_direct_sends_what_litellm_sends(server: RecordingServer, litellm_completion: Any,
+def test_through_a_gateway_direct_sends_what_litellm_sends(server: FakeProvider, litellm_completion: Any,
                                                            key: str, catalog: str) -> None:
     from capplan.executor.gateway.catalog import clear_catalog_cache
     from capplan.executor.gateway.config import GatewayConfig
@@ -199,7 +200,7 @@ def test_through_a_gateway_direct_sends_what_litellm_sends(server: RecordingServ
     assert direct.route is not None and direct.route.kind == catalog
     request = CONVERSATIONS["dict_map_tools"]
     theirs, ours = _sent(server, via_litellm, request), _sent(server, direct, request)
-    assert isinstance(theirs, Seen) and isinstance(ours, Seen), (theirs, ours)
+    assert isinstance(theirs, Request) and isinstance(ours, Request), (theirs, ours)
     # the request id is a fresh UUID4 per request on either transport
     assert ours.headers.pop("x-request-id") != theirs.headers.pop("x-request-id")
     assert ours.headers["authorization"] == "Bearer sk-gateway-wire"

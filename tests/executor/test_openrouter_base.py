@@ -7,7 +7,7 @@ import pytest
 from capplan.executor.client import Client
 from capplan.executor.openrouter_base import OpenRouterBaseConflict, openrouter_base_url
 from tests.executor.plans import make_plan
-from tests.trials.agent_server import AgentServer
+from tests.fake_provider import FakeProvider, agent
 
 USER = {"messages": [{"role": "user", "content": "hi"}]}
 
@@ -15,20 +15,20 @@ USER = {"messages": [{"role": "user", "content": "hi"}]}
 @pytest.mark.parametrize("name", ["OPENROUTER_BASE_URL", "OPENROUTER_API_BASE"])
 def test_either_variable_sends_openrouter_calls_there(name: str) -> None:
     plan = make_plan("openrouter", "vendor/model-x")
-    with AgentServer() as server:
+    with FakeProvider(agent) as server:
         Client(plan, env={"OPENROUTER_API_KEY": "sk-or-base-test", name: server.base}).generate(USER)
-        [body] = server.requests
+        [body] = server.bodies()
     assert body["model"] == "vendor/model-x" and body["usage"] == {"include": True}  # litellm's OpenRouter dialect
 
 
 def test_two_different_urls_are_refused_before_anything_is_sent() -> None:
     plan = make_plan("openrouter", "vendor/model-x")
-    with AgentServer() as server:
+    with FakeProvider(agent) as server:
         env = {"OPENROUTER_API_KEY": "sk-or-base-test", "OPENROUTER_BASE_URL": server.base,
                "OPENROUTER_API_BASE": "http://127.0.0.1:9/v1"}
         with pytest.raises(OpenRouterBaseConflict, match="OPENROUTER_BASE_URL and OPENROUTER_API_BASE"):
             Client(plan, env=env).generate(USER)
-        assert server.requests == []
+        assert server.bodies() == []
 
 
 def test_the_same_url_twice_is_one_setting() -> None:

@@ -29,7 +29,7 @@ from capplan.executor.result import GenerationResult
 from capplan.trials.loop.handoff import HANDOFF, handoff_wire
 from tests.chat_route import chat_route_plan
 from tests.executor.plans import make_plan
-from tests.policies.llm_loopback import LoopbackLLM, import_litellm
+from tests.fake_provider import FakeProvider, import_litellm
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "policies" / "fixtures"
@@ -68,13 +68,9 @@ OPENROUTER_GEMINI = fixture("reasoning_openrouter_gemini_response.json")
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LoopbackLLM]:
+def server() -> Iterator[FakeProvider]:
     import_litellm()
-    with LoopbackLLM() as served:
-        served.replies.update({
-            "/v1/messages": (ANTHROPIC_NATIVE, {}),
-            ":generateContent": (GEMINI_NATIVE, {}),
-        })
+    with FakeProvider(routes={"/v1/messages": ANTHROPIC_NATIVE, ":generateContent": GEMINI_NATIVE}) as served:
         yield served
 
 
@@ -85,15 +81,15 @@ def native_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
 
 
-def client(plan: Plan, server: LoopbackLLM) -> Client:
-    return Client(plan, env=ENV, api_base=server.base)
+def client(plan: Plan, server: FakeProvider) -> Client:
+    return Client(plan, env=ENV, api_base=server.root)
 
 
-def answer_chat(server: LoopbackLLM, body: dict[str, Any]) -> None:
-    server.replies["/chat/completions"] = (body, {})
+def answer_chat(server: FakeProvider, body: dict[str, Any]) -> None:
+    server.routes["/chat/completions"] = body
 
 
-def first_turn(plan: Plan, server: LoopbackLLM, reasoning: dict[str, Any] | None = None) -> GenerationResult:
+def first_turn(plan: Plan, server: FakeProvider, reasoning: dict[str, Any] | None = None) -> GenerationResult:
     request: dict[str, Any] = {"tools": TOOLS, "messages": [{"role": "user", "content": "look it up"}]}
     if reasoning is not None:
         request["reasoning"] = reasoning
@@ -117,7 +113,7 @@ def history(result: GenerationResult, *, then: str = "tool") -> list[dict[str, A
     return messages
 
 
-def send(plan: Plan, server: LoopbackLLM, messages: list[dict[str, Any]],
+def send(plan: Plan, server: FakeProvider, messages: list[dict[str, Any]],
          reasoning: dict[str, Any] | None = None) -> tuple[GenerationResult, dict[str, Any]]:
     """One request through ``plan``'s real path; the result and the body the provider received."""
     request: dict[str, Any] = {"tools": TOOLS, "messages": messages}
@@ -141,7 +137,7 @@ def wire_text(body: dict[str, Any]) -> str:
 # --- origin recorded at extraction, for each codec -------------------------------------------
 
 
-def test_anthropic_blocks_record_their_origin(server: LoopbackLLM) -> None:
+def test_anthropic_blocks_record_their_origin(server: FakeProvider) -> None:
     plan = bundled("claude-opus-4.7")
     result = first_turn(plan, server)
     assert result.reasoning is not None and len(result.reasoning.blocks) == 3
@@ -149,7 +145,7 @@ def test_anthropic_blocks_record_their_origin(server: LoopbackLLM) -> None:
     assert origin_of(plan) == ReasoningOrigin("litellm", "anthropic", "anthropic/claude-opus-4.7")
 
 
-def test_gemini_blocks_and_thought_signatures_record_their_origin(server: LoopbackLLM) -> None:
+def test_gemini_blocks_and_thought_signatures_record_their_origin(server: FakeProvider) -> None:
     plan = bundled("gemini-3.1-pro-preview")
     result = first_turn(plan, server)
     assert result.reasoning is not None and result.reasoning.signatures == ("SIG_THOUGHT_A", "SIG_TEXT_B", "SIG_CALL_C")
@@ -162,7 +158,7 @@ def test_gemini_blocks_and_thought_signatures_record_their_origin(server: Loopba
     ("gemini-3.5-flash-openrouter", OPENROUTER_GEMINI, "Google"),
 ])
 def test_openrouter_entries_record_the_upstream_that_served_them(
-        server: LoopbackLLM, plan_name: str, body: dict[str, Any], upstream: str | None) -> None:
+        server: FakeProvider, plan_name: str, body: dict[str, Any], upstream: str | None) -> None:
     plan = bundled(plan_name)
     answer_chat(server, body)
     result = first_turn(plan, server)
@@ -176,7 +172,7 @@ def test_openrouter_entries_record_the_upstream_that_served_them(
     ("deepseek-v4-flash", {"content": "ok", "reasoning_content": "thought"}),
 ])
 def test_text_reasoning_records_its_origin_and_is_not_bound_to_it(
-        server: LoopbackLLM, plan_name: str, message: dict[str, Any]) -> None:
+        server: FakeProvider, plan_name: str, message: dict[str, Any]) -> None:
     # gpt-5 on chat completions (examples/overlays/chat-completions.yaml): its flat reasoning summary
     plan = chat_route_plan(plan_name) if plan_name == "gpt-5" else bundled(plan_name)
     answer_chat(server, chat_body(message, provider="Moonshot AI" if plan_name == "kimi-k3" else None))
@@ -187,7 +183,7 @@ def test_text_reasoning_records_its_origin_and_is_not_bound_to_it(
     assert block.origin == origin_of(plan, upstream) and not block.origin_bound
 
 
-def test_the_recorded_origin_survives_the_trial_loops_json_round_trip(server: LoopbackLLM) -> None:
+def test_the_recorded_origin_survives_the_trial_loops_json_round_trip(server: FakeProvider) -> None:
     plan = bundled("gemini-3.1-pro-preview")
     result = first_turn(plan, server)
     assert result.reasoning is not None
@@ -200,7 +196,7 @@ def test_the_recorded_origin_survives_the_trial_loops_json_round_trip(server: Lo
 # --- same origin: verbatim; model switch and route switch: left out, naming both origins ------
 
 
-def test_same_origin_replays_signed_thinking_verbatim(server: LoopbackLLM) -> None:
+def test_same_origin_replays_signed_thinking_verbatim(server: FakeProvider) -> None:
     plan = bundled("claude-opus-4.7")
     messages = history(first_turn(plan, server))
     result, body = send(plan, server, messages)
@@ -209,7 +205,7 @@ def test_same_origin_replays_signed_thinking_verbatim(server: LoopbackLLM) -> No
     assert result.reasoning_left_out == ()
 
 
-def test_a_model_switch_drops_signed_anthropic_thinking_and_says_why(server: LoopbackLLM) -> None:
+def test_a_model_switch_drops_signed_anthropic_thinking_and_says_why(server: FakeProvider) -> None:
     made, target = bundled("claude-opus-4.7"), bundled("claude-opus-5")
     messages = history(first_turn(made, server), then="tool_then_user")  # a switch at a user turn
     result, body = send(target, server, messages, reasoning=THINKING_ON)
@@ -224,7 +220,7 @@ def test_a_model_switch_drops_signed_anthropic_thinking_and_says_why(server: Loo
         assert "anthropic/claude-opus-4.7" in record.reason and "anthropic/claude-opus-5" in record.reason
 
 
-def test_a_model_switch_drops_gemini_thought_signatures_and_says_why(server: LoopbackLLM) -> None:
+def test_a_model_switch_drops_gemini_thought_signatures_and_says_why(server: FakeProvider) -> None:
     made = bundled("gemini-3.1-pro-preview")
     target = make_plan("gemini", "gemini-3-pro-preview", policies={"reasoning_codec": "gemini"})
     messages = history(first_turn(made, server))
@@ -249,7 +245,7 @@ def test_a_model_switch_drops_gemini_thought_signatures_and_says_why(server: Loo
     assert thoughts == ["I need the live value."]
 
 
-def test_the_same_gemini_model_gets_every_thought_signature_back(server: LoopbackLLM) -> None:
+def test_the_same_gemini_model_gets_every_thought_signature_back(server: FakeProvider) -> None:
     plan = bundled("gemini-3.1-pro-preview")
     messages = history(first_turn(plan, server))
     result, body = send(plan, server, messages)
@@ -259,7 +255,7 @@ def test_the_same_gemini_model_gets_every_thought_signature_back(server: Loopbac
     assert result.reasoning_left_out == ()
 
 
-def test_a_model_switch_drops_an_openrouter_encrypted_entry_and_keeps_plain_text(server: LoopbackLLM) -> None:
+def test_a_model_switch_drops_an_openrouter_encrypted_entry_and_keeps_plain_text(server: FakeProvider) -> None:
     made, target = bundled("gemini-3.5-flash-openrouter"), bundled("gemini-2.5-pro-openrouter")
     answer_chat(server, OPENROUTER_GEMINI)
     messages = history(first_turn(made, server), then="tool_then_user")  # a switch at a user turn
@@ -273,7 +269,7 @@ def test_a_model_switch_drops_an_openrouter_encrypted_entry_and_keeps_plain_text
     assert "google/gemini-2.5-pro" in record.reason
 
 
-def test_a_route_switch_drops_signed_thinking_and_says_why(server: LoopbackLLM) -> None:
+def test_a_route_switch_drops_signed_thinking_and_says_why(server: FakeProvider) -> None:
     made, target = bundled("claude-opus-4.7"), bundled("claude-opus-4.7-openrouter")
     messages = history(first_turn(made, server), then="tool_then_user")  # a switch at a user turn
     answer_chat(server, chat_body({"content": "done"}))
@@ -285,7 +281,7 @@ def test_a_route_switch_drops_signed_thinking_and_says_why(server: LoopbackLLM) 
                and "openrouter (openai-chat)" in r.reason for r in result.reasoning_left_out)
 
 
-def test_an_upstream_switch_on_a_pinned_route_drops_the_encrypted_entry(server: LoopbackLLM) -> None:
+def test_an_upstream_switch_on_a_pinned_route_drops_the_encrypted_entry(server: FakeProvider) -> None:
     made = bundled("gemini-3.5-flash-openrouter")
     answer_chat(server, OPENROUTER_GEMINI)  # served by "Google"
     messages = history(first_turn(made, server), then="tool_then_user")  # a switch at a user turn
@@ -304,7 +300,7 @@ def test_an_upstream_switch_on_a_pinned_route_drops_the_encrypted_entry(server: 
     assert "CiQB0e2Kb7Yw8r3Zg7m3fQk0" in wire_text(body) and result.reasoning_left_out == ()
 
 
-def test_a_history_without_origins_is_replayed_as_the_caller_gave_it(server: LoopbackLLM) -> None:
+def test_a_history_without_origins_is_replayed_as_the_caller_gave_it(server: FakeProvider) -> None:
     made, target = bundled("claude-opus-4.7"), bundled("claude-opus-5")
     messages = history(first_turn(made, server))
     for block in messages[1]["reasoning"]["blocks"]:
@@ -316,7 +312,7 @@ def test_a_history_without_origins_is_replayed_as_the_caller_gave_it(server: Loo
 
 @pytest.mark.parametrize(("foreign_origin", "sent"), [("drop", []), ("text", ["The user wants a screenshot; call the tool."])])
 def test_foreign_origin_says_whether_another_origins_text_is_replayed_unsigned(
-        server: LoopbackLLM, foreign_origin: str, sent: list[str]) -> None:
+        server: FakeProvider, foreign_origin: str, sent: list[str]) -> None:
     made = bundled("claude-opus-4.7")
     messages = history(first_turn(made, server))
     target = make_plan("openrouter", "moonshotai/kimi-k3",
@@ -335,7 +331,7 @@ def test_foreign_origin_says_whether_another_origins_text_is_replayed_unsigned(
 # --- context handoff --------------------------------------------------------------------------
 
 
-def test_a_context_handoff_drops_the_bound_blocks_of_what_it_keeps(server: LoopbackLLM) -> None:
+def test_a_context_handoff_drops_the_bound_blocks_of_what_it_keeps(server: FakeProvider) -> None:
     plan = bundled("claude-opus-4.7")
     messages = history(first_turn(plan, server))
     assistant, *results = messages[1:]
@@ -380,7 +376,7 @@ def test_a_context_handoff_takes_a_dropped_signature_out_of_the_call_ids_too() -
 # --- reasoning off ----------------------------------------------------------------------------
 
 
-def test_reasoning_off_sends_no_history_thinking_to_claude(server: LoopbackLLM) -> None:
+def test_reasoning_off_sends_no_history_thinking_to_claude(server: FakeProvider) -> None:
     plan = bundled("claude-opus-4.7")
     messages = history(first_turn(plan, server))
     result, body = send(plan, server, messages, reasoning={"mode": "off"})
@@ -393,7 +389,7 @@ def test_reasoning_off_sends_no_history_thinking_to_claude(server: LoopbackLLM) 
     assert body["messages"][1]["content"][0]["type"] == "thinking" and result.reasoning_left_out == ()
 
 
-def test_reasoning_off_over_openrouter_sends_no_claude_reasoning_details(server: LoopbackLLM) -> None:
+def test_reasoning_off_over_openrouter_sends_no_claude_reasoning_details(server: FakeProvider) -> None:
     plan = bundled("claude-opus-4.7-openrouter")
     answer_chat(server, OPENROUTER_CLAUDE)
     messages = history(first_turn(plan, server))
@@ -403,7 +399,7 @@ def test_reasoning_off_over_openrouter_sends_no_claude_reasoning_details(server:
     assert result.reasoning_left_out and all("reasoning is off" in r.reason for r in result.reasoning_left_out)
 
 
-def test_reasoning_off_still_replays_to_a_model_that_thinks_unasked(server: LoopbackLLM) -> None:
+def test_reasoning_off_still_replays_to_a_model_that_thinks_unasked(server: FakeProvider) -> None:
     # Gemini thinks whatever the request says, and OpenRouter refuses a Gemini tool loop without
     # its reasoning details: "off" sends no reasoning parameter, it does not strip the history
     plan = bundled("gemini-3.5-flash-openrouter")
@@ -432,7 +428,7 @@ EVERY_KIND = {
 
 
 @pytest.mark.parametrize("plan_name", ["gpt-4o", "gpt-5", "o3"])
-def test_plain_openai_routes_send_no_reasoning_fields(server: LoopbackLLM, plan_name: str) -> None:
+def test_plain_openai_routes_send_no_reasoning_fields(server: FakeProvider, plan_name: str) -> None:
     # OpenAI's chat completions (gpt-5 and o3 kept there by examples/overlays/chat-completions.yaml)
     plan = chat_route_plan(plan_name)
     messages = [

@@ -188,15 +188,15 @@ def test_a_failed_response_with_a_server_error_is_tried_again_and_the_attempts_s
 
     from capplan.executor.client import Client
     from capplan.executor.plan import Plan
-    from tests.executor.recording_server import RecordingServer, json_answer
+    from tests.fake_provider import FakeProvider, json_reply, unscripted
 
     plan = Plan.load(Path(__file__).resolve().parents[2] / "golden" / "plans" / "gpt-5.json")
     failed = answer([], status="failed", error={"code": "server_error", "message": "try again"})
     ok = answer([{"type": "message", "id": "m", "role": "assistant",
                   "content": [{"type": "output_text", "text": "done", "annotations": []}]}])
     waits: list[float] = []
-    with RecordingServer() as server:
-        server.script(json_answer(failed), json_answer(ok))
+    with FakeProvider(unscripted) as server:
+        server.script(json_reply(failed), json_reply(ok))
         client = Client(plan, env={"OPENAI_API_KEY": "sk-test"}, api_base=server.base, sleep=waits.append)
         result = client.generate({"messages": [{"role": "user", "content": "go"}]})
     assert result.text == "done" and len(waits) == 1

@@ -16,7 +16,7 @@ import pytest
 
 from capplan.executor.client import Client
 from capplan.executor.plan import DEFAULT_OPENROUTER_REFERER, DEFAULT_OPENROUTER_TITLE
-from tests.executor.loopback import LoopbackServer
+from tests.fake_provider import FakeProvider, unscripted
 from tests.executor.plans import make_plan
 from tests.cli_runner import invoke
 
@@ -24,16 +24,16 @@ CREDENTIALS = {"OPENAI_API_KEY": "sk-openai-test", "ANTHROPIC_API_KEY": "sk-ant-
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LoopbackServer]:
+def server() -> Iterator[FakeProvider]:
     with pytest.MonkeyPatch.context() as mp:
         for name, value in CREDENTIALS.items():
             mp.setenv(name, value)
-        with LoopbackServer() as srv:
+        with FakeProvider(unscripted) as srv:
             yield srv
 
 
 @pytest.fixture(autouse=True)
-def _fresh(server: LoopbackServer) -> None:
+def _fresh(server: FakeProvider) -> None:
     server.reset()
 
 
@@ -72,7 +72,7 @@ def _openai_body(message: dict[str, Any], usage: dict[str, Any]) -> dict[str, An
     }
 
 
-def test_openai_route_sends_sanitised_tools_and_reasoning_effort(server: LoopbackServer) -> None:
+def test_openai_route_sends_sanitised_tools_and_reasoning_effort(server: FakeProvider) -> None:
     plan = make_plan(
         "openai",
         "gpt-wire-test",
@@ -85,7 +85,7 @@ def test_openai_route_sends_sanitised_tools_and_reasoning_effort(server: Loopbac
             {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150, "prompt_tokens_details": {"cached_tokens": 64}, "completion_tokens_details": {"reasoning_tokens": 11}},
         )
     )
-    client = Client(plan, api_base=server.base + "/v1")
+    client = Client(plan, api_base=server.base)
     result = client.generate({"messages": [USER], "tools": [INVOICE], "reasoning": {"mode": "adaptive", "effort_hint": "high"}, "tool_choice": "auto"})
 
     sent = server.last()
@@ -109,7 +109,7 @@ def test_openai_route_sends_sanitised_tools_and_reasoning_effort(server: Loopbac
     assert result.finish_reason == "tool_calls" and result.latency_s > 0
 
 
-def test_openrouter_route_extra_body_reasoning_pin_usage_include_and_headers(server: LoopbackServer) -> None:
+def test_openrouter_route_extra_body_reasoning_pin_usage_include_and_headers(server: FakeProvider) -> None:
     plan = make_plan(
         "openrouter",
         "deepseek/deepseek-v4",
@@ -130,7 +130,7 @@ def test_openrouter_route_extra_body_reasoning_pin_usage_include_and_headers(ser
         {"role": "assistant", "content": "Working.", "reasoning": {"blocks": [{"type": "summary_text", "text": "earlier thought"}], "summary": "earlier thought"}},
         {"role": "user", "content": "continue"},
     ]
-    result = Client(plan, api_base=server.base + "/api/v1").generate({"messages": history, "reasoning": {"mode": "adaptive", "effort_hint": "medium"}})
+    result = Client(plan, api_base=server.root + "/api/v1").generate({"messages": history, "reasoning": {"mode": "adaptive", "effort_hint": "medium"}})
 
     sent = server.last()
     assert sent.path == "/api/v1/chat/completions"
@@ -148,7 +148,7 @@ def test_openrouter_route_extra_body_reasoning_pin_usage_include_and_headers(ser
     assert result.reasoning is not None and result.reasoning.summary == "short thought"
 
 
-def test_openrouter_anthropic_nested_cache_counters(server: LoopbackServer) -> None:
+def test_openrouter_anthropic_nested_cache_counters(server: FakeProvider) -> None:
     plan = make_plan("openrouter", "anthropic/claude-wire", policies={"reasoning_codec": "anthropic"}, pricing={"key": "anthropic/claude-wire", "input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75})
     usage = {
         "prompt_tokens": 1000,
@@ -157,13 +157,13 @@ def test_openrouter_anthropic_nested_cache_counters(server: LoopbackServer) -> N
         "prompt_tokens_details": {"cached_tokens": 800, "cache_write_tokens": 150, "cache_read_tokens": 800},
     }
     server.queue(_openai_body({"content": "hi"}, usage), headers={"x-generation-id": "gen-2"})
-    result = Client(plan, api_base=server.base + "/api/v1").generate({"messages": [USER]})
+    result = Client(plan, api_base=server.root + "/api/v1").generate({"messages": [USER]})
     assert (result.usage.cache_read_input_tokens, result.usage.cache_creation_input_tokens) == (800, 150)
     assert result.cost_source == "pricing"
     assert result.cost_usd == pytest.approx((50 * 3.0 + 800 * 0.3 + 150 * 3.75 + 10 * 15.0) / 1e6)
 
 
-def test_litellm_zeroes_nested_cache_writes_when_top_level_zeros_are_present(server: LoopbackServer) -> None:
+def test_litellm_zeroes_nested_cache_writes_when_top_level_zeros_are_present(server: FakeProvider) -> None:
     """Canary for litellm 1.110.2: top-level ``cache_creation_input_tokens: 0`` overwrites the nested
     ``cache_write_tokens`` before any code of ours sees the response. If this starts failing, litellm
     stopped clobbering the nested counter and the extractor's nested path recovers it."""
@@ -176,7 +176,7 @@ def test_litellm_zeroes_nested_cache_writes_when_top_level_zeros_are_present(ser
         "prompt_tokens_details": {"cached_tokens": 800, "cache_write_tokens": 150, "cache_read_tokens": 800},
     }
     server.queue(_openai_body({"content": "hi"}, usage))
-    result = Client(make_plan("openrouter", "anthropic/claude-wire"), api_base=server.base + "/api/v1").generate({"messages": [USER]})
+    result = Client(make_plan("openrouter", "anthropic/claude-wire"), api_base=server.root + "/api/v1").generate({"messages": [USER]})
     assert (result.usage.cache_read_input_tokens, result.usage.cache_creation_input_tokens) == (800, 0)
     assert result.usage.provider_raw["prompt_tokens_details"]["cache_write_tokens"] == 0
 
@@ -185,7 +185,7 @@ ANTHROPIC_POLICIES = {"content_policy": "anthropic", "reasoning_codec": "anthrop
 LOOKUP = {"type": "function", "function": {"name": "lookup", "description": "Find an order.", "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}}}
 
 
-def test_anthropic_route_replays_signed_thinking_with_cache_markers(server: LoopbackServer) -> None:
+def test_anthropic_route_replays_signed_thinking_with_cache_markers(server: FakeProvider) -> None:
     plan = make_plan(
         "anthropic",
         "claude-sonnet-4-5",
@@ -217,7 +217,7 @@ def test_anthropic_route_replays_signed_thinking_with_cache_markers(server: Loop
         },
         {"role": "tool", "tool_call_id": "toolu_1", "content": "shipped", "images": [{"media_type": "image/png", "data": "iVBORw0KGgo="}]},
     ]
-    result = Client(plan, api_base=server.base).generate(
+    result = Client(plan, api_base=server.root).generate(
         {"system": "You are support.", "messages": history, "tools": [LOOKUP], "temperature": 0.3, "reasoning": {"mode": "budget"}}
     )
 
@@ -252,24 +252,24 @@ def test_anthropic_route_replays_signed_thinking_with_cache_markers(server: Loop
     assert result.openrouter_generation_id is None
 
 
-def test_unmapped_model_needs_the_plans_allowed_openai_params(server: LoopbackServer) -> None:
+def test_unmapped_model_needs_the_plans_allowed_openai_params(server: FakeProvider) -> None:
     import litellm
 
     request = {"messages": [USER], "reasoning": {"mode": "budget", "budget_tokens": 1024}}
     params = {"reasoning_via_thinking_kwarg": True}
-    refused = Client(make_plan("anthropic", "claude-unmapped-wire", params=params), api_base=server.base)
+    refused = Client(make_plan("anthropic", "claude-unmapped-wire", params=params), api_base=server.root)
     with pytest.raises(litellm.UnsupportedParamsError):
         refused.generate(request)
     assert server.requests == []
     server.queue({"id": "m", "type": "message", "role": "assistant", "model": "x", "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}})
-    allowed = Client(make_plan("anthropic", "claude-unmapped-wire", params=params, allowed_openai_params=("thinking",)), api_base=server.base)
+    allowed = Client(make_plan("anthropic", "claude-unmapped-wire", params=params, allowed_openai_params=("thinking",)), api_base=server.root)
     assert allowed.generate(request).text == "ok"
     assert server.last().body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
 
 
-def test_transient_5xx_is_retried_and_a_400_is_not(server: LoopbackServer) -> None:
+def test_transient_5xx_is_retried_and_a_400_is_not(server: FakeProvider) -> None:
     slept: list[float] = []
-    client = Client(make_plan("openai", "gpt-wire-test"), api_base=server.base + "/v1", sleep=slept.append)
+    client = Client(make_plan("openai", "gpt-wire-test"), api_base=server.base, sleep=slept.append)
     server.queue({"error": {"message": "overloaded", "type": "server_error"}}, status=503)
     server.queue(_openai_body({"content": "second time lucky"}, {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}))
     assert client.generate({"messages": [USER]}).text == "second time lucky"
@@ -283,18 +283,18 @@ def test_transient_5xx_is_retried_and_a_400_is_not(server: LoopbackServer) -> No
     assert slept == [] and len(server.requests) == 1
 
 
-def test_cli_send_prints_the_parsed_result_and_provider_failures_exit_1(server: LoopbackServer, tmp_path: Path) -> None:
+def test_cli_send_prints_the_parsed_result_and_provider_failures_exit_1(server: FakeProvider, tmp_path: Path) -> None:
     plan_path, request_path = tmp_path / "plan.json", tmp_path / "request.json"
     plan_path.write_bytes(make_plan("openrouter", "x-ai/grok-wire", policies={"reasoning_codec": "openai"}).to_bytes())
     request_path.write_text(json.dumps({"messages": [USER]}), encoding="utf-8")
     server.queue(_openai_body({"content": "hello", "reasoning_content": "r"}, {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "cost": 0.001}), headers={"x-generation-id": "gen-cli"})
-    result = invoke("send", "--plan", str(plan_path), "--api-base", server.base + "/api/v1", str(request_path))
+    result = invoke("send", "--plan", str(plan_path), "--api-base", server.root + "/api/v1", str(request_path))
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0] == "text: hello"
     assert "openrouter_generation_id: gen-cli" in result.stdout and "cost: $0.001000 (litellm)" in result.stdout
 
     server.queue({"error": {"message": "no such model", "code": 404}}, status=404)
-    failed = invoke("send", "--plan", str(plan_path), "--api-base", server.base + "/api/v1", str(request_path))
+    failed = invoke("send", "--plan", str(plan_path), "--api-base", server.root + "/api/v1", str(request_path))
     assert failed.exit_code == 1
     (line,) = failed.stderr.strip().splitlines()
     assert line.startswith(f"{request_path}: error[PROVIDER]: ") and "Traceback" not in failed.output
@@ -323,7 +323,7 @@ def _claude_history(reasoning: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_signed_claude_thinking_reaches_openrouter_as_documented_reasoning_details(server: LoopbackServer) -> None:
+def test_signed_claude_thinking_reaches_openrouter_as_documented_reasoning_details(server: FakeProvider) -> None:
     # OpenRouter's reasoning-tokens guide: pass reasoning_details back unmodified, each entry with its
     # signature and format; litellm forwards the history message's extra key as it is
     plan = make_plan(
@@ -332,7 +332,7 @@ def test_signed_claude_thinking_reaches_openrouter_as_documented_reasoning_detai
         params={"reasoning_via_thinking_kwarg": True, "reasoning_via_extra_body": True},
     )
     server.queue(_openai_body({"content": "Shipped."}, {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}))
-    result = Client(plan, api_base=server.base + "/api/v1").generate(_claude_history({"blocks": [SIGNED, REDACTED]}))
+    result = Client(plan, api_base=server.root + "/api/v1").generate(_claude_history({"blocks": [SIGNED, REDACTED]}))
 
     sent = server.last().body
     assistant = sent["messages"][1]
@@ -346,7 +346,7 @@ def test_signed_claude_thinking_reaches_openrouter_as_documented_reasoning_detai
     assert result.reasoning_left_out == ()
 
 
-def test_openrouter_borne_claude_entries_replay_natively_to_anthropic(server: LoopbackServer) -> None:
+def test_openrouter_borne_claude_entries_replay_natively_to_anthropic(server: FakeProvider) -> None:
     plan = make_plan("anthropic", "claude-opus-4-7-wire", policies={"reasoning_codec": "anthropic"},
                      params={"reasoning_via_thinking_kwarg": True})
     server.queue({
@@ -356,7 +356,7 @@ def test_openrouter_borne_claude_entries_replay_natively_to_anthropic(server: Lo
     })
     entry = {"type": "reasoning_text", "text": "Look the order up first.", "signature": "EqQBCkYIARgCKkD-sig-1",
              "extras": {"format": "anthropic-claude-v1", "index": 0}}
-    Client(plan, api_base=server.base).generate(_claude_history({"blocks": [entry]}))
+    Client(plan, api_base=server.root).generate(_claude_history({"blocks": [entry]}))
 
     sent = server.last().body
     assistant = sent["messages"][1]
@@ -364,12 +364,12 @@ def test_openrouter_borne_claude_entries_replay_natively_to_anthropic(server: Lo
                                        "signature": "EqQBCkYIARgCKkD-sig-1"}
 
 
-def test_a_history_from_another_family_builds_and_records_what_was_left_out(server: LoopbackServer) -> None:
+def test_a_history_from_another_family_builds_and_records_what_was_left_out(server: FakeProvider) -> None:
     # Gemini over OpenRouter receives a history whose reasoning Claude signed: it cannot verify or read it
     plan = make_plan("openrouter", "google/gemini-wire-test", policies={"reasoning_codec": "gemini"},
                      params={"reasoning_via_extra_body": True})
     server.queue(_openai_body({"content": "Shipped."}, {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}))
-    result = Client(plan, api_base=server.base + "/api/v1").generate(_claude_history({"blocks": [SIGNED, REDACTED]}))
+    result = Client(plan, api_base=server.root + "/api/v1").generate(_claude_history({"blocks": [SIGNED, REDACTED]}))
 
     assistant = server.last().body["messages"][1]
     assert "reasoning_details" not in assistant and "thinking_blocks" not in assistant

@@ -1,5 +1,5 @@
 """Session fixtures for the gateway lane: fake upstreams, a real LiteLLM proxy in front of them,
-and a recording front in front of the proxy."""
+and a recording tap in front of the proxy."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from capplan.executor.gateway.catalog import clear_catalog_cache
-from tests.gateway.fakes import Front, Upstream
+from tests.fake_provider import FakeProvider
+from tests.gateway.tap import Tap
 from tests.gateway.litellm_proxy import LiteLLMProxy
 
 MASTER_KEY = "sk-gateway-master-canary-5d1e"
@@ -22,18 +23,18 @@ class Gateway:
     """The running lane: ``front.base`` is what clients use as LLM_PROXY_BASE_URL."""
 
     proxy: LiteLLMProxy
-    front: Front
-    a: Upstream
-    b: Upstream
-    direct: Upstream
+    front: Tap
+    a: FakeProvider
+    b: FakeProvider
+    direct: FakeProvider
 
 
-def _deployment(route: str, upstream: Upstream, upstream_model: str) -> dict[str, object]:
+def _deployment(route: str, upstream: FakeProvider, upstream_model: str) -> dict[str, object]:
     return {"model_name": route, "litellm_params": {
-        "model": f"openai/{upstream_model}", "api_base": upstream.base + "/v1", "api_key": "upstream-key"}}
+        "model": f"openai/{upstream_model}", "api_base": upstream.base, "api_key": "upstream-key"}}
 
 
-def proxy_config(a: Upstream, b: Upstream) -> dict[str, object]:
+def proxy_config(a: FakeProvider, b: FakeProvider) -> dict[str, object]:
     """The gateway's catalog: exact names, a namespace wildcard, one model under two names, an alias."""
     return {
         "model_list": [
@@ -44,7 +45,7 @@ def proxy_config(a: Upstream, b: Upstream) -> dict[str, object]:
             _deployment("google/gem-gw", b, "gem-via-google"),  # ... served under two names, two upstreams
             _deployment("team-default", a, "alias-upstream"),  # an alias: invisible to the resolver
             {"model_name": "moonshot/*", "litellm_params": {  # a namespace wildcard
-                "model": "openai/*", "api_base": a.base + "/v1", "api_key": "upstream-key"}},
+                "model": "openai/*", "api_base": a.base, "api_key": "upstream-key"}},
         ],
         "general_settings": {"master_key": MASTER_KEY},
         "litellm_settings": {"num_retries": 0, "request_timeout": 30},
@@ -54,15 +55,15 @@ def proxy_config(a: Upstream, b: Upstream) -> dict[str, object]:
 @pytest.fixture(scope="session")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     folder = tmp_path_factory.mktemp("litellm_proxy")
-    a, b, direct = Upstream("A"), Upstream("B"), Upstream("direct")
+    a, b, direct = FakeProvider(name="A").start(), FakeProvider(name="B").start(), FakeProvider(name="direct").start()
     config = folder / "proxy.yaml"
     # JSON is YAML: the proxy reads it with its YAML loader
     config.write_text(json.dumps(proxy_config(a, b), indent=2))
     proxy = LiteLLMProxy(config, MASTER_KEY, folder / "proxy.log")
-    front: Front | None = None
+    front: Tap | None = None
     try:
         proxy.start()
-        front = Front(proxy.base)
+        front = Tap(proxy.base)
         yield Gateway(proxy, front, a, b, direct)
     finally:
         proxy.stop()
@@ -75,8 +76,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
 @pytest.fixture
 def lane(gateway: Gateway) -> Iterator[Gateway]:
     """The session's gateway with recordings, scripts and the catalog cache reset."""
-    for fake in (gateway.front, gateway.a, gateway.b, gateway.direct):
-        fake.reset()
+    gateway.front.reset()
+    for fake in (gateway.a, gateway.b, gateway.direct):
+        fake.reset(scripts=True)
     clear_catalog_cache()
     yield gateway
     clear_catalog_cache()

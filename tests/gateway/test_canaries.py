@@ -15,7 +15,7 @@ from capplan.executor.client import Client
 from capplan.executor.gateway.catalog import clear_catalog_cache
 from capplan.executor.plan import Plan
 from tests.executor.plans import make_plan
-from tests.gateway.fakes import Seen, Upstream, completion_body
+from tests.fake_provider import FakeProvider, Request, chat_completion
 from tests.cli_runner import invoke
 
 GATEWAY_KEY = "canary-gateway-key-6f1d2a"
@@ -27,14 +27,14 @@ USER = {"messages": [{"role": "user", "content": "hi"}]}
 
 def echo_everything(status: int, message: str) -> Any:
     """An upstream that quotes every header it got back in its error body (the worst case)."""
-    def script(seen: Seen) -> tuple[int, Any]:
+    def script(seen: Request) -> tuple[int, Any]:
         return status, {"error": {"message": f"{message}; you sent {json.dumps(seen.headers)}", "code": status}}
     return script
 
 
 @pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    server = Upstream("canary")
+def upstream() -> Iterator[FakeProvider]:
+    server = FakeProvider(name="canary").start()
     clear_catalog_cache()
     try:
         yield server
@@ -43,19 +43,19 @@ def upstream() -> Iterator[Upstream]:
         clear_catalog_cache()
 
 
-def gateway_env(upstream: Upstream) -> dict[str, str]:
+def gateway_env(upstream: FakeProvider) -> dict[str, str]:
     return {
-        "LLM_PROXY_BASE_URL": upstream.base,
+        "LLM_PROXY_BASE_URL": upstream.root,
         "LLM_PROXY_API_KEY": GATEWAY_KEY,
         "LLM_PROXY_HEADERS": json.dumps({"X-Order-Id": "${secret:ORDER_SECRET}", "X-Team-Id": "research"}),
         "ORDER_SECRET": SECRET,
     }
 
 
-def plan_for(upstream: Upstream) -> Plan:
+def plan_for(upstream: FakeProvider) -> Plan:
     plan = make_plan("openrouter", "vendor/canary")
     body = plan.body()
-    body["binding"]["binding"] = {**body["binding"]["binding"], "endpoint": upstream.base + "/v1"}
+    body["binding"]["binding"] = {**body["binding"]["binding"], "endpoint": upstream.base}
     return Plan.seal(body)
 
 
@@ -80,9 +80,9 @@ def logged(caplog: pytest.LogCaptureFixture) -> str:
     return "\n".join(caplog.text.splitlines() + [r.getMessage() for r in caplog.records])
 
 
-def test_gateway_call_that_fails_with_everything_echoed(upstream: Upstream, caplog: pytest.LogCaptureFixture) -> None:
+def test_gateway_call_that_fails_with_everything_echoed(upstream: FakeProvider, caplog: pytest.LogCaptureFixture) -> None:
     upstream.catalog = ["openrouter/vendor/canary"]
-    upstream.script = echo_everything(503, "gateway overloaded")
+    upstream.responder = echo_everything(503, "gateway overloaded")
     sleeps: list[float] = []
     client = Client(plan_for(upstream), env=gateway_env(upstream), sleep=sleeps.append)
     with caplog.at_level(logging.DEBUG):
@@ -90,15 +90,15 @@ def test_gateway_call_that_fails_with_everything_echoed(upstream: Upstream, capl
         with pytest.raises(Exception) as caught:
             client.generate(USER)
     assert len(sleeps) == 4  # retried: the 503 went through the whole controller and its log lines
-    assert upstream.seen[-1].headers["authorization"] == f"Bearer {GATEWAY_KEY}"  # the canaries did go out
-    assert upstream.seen[-1].headers["x-order-id"] == SECRET
+    assert upstream.requests[-1].headers["authorization"] == f"Bearer {GATEWAY_KEY}"  # the canaries did go out
+    assert upstream.requests[-1].headers["x-order-id"] == SECRET
     assert "<redacted>" in str(caught.value)
     assert_clean(preview, exception_text(caught.value), logged(caplog), client.plan.to_bytes().decode(), repr(client.gateway.config))  # type: ignore[union-attr]
 
 
-def test_successful_gateway_result_and_trajectory_are_clean(upstream: Upstream, caplog: pytest.LogCaptureFixture) -> None:
+def test_successful_gateway_result_and_trajectory_are_clean(upstream: FakeProvider, caplog: pytest.LogCaptureFixture) -> None:
     upstream.catalog = ["openrouter/vendor/canary"]
-    upstream.script = lambda seen: (200, completion_body("m", f"echo {json.dumps(seen.headers)}"))
+    upstream.responder = lambda seen: (200, chat_completion(model="m", content=f"echo {json.dumps(seen.headers)}"))
     with caplog.at_level(logging.DEBUG):
         result = Client(plan_for(upstream), env=gateway_env(upstream)).generate(USER)
     trajectory = json.dumps([{"step": 0, "result": result.to_json()}])
@@ -108,20 +108,20 @@ def test_successful_gateway_result_and_trajectory_are_clean(upstream: Upstream, 
     assert result.gateway_route_kind == "exact" and trajectory
 
 
-def test_rotation_keys_echoed_by_a_per_key_limit(upstream: Upstream, caplog: pytest.LogCaptureFixture) -> None:
-    upstream.script = echo_everything(429, "Key limit exceeded")
+def test_rotation_keys_echoed_by_a_per_key_limit(upstream: FakeProvider, caplog: pytest.LogCaptureFixture) -> None:
+    upstream.responder = echo_everything(429, "Key limit exceeded")
     client = Client(plan_for(upstream), env={"OPENROUTER_API_KEYS": ",".join(KEYS)}, sleep=lambda s: None)
     with caplog.at_level(logging.DEBUG):
         with pytest.raises(Exception) as caught:
             client.generate(USER)
     assert type(caught.value).__name__ == "AllApiKeysExhausted"
-    assert [s.headers["authorization"] for s in upstream.seen] == [f"Bearer {k}" for k in KEYS]
+    assert [s.headers["authorization"] for s in upstream.requests] == [f"Bearer {k}" for k in KEYS]
     assert_clean(exception_text(caught.value), logged(caplog))
 
 
-def test_command_output_is_clean(upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_command_output_is_clean(upstream: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     upstream.catalog = ["openrouter/vendor/canary"]
-    upstream.script = echo_everything(400, "bad request")
+    upstream.responder = echo_everything(400, "bad request")
     for name, value in gateway_env(upstream).items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(tmp_path)

@@ -38,7 +38,7 @@ def direct_plan(lane: Gateway, provider: str, name: str, **kwargs: Any) -> Plan:
     """A plan whose provider endpoint is the loopback 'direct' upstream."""
     plan = make_plan(provider, name, **kwargs)
     body = plan.body()
-    body["binding"]["binding"] = {**body["binding"]["binding"], "endpoint": lane.direct.base + "/v1"}
+    body["binding"]["binding"] = {**body["binding"]["binding"], "endpoint": lane.direct.base}
     return Plan.seal(body)
 
 
@@ -50,8 +50,8 @@ def test_exact_full_name_routes_in_the_openai_dialect(lane: Gateway) -> None:
     plan = direct_plan(lane, "openrouter", "anthropic/claude-gw", openrouter={"provider_order": ["anthropic"]})
     result = send(lane, plan, gateway_env(lane))
     assert (result.gateway_route_kind, result.gateway_route) == ("exact", "openrouter/anthropic/claude-gw")
-    assert lane.a.models() == ["claude-gw-upstream"] and not lane.b.seen and not lane.direct.seen
-    [call] = lane.front.calls()
+    assert lane.a.models() == ["claude-gw-upstream"] and not lane.b.requests and not lane.direct.requests
+    [call] = lane.front.posts()
     assert call.path == "/chat/completions"
     assert call.body["model"] == "openrouter/anthropic/claude-gw"
     assert "usage" not in call.body  # the OpenRouter dialect's usage.include would be rejected upstream
@@ -68,7 +68,7 @@ def test_bare_name_route_drops_the_pin_of_another_namespace(lane: Gateway) -> No
     result = send(lane, plan, gateway_env(lane))
     assert (result.gateway_route_kind, result.gateway_route) == ("exact", "azure_ai/cohere-gw")
     assert lane.a.models() == ["cohere-gw-upstream"]
-    [call] = lane.front.calls()
+    [call] = lane.front.posts()
     assert call.body["model"] == "azure_ai/cohere-gw"
     assert "provider" not in call.body
 
@@ -76,7 +76,7 @@ def test_bare_name_route_drops_the_pin_of_another_namespace(lane: Gateway) -> No
 def test_openai_prefixed_route_reaches_the_gateway_intact(lane: Gateway) -> None:
     result = send(lane, direct_plan(lane, "openai", "gpt-gw"), gateway_env(lane))
     assert (result.gateway_route_kind, result.gateway_route) == ("exact", "openai/gpt-gw")
-    assert [c.body["model"] for c in lane.front.calls()] == ["openai/gpt-gw"]
+    assert [c.body["model"] for c in lane.front.posts()] == ["openai/gpt-gw"]
     assert lane.a.models() == ["gpt-gw-upstream"]
 
 
@@ -94,8 +94,8 @@ def test_alias_is_invisible_and_the_call_goes_direct(lane: Gateway, caplog: pyte
     plan = direct_plan(lane, "openrouter", "anthropic/claude-alias")
     result = send(lane, plan, gateway_env(lane, OPENROUTER_API_KEYS="sk-or-direct-key"))
     assert (result.gateway_route_kind, result.gateway_route) == ("direct", None)
-    assert not lane.front.calls() and not lane.a.seen
-    [call] = lane.direct.seen
+    assert not lane.front.posts() and not lane.a.requests
+    [call] = lane.direct.requests
     assert call.body["model"] == "anthropic/claude-alias"
     assert call.headers["authorization"] == "Bearer sk-or-direct-key"
     assert "x-team-id" not in call.headers and "x-request-id" not in call.headers
@@ -107,7 +107,7 @@ def test_namespace_wildcard_routes_only_under_the_opt_in(lane: Gateway) -> None:
     assert Client(plan, env=env).route.kind == "direct"  # type: ignore[union-attr]
     result = send(lane, plan, {**env, "LLM_PROXY_TRUST_NAMESPACE_WILDCARDS": "true"})
     assert (result.gateway_route_kind, result.gateway_route) == ("wildcard", "moonshot/kimi-gw-unlisted")
-    assert [c.body["model"] for c in lane.front.calls()] == ["moonshot/kimi-gw-unlisted"]
+    assert [c.body["model"] for c in lane.front.posts()] == ["moonshot/kimi-gw-unlisted"]
     assert lane.a.models() == ["kimi-gw-unlisted"]
 
 
@@ -115,27 +115,27 @@ def test_foreign_wildcard_never_routes(lane: Gateway) -> None:
     plan = direct_plan(lane, "openrouter", "moonshot/kimi-gw-unlisted")
     env = gateway_env(lane, LLM_PROXY_TRUST_NAMESPACE_WILDCARDS="true", OPENROUTER_API_KEYS="sk-or-direct-key")
     assert send(lane, plan, env).gateway_route_kind == "direct"
-    assert len(lane.direct.seen) == 1 and not lane.front.calls()
+    assert len(lane.direct.requests) == 1 and not lane.front.posts()
 
 
 def test_unreadable_catalog_keeps_the_gateway_untranslated(lane: Gateway) -> None:
-    lane.front.catalog_broken = True
+    lane.front.refuse_catalog = True
     # the spec's manual route pin: provider openai, named the way the gateway names the route
     plan = direct_plan(lane, "openai", "openrouter/anthropic/claude-gw")
     result = send(lane, plan, gateway_env(lane))
     assert (result.gateway_route_kind, result.gateway_route) == ("untranslated", "openai/openrouter/anthropic/claude-gw")
-    [call] = lane.front.calls()
+    [call] = lane.front.posts()
     assert call.body["model"] == "openrouter/anthropic/claude-gw"  # litellm's one "openai/" strip, nothing added
     assert call.headers["authorization"] == f"Bearer {MASTER_KEY}" and call.headers["x-order-id"] == ORDER_ID
-    assert lane.a.models() == ["claude-gw-upstream"] and not lane.direct.seen
+    assert lane.a.models() == ["claude-gw-upstream"] and not lane.direct.requests
 
 
 def test_unreadable_catalog_keeps_the_provider_dialect(lane: Gateway) -> None:
-    lane.front.catalog_broken = True
+    lane.front.refuse_catalog = True
     plan = direct_plan(lane, "openrouter", "google/gem-gw", openrouter={"provider_order": ["google-vertex"]})
     result = send(lane, plan, gateway_env(lane))
     assert (result.gateway_route_kind, result.gateway_route) == ("untranslated", "openrouter/google/gem-gw")
-    [call] = lane.front.calls()
+    [call] = lane.front.posts()
     # litellm's OpenRouter dialect: one "openrouter/" stripped, usage.include added, the pin kept
     assert call.body["model"] == "google/gem-gw"
     assert call.body["usage"] == {"include": True}
@@ -146,7 +146,7 @@ def test_unreadable_catalog_keeps_the_provider_dialect(lane: Gateway) -> None:
 def test_catalog_is_read_once_per_base_url(lane: Gateway) -> None:
     for name in ("gpt-gw", "gpt-gw", "other"):
         Client(direct_plan(lane, "openai", name), env=gateway_env(lane))
-    assert [s.path for s in lane.front.seen if s.method == "GET"] == ["/models?return_wildcard_routes=true"]
+    assert [s.path for s in lane.front.passages if s.method == "GET"] == ["/models?return_wildcard_routes=true"]
 
 
 def test_gateway_check_command(lane: Gateway, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:

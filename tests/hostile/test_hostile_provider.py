@@ -1,6 +1,6 @@
 """A hostile provider cannot take the machine, outrun the timeout, or crash a run (direct transport).
 
-Each case starts :class:`~tests.hostile.provider_server.HostileProvider` on loopback and sends one
+Each case starts :class:`~tests.fake_provider.FakeProvider` on loopback and sends one
 request through the real client in a child process, which reports its own peak memory
 (``VmHWM``, else ``ru_maxrss``) and how long the call took; the child runs under an address-space limit, so a
 client that held an endless body would fail there (``MemoryError``) instead of taking the machine,
@@ -26,13 +26,13 @@ import pytest
 
 from capplan.executor.binding import DEFAULT_MAX_DECODED_BYTES
 from capplan.executor.plan import Plan
-from tests.hostile.provider_server import (
-    HostileProvider,
-    completion,
+from tests.fake_provider import (
+    FakeProvider,
+    chat_completion,
     drip_body,
     drip_head,
     endless,
-    lying,
+    lying_usage,
     raw,
 )
 from tests.cli_runner import invoke
@@ -141,13 +141,13 @@ def assert_too_large(report: dict[str, Any], field: str, limit: int) -> None:
 
 @pytest.mark.parametrize("path", PATHS)
 def test_an_endless_body_stops_at_the_bindings_cap(tmp_path: Path, path: str) -> None:
-    with HostileProvider(endless) as server:
+    with FakeProvider(endless) as server:
         report = call_in_child(plan_file(tmp_path, max_response_bytes=MIB), via(path, server.base))
     assert_too_large(report, "max_response_bytes", MIB)
 
 
 def test_an_endless_body_stops_at_the_default_cap(tmp_path: Path) -> None:
-    with HostileProvider(endless) as server:
+    with FakeProvider(endless) as server:
         report = call_in_child(plan_file(tmp_path), server.base)
     assert_too_large(report, "max_response_bytes", 64 * MIB)
 
@@ -155,22 +155,22 @@ def test_an_endless_body_stops_at_the_default_cap(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", PATHS)
 def test_a_gzip_bomb_stops_at_the_bindings_decoded_cap(tmp_path: Path, path: str) -> None:
     bomb = gzip.compress(bytes(64 * MIB))
-    with HostileProvider(raw(bomb, {"Content-Encoding": "gzip"})) as server:
+    with FakeProvider(raw(bomb, {"Content-Encoding": "gzip"})) as server:
         report = call_in_child(plan_file(tmp_path, max_decoded_bytes=MIB), via(path, server.base))
     assert_too_large(report, "max_decoded_bytes", MIB)
 
 
 def test_the_default_decoded_cap_stops_a_gigabyte_bomb(tmp_path: Path, bomb_1gib: bytes) -> None:
     assert len(bomb_1gib) < 2 * MIB  # well inside the default body cap: only the decoded cap can stop it
-    with HostileProvider(raw(bomb_1gib, {"Content-Encoding": "gzip"})) as server:
+    with FakeProvider(raw(bomb_1gib, {"Content-Encoding": "gzip"})) as server:
         report = call_in_child(plan_file(tmp_path), server.base)
     assert_too_large(report, "max_decoded_bytes", DEFAULT_MAX_DECODED_BYTES)
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_a_body_over_the_cap_is_refused_and_one_under_it_is_read(tmp_path: Path, path: str) -> None:
-    padded = json.dumps(completion({"prompt_tokens": 3, "completion_tokens": 1}, text="x" * (MIB - 4096)))
-    with HostileProvider(raw(padded.encode())) as server:
+    padded = json.dumps(chat_completion("x" * (MIB - 4096), usage={"prompt_tokens": 3, "completion_tokens": 1}))
+    with FakeProvider(raw(padded.encode())) as server:
         under = call_in_child(plan_file(tmp_path, max_response_bytes=MIB), via(path, server.base))
         over = call_in_child(plan_file(tmp_path, max_response_bytes=MIB // 2), via(path, server.base))
     assert under.get("text") == "x" * (MIB - 4096), {k: str(v)[:200] for k, v in under.items()}
@@ -179,8 +179,8 @@ def test_a_body_over_the_cap_is_refused_and_one_under_it_is_read(tmp_path: Path,
 
 @pytest.mark.parametrize("path", PATHS)
 def test_a_gzip_answer_within_the_caps_is_decoded(tmp_path: Path, path: str) -> None:
-    body = gzip.compress(json.dumps(completion({"prompt_tokens": 3, "completion_tokens": 1})).encode())
-    with HostileProvider(raw(body, {"Content-Encoding": "gzip"})) as server:
+    body = gzip.compress(json.dumps(chat_completion("done", usage={"prompt_tokens": 3, "completion_tokens": 1})).encode())
+    with FakeProvider(raw(body, {"Content-Encoding": "gzip"})) as server:
         report = call_in_child(plan_file(tmp_path), via(path, server.base))
     assert report.get("text") == "done", report
 
@@ -188,7 +188,7 @@ def test_a_gzip_answer_within_the_caps_is_decoded(tmp_path: Path, path: str) -> 
 @pytest.mark.parametrize("path", PATHS)
 def test_a_dripped_body_ends_at_the_attempts_deadline(tmp_path: Path, path: str) -> None:
     # one byte every 0.5 s never lets a 2 s read timeout fire; the attempt's deadline ends it
-    with HostileProvider(drip_body) as server:
+    with FakeProvider(drip_body) as server:
         report = call_in_child(plan_file(tmp_path, timeout_s=2.0), via(path, server.base))
     assert report.get("error_type") == "ApiTimeoutError", report
     assert report["attempts"] == ["timeout"]
@@ -197,7 +197,7 @@ def test_a_dripped_body_ends_at_the_attempts_deadline(tmp_path: Path, path: str)
 
 def test_dripped_headers_end_at_the_attempts_deadline(tmp_path: Path) -> None:
     # the status line and headers are read through many receives too: the deadline covers them
-    with HostileProvider(drip_head) as server:
+    with FakeProvider(drip_head) as server:
         report = call_in_child(plan_file(tmp_path, timeout_s=2.0), server.base)
     assert report.get("error_type") == "ApiTimeoutError", report
     assert report["wall_s"] < HANG_S, report
@@ -210,10 +210,10 @@ def test_dripped_headers_end_at_the_attempts_deadline(tmp_path: Path) -> None:
 def client_for(tmp_path: Path) -> Iterator[Any]:
     from capplan.executor.client import Client
 
-    servers: list[HostileProvider] = []
+    servers: list[FakeProvider] = []
 
     def make(answer: Any) -> Any:
-        server = HostileProvider(answer).__enter__()
+        server = FakeProvider(answer).__enter__()
         servers.append(server)
         return Client(Plan.load(plan_file(tmp_path)), env={"OPENAI_API_KEY": "sk-hostile-test"},
                       api_base=server.base, sleep=lambda s: None, timeout_retries=0)
@@ -240,7 +240,7 @@ LIES: dict[str, tuple[Any, str]] = {
 @pytest.mark.parametrize("lie", sorted(LIES))
 def test_usage_out_of_bounds_is_a_recorded_problem_and_the_cost_is_unknown(client_for: Any, lie: str) -> None:
     usage, problem = LIES[lie]
-    result = client_for(lying(usage)).generate(REQUEST)
+    result = client_for(lying_usage(usage)).generate(REQUEST)
     assert result.text == "done"
     assert result.cost_usd is None and result.cost_source == "unknown"
     assert any(p.startswith(problem) for p in result.response_problems), result.response_problems
@@ -261,7 +261,7 @@ def test_a_priced_cost_above_the_ceiling_is_unknown(tmp_path: Path) -> None:
 def test_an_integer_past_pythons_digit_limit_is_a_provider_error_not_a_crash(client_for: Any) -> None:
     from capplan.executor.errors import ProviderHTTPError
 
-    body = json.dumps(completion({"prompt_tokens": 5})).replace('"prompt_tokens": 5', '"prompt_tokens": ' + "9" * 5000)
+    body = json.dumps(chat_completion("done", usage={"prompt_tokens": 5})).replace('"prompt_tokens": 5', '"prompt_tokens": ' + "9" * 5000)
     with pytest.raises(ProviderHTTPError, match="the response body is not JSON"):
         client_for(raw(body.encode())).generate(REQUEST)
 
@@ -283,10 +283,10 @@ def test_send_past_the_cap_is_one_located_line_naming_the_limit(tmp_path: Path,
     monkeypatch.setenv("OPENAI_API_KEY", "sk-hostile-test")
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
-    with HostileProvider(raw(b" " * (2 * MIB))) as server:
+    with FakeProvider(raw(b" " * (2 * MIB))) as server:
         result = invoke("send", "--plan", str(plan_file(tmp_path, max_response_bytes=MIB)),
                         "--api-base", server.base, str(request))
-        assert server.posts == 1  # not retried
+        assert server.count == 1  # not retried
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
     assert f"{request}: error[PROVIDER]: ProviderResponseError: openai HTTP 200: the answer's body is larger than the " \
@@ -310,10 +310,10 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 def test_https_answers_are_read_and_bounded_the_same_way(tmp_path: Path, certificate: tuple[str, str],
                                                          flags: tuple[str, ...]) -> None:
     # https is the common route: TLS sockets under the deadline, and the caps, on the path each install takes
-    answers = [(lying({"prompt_tokens": 3, "completion_tokens": 1}), None, 300.0),
+    answers = [(lying_usage({"prompt_tokens": 3, "completion_tokens": 1}), None, 300.0),
                (drip_body, "ApiTimeoutError", 2.0), (endless, "ProviderResponseError", 300.0)]
     for answer, error, timeout_s in answers:
-        with HostileProvider(answer, tls=certificate) as server:
+        with FakeProvider(answer, tls=certificate) as server:
             report = call_in_child(plan_file(tmp_path, max_response_bytes=MIB, timeout_s=timeout_s), server.base,
                                    *flags, ca_file=certificate[0])
         assert report.get("error_type") == error, report
@@ -328,7 +328,7 @@ def test_dripped_headers_end_at_the_deadline_on_the_httpx_path(tmp_path: Path, c
                                                                scheme: str) -> None:
     # httpx's timeout is per read; the network backend it reads through is given the time left instead
     tls = certificate if scheme == "https" else None
-    with HostileProvider(drip_head, tls=tls) as server:
+    with FakeProvider(drip_head, tls=tls) as server:
         base = server.base if scheme == "https" else via("httpx", server.base)
         report = call_in_child(plan_file(tmp_path, timeout_s=2.0), base, ca_file=certificate[0])
     assert report.get("error_type") == "ApiTimeoutError", report

@@ -1,6 +1,6 @@
 """A provider lying about usage cannot crash ``send`` or a trial run, nor make a run folder unreadable.
 
-Through the real CLI against :class:`~tests.hostile.provider_server.HostileProvider` answering every
+Through the real CLI against :class:`~tests.fake_provider.FakeProvider` answering every
 call with a well-formed completion whose usage says ``cost: -5000`` and ``completion_tokens: 1e308``.
 The last case rebuilds the folder an older capplan left behind (it wrote those figures into the call
 journal unchecked, then died before the run line): a resume reads it, counts that spend as unknown,
@@ -19,7 +19,7 @@ from click.testing import Result
 
 from tests.cli_runner import invoke_checked
 from tests.cluster.runs import write_pack
-from tests.hostile.provider_server import HostileProvider, lying
+from tests.fake_provider import FakeProvider, lying_usage
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = str(REPO / "golden" / "plans" / "gpt-4o.json")
@@ -28,11 +28,11 @@ LIE = {"prompt_tokens": 5, "completion_tokens": 1e308, "cost": -5000}
 
 
 @pytest.fixture
-def liar(monkeypatch: pytest.MonkeyPatch) -> Iterator[HostileProvider]:
+def liar(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
     for name in ("LLM_PROXY_BASE_URL", "LLM_PROXY_API_KEY", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    with HostileProvider(lying(LIE)) as server:
+    with FakeProvider(lying_usage(LIE)) as server:
         yield server
 
 
@@ -46,7 +46,7 @@ def lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_send_says_the_cost_is_unknown_and_why(liar: HostileProvider, tmp_path: Path) -> None:
+def test_send_says_the_cost_is_unknown_and_why(liar: FakeProvider, tmp_path: Path) -> None:
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
     out = run("send", "--plan", PLAN, "--api-base", liar.base, str(request), expect=0).stdout
@@ -60,7 +60,7 @@ def trial_run(base: str, tasks: list[str], out: Path, expect: int = 0) -> Result
                expect=expect)
 
 
-def test_a_trial_run_records_the_problem_writes_its_lines_and_resumes(liar: HostileProvider, tmp_path: Path) -> None:
+def test_a_trial_run_records_the_problem_writes_its_lines_and_resumes(liar: FakeProvider, tmp_path: Path) -> None:
     tasks = [str(p) for p in write_pack(tmp_path / "pack", n_tasks=2, user_turns=1)]
     out = tmp_path / "run"
     trial_run(liar.base, tasks, out)
@@ -68,18 +68,18 @@ def test_a_trial_run_records_the_problem_writes_its_lines_and_resumes(liar: Host
     assert len(runs) == 2
     assert all(line["cost_usd"] is None and line["cost_source"] == "unknown" for line in runs)
     calls = [entry["call"] for entry in lines(out / "calls.jsonl") if entry["kind"] == "call"]
-    assert len(calls) == liar.posts and calls
+    assert len(calls) == liar.count and calls
     assert all(call["cost_usd"] is None for call in calls)
     assert all(any("usage.completion_tokens is above the bound" in p for p in call["response_problems"])
                for call in calls)
-    posts = liar.posts
+    posts = liar.count
     resumed = trial_run(liar.base, tasks, out)
     assert "2 of 2 trial(s) already finished" in resumed.output
-    assert liar.posts == posts and len(lines(out / "runs.jsonl")) == 2
+    assert liar.count == posts and len(lines(out / "runs.jsonl")) == 2
     run("trial", "report", str(out), expect=0)
 
 
-def test_a_folder_an_older_capplan_left_with_hostile_figures_resumes(liar: HostileProvider, tmp_path: Path) -> None:
+def test_a_folder_an_older_capplan_left_with_hostile_figures_resumes(liar: FakeProvider, tmp_path: Path) -> None:
     tasks = [str(p) for p in write_pack(tmp_path / "pack", n_tasks=1, user_turns=1)]
     out = tmp_path / "run"
     trial_run(liar.base, tasks, out)

@@ -18,7 +18,7 @@ import pytest
 from click.testing import Result
 
 from capplan.executor.messages import MAX_REQUEST_TOKENS, SEED_MAX
-from tests.executor.loopback import LoopbackServer
+from tests.fake_provider import FakeProvider, unscripted
 from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,15 +111,15 @@ CASES: dict[str, tuple[str | dict[str, Any], str, str]] = {
 
 
 @pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as srv:
+def server() -> Iterator[FakeProvider]:
+    with FakeProvider(unscripted) as srv:
         yield srv
 
 
-def run(command: str, plan: str, request: Path, server: LoopbackServer) -> Result:
+def run(command: str, plan: str, request: Path, server: FakeProvider) -> Result:
     args = [command, "--plan", str(REPO / "golden" / "plans" / f"{plan}.json")]
     if command == "send":
-        args += ["--api-base", server.base]
+        args += ["--api-base", server.root]
     result = invoke(*args, str(request), env=ENV)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
     assert "Traceback" not in result.output
@@ -147,7 +147,7 @@ def number_position(text: str, literal: str) -> tuple[int, int]:
 @pytest.mark.parametrize("command", ["preview", "send"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_bad_value_is_one_located_line_and_nothing_is_sent(
-    tmp_path: Path, server: LoopbackServer, plan: str, command: str, case: str
+    tmp_path: Path, server: FakeProvider, plan: str, command: str, case: str
 ) -> None:
     request, field, message = CASES[case]
     text = request if isinstance(request, str) else json.dumps(request, indent=2)
@@ -174,7 +174,7 @@ def test_a_bad_value_is_one_located_line_and_nothing_is_sent(
 
 
 @pytest.mark.parametrize("plan", ["claude-opus-4.7", "kimi-k3", "gpt-4o"])
-def test_the_same_server_receives_a_sound_request(tmp_path: Path, server: LoopbackServer, plan: str) -> None:
+def test_the_same_server_receives_a_sound_request(tmp_path: Path, server: FakeProvider, plan: str) -> None:
     # the control: the routes above do send to --api-base, so an empty record means refused
     server.queue({"error": {"message": "refused by the test", "type": "invalid_request_error"}}, status=400)
     path = tmp_path / "request.json"
@@ -187,7 +187,7 @@ def test_the_same_server_receives_a_sound_request(tmp_path: Path, server: Loopba
 
 
 @pytest.mark.parametrize("plan", PLANS)
-def test_local_refs_and_recursion_through_items_still_build(tmp_path: Path, server: LoopbackServer, plan: str) -> None:
+def test_local_refs_and_recursion_through_items_still_build(tmp_path: Path, server: FakeProvider, plan: str) -> None:
     params = {
         "type": "object",
         "$defs": {"Node": {"type": "object", "properties": {"name": {"type": "string"},
@@ -204,7 +204,7 @@ def test_local_refs_and_recursion_through_items_still_build(tmp_path: Path, serv
     assert "Nope" not in result.stdout and sent["model"]
 
 
-def test_a_long_ref_cycle_is_found_without_recursion(tmp_path: Path, server: LoopbackServer) -> None:
+def test_a_long_ref_cycle_is_found_without_recursion(tmp_path: Path, server: FakeProvider) -> None:
     # refs chain through flat $defs, so the nesting limit does not bound them: the search is iterative
     steps = 2000  # past the interpreter's recursion limit
     defs = {f"c{i}": {"$ref": f"#/$defs/c{(i + 1) % steps}"} for i in range(steps)}
@@ -216,7 +216,7 @@ def test_a_long_ref_cycle_is_found_without_recursion(tmp_path: Path, server: Loo
     assert "error[REQUEST]: tools.0.function.parameters.$defs.c1999.$ref: " in line and "$ref cycle #/$defs/c0 -> #/$defs/c1 -> #/$defs/c2 -> #/$defs/c3 -> … -> #/$defs/c1997 -> #/$defs/c1998 -> #/$defs/c1999 -> #/$defs/c0 " in line
 
 
-def test_every_ref_problem_of_a_file_is_reported_in_one_pass(tmp_path: Path, server: LoopbackServer) -> None:
+def test_every_ref_problem_of_a_file_is_reported_in_one_pass(tmp_path: Path, server: FakeProvider) -> None:
     params = {"type": "object", "properties": {"a": {"$ref": "http://evil.example/a"}, "b": {"$ref": "#/$defs/Nope"}}}
     path = tmp_path / "request.json"
     path.write_text(json.dumps({"messages": HI, "tools": [tool(params), tool(params, "other")]}, indent=2), encoding="utf-8")

@@ -36,7 +36,7 @@ from capplan.core.redaction import REDACTED, RedactingStream, Redactor, register
 from tests.cli_runner import invoke
 from tests.cluster.runs import write_pack
 from tests.executor.plans import make_plan
-from tests.gateway.fakes import Seen, Upstream, completion_body
+from tests.fake_provider import FakeProvider, Request, chat_completion
 from capplan.trials.outcome import TerminationReason, TrialStatus
 from capplan.trials.run_folder.recording import redact_records
 from capplan.trials.spec import TrialKey, TrialRecords
@@ -55,25 +55,25 @@ REQUEST = {"messages": [{"role": "user", "content": "hi"}]}
 CAPPLAN = Path(sys.executable).with_name("capplan")
 
 
-def reject_401(seen: Seen) -> tuple[int, Any]:
+def reject_401(seen: Request) -> tuple[int, Any]:
     """A provider that quotes the key it refused, and every header beside it."""
     key = seen.headers.get("authorization", "").partition(" ")[2]
     return 401, {"error": {"message": f"Incorrect API key provided: {key}. You sent {json.dumps(seen.headers)}",
                            "type": "invalid_request_error", "code": "invalid_api_key"}}
 
 
-def dump_200(seen: Seen) -> tuple[int, Any]:
+def dump_200(seen: Request) -> tuple[int, Any]:
     """A provider whose completion text is every header it received."""
     model = seen.body.get("model", "m") if isinstance(seen.body, dict) else "m"
-    return 200, completion_body(model, f"headers: {json.dumps(seen.headers)}")
+    return 200, chat_completion(model=model, content=f"headers: {json.dumps(seen.headers)}")
 
 
-SCRIPTS: dict[str, Callable[[Seen], tuple[int, Any]]] = {"401": reject_401, "200": dump_200}
+SCRIPTS: dict[str, Callable[[Request], tuple[int, Any]]] = {"401": reject_401, "200": dump_200}
 
 
 @pytest.fixture
-def upstream(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Upstream]:
-    server = Upstream("canary")
+def upstream(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeProvider]:
+    server = FakeProvider(name="canary").start()
     clear_catalog_cache()
     for name in ("LLM_PROXY_BASE_URL", "LLM_PROXY_API_KEY", "LLM_PROXY_HEADERS", "LLM_PROXY_PROVIDERS",
                  "OPENROUTER_API_KEY", "OPENROUTER_KEY_FILE"):
@@ -96,15 +96,15 @@ def with_binding(plan: Plan, **binding: Any) -> Plan:
     return Plan.seal(body)
 
 
-def plans(upstream: Upstream) -> dict[str, Plan]:
+def plans(upstream: FakeProvider) -> dict[str, Plan]:
     """One plan per way a key reaches the call."""
     return {
         # the bundled openai binding: no api_key_env, litellm reads OPENAI_API_KEY itself
         "openai": make_plan("openai", "gpt-test"),
         "bound": with_binding(make_plan("openai", "bound-test"), api_key_env=BOUND_VARIABLE,
-                              custom_llm_provider="openai", endpoint=upstream.base + "/v1"),
+                              custom_llm_provider="openai", endpoint=upstream.base),
         "rotation": with_binding(make_plan("openrouter", "vendor/canary", key="vendor-canary"),
-                                 endpoint=upstream.base + "/v1"),
+                                 endpoint=upstream.base),
     }
 
 
@@ -134,7 +134,7 @@ def run(*args: str, expect: int) -> Result:
 class Session:
     """Runs commands in ``tmp_path`` and collects everything they print and write."""
 
-    def __init__(self, tmp_path: Path, upstream: Upstream) -> None:
+    def __init__(self, tmp_path: Path, upstream: FakeProvider) -> None:
         self.tmp_path = tmp_path
         self.upstream = upstream
         self.request = tmp_path / "request.json"
@@ -149,7 +149,7 @@ class Session:
         return str(path)
 
     def send(self, plan: str, script: str, *extra: str, expect: int) -> Result:
-        self.upstream.script = SCRIPTS[script]
+        self.upstream.responder = SCRIPTS[script]
         result = run("send", "--plan", plan, *extra, str(self.request), expect=expect)
         self.outputs.append((f"send {plan} {script}", result.stdout + result.stderr))
         return result
@@ -160,7 +160,7 @@ class Session:
             self.outputs.append((f"preview {plan} {fmt}", result.stdout + result.stderr))
 
     def trial(self, plan: str, script: str, *extra: str, expect: int = 0) -> Path:
-        self.upstream.script = SCRIPTS[script]
+        self.upstream.responder = SCRIPTS[script]
         self.runs += 1
         out = self.tmp_path / "runs" / f"run{self.runs}"
         before = self.files_outside(out)
@@ -176,7 +176,7 @@ class Session:
 
     def sent(self) -> str:
         """Every header the upstream received, so the test shows the canaries really went out."""
-        return json.dumps([s.headers for s in self.upstream.seen])
+        return json.dumps([s.headers for s in self.upstream.requests])
 
     def assert_clean(self, caplog: pytest.LogCaptureFixture) -> None:
         for where, text in self.outputs:
@@ -202,11 +202,11 @@ def test_redaction_knows_the_echo_forms_and_is_idempotent() -> None:
 
 
 def test_direct_keys_of_every_kind_never_leave(
-    upstream: Upstream, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    upstream: FakeProvider, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     session = Session(tmp_path, upstream)
     files = {name: session.plan_file(name, plan) for name, plan in plans(upstream).items()}
-    base = ("--api-base", upstream.base + "/v1")
+    base = ("--api-base", upstream.base)
     with caplog.at_level(logging.DEBUG):
         for name, plan in files.items():
             extra = base if name == "openai" else ()
@@ -227,7 +227,7 @@ def test_direct_keys_of_every_kind_never_leave(
 
 
 def test_url_userinfo_and_its_basic_form_never_leave(
-    upstream: Upstream, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    upstream: FakeProvider, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     session = Session(tmp_path, upstream)
     plan = session.plan_file("openai", plans(upstream)["openai"])
@@ -242,10 +242,10 @@ def test_url_userinfo_and_its_basic_form_never_leave(
 
 
 def test_gateway_key_and_literal_headers_never_leave(
-    upstream: Upstream, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    upstream: FakeProvider, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     upstream.catalog = ["openrouter/vendor/canary"]
-    monkeypatch.setenv("LLM_PROXY_BASE_URL", upstream.base)
+    monkeypatch.setenv("LLM_PROXY_BASE_URL", upstream.root)
     monkeypatch.setenv("LLM_PROXY_API_KEY", GATEWAY_KEY)
     # a literal value, not a ${secret:} reference: it is a credential all the same
     monkeypatch.setenv("LLM_PROXY_HEADERS", json.dumps({"X-Team-Token": TEAM_TOKEN}))
@@ -263,31 +263,31 @@ def test_gateway_key_and_literal_headers_never_leave(
 
 
 def test_trial_run_refusing_api_base_beside_a_gateway_does_not_print_the_password(
-    upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    upstream: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("LLM_PROXY_BASE_URL", upstream.base)
+    monkeypatch.setenv("LLM_PROXY_BASE_URL", upstream.root)
     session = Session(tmp_path, upstream)
     plan = session.plan_file("openai", plans(upstream)["openai"])
     out = session.trial(plan, "200", "--api-base", f"http://u:{URL_PASSWORD}@127.0.0.1:{upstream.port}/v1", expect=2)
     where, printed = session.outputs[-1]
     assert "error[GATEWAY]" in printed and f"http://{REDACTED}@127.0.0.1" in printed
     assert_clean(where, printed)
-    assert not out.exists() and upstream.seen == []
+    assert not out.exists() and upstream.requests == []
 
 
-def test_a_key_pasted_into_rate_limits_keys_is_not_printed(upstream: Upstream, tmp_path: Path) -> None:
+def test_a_key_pasted_into_rate_limits_keys_is_not_printed(upstream: FakeProvider, tmp_path: Path) -> None:
     pasted = "canary-pasted-ROTATION-key-0c9e"
     config = tmp_path / "run.yaml"
     config.write_text(f"models:\n  gpt-test: {{provider: openai, name: gpt-test}}\n"
                       f"rate_limits:\n  keys:\n    {pasted}: {{requests_per_minute: 10}}\n", encoding="utf-8")
     session = Session(tmp_path, upstream)
     plan = session.plan_file("openai", plans(upstream)["openai"])
-    out = session.trial(plan, "200", "--api-base", upstream.base + "/v1", "--backend", "ray",
+    out = session.trial(plan, "200", "--api-base", upstream.base, "--backend", "ray",
                         "--config", str(config), expect=2)
     printed = session.outputs[-1][1]
     assert f"{config}:5:5: error[unknown-key-variable]: rate_limits.keys: entry 1 " in printed
     assert pasted not in printed
-    assert not out.exists() and upstream.seen == []
+    assert not out.exists() and upstream.requests == []
 
 
 def test_a_ray_workers_records_and_streams_are_scrubbed_by_value() -> None:
@@ -318,7 +318,7 @@ def test_a_ray_workers_records_and_streams_are_scrubbed_by_value() -> None:
 
 
 def test_ray_backend_keeps_every_canary_out_of_its_output_run_folder_and_worker_logs(
-    upstream: Upstream, tmp_path: Path
+    upstream: FakeProvider, tmp_path: Path
 ) -> None:
     """The real ``trial run --backend ray``: a local cluster whose workers inherit the canaries.
 
@@ -328,13 +328,13 @@ def test_ray_backend_keeps_every_canary_out_of_its_output_run_folder_and_worker_
     """
     pytest.importorskip("ray")
     upstream.catalog = ["openai/gpt-test", "openrouter/vendor/canary"]
-    upstream.script = dump_200
+    upstream.responder = dump_200
     session = Session(tmp_path, upstream)
     both = plans(upstream)
     plan_args = [arg for name in ("openai", "rotation") for arg in ("--plan", session.plan_file(name, both[name]))]
     out = tmp_path / "runs" / "ray"
     ray_tmp = Path(tempfile.mkdtemp(prefix="capplan-ray-", dir="/tmp"))  # short: Ray's socket paths are bounded
-    env = {**os.environ, "OPENROUTER_API_KEY": OPENROUTER_KEY, "LLM_PROXY_BASE_URL": upstream.base, "LLM_PROXY_HEADERS": json.dumps({"X-Team-Token": TEAM_TOKEN}),
+    env = {**os.environ, "OPENROUTER_API_KEY": OPENROUTER_KEY, "LLM_PROXY_BASE_URL": upstream.root, "LLM_PROXY_HEADERS": json.dumps({"X-Team-Token": TEAM_TOKEN}),
            "RAY_TMPDIR": str(ray_tmp)}
     process = subprocess.Popen(
         [str(CAPPLAN), "trial", "run", *session.tasks, *plan_args, "--out", str(out), "--backend", "ray",

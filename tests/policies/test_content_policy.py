@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from llm_loopback import LoopbackLLM, import_litellm
+from tests.fake_provider import FakeProvider, import_litellm
 
 from capplan.executor.errors import UnsupportedContentError
 from capplan.executor.policies.content_policy import AnthropicContent, NovaContent, OpenAIContent, ToolContentPolicy
@@ -88,7 +88,7 @@ def test_anthropic_parts_reach_anthropic_as_image_blocks() -> None:
     """litellm turns the policy's image parts into Anthropic image blocks inside the tool_result."""
     litellm = import_litellm()
     reply = json.loads((Path(__file__).parent / "fixtures" / "reasoning_anthropic_messages_response.json").read_text())
-    with LoopbackLLM(replies={"/v1/messages": (reply, {})}) as server:
+    with FakeProvider(routes={"/v1/messages": reply}) as server:
         messages = [
             {"role": "user", "content": "take a screenshot"},
             {"role": "assistant", "content": "", "tool_calls": [
@@ -96,7 +96,7 @@ def test_anthropic_parts_reach_anthropic_as_image_blocks() -> None:
             {"role": "tool", "tool_call_id": "toolu_01", "content": AnthropicContent().render_tool_result("here", [PNG])},
         ]
         litellm.completion(
-            model="anthropic/claude-sonnet-4-5", api_base=server.base, api_key="k", max_tokens=64, messages=messages,
+            model="anthropic/claude-sonnet-4-5", api_base=server.root, api_key="k", max_tokens=64, messages=messages,
             tools=[{"type": "function", "function": {"name": "screenshot", "parameters": {"type": "object", "properties": {}}}}],
         )
         tool_result = server.requests[-1].body["messages"][-1]["content"][0]

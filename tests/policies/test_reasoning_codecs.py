@@ -9,7 +9,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
-from llm_loopback import LoopbackLLM, import_litellm
+from tests.fake_provider import FakeProvider, import_litellm
 
 from capplan.executor.families.deepseek import OpenAISummaryReplayReasoningCodec
 from capplan.executor.policies.reasoning_codec import (
@@ -44,9 +44,9 @@ SUMMARY = ReasoningBlock(type="summary_text", text="a summary")
 
 
 @pytest.fixture(scope="module")
-def llm() -> Iterator[tuple[ModuleType, LoopbackLLM]]:
+def llm() -> Iterator[tuple[ModuleType, FakeProvider]]:
     litellm = import_litellm()
-    with LoopbackLLM() as server:
+    with FakeProvider() as server:
         yield litellm, server
 
 
@@ -216,15 +216,15 @@ def test_anthropic_refuses_mixed_envelopes_on_replay() -> None:
 
 
 def test_anthropic_through_litellm_round_trips_signed_and_redacted_blocks(
-    llm: tuple[ModuleType, LoopbackLLM],
+    llm: tuple[ModuleType, FakeProvider],
 ) -> None:
     litellm, server = llm
     body = fixture("reasoning_anthropic_messages_response.json")
-    server.replies["/v1/messages"] = (body, {})
+    server.routes["/v1/messages"] = body
     tools = [{"type": "function", "function": {"name": "screenshot", "parameters": {"type": "object", "properties": {}}}}]
     first = [{"role": "user", "content": "take a screenshot"}]
     response = litellm.completion(
-        model="anthropic/claude-sonnet-4-5", api_base=server.base, api_key="k", messages=first, tools=tools, max_tokens=64
+        model="anthropic/claude-sonnet-4-5", api_base=server.root, api_key="k", messages=first, tools=tools, max_tokens=64
     )
     message = response.choices[0].message
     codec = AnthropicReasoningCodec()
@@ -247,7 +247,7 @@ def test_anthropic_through_litellm_round_trips_signed_and_redacted_blocks(
         {"role": "tool", "tool_call_id": call.id, "content": "ok"},
     ]
     litellm.completion(
-        model="anthropic/claude-sonnet-4-5", api_base=server.base, api_key="k", messages=history, tools=tools, max_tokens=64
+        model="anthropic/claude-sonnet-4-5", api_base=server.root, api_key="k", messages=history, tools=tools, max_tokens=64
     )
     sent_assistant = server.requests[-1].body["messages"][1]
     assert sent_assistant["content"][: len(native)] == native
@@ -448,14 +448,14 @@ def test_gemini_native_refuses_malformed_fields(message: dict[str, Any], error: 
         GeminiReasoningCodec().extract(message)
 
 
-def test_gemini_route_through_litellm_replays_thoughts_and_signatures(llm: tuple[ModuleType, LoopbackLLM]) -> None:
+def test_gemini_route_through_litellm_replays_thoughts_and_signatures(llm: tuple[ModuleType, FakeProvider]) -> None:
     """litellm's own Gemini route: a real response is extracted, replayed, and re-sent as Gemini parts."""
     litellm, server = llm
-    server.replies[":generateContent"] = (fixture("reasoning_gemini_generate_content_response.json"), {})
+    server.routes[":generateContent"] = fixture("reasoning_gemini_generate_content_response.json")
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}}}}}]
     first = [{"role": "user", "content": "weather in Paris?"}]
-    call_kwargs = {"model": "gemini/gemini-2.5-pro", "api_base": server.base, "api_key": "k", "tools": tools}
+    call_kwargs = {"model": "gemini/gemini-2.5-pro", "api_base": server.root, "api_key": "k", "tools": tools}
     response = litellm.completion(messages=first, **call_kwargs)
     message = response.choices[0].message
     codec = GeminiReasoningCodec()
@@ -486,11 +486,11 @@ def test_gemini_route_through_litellm_replays_thoughts_and_signatures(llm: tuple
     assert parts[2]["thoughtSignature"] == "SIG_CALL_C"
 
 
-def test_openrouter_gemini_through_litellm_replays_the_envelope_verbatim(llm: tuple[ModuleType, LoopbackLLM]) -> None:
+def test_openrouter_gemini_through_litellm_replays_the_envelope_verbatim(llm: tuple[ModuleType, FakeProvider]) -> None:
     litellm, server = llm
     body = fixture("reasoning_openrouter_gemini_response.json")
-    server.replies["/chat/completions"] = (body, {})
-    kwargs = {"model": "openrouter/google/gemini-3-pro-preview", "api_base": server.base + "/v1", "api_key": "k"}
+    server.routes["/chat/completions"] = body
+    kwargs = {"model": "openrouter/google/gemini-3-pro-preview", "api_base": server.base, "api_key": "k"}
     first = [{"role": "user", "content": "weather in Paris?"}]
     message = litellm.completion(messages=first, **kwargs).choices[0].message
     codec = GeminiReasoningCodec()

@@ -11,7 +11,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
-from llm_loopback import LoopbackLLM, import_litellm
+from tests.fake_provider import FakeProvider, Reply, import_litellm
 
 from capplan.executor.usage import Usage, UsageExtractor, extract_openrouter_generation_id
 
@@ -24,9 +24,9 @@ def fixture(name: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def llm() -> Iterator[tuple[ModuleType, LoopbackLLM]]:
+def llm() -> Iterator[tuple[ModuleType, FakeProvider]]:
     litellm = import_litellm()
-    with LoopbackLLM() as server:
+    with FakeProvider() as server:
         yield litellm, server
 
 
@@ -187,14 +187,14 @@ def test_generation_id_absent_or_malformed(response: Any) -> None:
 # --- through real litellm --------------------------------------------------------------------
 
 
-def test_openrouter_route_through_litellm(llm: tuple[ModuleType, LoopbackLLM]) -> None:
+def test_openrouter_route_through_litellm(llm: tuple[ModuleType, FakeProvider]) -> None:
     litellm, server = llm
     body = fixture("openrouter_anthropic_usage.json")
-    server.replies["/chat/completions"] = (
-        body, {"X-Generation-Id": "gen-1764450000-usage", "X-OpenRouter-Generation-Id": "wrong"}
+    server.routes["/chat/completions"] = Reply(
+        body, headers={"X-Generation-Id": "gen-1764450000-usage", "X-OpenRouter-Generation-Id": "wrong"}
     )
     response = litellm.completion(
-        model="openrouter/anthropic/claude-sonnet-4.5", api_base=server.base + "/v1", api_key="k",
+        model="openrouter/anthropic/claude-sonnet-4.5", api_base=server.base, api_key="k",
         messages=[{"role": "user", "content": "hi"}],
     )
     assert extract_openrouter_generation_id(response) == "gen-1764450000-usage"
@@ -205,11 +205,11 @@ def test_openrouter_route_through_litellm(llm: tuple[ModuleType, LoopbackLLM]) -
     json.dumps(usage.provider_raw)
 
 
-def test_anthropic_route_through_litellm(llm: tuple[ModuleType, LoopbackLLM]) -> None:
+def test_anthropic_route_through_litellm(llm: tuple[ModuleType, FakeProvider]) -> None:
     litellm, server = llm
-    server.replies["/v1/messages"] = (fixture("reasoning_anthropic_messages_response.json"), {})
+    server.routes["/v1/messages"] = fixture("reasoning_anthropic_messages_response.json")
     response = litellm.completion(
-        model="anthropic/claude-sonnet-4-5", api_base=server.base, api_key="k",
+        model="anthropic/claude-sonnet-4-5", api_base=server.root, api_key="k",
         messages=[{"role": "user", "content": "hi"}], max_tokens=64,
     )
     usage = UsageExtractor().extract(response)

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -21,9 +21,15 @@ from capplan.evals.reasoning_replay import redact  # noqa: E402
 from capplan.evals.reasoning_replay.commands.cli import main  # noqa: E402
 from capplan.evals.reasoning_replay.provider import credentials  # noqa: E402
 
-from .fakes.server import LoopbackServer, Provider  # noqa: E402
+from tests.fake_provider import FakeProvider, Reply, Request  # noqa: E402
 
 KEY_VARS = ("_API_KEY", "HF_TOKEN")
+
+
+class Provider(Protocol):
+    """A scripted provider of ``fakes/``: answers each request from its own state."""
+
+    def handle(self, request: Request) -> Reply: ...
 
 
 @pytest.fixture(autouse=True)
@@ -59,18 +65,18 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[[Provider], LoopbackServer]]:
-    """Start a loopback server for a provider; every server is stopped at teardown."""
-    servers: list[LoopbackServer] = []
+def serve() -> Iterator[Callable[[Provider], FakeProvider]]:
+    """Start a fake provider answering from ``provider``; every one is stopped at teardown."""
+    servers: list[FakeProvider] = []
 
-    def start(provider: Provider) -> LoopbackServer:
-        server = LoopbackServer(provider).start()
+    def start(provider: Provider) -> FakeProvider:
+        server = FakeProvider(provider.handle).__enter__()
         servers.append(server)
         return server
 
     yield start
     for server in servers:
-        server.stop()
+        server.__exit__(None, None, None)
 
 
 @dataclass

@@ -48,7 +48,7 @@ def test_usage_errors_exit_2_with_one_clear_line(harness, tmp_path, argv, messag
 def test_missing_key_env_var_records_baseline_failed_and_resumes_once_set(serve, harness, tmp_path, monkeypatch, home):
     server = serve(ChatProvider(key=FAKE_KEY))
     out, prices = tmp_path / "out", prices_file(tmp_path)
-    done = harness(*custom_run(server.url, out, prices, key_env="MISSING_API_KEY"))
+    done = harness(*custom_run(server.base, out, prices, key_env="MISSING_API_KEY"))
     assert done.code == 2
     assert "MISSING_API_KEY is not set in the environment or in" in done.err and ".hermes/.env" in done.err
     no_traceback(done)
@@ -58,7 +58,7 @@ def test_missing_key_env_var_records_baseline_failed_and_resumes_once_set(serve,
     assert row(out, "fake-model", "-")["verdict"] == "baseline-failed"
     # the key in ~/.hermes/.env is found on the next run, which measures every cell
     (home / ".hermes" / ".env").write_text(f'export MISSING_API_KEY="{FAKE_KEY}"\n')
-    again = harness(*custom_run(server.url, out, prices, key_env="MISSING_API_KEY"))
+    again = harness(*custom_run(server.base, out, prices, key_env="MISSING_API_KEY"))
     assert again.code == 0, again.err
     assert {s["state"] for s in states(out).values()} == {"done"}
 
@@ -68,7 +68,7 @@ def test_an_unreadable_hermes_env_file_is_a_located_error_without_its_values(ser
     out, prices = tmp_path / "out", prices_file(tmp_path)
     # read by capplan's one .env reader: bytes that are not UTF-8 are placed by line and column
     (home / ".hermes" / ".env").write_bytes(f"OTHER={FAKE_KEY}\nMISSING_API_KEY=\xff\n".encode("latin-1"))
-    done = harness(*custom_run(server.url, out, prices, key_env="MISSING_API_KEY"))
+    done = harness(*custom_run(server.base, out, prices, key_env="MISSING_API_KEY"))
     assert done.code == 2
     assert f"MISSING_API_KEY cannot be read from {home / '.hermes' / '.env'}:2:17: the file is not UTF-8" in done.err
     assert FAKE_KEY not in done.err + done.out
@@ -90,7 +90,7 @@ def test_unreachable_base_url_is_baseline_failed_then_resumable(serve, harness, 
     failed = row(out, "fake-model")
     assert failed["verdict"] == "baseline-failed" and "connection refused" in failed["notes"][0]
     live = serve(ChatProvider(key=FAKE_KEY))
-    assert harness(*custom_run(live.url, out, prices)).code == 0
+    assert harness(*custom_run(live.base, out, prices)).code == 0
     harness("report", "--out", out)
     assert row(out, "fake-model")["verdict"] == "consumes-all-turns"
 
@@ -99,7 +99,7 @@ def test_non_json_response_is_recorded_not_raised(serve, harness, tmp_path, monk
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY, non_json=True))
     out = tmp_path / "out"
-    done = harness(*custom_run(server.url, out, prices_file(tmp_path)))
+    done = harness(*custom_run(server.base, out, prices_file(tmp_path)))
     assert done.code == 1
     no_traceback(done)
     calls = [c for c in read_jsonl(out / "calls.jsonl") if c.get("step") == "params"]
@@ -114,7 +114,7 @@ def test_response_without_usage_is_baseline_failed_and_priced_at_worst_case(serv
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY, no_usage=True))
     out = tmp_path / "out"
-    done = harness(*custom_run(server.url, out, prices_file(tmp_path), "--steps", "text"))
+    done = harness(*custom_run(server.base, out, prices_file(tmp_path), "--steps", "text"))
     assert done.code == 0  # the provider answered; there is nothing a rerun could change
     no_traceback(done)
     text_states = [s for s in states(out).values() if s["step"] == "text"]
@@ -129,7 +129,7 @@ def test_zero_budget_sends_nothing_and_reports_not_measured(serve, harness, tmp_
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY))
     out = tmp_path / "out"
-    done = harness(*custom_run(server.url, out, prices_file(tmp_path), "--budget", "0"))
+    done = harness(*custom_run(server.base, out, prices_file(tmp_path), "--budget", "0"))
     assert done.code == 1 and "budget reached" in done.err
     no_traceback(done)
     assert server.posts() == []
@@ -142,12 +142,12 @@ def test_corrupt_calls_jsonl_is_reported_skipped_and_kept(serve, harness, tmp_pa
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY))
     out, prices = tmp_path / "out", prices_file(tmp_path)
-    assert harness(*custom_run(server.url, out, prices, "--steps", "text")).code == 0
+    assert harness(*custom_run(server.base, out, prices, "--steps", "text")).code == 0
     calls = out / "calls.jsonl"
     good = calls.read_text()
     garbage = "this is not json\n[1, 2]\n{\"route\": \"custom\", \"model\": \"fake-mo"  # torn last line
     calls.write_text(good + garbage)
-    done = harness(*custom_run(server.url, out, prices))  # adds the opaque cell
+    done = harness(*custom_run(server.base, out, prices))  # adds the opaque cell
     assert done.code == 0, done.err
     no_traceback(done)
     assert "calls.jsonl line" in done.err and "skipped (left in the file)" in done.err
@@ -184,9 +184,9 @@ class OddShape:
     """A 200 whose JSON is not shaped like a chat completion."""
 
     def handle(self, request):
-        from .fakes.server import Answer
+        from tests.fake_provider import Reply
 
-        return Answer(200, {"id": "chatcmpl-1", "choices": [{"message": {"tool_calls": 7}}],
+        return Reply(status=200, body={"id": "chatcmpl-1", "choices": [{"message": {"tool_calls": 7}}],
                             "usage": {"prompt_tokens": 10}})
 
 
@@ -194,7 +194,7 @@ def test_unreadable_response_shape_is_recorded_as_an_error(serve, harness, tmp_p
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(OddShape())
     out = tmp_path / "out"
-    done = harness(*custom_run(server.url, out, prices_file(tmp_path), "--steps", "text"))
+    done = harness(*custom_run(server.base, out, prices_file(tmp_path), "--steps", "text"))
     assert done.code == 1
     no_traceback(done)
     first = read_jsonl(out / "calls.jsonl")[0]
@@ -213,7 +213,7 @@ def test_a_defect_in_one_cell_is_contained_and_logged(serve, harness, tmp_path, 
 
     monkeypatch.setattr(scheduler, "run_opaque_cell", broken)
     out = tmp_path / "out"
-    done = harness(*custom_run(server.url, out, prices_file(tmp_path)))
+    done = harness(*custom_run(server.base, out, prices_file(tmp_path)))
     assert done.code == 1
     no_traceback(done)
     by_step = {s["step"]: s for s in states(out).values()}

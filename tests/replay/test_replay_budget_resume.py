@@ -19,7 +19,7 @@ def test_budget_stops_before_a_call_that_could_exceed_it_and_a_rerun_resumes(ser
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY))
     out, prices = tmp_path / "out", prices_file(tmp_path, EXPENSIVE)
-    first = harness(*custom_run(server.url, out, prices, "--budget", "3", "--workers", "1"))
+    first = harness(*custom_run(server.base, out, prices, "--budget", "3", "--workers", "1"))
     assert first.code == 1
     assert "budget reached" in first.err and "rerun" in first.out
     assert 0 < spent(out) <= 3
@@ -34,13 +34,13 @@ def test_budget_stops_before_a_call_that_could_exceed_it_and_a_rerun_resumes(ser
     assert not row(out, "fake-model")["complete"]
 
     # a cap the folder has already spent: earlier runs count, so nothing is sent
-    again = harness(*custom_run(server.url, out, prices, "--budget", f"{spent(out):.6f}"))
+    again = harness(*custom_run(server.base, out, prices, "--budget", f"{spent(out):.6f}"))
     assert again.code == 1 and len(server.posts()) == sent
     assert "budget reached" in again.err
 
     before = (out / "calls.jsonl").read_text()
     finished = {k for k, s in states.items() if s["final"]}
-    resumed = harness(*custom_run(server.url, out, prices, "--budget", "100"))
+    resumed = harness(*custom_run(server.base, out, prices, "--budget", "100"))
     assert resumed.code == 0, resumed.err
     assert (out / "calls.jsonl").read_text().startswith(before)  # earlier records untouched
     new = read_jsonl(out / "calls.jsonl")[before.count("\n"):]
@@ -56,9 +56,9 @@ def test_rerun_of_a_finished_folder_sends_nothing(serve, harness, tmp_path, monk
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY))
     out, prices = tmp_path / "out", prices_file(tmp_path)
-    assert harness(*custom_run(server.url, out, prices)).code == 0
+    assert harness(*custom_run(server.base, out, prices)).code == 0
     sent = len(server.posts())
-    again = harness(*custom_run(server.url, out, prices))
+    again = harness(*custom_run(server.base, out, prices))
     assert again.code == 0 and len(server.posts()) == sent
     assert "3/3 cells finished" in again.out
 
@@ -67,8 +67,8 @@ def test_rerun_keeps_the_folders_seed_and_refuses_another(serve, harness, tmp_pa
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY))
     out, prices = tmp_path / "out", prices_file(tmp_path)
-    assert harness(*custom_run(server.url, out, prices, "--steps", "text")).code == 0
-    args = custom_run(server.url, out, prices, "--steps", "text")
+    assert harness(*custom_run(server.base, out, prices, "--steps", "text")).code == 0
+    args = custom_run(server.base, out, prices, "--steps", "text")
     args[args.index("--seed") + 1] = "8"
     refused = harness(*args)
     assert refused.code == 2 and "started with --seed 7" in refused.err
@@ -78,7 +78,7 @@ def test_progress_reports_cells_and_spend(serve, harness, tmp_path, monkeypatch)
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY))
     out = tmp_path / "out"
-    args = [a for a in custom_run(server.url, out, prices_file(tmp_path)) if a != "--quiet"]
+    args = [a for a in custom_run(server.base, out, prices_file(tmp_path)) if a != "--quiet"]
     done = harness(*args)
     assert done.code == 0
     lines = [line for line in done.err.splitlines() if line.startswith("[")]

@@ -21,7 +21,7 @@ def keyed(monkeypatch: pytest.MonkeyPatch) -> str:
 def measure(serve, harness, tmp_path: Path, provider: ChatProvider, *extra: str) -> Path:
     server = serve(provider)
     out = tmp_path / "out"
-    done = harness(*custom_run(server.url, out, prices_file(tmp_path), *extra))
+    done = harness(*custom_run(server.base, out, prices_file(tmp_path), *extra))
     assert done.code == 0, done.err
     assert harness("report", "--out", out).code == 0
     return out
@@ -97,7 +97,7 @@ def test_turn1_effort_escalates_until_a_carrier_appears(serve, harness, tmp_path
     lazy = ChatProvider(key=FAKE_KEY, turn1_min_effort="high")
     server = serve(lazy)
     out = tmp_path / "out"
-    assert harness(*custom_run(server.url, out, prices_file(tmp_path), "--steps", "opaque",
+    assert harness(*custom_run(server.base, out, prices_file(tmp_path), "--steps", "opaque",
                                "--effort-param", "reasoning")).code == 0
     turn1 = [r.body for r in server.posts() if not any(m["role"] == "tool" for m in r.body["messages"])]
     assert [b["reasoning"]["effort"] for b in turn1] == ["low", "medium", "high"]
@@ -110,7 +110,7 @@ def test_turn1_without_carrier_leaves_the_opaque_cells_empty(serve, harness, tmp
     silent = ChatProvider(key=FAKE_KEY, turn1_fields=())
     server = serve(silent)
     out = tmp_path / "out"
-    assert harness(*custom_run(server.url, out, prices_file(tmp_path), "--steps", "opaque")).code == 0
+    assert harness(*custom_run(server.base, out, prices_file(tmp_path), "--steps", "opaque")).code == 0
     states = [s for s in read_jsonl(out / "cells.jsonl") if s["step"] == "opaque"]
     assert states[-1]["state"] == "no-carrier" and states[-1]["final"]
     assert "low, medium, high" in states[-1]["reason"]
@@ -122,7 +122,7 @@ def test_a_parameter_refused_by_the_baseline_is_dropped_for_every_request(serve,
         "temperature": "Unsupported parameter: 'temperature' is not supported with this model."})
     server = serve(picky)
     out = tmp_path / "out"
-    assert harness(*custom_run(server.url, out, prices_file(tmp_path), "--steps", "text")).code == 0
+    assert harness(*custom_run(server.base, out, prices_file(tmp_path), "--steps", "text")).code == 0
     sent = server.posts()
     assert "temperature" in sent[0].body and all("temperature" not in r.body for r in sent[1:])
     (meta,) = [c for c in read_jsonl(out / "calls.jsonl") if c["step"] == "meta"]
@@ -147,7 +147,7 @@ def test_a_forced_turn1_tool_call_reaches_step_2_and_is_recorded(serve, harness,
     chatty = ChatProvider(key=FAKE_KEY, turn1_tool="unforced", fingerprint="b7000-abc")
     server = serve(chatty)
     out = tmp_path / "out"
-    done = harness(*custom_run(server.url, out, prices_file(tmp_path), "--steps", "opaque",
+    done = harness(*custom_run(server.base, out, prices_file(tmp_path), "--steps", "opaque",
                                "--turn1-tool-choice", choice))
     assert done.code == 0, done.err
     turn1 = [r.body for r in server.posts() if not any(m["role"] == "tool" for m in r.body["messages"])]
@@ -167,7 +167,7 @@ def test_a_route_refusing_the_forced_choice_is_asked_again_without_it(serve, har
     picky = ChatProvider(key=FAKE_KEY, rejects_params={"tool_choice": "tool_choice is not supported"})
     server = serve(picky)
     out = tmp_path / "out"
-    assert harness(*custom_run(server.url, out, prices_file(tmp_path), "--steps", "opaque",
+    assert harness(*custom_run(server.base, out, prices_file(tmp_path), "--steps", "opaque",
                                "--turn1-tool-choice", "required")).code == 0
     records = [c for c in read_jsonl(out / "calls.jsonl") if c["step"] == "opaque_turn1"]
     assert [(c["status"], c["tool_choice"]) for c in records] == [(400, "required"), (200, "auto")]

@@ -34,7 +34,7 @@ def test_script_runs_end_to_end_as_a_real_process(serve, tmp_path, home):
     server = serve(ChatProvider(key=FAKE_KEY))
     out = tmp_path / "out"
     env = {**os.environ, "HOME": str(home), "FAKE_KEY": FAKE_KEY}
-    run = script(*custom_run(server.url, out, prices_file(tmp_path), "--steps", "text"), env=env)
+    run = script(*custom_run(server.base, out, prices_file(tmp_path), "--steps", "text"), env=env)
     assert run.returncode == 0, run.stderr
     report = script("report", "--out", str(out), env=env)
     assert report.returncode == 0 and "consumes-all-turns" in report.stdout
@@ -52,7 +52,7 @@ def test_capplan_replay_runs_the_same_code(serve, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY, reads=()))
     out = tmp_path / "out"
-    run = invoke("replay", *custom_run(server.url, out, prices_file(tmp_path), "--steps", "text"))
+    run = invoke("replay", *custom_run(server.base, out, prices_file(tmp_path), "--steps", "text"))
     assert run.exit_code == 0, run.output
     report = invoke("replay", "report", "--out", str(out))
     assert report.exit_code == 0 and "accepted-ignored" in report.output

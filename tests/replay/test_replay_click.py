@@ -111,7 +111,7 @@ def test_replay_run_says_what_to_run_next_on_a_terminal_unless_quiet(serve, tmp_
     server = serve(ChatProvider(key=FAKE_KEY))
     out = tmp_path / "out"
     env = {**os.environ, "HOME": str(home), "FAKE_KEY": FAKE_KEY}
-    argv = [a for a in custom_run(server.url, out, prices_file(tmp_path), "--steps", "text") if a != "--quiet"]
+    argv = [a for a in custom_run(server.base, out, prices_file(tmp_path), "--steps", "text") if a != "--quiet"]
     code, _, shown = run_on_terminal([str(CAPPLAN), "replay", *argv], tmp_path, env)
     assert code == 0, shown
     assert shown.rstrip().splitlines()[-1] == f"next: capplan replay report --out {out}"

@@ -32,7 +32,7 @@ def test_a_link_inside_out_is_refused_and_nothing_is_written_through_it(serve, h
     outside = tmp_path / "outside.txt"
     outside.write_text("keep\n")
     (out / name).symlink_to(outside)
-    done = harness(*custom_run(server.url, out, prices_file(tmp_path)))
+    done = harness(*custom_run(server.base, out, prices_file(tmp_path)))
     assert done.code == 2, done.err
     _no_traceback(done)
     assert f"{out / name} is a symbolic link" in done.err and "choose a new --out" in done.err
@@ -48,7 +48,7 @@ def test_a_dangling_link_inside_out_creates_nothing_outside(serve, harness, tmp_
     target = tmp_path / "elsewhere" / "created.jsonl"
     target.parent.mkdir()
     (out / "runs.jsonl").symlink_to(target)
-    done = harness(*custom_run(server.url, out, prices_file(tmp_path)))
+    done = harness(*custom_run(server.base, out, prices_file(tmp_path)))
     assert done.code == 2, done.err
     _no_traceback(done)
     assert not target.exists()
@@ -77,7 +77,7 @@ def test_a_folder_of_foreign_files_is_refused(serve, harness, tmp_path, monkeypa
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
-    done = harness(*custom_run(server.url, out, prices_file(tmp_path)))
+    done = harness(*custom_run(server.base, out, prices_file(tmp_path)))
     assert done.code == 2, done.err
     _no_traceback(done)
     assert "holds files this harness did not write (notes.txt)" in done.err and "choose a new --out" in done.err
@@ -89,9 +89,9 @@ def test_an_earlier_run_folder_is_resumed(serve, harness, tmp_path, monkeypatch)
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY))
     out, prices = tmp_path / "out", prices_file(tmp_path)
-    assert harness(*custom_run(server.url, out, prices, "--steps", "text")).code == 0
+    assert harness(*custom_run(server.base, out, prices, "--steps", "text")).code == 0
     assert harness("report", "--out", out).code == 0  # its derived files belong to the folder too
-    done = harness(*custom_run(server.url, out, prices))
+    done = harness(*custom_run(server.base, out, prices))
     assert done.code == 0, done.err
 
 
@@ -102,7 +102,7 @@ def test_a_folder_another_run_is_writing_is_refused_naming_its_pid(serve, harnes
     out.mkdir()
     held = folder_lock.hold(out)  # another open of the lock file: flock treats it as another writer
     try:
-        done = harness(*custom_run(server.url, out, prices_file(tmp_path)))
+        done = harness(*custom_run(server.base, out, prices_file(tmp_path)))
     finally:
         held.release()
     assert done.code == 2, done.err
@@ -119,7 +119,7 @@ def test_capplan_replay_run_is_refused_the_same_way(serve, tmp_path, monkeypatch
     out.mkdir()
     held = folder_lock.hold(out)
     try:
-        done = invoke("replay", *custom_run(server.url, out, prices_file(tmp_path)))
+        done = invoke("replay", *custom_run(server.base, out, prices_file(tmp_path)))
     finally:
         held.release()
     assert done.exit_code == 2, done.output

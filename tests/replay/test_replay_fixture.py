@@ -12,7 +12,7 @@ from capplan.evals.reasoning_replay.fixture import CANARY_SENTENCE, make_session
 from .fakes.chat import ChatProvider
 from .fakes.gemini import GeminiProvider
 from .fakes.responses import ResponsesProvider
-from .fakes.server import Received
+from tests.fake_provider import Request
 from .helpers import FAKE_KEY, custom_run, prices_file
 
 CHAT_CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
@@ -31,17 +31,17 @@ def keyed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
 
 
-def step1(serve, harness, folder: Path, provider, kind: str) -> list[Received]:
+def step1(serve, harness, folder: Path, provider, kind: str) -> list[Request]:
     """Every step-1 request the server received (the settings probe excluded)."""
     folder.mkdir()
     server = serve(provider)
     model = "gemini-3.5-flash" if kind == "gemini" else "fake-model"
-    assert harness(*custom_run(server.url, folder / "out", prices_file(folder), "--steps", "text",
+    assert harness(*custom_run(server.base, folder / "out", prices_file(folder), "--steps", "text",
                                kind=kind, model=model)).code == 0
     return server.posts()[1:]
 
 
-def position_of(request: Received, field: str) -> str:
+def position_of(request: Request, field: str) -> str:
     """cross_turn ends in a new user message; in_loop ends in the tool result."""
     last = request.body[field][-1]
     return "cross_turn" if ("content" in last and last.get("role") == "user") or (
@@ -80,7 +80,7 @@ def test_responses_and_gemini_carriers_are_one_extra_item(serve, harness, tmp_pa
     field = "input" if kind == "responses" else "contents"
     requests = step1(serve, harness, tmp_path / kind, provider, kind)
 
-    def carrier_of(request: Received) -> dict | None:
+    def carrier_of(request: Request) -> dict | None:
         items = request.body[field] if kind == "responses" else request.body[field][1]["parts"]
         return next((i for i in items if i.get("type") == "reasoning" or i.get("thought")), None)
 

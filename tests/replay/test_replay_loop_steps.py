@@ -31,7 +31,7 @@ def measure(serve, harness, tmp_path: Path, provider: ChatProvider, *extra: str)
     tmp_path.mkdir(parents=True, exist_ok=True)
     server = serve(provider)
     out = tmp_path / "out"
-    done = harness(*custom_run(server.url, out, prices_file(tmp_path), "--steps", "text", *extra))
+    done = harness(*custom_run(server.base, out, prices_file(tmp_path), "--steps", "text", *extra))
     assert done.code == 0, done.err
     assert harness("report", "--out", out).code == 0
     return row(out, "fake-model"), read_jsonl(out / "runs.jsonl")[0]["trace_tokens"]

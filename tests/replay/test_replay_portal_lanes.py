@@ -29,7 +29,7 @@ def nous_run(harness, url: str, out: Path, models: str, *extra: str):
 
 def test_models_lists_reasoning_text_ids_and_says_why_others_are_skipped(portal, harness):
     provider, server = portal
-    listed = harness("models", "--route", "nous", "--base-url", server.url, "--json")
+    listed = harness("models", "--route", "nous", "--base-url", server.base, "--json")
     assert listed.code == 0, listed.err
     data = json.loads(listed.out)
     assert data["test"] == ["qwen/qwen3.8-plus", "z-ai/glm-5.3", "x-ai/grok-4.7"]  # cheapest first
@@ -41,7 +41,7 @@ def test_models_lists_reasoning_text_ids_and_says_why_others_are_skipped(portal,
     }
     # the old key got a 401, auth.json was re-read once and the rotated key used
     assert provider.rotations == 1
-    text = harness("models", "--route", "nous", "--base-url", server.url)
+    text = harness("models", "--route", "nous", "--base-url", server.base)
     assert "# --models qwen/qwen3.8-plus,z-ai/glm-5.3,x-ai/grok-4.7" in text.out
     assert "out $15.00/M" in text.out
 
@@ -49,7 +49,7 @@ def test_models_lists_reasoning_text_ids_and_says_why_others_are_skipped(portal,
 def test_portal_max_selects_by_output_price(portal, harness, tmp_path):
     provider, server = portal
     out = tmp_path / "out"
-    done = nous_run(harness, server.url, out, "portal-max:2.5", "--steps", "text",
+    done = nous_run(harness, server.base, out, "portal-max:2.5", "--steps", "text",
                     "--positions", "in_loop", "--variants", "reasoning_content")
     assert done.code == 0, done.err
     started = read_jsonl(out / "runs.jsonl")[0]
@@ -61,7 +61,7 @@ def test_want_direct_resamples_until_direct_and_keys_results_by_lane(portal, har
     provider.schedule = {"x-ai/grok-4.7": ["openrouter", "openrouter", "direct"],
                          "z-ai/glm-5.3": ["openrouter"]}
     out = tmp_path / "out"
-    done = nous_run(harness, server.url, out, "x-ai/grok-4.7,z-ai/glm-5.3",
+    done = nous_run(harness, server.base, out, "x-ai/grok-4.7,z-ai/glm-5.3",
                     "--want-direct", "x-ai/grok-4.7,z-ai/glm-5.3", "--lane-attempts", "4")
     assert done.code == 0, done.err
     assert harness("report", "--out", out).code == 0
@@ -88,7 +88,7 @@ def test_lane_switches_get_a_same_lane_baseline(portal, harness, tmp_path):
     provider, server = portal
     provider.schedule = {"qwen/qwen3.8-plus": ["openrouter", "direct"]}
     out = tmp_path / "out"
-    assert nous_run(harness, server.url, out, "qwen/qwen3.8-plus", "--steps", "text",
+    assert nous_run(harness, server.base, out, "qwen/qwen3.8-plus", "--steps", "text",
                     "--positions", "in_loop").code == 0
     harness("report", "--out", out)
     lanes = {r["lane"]: r for r in matrix(out)}
@@ -109,7 +109,7 @@ def test_access_token_is_the_fallback_key(home, serve, harness):
     auth = home / ".hermes" / "auth.json"
     auth.write_text(json.dumps({"providers": {"nous": {"access_token": NEW_KEY}}}))
     server = serve(PortalProvider(auth_file=auth, old_key=OLD_KEY, new_key=NEW_KEY))
-    assert harness("models", "--route", "nous", "--base-url", server.url, "--json").code == 0
+    assert harness("models", "--route", "nous", "--base-url", server.base, "--json").code == 0
 
 
 def test_a_401_rereads_auth_json_once_after_waiting_for_an_unchanged_key(home, serve, harness, tmp_path, monkeypatch):
@@ -124,7 +124,7 @@ def test_a_401_rereads_auth_json_once_after_waiting_for_an_unchanged_key(home, s
     monkeypatch.setattr(credentials.time, "sleep", waits.append)
     out = tmp_path / "out"
     (tmp_path / "p.json").write_text('{"x-ai/grok-4.7": [3, 15]}')
-    done = nous_run(harness, server.url, out, "x-ai/grok-4.7", "--steps", "text", "--prices",
+    done = nous_run(harness, server.base, out, "x-ai/grok-4.7", "--steps", "text", "--prices",
                     str(tmp_path / "p.json"))
     assert done.code == 1  # a 401 is worth retrying later, so the cells stay open
     assert len(server.posts()) == 2 and waits == [15.0]  # one request, one re-read after 15 s

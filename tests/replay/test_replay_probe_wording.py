@@ -15,7 +15,7 @@ def test_refused_baseline_reruns_the_position_with_the_alt_wording(serve, harnes
     monkeypatch.setenv("XAI_API_KEY", FAKE_KEY)
     server = serve(ChatProvider(key=FAKE_KEY, refuse="earlier reasoning", reads=("reasoning_content",)))
     out = tmp_path / "out"
-    done = harness("run", "--route", "xai-chat", "--base-url", server.url, "--models", "grok-5",
+    done = harness("run", "--route", "xai-chat", "--base-url", server.base, "--models", "grok-5",
                    "--out", out, "--prices", prices_file(tmp_path), "--rps", "0", "--retries", "0",
                    "--quiet")
     assert done.code == 0, done.err

@@ -23,8 +23,8 @@ def measured(serve, harness, tmp_path, monkeypatch):
                                rejects={"reasoning_details": "Extra inputs are not permitted"}))
     ignoring = serve(ChatProvider(key=FAKE_KEY, reads=()))
     prices = prices_file(tmp_path, {"qwen3-template": [1, 2], "ignores-all": [1, 2]})
-    assert harness(*custom_run(qwen3.url, out, prices, model="qwen3-template")).code == 0
-    assert harness(*custom_run(ignoring.url, out, prices, model="ignores-all")).code == 0
+    assert harness(*custom_run(qwen3.base, out, prices, model="qwen3-template")).code == 0
+    assert harness(*custom_run(ignoring.base, out, prices, model="ignores-all")).code == 0
     return out
 
 

@@ -47,7 +47,7 @@ def test_a_custom_endpoint_has_no_lane_and_unmeasured_cells_say_why(serve, harne
     # turn 1 answers with a tool call but no reasoning carrier: the opaque cells cannot be measured
     server = serve(ChatProvider(key=FAKE_KEY, reads=("reasoning_content",), turn1_fields=()))
     prices = prices_file(tmp_path)
-    assert harness(*custom_run(server.url, out, prices)).code == 0
+    assert harness(*custom_run(server.base, out, prices)).code == 0
     done = harness("report", "--out", out)
     assert done.code == 0
     line = next(x for x in (out / "matrix.md").read_text().splitlines() if x.startswith("| custom"))
@@ -63,7 +63,7 @@ def test_a_dummy_key_on_a_loopback_custom_route_costs_nothing(serve, harness, tm
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     out = tmp_path / "out"
     server = serve(ChatProvider(key=FAKE_KEY, reads=("reasoning_content",)))
-    argv = custom_run(server.url, out, prices_file(tmp_path))
+    argv = custom_run(server.base, out, prices_file(tmp_path))
     cut = argv.index("--prices")
     assert harness(*argv[:cut], *argv[cut + 2:]).code == 0  # no --prices: a llama.cpp-style local run
     costs = read_jsonl(out / "cost.jsonl")

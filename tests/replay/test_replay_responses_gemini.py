@@ -24,7 +24,7 @@ def openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_responses_encrypted_items_are_read_in_loop_and_all_turns_on_request(serve, harness, tmp_path, openai_key):
     server = serve(ResponsesProvider(key=FAKE_KEY, all_turns_models=("gpt-6-luna",)))
     out = tmp_path / "out"
-    assert run_named(harness, "openai-responses", server.url, out, prices_file(tmp_path), "gpt-6-luna").code == 0
+    assert run_named(harness, "openai-responses", server.base, out, prices_file(tmp_path), "gpt-6-luna").code == 0
     assert harness("report", "--out", out).code == 0
     r = row(out, "gpt-6-luna")
     for variant in ("summary_item", "content_item"):
@@ -57,7 +57,7 @@ def test_responses_encrypted_items_are_read_in_loop_and_all_turns_on_request(ser
 def test_responses_all_turns_refused_with_400_on_models_without_it(serve, harness, tmp_path, openai_key):
     server = serve(ResponsesProvider(key=FAKE_KEY))
     out = tmp_path / "out"
-    assert run_named(harness, "openai-responses", server.url, out, prices_file(tmp_path), "gpt-6-mini",
+    assert run_named(harness, "openai-responses", server.base, out, prices_file(tmp_path), "gpt-6-mini",
                      "--steps", "opaque").code == 0
     harness("report", "--out", out)
     r = row(out, "gpt-6-mini")
@@ -70,7 +70,7 @@ def test_gemini_signatures_in_loop_only_with_dummy_signature_as_third_request(se
     monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
     server = serve(GeminiProvider(key=FAKE_KEY))
     out = tmp_path / "out"
-    done = run_named(harness, "gemini-native", server.url, out, prices_file(tmp_path), "gemini-3.5-flash")
+    done = run_named(harness, "gemini-native", server.base, out, prices_file(tmp_path), "gemini-3.5-flash")
     assert done.code == 0, done.err
     harness("report", "--out", out)
     r = row(out, "gemini-3.5-flash")

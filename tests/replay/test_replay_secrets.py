@@ -38,7 +38,7 @@ def test_keys_echoed_by_a_provider_are_redacted_everywhere(serve, harness, tmp_p
     monkeypatch.setenv("FAKE_KEY", FAKE_KEY)
     out = tmp_path / "out"
     printed = []
-    for argv in (custom_run(server.url, out, prices_file(tmp_path)), ["report", "--out", out, "--overlay"]):
+    for argv in (custom_run(server.base, out, prices_file(tmp_path)), ["report", "--out", out, "--overlay"]):
         done = harness(*[a for a in argv if a != "--quiet"])
         printed.append(done.out + done.err)
     calls = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
@@ -55,11 +55,11 @@ def test_dotenv_portal_and_gemini_keys_never_written(serve, harness, tmp_path, h
     out = tmp_path / "out"
     printed = ""
     for argv in (
-            ["run", "--route", "nous", "--base-url", portal.url, "--models", "x-ai/grok-4.7",
+            ["run", "--route", "nous", "--base-url", portal.base, "--models", "x-ai/grok-4.7",
              "--out", out, "--rps", "0", "--want-direct", "x-ai/grok-4.7"],
-            ["run", "--route", "gemini-native", "--base-url", gemini.url, "--models", "gemini-3.5-flash",
+            ["run", "--route", "gemini-native", "--base-url", gemini.base, "--models", "gemini-3.5-flash",
              "--out", out, "--rps", "0", "--prices", prices_file(tmp_path)],
-            ["models", "--route", "nous", "--base-url", portal.url],
+            ["models", "--route", "nous", "--base-url", portal.base],
             ["report", "--out", out, "--overlay"]):
         done = harness(*argv)
         assert done.code == 0, done.err

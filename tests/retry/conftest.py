@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.gateway.fakes import Upstream
+from tests.fake_provider import FakeProvider
 
 
 class FakeClock:
@@ -25,8 +25,8 @@ class FakeClock:
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[Upstream]:
-    server = Upstream("fault")
+def upstream() -> Iterator[FakeProvider]:
+    server = FakeProvider(name="fault").start()
     try:
         yield server
     finally:
@@ -34,12 +34,12 @@ def upstream() -> Iterator[Upstream]:
 
 
 @pytest.fixture
-def fault(upstream: Upstream, monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]:
+def fault(upstream: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
     # litellm reads a non-pinned provider key from the process environment itself
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-fault")
-    upstream.reset()
+    upstream.reset(scripts=True)
     yield upstream
-    upstream.reset()
+    upstream.reset(scripts=True)
 
 
 @pytest.fixture

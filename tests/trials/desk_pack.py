@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.trials.agent_server import completion, tool_call
+from tests.fake_provider import agent_completion, tool_call
 
 DESK_ENV = '''
 import os
@@ -103,5 +103,5 @@ def told_responder(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     if last.get("role") == "user" and str(last.get("content", "")).startswith("call "):
         name = str(last["content"]).split()[1]
         arguments = {"amount": 1} if name == "add" else {}
-        return 200, completion(None, [tool_call(f"call_{len(messages)}", name, arguments)])
-    return 200, completion(f"done after {len(messages)} messages")
+        return 200, agent_completion(None, [tool_call(f"call_{len(messages)}", name, arguments)])
+    return 200, agent_completion(f"done after {len(messages)} messages")

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.trials.agent_server import AgentServer, default_responder
+from tests.fake_provider import FakeProvider, agent, agent_answer, on_body
 from tests.trials.helpers import openai_plan, write_task
 from tests.cli_runner import invoke
 
@@ -46,7 +46,7 @@ class HoldAfter:
             hold = self.seen > self.answered
         if hold:
             self.release.wait(timeout=60)  # bounded: teardown releases it
-        return default_responder(body)
+        return agent_answer(body)
 
 
 def journal(out: Path) -> list[dict[str, Any]]:
@@ -75,7 +75,7 @@ def killed_run(tmp_path: Path) -> Any:
     plan.write_bytes(openai_plan(pricing=PRICING, max_tokens=MAX_TOKENS).to_bytes())
     out = tmp_path / "run"
     hold = HoldAfter(answered=3)  # trial 0's two calls and trial 1's first
-    with AgentServer(hold) as srv:
+    with FakeProvider(on_body(hold)) as srv:
         proc = subprocess.Popen([sys.executable, "-c", "from capplan.cli import main; main()",
                                  *run_args(task, plan, out, srv.base)], env=child_env(),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -89,7 +89,7 @@ def killed_run(tmp_path: Path) -> Any:
             proc.kill()
             proc.wait(timeout=30)
             hold.release.set()
-        srv.responder = default_responder
+        srv.responder = agent
         yield task, plan, out, srv
 
 
@@ -134,7 +134,7 @@ def test_resume_records_the_died_spend_and_max_cost_counts_it(killed_run: Any,
     result = invoke(*run_args(task, plan, out, srv.base, "--max-cost", budget))
     assert result.exit_code == 1, result.output
     assert "budget stop" in result.output
-    assert srv.requests == []  # trial 1 was not started again
+    assert srv.bodies() == []  # trial 1 was not started again
     manifest = json.loads((out / "run.json").read_text())
     [died] = manifest["died_in_flight"]
     assert (died["key"], died["attempt"], died["calls"]) == ("agent/count/1", 1, 1)

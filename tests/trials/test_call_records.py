@@ -1,6 +1,6 @@
 """Every provider attempt in the record, through the real loop and real litellm against a loopback upstream.
 
-The upstream (tests/gateway/fakes.py ``Upstream``) answers from a script: 429s and 5xx before a
+The upstream (tests/fake_provider.py ``FakeProvider``) answers from a script: 429s and 5xx before a
 200, a truncated tool-call argument string, a length cut. Each test asserts on the trial's
 ``metrics.yaml`` / ``trajectory.yaml`` content and on what the server received.
 """
@@ -12,13 +12,11 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import tests.gateway.fakes as fakes
 from capplan.executor.client import Client
 from capplan.executor.gateway.config import GatewayConfig
 from capplan.trials.outcome import TerminationReason
@@ -27,8 +25,7 @@ from capplan.trials.loop.retry_classes import OUTPUT_LENGTH_FEEDBACK
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords
 from tests.executor.plans import make_plan
-from tests.gateway.fakes import Seen, Upstream
-from tests.trials.agent_server import completion, error, tool_call
+from tests.fake_provider import FakeProvider, Request, agent_completion, error_answer, tool_call
 from tests.trials.helpers import openai_plan, spec_for, write_task
 
 KEY = "sk-test-call-records-0123456789"
@@ -43,9 +40,9 @@ class Scripted:
         self.lock = threading.Lock()
         self.served = 0
 
-    def __call__(self, seen: Seen) -> tuple[int, Any]:
+    def __call__(self, seen: Request) -> tuple[int, Any]:
         with self.lock:
-            return self.queue.popleft() if self.queue else (200, completion("fine"))
+            return self.queue.popleft() if self.queue else (200, agent_completion("fine"))
 
     def push(self, *answers: tuple[int, dict[str, Any]]) -> None:
         with self.lock:
@@ -53,45 +50,30 @@ class Scripted:
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[Upstream]:
+def upstream() -> Iterator[FakeProvider]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPENAI_API_KEY", KEY)
         mp.delenv("LLM_PROXY_BASE_URL", raising=False)
-        original = fakes._answer
-        counter = {"n": 0}
-
-        def answer(handler: BaseHTTPRequestHandler, status: int, body: Any, content_type: str = "application/json") -> None:
-            # an OpenRouter-style generation id header on every answer, as OpenRouter sends it
-            payload = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
-            counter["n"] += 1
-            handler.send_response(status)
-            handler.send_header("Content-Type", content_type)
-            handler.send_header("x-generation-id", f"gen-{counter['n']}")
-            handler.send_header("Content-Length", str(len(payload)))
-            handler.end_headers()
-            handler.wfile.write(payload)
-
-        mp.setattr(fakes, "_answer", answer)
-        server = Upstream("agent")
+        # an OpenRouter-style generation id header on every answer, as OpenRouter sends it
+        server = FakeProvider(name="agent", answer_headers=lambda r: {"x-generation-id": f"gen-{r.number}"}).start()
         try:
             yield server
         finally:
             server.close()
-            assert fakes._answer is answer and original is not None
 
 
 @pytest.fixture
-def script(upstream: Upstream) -> Scripted:
-    upstream.reset()
+def script(upstream: FakeProvider) -> Scripted:
+    upstream.reset(scripts=True)
     scripted = Scripted()
-    upstream.script = scripted
+    upstream.responder = scripted
     return scripted
 
 
-def run(upstream: Upstream, task: Path, slept: list[float] | None = None, *, loop: dict[str, Any] | None = None,
+def run(upstream: FakeProvider, task: Path, slept: list[float] | None = None, *, loop: dict[str, Any] | None = None,
         **kwargs: Any) -> TrialRecords:
     waits = slept if slept is not None else []
-    spec = spec_for(task, openai_plan(loop=loop), api_base=upstream.base, **kwargs)
+    spec = spec_for(task, openai_plan(loop=loop), api_base=upstream.root, **kwargs)
     records = run_trial(spec, RunContext(sleep=waits.append))
     # what the run folder writes: both files validate against their models
     Metrics.model_validate(records.metrics)
@@ -99,14 +81,14 @@ def run(upstream: Upstream, task: Path, slept: list[float] | None = None, *, loo
     return records
 
 
-def bodies(upstream: Upstream) -> list[dict[str, Any]]:
-    return [s.body for s in upstream.seen if s.method == "POST" and isinstance(s.body, dict)]
+def bodies(upstream: FakeProvider) -> list[dict[str, Any]]:
+    return [s.body for s in upstream.requests if s.method == "POST" and isinstance(s.body, dict)]
 
 
-def test_every_attempt_of_a_retried_call_is_an_entry_with_its_wait(upstream: Upstream, script: Scripted, tmp_path: Path) -> None:
+def test_every_attempt_of_a_retried_call_is_an_entry_with_its_wait(upstream: FakeProvider, script: Scripted, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["hi", "again"])
-    script.push(error(429, "Rate limit reached for requests"), error(429, "Rate limit reached for requests"),
-                (200, completion("Hello.")), error(500, "upstream exploded"), (200, completion("Hello again.")))
+    script.push(error_answer(429, "Rate limit reached for requests"), error_answer(429, "Rate limit reached for requests"),
+                (200, agent_completion("Hello.")), error_answer(500, "upstream exploded"), (200, agent_completion("Hello again.")))
     slept: list[float] = []
     records = run(upstream, task, slept)
     assert records.termination_reason is TerminationReason.USER_STOP
@@ -140,12 +122,12 @@ def test_every_attempt_of_a_retried_call_is_an_entry_with_its_wait(upstream: Ups
     assert KEY not in json.dumps([records.metrics, records.trajectory])
 
 
-def test_user_calls_are_recorded_at_their_user_turn(upstream: Upstream, script: Scripted, tmp_path: Path) -> None:
+def test_user_calls_are_recorded_at_their_user_turn(upstream: FakeProvider, script: Scripted, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", user=USER_TASK)
-    script.push((200, completion("Please add one to my counter.")),
-                (200, completion(None, [tool_call("c1", "add", {"amount": 1})])), (200, completion("Done, it is 1.")),
-                error(503, "busy"), (200, completion("And once more, please.")),
-                (200, completion("Done again.")), (200, completion("Thanks! ###STOP###")))
+    script.push((200, agent_completion("Please add one to my counter.")),
+                (200, agent_completion(None, [tool_call("c1", "add", {"amount": 1})])), (200, agent_completion("Done, it is 1.")),
+                error_answer(503, "busy"), (200, agent_completion("And once more, please.")),
+                (200, agent_completion("Done again.")), (200, agent_completion("Thanks! ###STOP###")))
     records = run(upstream, task, user_plan=openai_plan(key="user-sim"))
     assert records.termination_reason is TerminationReason.USER_STOP
     user = [(c["turn"], c["status"], c["attempt"]) for c in records.metrics["calls"] if c["role"] == "user"]
@@ -154,10 +136,10 @@ def test_user_calls_are_recorded_at_their_user_turn(upstream: Upstream, script: 
     assert agent == [0, 1, 2]
 
 
-def test_no_simulator_call_after_the_turn_budget(upstream: Upstream, script: Scripted, tmp_path: Path) -> None:
+def test_no_simulator_call_after_the_turn_budget(upstream: FakeProvider, script: Scripted, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", user=USER_TASK)
-    script.push((200, completion("Please add one to my counter.")), (200, completion("Done, it is 1.")),
-                (200, completion("an unread user reply")))
+    script.push((200, agent_completion("Please add one to my counter.")), (200, agent_completion("Done, it is 1.")),
+                (200, agent_completion("an unread user reply")))
     records = run(upstream, task, user_plan=openai_plan(key="user-sim"), max_turns_cap=1)
     assert records.termination_reason is TerminationReason.MAX_TURNS
     assert len(bodies(upstream)) == 2  # the opening and the one agent turn; no reply nobody reads
@@ -166,9 +148,9 @@ def test_no_simulator_call_after_the_turn_budget(upstream: Upstream, script: Scr
     assert records.trajectory["messages"][-1]["origin"] == "turn_budget"
 
 
-def test_a_repaired_tool_call_keeps_its_raw_arguments_and_rung(upstream: Upstream, script: Scripted, tmp_path: Path) -> None:
+def test_a_repaired_tool_call_keeps_its_raw_arguments_and_rung(upstream: FakeProvider, script: Scripted, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["note it"])
-    script.push((200, completion(None, [tool_call("c1", "note", '{"text": "hello wor')])), (200, completion("Noted.")))
+    script.push((200, agent_completion(None, [tool_call("c1", "note", '{"text": "hello wor')])), (200, agent_completion("Noted.")))
     records = run(upstream, task)
     assert records.trajectory["tool_calls"][0]["arguments"] == {"text": "hello wor"}  # executed as repaired
     events = records.trajectory["parser_errors"]
@@ -178,11 +160,11 @@ def test_a_repaired_tool_call_keeps_its_raw_arguments_and_rung(upstream: Upstrea
     assert [r["retry_class"] for r in records.trajectory["retries"]] == []  # a repair is recorded, not resampled
 
 
-def test_feedback_turns_carry_their_origin_only_in_the_trajectory(upstream: Upstream, script: Scripted, tmp_path: Path) -> None:
+def test_feedback_turns_carry_their_origin_only_in_the_trajectory(upstream: FakeProvider, script: Scripted, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["tell me"])
-    script.push((200, completion("A long answer that was cu", finish="length")),
-                (200, completion(None, [tool_call("c1", "add", "@@@")])),
-                (200, completion(None, [tool_call("c2", "add", {"amount": 1})])), (200, completion("Done.")))
+    script.push((200, agent_completion("A long answer that was cu", finish="length")),
+                (200, agent_completion(None, [tool_call("c1", "add", "@@@")])),
+                (200, agent_completion(None, [tool_call("c2", "add", {"amount": 1})])), (200, agent_completion("Done.")))
     records = run(upstream, task, loop={"output_length_retry_count": 1, "parser_error_retry_count": 1})
     feedback = [m for m in records.trajectory["messages"] if "origin" in m]
     assert [(m["role"], m["origin"]) for m in feedback] == [("user", "output_length_feedback"),
@@ -199,7 +181,7 @@ def test_a_direct_fallback_past_the_gateway_warns_once_and_is_recorded(caplog: p
 
     def fake(**kwargs: Any) -> dict[str, Any]:
         answered.append(kwargs)
-        return completion("hi")
+        return agent_completion("hi")
 
     # anthropic is outside the default allow-list: the gateway is configured but its calls go direct
     client = Client(make_plan("anthropic", "claude-a"), completion=fake, env={"ANTHROPIC_API_KEY": KEY},
@@ -223,7 +205,7 @@ class _Unavailable(Exception):
 
 
 def test_timeout_retries_and_key_rotation_are_attempts_with_their_key_index() -> None:
-    answers: list[Any] = [TimeoutError("read timed out"), _Spent("credits spent"), completion("hi")]
+    answers: list[Any] = [TimeoutError("read timed out"), _Spent("credits spent"), agent_completion("hi")]
     slept: list[float] = []
 
     def fake(**kwargs: Any) -> Any:

@@ -22,7 +22,7 @@ from capplan.executor.gateway.catalog import clear_catalog_cache
 from tests.cli_runner import invoke_checked
 from tests.cluster.runs import write_pack
 from tests.executor.plans import make_plan
-from tests.gateway.fakes import Seen, Upstream
+from tests.fake_provider import FakeProvider, Request
 
 OPENAI_KEY = "sk-config-failure-openai-3c9d"
 GATEWAY_KEY = "sk-config-failure-gateway-8e1a"
@@ -40,8 +40,8 @@ REFUSALS: dict[str, tuple[int, Any]] = {
 
 
 @pytest.fixture
-def upstream(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Upstream]:
-    server = Upstream("config")
+def upstream(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeProvider]:
+    server = FakeProvider(name="config").start()
     clear_catalog_cache()
     for name in ("LLM_PROXY_BASE_URL", "LLM_PROXY_API_KEY", "LLM_PROXY_HEADERS", "LLM_PROXY_PROVIDERS",
                  "OPENROUTER_API_KEY", "OPENROUTER_API_KEYS", "OPENROUTER_KEY_FILE"):
@@ -56,8 +56,8 @@ def upstream(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Upstre
         clear_catalog_cache()
 
 
-def posts(upstream: Upstream) -> list[Seen]:
-    return [s for s in upstream.seen if s.method == "POST"]
+def posts(upstream: FakeProvider) -> list[Request]:
+    return [s for s in upstream.requests if s.method == "POST"]
 
 
 def run(*args: str, expect: int) -> Result:
@@ -94,11 +94,11 @@ def assert_stopped(out: Path, result: Result, secret: str) -> None:
 
 
 @pytest.mark.parametrize("refusal", sorted(REFUSALS))
-def test_a_refused_configuration_stops_the_run_at_the_first_call(upstream: Upstream, tmp_path: Path,
+def test_a_refused_configuration_stops_the_run_at_the_first_call(upstream: FakeProvider, tmp_path: Path,
                                                                 refusal: str) -> None:
-    upstream.script = lambda seen: REFUSALS[refusal]
+    upstream.responder = lambda seen: REFUSALS[refusal]
     plan = write_plan(tmp_path, "openai", "agent-model", "agent")
-    result, out = trial_run(tmp_path, plan, "--api-base", upstream.base + "/v1")
+    result, out = trial_run(tmp_path, plan, "--api-base", upstream.base)
     assert len(posts(upstream)) == 1
     assert_stopped(out, result, OPENAI_KEY)
     # the reason names the provider and what to fix
@@ -107,12 +107,12 @@ def test_a_refused_configuration_stops_the_run_at_the_first_call(upstream: Upstr
     assert len(trajectories) == 3 and all("reason: configuration_error" in t for t in trajectories)
 
 
-def test_a_gateway_refusing_its_key_stops_the_run(upstream: Upstream, tmp_path: Path,
+def test_a_gateway_refusing_its_key_stops_the_run(upstream: FakeProvider, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     upstream.catalog = ["openrouter/vendor/model"]
-    upstream.script = lambda seen: (400, {"error": {"message": "No connected db.", "type": "no_db_connection",
+    upstream.responder = lambda seen: (400, {"error": {"message": "No connected db.", "type": "no_db_connection",
                                                     "param": None, "code": "400"}})
-    monkeypatch.setenv("LLM_PROXY_BASE_URL", upstream.base)
+    monkeypatch.setenv("LLM_PROXY_BASE_URL", upstream.root)
     monkeypatch.setenv("LLM_PROXY_API_KEY", GATEWAY_KEY)
     plan = write_plan(tmp_path, "openrouter", "vendor/model", "routed")
     result, out = trial_run(tmp_path, plan)
@@ -122,12 +122,12 @@ def test_a_gateway_refusing_its_key_stops_the_run(upstream: Upstream, tmp_path: 
 
 
 @pytest.mark.parametrize("refusal", ["401", "500-missing-credentials"])
-def test_send_makes_one_attempt_at_a_refused_configuration(upstream: Upstream, tmp_path: Path, refusal: str) -> None:
-    upstream.script = lambda seen: REFUSALS[refusal]
+def test_send_makes_one_attempt_at_a_refused_configuration(upstream: FakeProvider, tmp_path: Path, refusal: str) -> None:
+    upstream.responder = lambda seen: REFUSALS[refusal]
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}), encoding="utf-8")
     plan = write_plan(tmp_path, "openai", "agent-model", "agent")
-    result = run("send", "--plan", plan, "--api-base", upstream.base + "/v1", str(request), expect=1)
+    result = run("send", "--plan", plan, "--api-base", upstream.base, str(request), expect=1)
     assert "error[PROVIDER]" in result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert "(provider openai at http://127.0.0.1" in line and "check OPENAI_API_KEY" in line
@@ -135,23 +135,23 @@ def test_send_makes_one_attempt_at_a_refused_configuration(upstream: Upstream, t
     assert OPENAI_KEY not in result.output
 
 
-def test_a_trial_in_flight_when_the_run_stops_is_recorded_aborted_with_its_calls(upstream: Upstream,
+def test_a_trial_in_flight_when_the_run_stops_is_recorded_aborted_with_its_calls(upstream: FakeProvider,
                                                                                   tmp_path: Path) -> None:
     out = tmp_path / "runs" / "run"
 
-    def script(seen: Seen) -> tuple[int, Any] | None:
+    def script(seen: Request) -> tuple[int, Any] | None:
         if isinstance(seen.body, dict) and seen.body.get("model") == "refused-model":
             return REFUSALS["401"]
         # the slow plan's first answer is held until the refused trial's line is written: the run has stopped
         _wait_for_line(out, "refused")
         return None
 
-    upstream.script = script
+    upstream.responder = script
     slow = write_plan(tmp_path, "openai", "slow-model", "slow")
     refused = write_plan(tmp_path, "openai", "refused-model", "refused")
     tasks = [str(p) for p in write_pack(tmp_path / "pack", n_tasks=1, user_turns=2)]
     result = run("trial", "run", *tasks, "--plan", slow, "--plan", refused, "--out", str(out), "--concurrency", "2",
-                 "--api-base", upstream.base + "/v1", expect=1)
+                 "--api-base", upstream.base, expect=1)
     lines = {line["plan_key"]: line for line in map(json.loads, (out / "runs.jsonl").read_text().splitlines())}
     # only the refused plan's trial carries the configuration error; the healthy plan's was stopped with the run
     assert (lines["refused"]["status"], lines["refused"]["termination_reason"]) == ("aborted", "configuration_error")
@@ -188,18 +188,18 @@ INVALID_MODEL = {"error": {"message": "/chat/completions: Invalid model name pas
 
 
 def test_a_gateway_that_serves_no_such_model_stops_only_that_plans_trials_as_configuration(
-        upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        upstream: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "runs" / "run"
     upstream.catalog = ["openrouter/vendor/gone", "openrouter/vendor/good"]
 
-    def script(seen: Seen) -> tuple[int, Any] | None:
+    def script(seen: Request) -> tuple[int, Any] | None:
         if isinstance(seen.body, dict) and "gone" in str(seen.body.get("model")):
             return 400, INVALID_MODEL  # the LiteLLM proxy's own words for a model it does not serve
         _wait_for_line(out, "gone")  # the healthy plan's first answer comes after the run has stopped
         return None
 
-    upstream.script = script
-    monkeypatch.setenv("LLM_PROXY_BASE_URL", upstream.base)
+    upstream.responder = script
+    monkeypatch.setenv("LLM_PROXY_BASE_URL", upstream.root)
     monkeypatch.setenv("LLM_PROXY_API_KEY", GATEWAY_KEY)
     gone = write_plan(tmp_path, "openrouter", "vendor/gone", "gone")
     good = write_plan(tmp_path, "openrouter", "vendor/good", "good")

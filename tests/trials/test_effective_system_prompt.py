@@ -9,7 +9,7 @@ import pytest
 
 from capplan.trials.runner import RunContext, run_trial
 from tests.executor.plans import make_plan
-from tests.trials.agent_server import AgentServer, completion
+from tests.fake_provider import FakeProvider, agent, agent_completion
 from tests.trials.helpers import spec_for
 
 ENV = '''
@@ -49,10 +49,10 @@ def test_the_trajectory_has_the_prompt_the_request_carried(tmp_path: Path, monke
     task = pack / "tally.yaml"
     task.write_text(TASK)
     plan = make_plan("openai", "agent-model", key="agent", policies={"prompt_policy": "dict_map_hints"})
-    with AgentServer() as server:
-        server.queue(completion("Noted."))
+    with FakeProvider(agent) as server:
+        server.queue(agent_completion("Noted."))
         records = run_trial(spec_for(task, plan, api_base=server.base), RunContext())
-        [body] = server.requests
+        [body] = server.bodies()
     trajectory = records.trajectory
     sent = body["messages"][0]
     assert sent["role"] == "system" and trajectory["effective_system_prompt"] == sent["content"]

@@ -24,7 +24,7 @@ from capplan.trials.driver import RunRequest, build_specs, drive
 from capplan.trials.report.progress import Progress
 from capplan.trials.run_folder.folder import RunFolder
 from capplan.trials.runner import RunContext
-from tests.trials.agent_server import AgentServer, completion, default_responder
+from tests.fake_provider import FakeProvider, agent, agent_answer, agent_completion, on_body
 from tests.trials.helpers import openai_plan, write_task
 from tests.cli_runner import invoke
 
@@ -36,8 +36,8 @@ LLM_USER = "user:\n  mode: llm\n  backstory: You want the counter raised by one.
 def silent_simulator(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """The agent's calls carry tools; the user simulator's do not, and get an empty opening."""
     if not body.get("tools"):
-        return 200, completion("   ")
-    return default_responder(body)
+        return 200, agent_completion("   ")
+    return agent_answer(body)
 
 
 @pytest.fixture
@@ -68,12 +68,12 @@ def test_a_trial_whose_agent_got_no_completion_is_never_passed(env: None, tmp_pa
     task = write_task(tmp_path / "pack", extra=UNTOUCHED)
     plan = plan_file(tmp_path)
     out = tmp_path / "run"
-    with AgentServer() as server:
+    with FakeProvider(agent) as server:
         server.queue_error(500, "upstream exploded", times=100)  # every attempt, every replay
         specs = build_specs(RunRequest(tasks=[task], plans=[plan], out=out, api_base=server.base))
         drive(specs, RunFolder(out), LocalBackend(RunContext(sleep=lambda s: None)), concurrency=1, max_cost=None,
               progress=Progress(io.StringIO()))
-        assert server.requests, "nothing reached the server"
+        assert server.bodies(), "nothing reached the server"
     [line] = lines(out)
     assert (line["status"], line["termination_reason"]) == ("failed", "api_error")
     assert line["passed"] is False
@@ -90,11 +90,11 @@ def test_empty_opening_is_a_harness_error_in_the_denominator(env: None, tmp_path
     silent = write_task(pack, task_id="silent", user=LLM_USER, extra=UNTOUCHED)
     plan = plan_file(tmp_path)
     out = tmp_path / "run"
-    with AgentServer(silent_simulator) as server:
+    with FakeProvider(on_body(silent_simulator)) as server:
         result = invoke("trial", "run", str(scripted), str(silent), "--plan", str(plan),
                         "--user-plan", str(plan), "--out", str(out), "--api-base", server.base,
                         "--user-api-base", server.base)
-        agent_calls = [r for r in server.requests if r.get("tools")]
+        agent_calls = [r for r in server.bodies() if r.get("tools")]
     assert result.exit_code == 1, result.output
     assert "1 error trial(s) of 2" in result.output
     by_task = {line["task_id"]: line for line in lines(out)}
@@ -124,7 +124,7 @@ def test_fail_on_error_tolerates_a_count_or_a_fraction(env: None, tmp_path: Path
     plan = plan_file(tmp_path)
     out = tmp_path / "run"
     extra = ["--fail-on-error", tolerance] if tolerance is not None else []
-    with AgentServer(silent_simulator) as server:
+    with FakeProvider(on_body(silent_simulator)) as server:
         result = invoke("trial", "run", str(scripted), str(silent), "--plan", str(plan),
                         "--user-plan", str(plan), "--out", str(out), "--api-base", server.base,
                         "--user-api-base", server.base,
@@ -139,7 +139,7 @@ def test_every_trial_answerable_exits_0(env: None, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", extra="grader:\n  expected_state: {value: 2}\n")
     plan = plan_file(tmp_path)
     out = tmp_path / "run"
-    with AgentServer() as server:
+    with FakeProvider(agent) as server:
         result = invoke("trial", "run", str(task), "--plan", str(plan), "--out", str(out),
                         "--api-base", server.base, "--trials", "2")
     assert result.exit_code == 0, result.output

@@ -6,17 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from capplan.trials.outcome import TerminationReason
-from tests.gateway.fakes import Upstream
-from tests.trials.agent_server import completion, error
+from tests.fake_provider import FakeProvider, agent_completion, error_answer
 from tests.trials.helpers import openai_plan, write_task
 from tests.trials.test_call_records import USER_TASK, Scripted, run, script, upstream  # noqa: F401 - fixtures
 
 
 def test_the_guards_discards_before_a_failed_simulator_call_are_in_detail_and_events(
-        upstream: Upstream, script: Scripted, tmp_path: Path) -> None:  # noqa: F811
+        upstream: FakeProvider, script: Scripted, tmp_path: Path) -> None:  # noqa: F811
     task = write_task(tmp_path / "pack", user=USER_TASK)
-    script.push((200, completion("As an AI language model, I cannot do that.")),  # the opening, flagged
-                error(400, "the simulator's request was refused"))  # its regeneration fails (not retried)
+    script.push((200, agent_completion("As an AI language model, I cannot do that.")),  # the opening, flagged
+                error_answer(400, "the simulator's request was refused"))  # its regeneration fails (not retried)
     records = run(upstream, task, user_plan=openai_plan(key="user-sim"))
     assert records.termination_reason is TerminationReason.ERROR
     detail = records.trajectory["termination"]["detail"]

@@ -21,25 +21,25 @@ import pytest
 from capplan.core import folder_lock
 from capplan.core.confined_write import ConfinedPathError
 from capplan.trials.run_folder.folder import RunFolderError
-from tests.trials.agent_server import AgentServer, default_responder
+from tests.fake_provider import FakeProvider, agent_answer, on_body
 from tests.trials.helpers import openai_plan, write_task
 from tests.cli_runner import invoke
 
 WAIT_S = 120.0
 
 
-class HeldAgent(AgentServer):
+class HeldAgent(FakeProvider):
     """The default agent, whose answers wait until ``answer_now`` is set; ``arrived`` is set by the first request."""
 
     def __init__(self) -> None:
         self.arrived = threading.Event()
-        self.answer_now = threading.Event()  # not `release`: AgentServer.release() answers held requests
-        super().__init__(self._answer)
+        self.answer_now = threading.Event()  # not `release`: FakeProvider.release() answers held requests
+        super().__init__(on_body(self._answer))
 
     def _answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         self.arrived.set()
         self.answer_now.wait(WAIT_S)  # bounded: a failed test still ends
-        return default_responder(body)
+        return agent_answer(body)
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_a_second_run_of_a_folder_being_written_is_refused_naming_the_pid(held: 
         assert second.returncode == 2, err
         assert f"{out / 'writer.lock'}:1:1: error[folder-busy]" in err
         assert f"pid {first.pid}" in err and "hint:" in err and "Traceback" not in err
-        assert len(held.requests) == 1  # the refused run called no one
+        assert len(held.bodies()) == 1  # the refused run called no one
 
         from capplan.trials import api  # the Python API takes the same lock
 
@@ -87,7 +87,7 @@ def test_a_second_run_of_a_folder_being_written_is_refused_naming_the_pid(held: 
 
         with pytest.raises(RunFolderError, match=f"pid {first.pid}"):
             api.run([task], [plan], out=out, trials=2, concurrency=1, api_base=held.base)
-        assert len(held.requests) == 1
+        assert len(held.bodies()) == 1
     finally:
         first.kill()  # SIGKILL: the kernel releases its lock
         first.wait(timeout=WAIT_S)

@@ -24,7 +24,7 @@ from capplan.trials.backends import local as local_backend
 from capplan.trials.outcome import PASS_RULE, FinalAnswer, TerminationReason, unaccepted_end
 from capplan.trials.runner import RunContext
 from capplan.trials.usersim import STOP_SIGNAL
-from tests.trials.agent_server import AgentServer, completion, default_responder, tool_call
+from tests.fake_provider import FakeProvider, agent_answer, agent_completion, on_body, tool_call
 from tests.trials.helpers import EXAMPLES, openai_plan, write_task
 from tests.cli_runner import invoke
 
@@ -61,7 +61,7 @@ def trial_run(tmp_path: Path, task: Path, responder: Responder, *extra: str) -> 
     plan = tmp_path / "agent.json"
     plan.write_bytes(openai_plan().to_bytes())
     out = tmp_path / "run"
-    with AgentServer(responder) as server:
+    with FakeProvider(on_body(responder)) as server:
         result = invoke("trial", "run", str(task), "--plan", str(plan), "--user-plan", str(plan),
                         "--out", str(out), "--api-base", server.base,
                         "--user-api-base", server.base, *extra)
@@ -90,13 +90,13 @@ def always(body: dict[str, Any]) -> Callable[[dict[str, Any]], tuple[int, dict[s
 
 #: what the agent sends every time, the task's user, and how each trial must end
 NEVER_ANSWERED = {
-    "empty completions": (completion(""), False, ("failed", "empty_completion"), "completions were empty"),
-    "a content-filter finish and no text": (completion(None, finish="content_filter"), False,
+    "empty completions": (agent_completion(""), False, ("failed", "empty_completion"), "completions were empty"),
+    "a content-filter finish and no text": (agent_completion(None, finish="content_filter"), False,
                                             ("failed", "empty_completion"), "completions were empty"),
-    "a whitespace-only final answer": (completion("  \n\t "), True, ("completed", "user_stop"), "final answer is blank"),
-    "a final answer cut at the output limit": (completion("SKU-400 is", finish="length"), True,
+    "a whitespace-only final answer": (agent_completion("  \n\t "), True, ("completed", "user_stop"), "final answer is blank"),
+    "a final answer cut at the output limit": (agent_completion("SKU-400 is", finish="length"), True,
                                                ("completed", "user_stop"), "cut short (finish_reason length)"),
-    "a final answer cut by a content filter": (completion("SKU-400 is", finish="content_filter"), True,
+    "a final answer cut by a content filter": (agent_completion("SKU-400 is", finish="content_filter"), True,
                                                ("completed", "user_stop"), "cut short (finish_reason content_filter)"),
 }
 
@@ -125,7 +125,7 @@ def test_an_agent_that_never_answered_is_not_passed_whatever_the_graders_say(env
 
 def test_an_answered_trial_whose_graders_pass_is_passed(env: None, tmp_path: Path) -> None:
     task = inv05(tmp_path / "pack", scripted=True)
-    out, result = trial_run(tmp_path, task, always(completion(ANSWER)), "--trials", "2")
+    out, result = trial_run(tmp_path, task, always(agent_completion(ANSWER)), "--trials", "2")
     assert result.exit_code == 0, result.output
     for line in lines(out):
         assert (line["status"], line["termination_reason"], line["passed"]) == ("completed", "user_stop", True)
@@ -136,10 +136,10 @@ def test_an_answered_trial_whose_graders_pass_is_passed(env: None, tmp_path: Pat
 def simulator_stops_after_an_answer(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """The agent (its requests carry tools) looks the item up, then answers; the user simulator then stops."""
     if not body.get("tools"):
-        return 200, completion(f"Understood, thanks. {STOP_SIGNAL}")
+        return 200, agent_completion(f"Understood, thanks. {STOP_SIGNAL}")
     if body["messages"][-1]["role"] == "user":
-        return 200, completion(None, [tool_call("c1", "lookup_item", {"sku": "SKU-400"})])
-    return 200, completion(ANSWER)
+        return 200, agent_completion(None, [tool_call("c1", "lookup_item", {"sku": "SKU-400"})])
+    return 200, agent_completion(ANSWER)
 
 
 def test_the_llm_user_simulator_stopping_is_an_accepted_end(env: None, tmp_path: Path) -> None:
@@ -153,7 +153,7 @@ def test_the_llm_user_simulator_stopping_is_an_accepted_end(env: None, tmp_path:
 def test_the_turn_budget_running_out_is_not_passed(env: None, tmp_path: Path) -> None:
     # the agent looks things up for ever: the budget ends the trial before any answer
     task = inv05(tmp_path / "pack", scripted=True)
-    lookup = completion(None, [tool_call("c", "lookup_item", {"sku": "SKU-400"})])
+    lookup = agent_completion(None, [tool_call("c", "lookup_item", {"sku": "SKU-400"})])
     out, result = trial_run(tmp_path, task, always(lookup), "--max-turns", "2")
     assert result.exit_code == 0, result.output
     [line] = lines(out)
@@ -174,8 +174,8 @@ def test_an_answer_with_the_last_turn_of_the_budget_ends_the_script_as_a_user_st
 
 def default_lookup_then_answer(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     if body["messages"][-1]["role"] == "user":
-        return 200, completion(None, [tool_call("c1", "lookup_item", {"sku": "SKU-400"})])
-    return 200, completion(ANSWER)
+        return 200, agent_completion(None, [tool_call("c1", "lookup_item", {"sku": "SKU-400"})])
+    return 200, agent_completion(ANSWER)
 
 
 def test_a_provider_error_after_some_completions_is_not_passed(env: None, tmp_path: Path) -> None:
@@ -185,7 +185,7 @@ def test_a_provider_error_after_some_completions_is_not_passed(env: None, tmp_pa
     def add_then_fail(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         calls.append(1)
         if len(calls) == 1:
-            return default_responder(body)  # the tool call: the counter is 1, as the grader wants
+            return agent_answer(body)  # the tool call: the counter is 1, as the grader wants
         return 500, {"error": {"message": "upstream exploded", "type": "server_error"}}
 
     out, result = trial_run(tmp_path, task, add_then_fail)
@@ -197,7 +197,7 @@ def test_a_provider_error_after_some_completions_is_not_passed(env: None, tmp_pa
 
 def test_the_rule_is_in_the_summary_the_report_and_the_view(env: None, tmp_path: Path) -> None:
     task = inv05(tmp_path / "pack", scripted=True)
-    out, _ = trial_run(tmp_path, task, always(completion("")))
+    out, _ = trial_run(tmp_path, task, always(agent_completion("")))
     assert PASS_RULE in (out / "summary.md").read_text()
     report = invoke("trial", "report", str(out))
     assert report.exit_code == 0 and PASS_RULE in report.output
@@ -234,7 +234,7 @@ def test_a_users_stop_is_accepted_after_a_real_answer_or_the_simulators_stop() -
 def test_at_the_turn_budget_a_script_that_stops_next_ends_as_a_user_stop(env: None, tmp_path: Path, turns: list[str],
                                                                          ended: tuple[str, str, bool]) -> None:
     task = write_task(tmp_path / "pack", turns=turns, extra="grader:\n  expected_state: {value: 0}\n")
-    out, result = trial_run(tmp_path, task, always(completion("Hello, the counter is 0.")), "--max-turns", "1")
+    out, result = trial_run(tmp_path, task, always(agent_completion("Hello, the counter is 0.")), "--max-turns", "1")
     assert result.exit_code == 0, result.output
     [line] = lines(out)
     assert (line["status"], line["termination_reason"], line["passed"]) == ended

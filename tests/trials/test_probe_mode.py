@@ -17,7 +17,7 @@ import pytest
 
 from capplan.compiler.schemas import generate
 from capplan.executor.probe import RateLimitProbeConfig
-from tests.trials.agent_server import AgentServer
+from tests.fake_provider import FakeProvider, agent
 from tests.trials.helpers import openai_plan, write_task
 from capplan.trials.backends.local import LocalBackend
 from capplan.trials.driver import RunRequest, build_specs, drive
@@ -30,10 +30,10 @@ RATE_LIMITED = 3
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[AgentServer]:
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-probe-mode-0123456789")
     monkeypatch.delenv("LLM_PROXY_BASE_URL", raising=False)
-    with AgentServer() as srv:
+    with FakeProvider(agent) as srv:
         yield srv
 
 
@@ -58,7 +58,7 @@ def census(out: Path) -> dict[str, object]:
     return data
 
 
-def test_probe_mode_absorbs_429s_and_the_census_matches_the_server(server: AgentServer, tmp_path: Path) -> None:
+def test_probe_mode_absorbs_429s_and_the_census_matches_the_server(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["add one", "thanks"], extra="grader:\n  expected_state: {value: 2}\n")
     plan = tmp_path / "agent.json"
     plan.write_bytes(openai_plan().to_bytes())
@@ -75,7 +75,7 @@ def test_probe_mode_absorbs_429s_and_the_census_matches_the_server(server: Agent
     assert outcome.finished == 1
     line = json.loads((out / "runs.jsonl").read_text())
     assert (line["status"], line["passed"]) == ("completed", True)
-    successes = len(server.requests) - RATE_LIMITED
+    successes = len(server.bodies()) - RATE_LIMITED
     assert successes >= 2  # the 429s hit the first call; the conversation went on after it
     assert len(fake.slept) == RATE_LIMITED and all(12 <= s <= 18 for s in fake.slept)  # 15 s ± 20 %
     data = census(out)
@@ -96,7 +96,7 @@ def write_config(path: Path, body: str) -> Path:
     return path
 
 
-def test_trial_run_config_arms_probe_mode_and_resume_sums_the_census(server: AgentServer, tmp_path: Path) -> None:
+def test_trial_run_config_arms_probe_mode_and_resume_sums_the_census(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["add one", "thanks"])
     plan = tmp_path / "agent.json"
     plan.write_bytes(openai_plan().to_bytes())
@@ -108,7 +108,7 @@ def test_trial_run_config_arms_probe_mode_and_resume_sums_the_census(server: Age
     server.queue_error(429, "Rate limit reached for requests", code="rate_limit_exceeded", times=RATE_LIMITED)
     result = invoke(*args)
     assert result.exit_code == 0, result.output
-    first_leg = len(server.requests)
+    first_leg = len(server.bodies())
     [series] = census(out)["series"]  # type: ignore[misc]
     assert (series["successes"], series["rate_limit_retries"]) == (first_leg - RATE_LIMITED, RATE_LIMITED)
     assert series["rate_limit_wait_s"] == pytest.approx(0.01 * RATE_LIMITED)
@@ -122,10 +122,10 @@ def test_trial_run_config_arms_probe_mode_and_resume_sums_the_census(server: Age
     assert result.exit_code == 0, result.output
     [series] = census(out)["series"]  # type: ignore[misc]
     assert series["rate_limit_retries"] == RATE_LIMITED + 1
-    assert series["successes"] == len(server.requests) - RATE_LIMITED - 1
+    assert series["successes"] == len(server.bodies()) - RATE_LIMITED - 1
 
 
-def test_trial_run_without_probe_mode_writes_no_census(server: AgentServer, tmp_path: Path) -> None:
+def test_trial_run_without_probe_mode_writes_no_census(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack")
     plan = tmp_path / "agent.json"
     plan.write_bytes(openai_plan().to_bytes())
@@ -136,7 +136,7 @@ def test_trial_run_without_probe_mode_writes_no_census(server: AgentServer, tmp_
     assert not (tmp_path / "run" / "probe.json").exists()
 
 
-def test_a_bad_run_config_is_a_located_error_before_any_call(server: AgentServer, tmp_path: Path) -> None:
+def test_a_bad_run_config_is_a_located_error_before_any_call(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack")
     plan = tmp_path / "agent.json"
     plan.write_bytes(openai_plan().to_bytes())
@@ -150,4 +150,4 @@ def test_a_bad_run_config_is_a_located_error_before_any_call(server: AgentServer
     result = invoke(*base, "--config", str(limits))
     assert result.exit_code == 2
     assert "rate_limits apply only to --backend ray" in result.output
-    assert server.requests == []
+    assert server.bodies() == []

@@ -24,7 +24,7 @@ from capplan.executor.plan import Plan
 from capplan.trials.usersim import STOP_SIGNAL
 from tests.cli_runner import invoke
 from tests.responses_plan import GPT5, plan_on
-from tests.trials.agent_server import AgentServer
+from tests.fake_provider import FakeProvider, on_body
 from tests.trials.helpers import write_task
 
 KEY = "sk-test-responses-trials-0123456789"
@@ -143,9 +143,9 @@ def test_an_unknown_output_item_ends_the_trial_in_error_with_the_item_recorded(t
                                 "content": [{"type": "output_text", "text": "2", "annotations": []}]}],
               "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}
     out = tmp_path / "run"
-    with AgentServer(lambda body: (200, answer)) as server:
+    with FakeProvider(on_body(lambda body: (200, answer))) as server:
         result = trial(task, out, server.base)
-        sent = list(server.requests)
+        sent = list(server.bodies())
     assert len(sent) == 1 and "input" in sent[0]  # a Responses request, answered once, never retried
     # the untouched state would pass the grader: the trial must still not count as a pass
     assert result.exit_code == 1, result.output

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.trials.agent_server import AgentServer
+from tests.fake_provider import FakeProvider, agent
 from tests.trials.helpers import openai_plan, write_task
 from tests.trials.interrupts import interrupt, traced_child
 from tests.cli_runner import invoke
@@ -30,8 +30,8 @@ ANSWERED = 20
 
 
 @pytest.fixture(scope="module")
-def slow_server() -> Iterator[AgentServer]:
-    with AgentServer(delay_s=0.15) as srv:
+def slow_server() -> Iterator[FakeProvider]:
+    with FakeProvider(agent, delay_s=0.15) as srv:
         yield srv
 
 
@@ -80,7 +80,7 @@ def assert_complete(out: Path) -> None:
     assert not list(out.rglob("*.tmp"))
 
 
-def test_sigkill_mid_run_loses_and_duplicates_nothing(slow_server: AgentServer, setup: tuple[Path, Path],
+def test_sigkill_mid_run_loses_and_duplicates_nothing(slow_server: FakeProvider, setup: tuple[Path, Path],
                                                       tmp_path: Path) -> None:
     task, plan = setup
     out = tmp_path / "run"
@@ -105,7 +105,7 @@ def test_sigkill_mid_run_loses_and_duplicates_nothing(slow_server: AgentServer, 
     assert_complete(out)
 
 
-def test_ctrl_c_marks_the_rest_interrupted_and_a_rerun_finishes_them(slow_server: AgentServer,
+def test_ctrl_c_marks_the_rest_interrupted_and_a_rerun_finishes_them(slow_server: FakeProvider,
                                                                       setup: tuple[Path, Path], tmp_path: Path) -> None:
     task, plan = setup
     out = tmp_path / "run"
@@ -141,7 +141,7 @@ def test_max_cost_stops_starting_trials(setup: tuple[Path, Path], tmp_path: Path
     monkeypatch.setenv("OPENAI_API_KEY", "sk-budget-test-key")
     monkeypatch.delenv("LLM_PROXY_BASE_URL", raising=False)
     out = tmp_path / "run"
-    with AgentServer() as srv:
+    with FakeProvider(agent) as srv:
         result = invoke("trial", "run", str(task), "--plan", str(plan), "--out", str(out),
                         "--trials", "8", "--concurrency", "1", "--max-cost", "0.00025",
                         "--api-base", srv.base)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.trials.agent_server import AgentServer
+from tests.fake_provider import FakeProvider, agent
 from tests.trials.helpers import openai_plan, write_task
 from capplan.trials.backends.local import LocalBackend
 from capplan.trials.driver import RunRequest, build_specs, drive
@@ -29,10 +29,10 @@ ATTEMPTS = 5
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[AgentServer]:
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-retry-aborted-0123456789")
     monkeypatch.delenv("LLM_PROXY_BASE_URL", raising=False)
-    with AgentServer() as srv:
+    with FakeProvider(agent) as srv:
         yield srv
 
 
@@ -40,7 +40,7 @@ def raw_lines(out: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in (out / "runs.jsonl").read_bytes().splitlines()]
 
 
-def test_aborted_trial_is_skipped_on_resume_and_rerun_with_retry_aborted(server: AgentServer, tmp_path: Path) -> None:
+def test_aborted_trial_is_skipped_on_resume_and_rerun_with_retry_aborted(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["add one", "thanks"],
                       extra="grader:\n  expected_state: {value: 2}\n")
     plan = tmp_path / "agent.json"
@@ -69,14 +69,14 @@ def test_aborted_trial_is_skipped_on_resume_and_rerun_with_retry_aborted(server:
     assert plain.exit_code == 1, plain.output
     assert "1 aborted trial(s) of 2" in plain.output
     assert "resuming: 2 of 2 trial(s) already finished" in plain.output
-    assert server.requests == []
+    assert server.bodies() == []
     assert (out / "runs.jsonl").read_bytes() == before
 
     # --retry-aborted runs trial 0 again (the server now answers normally), and only it
     retried = invoke("trial", "run", *args, "--retry-aborted")
     assert retried.exit_code == 0, retried.output
     assert "retrying: 1 aborted trial(s) run again (--retry-aborted)" in retried.output
-    assert server.requests, "the aborted trial was not sent again"
+    assert server.bodies(), "the aborted trial was not sent again"
     after = (out / "runs.jsonl").read_bytes()
     assert after.startswith(before)  # append-only: the aborted line is still there, unchanged
     lines = raw_lines(out)
@@ -98,7 +98,7 @@ def test_aborted_trial_is_skipped_on_resume_and_rerun_with_retry_aborted(server:
     server.reset()
     again = invoke("trial", "run", *args, "--retry-aborted")
     assert again.exit_code == 0, again.output
-    assert server.requests == [] and (out / "runs.jsonl").read_bytes() == after
+    assert server.bodies() == [] and (out / "runs.jsonl").read_bytes() == after
 
 
 def run_line(**fields: object) -> dict[str, object]:

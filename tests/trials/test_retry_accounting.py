@@ -1,7 +1,7 @@
 """A refused request is sent once; every send is numbered; every retry is counted by class.
 
-Through the real loop and real litellm against a loopback upstream (``tests/gateway/fakes.py``
-``Upstream``) that answers from a queue: a 400 reaches it once (the loop's API-error replay is for
+Through the real loop and real litellm against a loopback upstream (``tests/fake_provider.py``
+``FakeProvider``) that answers from a queue: a 400 reaches it once (the loop's API-error replay is for
 failures a second send can fix); five 500s, the loop's replay and one more 500 before a 200 are
 attempts 1 to 7 of one call; three 429s before a 200 are three transport retries. The classes
 reach the call records, ``metrics.yaml``, the ``runs.jsonl`` line, the summary row and the
@@ -24,8 +24,7 @@ from capplan.trials.run_folder.records import Metrics, RunLine, Trajectory
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords
 from capplan.trials.run_folder.summary import ROW_HEADER, row_cells, summarize
-from tests.gateway.fakes import Seen, Upstream
-from tests.trials.agent_server import completion, error
+from tests.fake_provider import FakeProvider, Request, agent_completion, error_answer
 from tests.trials.helpers import openai_plan, spec_for, write_task
 
 KEY = "sk-test-retry-accounting-5f0e2a"
@@ -38,18 +37,18 @@ class Queue:
         self.answers: deque[tuple[int, dict[str, Any]]] = deque()
         self.lock = threading.Lock()
 
-    def __call__(self, seen: Seen) -> tuple[int, Any]:
+    def __call__(self, seen: Request) -> tuple[int, Any]:
         with self.lock:
-            return self.answers.popleft() if self.answers else (200, completion("fine"))
+            return self.answers.popleft() if self.answers else (200, agent_completion("fine"))
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[Upstream]:
+def upstream() -> Iterator[FakeProvider]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPENAI_API_KEY", KEY)
         mp.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         mp.delenv("LLM_PROXY_BASE_URL", raising=False)
-        server = Upstream("agent")
+        server = FakeProvider(name="agent").start()
         try:
             yield server
         finally:
@@ -57,10 +56,10 @@ def upstream() -> Iterator[Upstream]:
 
 
 @pytest.fixture
-def queue(upstream: Upstream) -> Queue:
-    upstream.reset()
+def queue(upstream: FakeProvider) -> Queue:
+    upstream.reset(scripts=True)
     answers = Queue()
-    upstream.script = answers
+    upstream.responder = answers
     return answers
 
 
@@ -73,21 +72,21 @@ def _quiet() -> Iterator[None]:
     logger.setLevel(level)
 
 
-def posts(upstream: Upstream) -> int:
-    return sum(1 for s in upstream.seen if s.method == "POST")
+def posts(upstream: FakeProvider) -> int:
+    return sum(1 for s in upstream.requests if s.method == "POST")
 
 
-def run(upstream: Upstream, task: Path, slept: list[float]) -> TrialRecords:
-    records = run_trial(spec_for(task, openai_plan(), api_base=upstream.base), RunContext(sleep=slept.append))
+def run(upstream: FakeProvider, task: Path, slept: list[float]) -> TrialRecords:
+    records = run_trial(spec_for(task, openai_plan(), api_base=upstream.root), RunContext(sleep=slept.append))
     Metrics.model_validate(records.metrics)
     Trajectory.model_validate(records.trajectory)
     RunLine.model_validate(records.run_line)
     return records
 
 
-def test_a_refused_request_is_sent_once(upstream: Upstream, queue: Queue, tmp_path: Path) -> None:
+def test_a_refused_request_is_sent_once(upstream: FakeProvider, queue: Queue, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["hi"])
-    queue.answers.extend([error(400, "Invalid value for 'temperature'")] * 3)
+    queue.answers.extend([error_answer(400, "Invalid value for 'temperature'")] * 3)
     slept: list[float] = []
     records = run(upstream, task, slept)
     assert records.termination_reason is TerminationReason.API_ERROR
@@ -97,13 +96,13 @@ def test_a_refused_request_is_sent_once(upstream: Upstream, queue: Queue, tmp_pa
     assert records.trajectory["retries"] == [] and records.metrics["retries"] == {}
 
 
-def test_every_send_is_numbered_and_every_retry_counted_by_class(upstream: Upstream, queue: Queue,
+def test_every_send_is_numbered_and_every_retry_counted_by_class(upstream: FakeProvider, queue: Queue,
                                                                  tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["hi", "again"])
     # turn 0: three 429s, then an answer; turn 1: five 500s (the controller gives up), the loop's replay,
     # one more 500, then an answer
-    queue.answers.extend([error(429, "Rate limit reached for requests")] * 3 + [(200, completion("Hello."))]
-                         + [error(500, "upstream exploded")] * 6 + [(200, completion("Hello again."))])
+    queue.answers.extend([error_answer(429, "Rate limit reached for requests")] * 3 + [(200, agent_completion("Hello."))]
+                         + [error_answer(500, "upstream exploded")] * 6 + [(200, agent_completion("Hello again."))])
     slept: list[float] = []
     records = run(upstream, task, slept)
     assert records.termination_reason is TerminationReason.USER_STOP
@@ -123,19 +122,19 @@ def test_every_send_is_numbered_and_every_retry_counted_by_class(upstream: Upstr
     assert cells["retries"] == "api_error 1, transport_rate_limit 3, transport_server_error 5"
 
 
-def test_timeouts_are_counted_as_transport_retries(upstream: Upstream, tmp_path: Path) -> None:
-    upstream.reset()
+def test_timeouts_are_counted_as_transport_retries(upstream: FakeProvider, tmp_path: Path) -> None:
+    upstream.reset(scripts=True)
     release = threading.Event()
 
-    def hold(seen: Seen) -> tuple[int, Any]:
+    def hold(seen: Request) -> tuple[int, Any]:
         release.wait(timeout=60)  # never answers within the attempt's timeout; released at the end
-        return 200, completion("too late")
+        return 200, agent_completion("too late")
 
-    upstream.script = hold
+    upstream.responder = hold
     task = write_task(tmp_path / "pack", turns=["hi"])
     slept: list[float] = []
     try:
-        spec = spec_for(task, openai_plan(loop={"api_call_timeout_s": 0.5}), api_base=upstream.base)
+        spec = spec_for(task, openai_plan(loop={"api_call_timeout_s": 0.5}), api_base=upstream.root)
         records = run_trial(spec, RunContext(sleep=slept.append))
     finally:
         release.set()

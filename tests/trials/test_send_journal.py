@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.trials.agent_server import AgentServer, default_responder
+from tests.fake_provider import FakeProvider, agent, on_body
 from tests.trials.helpers import openai_plan, write_task
 from tests.trials.test_call_journal import CALL_USD, MAX_TOKENS, PRICING, HoldAfter, child_env, journal
 from tests.cli_runner import invoke
@@ -75,7 +75,7 @@ def test_requests_in_flight_at_a_kill_are_journalled_sends_and_resume_counts_eve
     out = tmp_path / "run"
     args = run_args(task, plan, out, "", "--trials", "4", "--concurrency", "4")
     hold = HoldAfter(answered=3)  # 3 first calls answered; every other call is held open
-    with AgentServer(hold) as srv:
+    with FakeProvider(on_body(hold)) as srv:
         args[args.index("--api-base") + 1] = srv.base
         proc = subprocess.Popen([sys.executable, "-c", "from capplan.cli import main; main()", *args],
                                 env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -90,7 +90,7 @@ def test_requests_in_flight_at_a_kill_are_journalled_sends_and_resume_counts_eve
             proc.kill()
             proc.wait(timeout=30)
             hold.release.set()
-        served = len(srv.requests)
+        served = len(srv.bodies())
         assert served == 7
         sends, calls = kinds(out, "send"), kinds(out, "call")
         assert len(sends) == served  # every request the provider saw was journalled before it was sent
@@ -101,10 +101,10 @@ def test_requests_in_flight_at_a_kill_are_journalled_sends_and_resume_counts_eve
         assert all(s["send"]["max_usd"] is None for s in sends)  # no budget: nothing reserved
         assert "sk-journal-test-key" not in (out / "calls.jsonl").read_text()
 
-        srv.responder = default_responder
+        srv.responder = agent
         result = resume(args, monkeypatch)
         assert result.exit_code == 0, result.output
-        assert len(srv.requests) == len(kinds(out, "send")) == 7 + 8  # the rerun's sends journalled too
+        assert len(srv.bodies()) == len(kinds(out, "send")) == 7 + 8  # the rerun's sends journalled too
     manifest = json.loads((out / "run.json").read_text())
     died = manifest["died_in_flight"]
     assert sorted(d["key"] for d in died) == [f"agent/count/{i}" for i in range(4)]
@@ -122,7 +122,7 @@ def test_a_kill_between_the_journal_end_line_and_the_runs_line_loses_no_dollar(
         priced: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kill_at: int) -> None:
     task, plan = priced
     out = tmp_path / "run"
-    with AgentServer() as srv:
+    with FakeProvider(agent) as srv:
         args = run_args(task, plan, out, srv.base, "--trials", "2", "--concurrency", "1")
         # the trials up to the killed one are answered; the next one, which the backend may start while the
         # killed one's line is being written, is held at its first call however slow the writer is
@@ -139,11 +139,11 @@ def test_a_kill_between_the_journal_end_line_and_the_runs_line_loses_no_dollar(
         # the next trial may have started while this one's line was being written: its first send is
         # journalled before its bytes go, so the provider may or may not have it yet; never the other way
         sends = len(kinds(out, "send"))
-        assert 2 * kill_at <= sends <= 2 * kill_at + 1 and len(srv.requests) <= sends
+        assert 2 * kill_at <= sends <= 2 * kill_at + 1 and len(srv.bodies()) <= sends
 
         result = resume(args, monkeypatch)
         assert result.exit_code == 0, result.output
-        assert len(srv.requests) <= len(kinds(out, "send")) <= len(srv.requests) + 1
+        assert len(srv.bodies()) <= len(kinds(out, "send")) <= len(srv.bodies()) + 1
     manifest = json.loads((out / "run.json").read_text())
     died, *started = manifest["died_in_flight"]
     assert (died["key"], died["attempt"], died["calls"], died["unanswered_sends"]) == (killed, 1, 2, 0)
@@ -170,26 +170,26 @@ def test_max_cost_ends_at_most_one_call_per_running_trial_past_the_budget(
     plan.write_bytes(openai_plan(pricing=OUTPUT_PRICED, max_tokens=MAX_TOKENS).to_bytes())
     out = tmp_path / "run"
     budget, running = 2 * CALL_WORST_USD, 4
-    with AgentServer() as srv:
+    with FakeProvider(agent) as srv:
         args = run_args(task, plan, out, srv.base, "--trials", "8", "--concurrency", str(running),
                         "--max-cost", f"{budget:.9f}")
         result = resume(args, monkeypatch)
         assert result.exit_code == 1, result.output
         assert "budget stop" in result.output
-        billed = len(srv.requests) * CALL_WORST_USD
+        billed = len(srv.bodies()) * CALL_WORST_USD
         # before: the four running trials finished all their calls ($0.012 for a $0.001 budget)
         assert billed <= budget + running * CALL_WORST_USD + 1e-12
         sends = kinds(out, "send")
-        assert len(sends) == len(srv.requests)
+        assert len(sends) == len(srv.bodies())
         assert all(s["send"]["max_usd"] == pytest.approx(CALL_WORST_USD) for s in sends)
         summary = json.loads((out / "summary.json").read_text())
         assert summary["total_cost_usd"] == pytest.approx(billed) == pytest.approx(journalled_usd(out))
 
         # the resume starts at or past the budget: nothing is sent
-        before = len(srv.requests)
+        before = len(srv.bodies())
         again = resume(args, monkeypatch)
         assert again.exit_code == 1, again.output
-        assert "budget stop" in again.output and len(srv.requests) == before
+        assert "budget stop" in again.output and len(srv.bodies()) == before
 
 
 @pytest.mark.parametrize("plan_kwargs, says", [

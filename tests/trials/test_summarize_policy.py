@@ -12,7 +12,7 @@ import pytest
 from capplan.executor.client import Client
 from capplan.executor.result import GenerationResult
 from capplan.trials.loop import handoff
-from tests.trials.agent_server import AgentServer, completion
+from tests.fake_provider import FakeProvider, agent, agent_completion
 from tests.trials.helpers import openai_plan
 
 HISTORY = [{"role": "user", "content": "book flight 7"},
@@ -25,17 +25,17 @@ HISTORY = [{"role": "user", "content": "book flight 7"},
 def generate(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-summarize-policy-test")
     monkeypatch.delenv("LLM_PROXY_BASE_URL", raising=False)
-    with AgentServer() as server:
+    with FakeProvider(agent) as server:
         client = Client(openai_plan(), api_base=server.base)
         yield server, functools.partial(client.generate, role="summarize")
 
 
 def test_the_default_policy_recaps_the_transcript_with_the_trials_model(generate: Any) -> None:
     server, gen = generate
-    server.queue(completion("The user booked flight 7 (PNR QX7)."))
+    server.queue(agent_completion("The user booked flight 7 (PNR QX7)."))
     recap, result = handoff.summarize(gen, "You book flights.", HISTORY)
     assert recap == "The user booked flight 7 (PNR QX7)." and result.usage.prompt_tokens == 20
-    [body] = server.requests
+    [body] = server.bodies()
     assert body["messages"][0] == {"role": "system", "content": handoff.SUMMARIZER_SYSTEM}
     prompt = body["messages"][1]["content"]
     assert "You book flights." in prompt and "[calls book with {\"id\": 7}]" in prompt and "booked: PNR QX7" in prompt
@@ -43,7 +43,7 @@ def test_the_default_policy_recaps_the_transcript_with_the_trials_model(generate
 
 def test_a_policy_of_ones_own_decides_how_the_recap_is_written(generate: Any) -> None:
     server, gen = generate
-    server.queue(completion("- flight 7 booked"))
+    server.queue(agent_completion("- flight 7 booked"))
 
     class Bullets:
         def summarize(self, generate: handoff.Generate, system_prompt: str,
@@ -53,23 +53,23 @@ def test_a_policy_of_ones_own_decides_how_the_recap_is_written(generate: Any) ->
 
     recap, _ = handoff.summarize(gen, "You book flights.", HISTORY, policy=Bullets())
     assert recap == "Recap:\n- flight 7 booked"
-    [body] = server.requests
+    [body] = server.bodies()
     assert body["messages"] == [{"role": "system", "content": "Recap as bullets."}, HISTORY[0]]
-    server.queue(completion("ignored"))
+    server.queue(agent_completion("ignored"))
     recap, _ = handoff.summarize(gen, "x", HISTORY, policy=handoff.LlmSummarizer(instructions="Be brief."))
-    assert server.requests[-1]["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert server.bodies()[-1]["messages"][0] == {"role": "system", "content": "Be brief."}
 
 
 def test_an_empty_recap_fails_loudly_whatever_the_policy(generate: Any) -> None:
     server, gen = generate
-    server.queue(completion("   "))
+    server.queue(agent_completion("   "))
     with pytest.raises(handoff.SummarizerFailedError, match="empty recap"):
         handoff.summarize(gen, "x", HISTORY)
 
 
 def test_a_runs_policy_writes_the_recap_the_loop_hands_over(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     from capplan.trials.runner import RunContext, run_trial
-    from tests.trials.agent_server import tool_call
+    from tests.fake_provider import tool_call
     from tests.trials.helpers import spec_for, write_task
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-summarize-policy-test")
@@ -77,12 +77,12 @@ def test_a_runs_policy_writes_the_recap_the_loop_hands_over(monkeypatch: pytest.
     task = write_task(tmp_path / "pack", turns=["add one please"])
     policy = handoff.LlmSummarizer(instructions="Recap in one line.")
     plan = openai_plan(loop={"max_context_tokens": 1000, "context_watermark": 100})
-    with AgentServer() as server:
-        server.queue(completion(None, [tool_call("c1", "add", {"amount": 1})], prompt_tokens=950))  # over the mark
-        server.queue(completion("added one"))
-        server.queue(completion("The counter is 1."))
+    with FakeProvider(agent) as server:
+        server.queue(agent_completion(None, [tool_call("c1", "add", {"amount": 1})], prompt_tokens=950))  # over the mark
+        server.queue(agent_completion("added one"))
+        server.queue(agent_completion("The counter is 1."))
         records = run_trial(spec_for(task, plan, api_base=server.base), RunContext(summarize_policy=policy))
-        summarise, after = server.requests[1], server.requests[2]
+        summarise, after = server.bodies()[1], server.bodies()[2]
     assert summarise["messages"][0] == {"role": "system", "content": "Recap in one line."}
     assert after["messages"][-1] == {"role": "user", "content": "Summary of the conversation so far:\nadded one"}
     assert records.trajectory["summarize_events"][0]["recap"] == "added one"

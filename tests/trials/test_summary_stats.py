@@ -29,7 +29,7 @@ from capplan.trials.run_folder.folder import RunFolder
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords
 from capplan.trials.run_folder.summary import pass_hat_k, percentile, render_markdown, summarize, wilson_interval
-from tests.trials.agent_server import AgentServer, completion, default_responder
+from tests.fake_provider import FakeProvider, agent, agent_answer, agent_completion, on_body
 from tests.trials.helpers import openai_plan, write_task
 from tests.cli_runner import invoke
 
@@ -178,7 +178,7 @@ def env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LLM_PROXY_BASE_URL", raising=False)
 
 
-def run(tmp_path: Path, task: Path, plan: Path, server: AgentServer, *extra: str) -> Any:
+def run(tmp_path: Path, task: Path, plan: Path, server: FakeProvider, *extra: str) -> Any:
     return invoke("trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"),
                   "--api-base", server.base, "--user-api-base", server.base, *extra)
 
@@ -190,7 +190,7 @@ def files(out: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[s
 
 
 def no_usage(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    status, payload = default_responder(body)
+    status, payload = agent_answer(body)
     payload.pop("usage", None)
     return status, payload
 
@@ -199,7 +199,7 @@ def test_unknown_cost_is_null_in_every_file_and_unknown_in_the_summary(env: None
     task = write_task(tmp_path / "pack")
     plan = tmp_path / "unpriced.json"
     plan.write_bytes(openai_plan().to_bytes())  # no pricing entry, and the server reports no cost
-    with AgentServer() as server:
+    with FakeProvider(agent) as server:
         result = run(tmp_path, task, plan, server)
     assert result.exit_code == 0, result.output
     [line], [metrics], summary, markdown = files(tmp_path / "run")
@@ -216,7 +216,7 @@ def test_a_provider_without_usage_is_unknown_not_priced_at_zero(env: None, tmp_p
     task = write_task(tmp_path / "pack")
     plan = tmp_path / "priced.json"
     plan.write_bytes(openai_plan(pricing=PRICING).to_bytes())
-    with AgentServer(no_usage) as server:
+    with FakeProvider(on_body(no_usage)) as server:
         result = run(tmp_path, task, plan, server)
     assert result.exit_code == 0, result.output
     [line], [metrics], _, _ = files(tmp_path / "run")
@@ -229,13 +229,13 @@ def test_agent_and_user_cost_and_tokens_are_separate(env: None, tmp_path: Path) 
         if not body.get("tools"):  # the user simulator: one opening, then stop
             said = sum(1 for m in body["messages"] if m.get("role") == "assistant")
             text = "Please add one to the counter." if not said else "Thanks. ###STOP###"
-            return 200, completion(text, prompt_tokens=1000, completion_tokens=100)
-        return default_responder(body)
+            return 200, agent_completion(text, prompt_tokens=1000, completion_tokens=100)
+        return agent_answer(body)
 
     task = write_task(tmp_path / "pack", user=LLM_USER)
     plan = tmp_path / "priced.json"
     plan.write_bytes(openai_plan(pricing=PRICING, max_tokens=100).to_bytes())
-    with AgentServer(answer) as server:
+    with FakeProvider(on_body(answer)) as server:
         result = run(tmp_path, task, plan, server, "--user-plan", str(plan), "--max-cost", "1")
     assert result.exit_code == 0, result.output
     assert "cannot be enforced" not in result.output
@@ -282,7 +282,7 @@ def test_interrupted_spend_counts_toward_max_cost_and_the_total(env: None, tmp_p
     plan = tmp_path / "priced.json"
     plan.write_bytes(openai_plan(pricing=PRICING).to_bytes())
     out = tmp_path / "run"
-    with AgentServer() as server:
+    with FakeProvider(agent) as server:
         specs = build_specs(RunRequest(tasks=[task], plans=[plan], out=out, trials=3, api_base=server.base))
         first = drive(specs, RunFolder(out), _InterruptsTheSecond(), concurrency=1, max_cost=None,
                       progress=Progress(io.StringIO()))

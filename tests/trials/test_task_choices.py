@@ -20,22 +20,22 @@ from capplan.trials.outcome import TerminationReason, TrialStatus
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords
 from tests.executor.plans import make_plan
-from tests.trials.agent_server import AgentServer, completion, serve_agent, tool_call
+from tests.fake_provider import FakeProvider, agent_completion, serve_agent, tool_call
 from tests.trials.helpers import ENV_SOURCE, openai_plan, spec_for, write_task
 from tests.cli_runner import invoke
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[AgentServer]:
+def server() -> Iterator[FakeProvider]:
     yield from serve_agent("sk-test-trial-key-0123456789")
 
 
 @pytest.fixture(autouse=True)
-def _fresh(server: AgentServer) -> None:
+def _fresh(server: FakeProvider) -> None:
     server.reset()
 
 
-def run(server: AgentServer, task: Path, plan: Plan | None = None) -> TrialRecords:
+def run(server: FakeProvider, task: Path, plan: Plan | None = None) -> TrialRecords:
     return run_trial(spec_for(task, plan or openai_plan(), api_base=server.base), RunContext(sleep=lambda s: None))
 
 
@@ -52,45 +52,45 @@ def tools_of(body: dict[str, Any]) -> list[str]:
     return [t["function"]["name"] for t in body.get("tools") or []]
 
 
-def test_tool_choice_and_parallel_tool_calls_are_on_every_agent_request(server: AgentServer, tmp_path: Path) -> None:
+def test_tool_choice_and_parallel_tool_calls_are_on_every_agent_request(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", extra="tool_choice: required\nparallel_tool_calls: false\n")
-    server.queue(completion(None, [tool_call("c1", "add", {"amount": 2})]))
-    server.queue(completion("The counter is 2."))
-    server.queue(completion("You're welcome."))
+    server.queue(agent_completion(None, [tool_call("c1", "add", {"amount": 2})]))
+    server.queue(agent_completion("The counter is 2."))
+    server.queue(agent_completion("You're welcome."))
     records = run(server, task)
     assert records.termination_reason is TerminationReason.USER_STOP, records.trajectory["termination"]
-    assert len(server.requests) == 3
-    for body in server.requests:
+    assert len(server.bodies()) == 3
+    for body in server.bodies():
         assert body["tool_choice"] == "required" and body["parallel_tool_calls"] is False
 
 
-def test_a_named_tool_choice_is_the_function_form_on_the_wire(server: AgentServer, tmp_path: Path) -> None:
+def test_a_named_tool_choice_is_the_function_form_on_the_wire(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["hello"], extra="tool_choice: {name: note}\n")
-    server.queue(completion("Hi."))
+    server.queue(agent_completion("Hi."))
     run(server, task)
-    assert server.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "note"}}
+    assert server.bodies()[0]["tool_choice"] == {"type": "function", "function": {"name": "note"}}
 
 
-def test_a_param_value_rule_on_tool_choice_fires_for_a_task_choice(server: AgentServer, tmp_path: Path) -> None:
+def test_a_param_value_rule_on_tool_choice_fires_for_a_task_choice(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["hello"], extra="tool_choice: required\n")
     rules = {"tool_choice": {"required": {"action": "override", "with": "auto",
                                           "evidence": "2026-01 test provider refuses required"}}}
     plan = make_plan("openai", "agent-model", key="agent", rules=rules)
-    server.queue(completion("Hi."))
+    server.queue(agent_completion("Hi."))
     records = run(server, task, plan)
-    assert server.requests[0]["tool_choice"] == "auto"
+    assert server.bodies()[0]["tool_choice"] == "auto"
     substitutions = records.trajectory["value_substitutions"]
     assert [(s["param"], s["requested"], s["sent"]) for s in substitutions] == [("tool_choice", "required", "auto")]
 
 
-def test_without_the_fields_the_wire_carries_neither(server: AgentServer, tmp_path: Path) -> None:
+def test_without_the_fields_the_wire_carries_neither(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["hello"])
-    server.queue(completion("Hi."))
+    server.queue(agent_completion("Hi."))
     run(server, task)
-    assert "tool_choice" not in server.requests[0] and "parallel_tool_calls" not in server.requests[0]
+    assert "tool_choice" not in server.bodies()[0] and "parallel_tool_calls" not in server.bodies()[0]
 
 
-def test_a_tool_is_offered_from_its_user_turn_and_unknown_before(server: AgentServer, tmp_path: Path) -> None:
+def test_a_tool_is_offered_from_its_user_turn_and_unknown_before(server: FakeProvider, tmp_path: Path) -> None:
     task = counter_task(tmp_path / "pack", """\
 tools:
   - {name: add, description: Add., parameters: {type: object, properties: {amount: {type: integer}}, required: [amount]}}
@@ -98,13 +98,13 @@ tools:
   - {name: explode, description: Fails., parameters: {type: object, properties: {}}}
 user: {mode: scripted, turns: [first, second]}
 """)
-    server.queue(completion(None, [tool_call("c1", "note", {"text": "early"})]))
-    server.queue(completion("Noted nothing."))
-    server.queue(completion(None, [tool_call("c2", "note", {"text": "late"})]))
-    server.queue(completion("Noted."))
+    server.queue(agent_completion(None, [tool_call("c1", "note", {"text": "early"})]))
+    server.queue(agent_completion("Noted nothing."))
+    server.queue(agent_completion(None, [tool_call("c2", "note", {"text": "late"})]))
+    server.queue(agent_completion("Noted."))
     records = run(server, task)
     assert records.termination_reason is TerminationReason.USER_STOP
-    assert [tools_of(b) for b in server.requests] == [["add", "explode"], ["add", "explode"],
+    assert [tools_of(b) for b in server.bodies()] == [["add", "explode"], ["add", "explode"],
                                                        ["add", "note", "explode"], ["add", "note", "explode"]]
     early, late = records.trajectory["tool_calls"]
     assert early["error"] == "unknown_tool" and "available tools: add, explode" in early["output"]
@@ -112,37 +112,37 @@ user: {mode: scripted, turns: [first, second]}
     assert records.trajectory["final_state"]["notes"] == ["late"]
 
 
-def test_passing_max_steps_per_turn_ends_the_trial_failed(server: AgentServer, tmp_path: Path) -> None:
+def test_passing_max_steps_per_turn_ends_the_trial_failed(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", extra="max_steps_per_turn: 2\ngrader:\n  expected_state: {value: 3}\n")
     for i in range(5):
-        server.queue(completion(None, [tool_call(f"c{i}", "add", {"amount": 1})]))
+        server.queue(agent_completion(None, [tool_call(f"c{i}", "add", {"amount": 1})]))
     records = run(server, task)
     assert records.termination_reason is TerminationReason.MAX_STEPS_PER_TURN
     assert records.status is TrialStatus.FAILED
-    assert len(server.requests) == 3  # the third tool step ran (as BFCL runs it), then the trial was force-quit
+    assert len(server.bodies()) == 3  # the third tool step ran (as BFCL runs it), then the trial was force-quit
     assert records.trajectory["final_state"]["value"] == 3
     grade = records.metrics["grade"]
     assert grade["passed"] is False and "max_steps_per_turn" in grade["note"]
     assert records.trajectory["messages"][-1]["content"].startswith("Step limit of 2")
 
 
-def test_steps_count_per_user_turn(server: AgentServer, tmp_path: Path) -> None:
+def test_steps_count_per_user_turn(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["one", "two"], extra="max_steps_per_turn: 2\n")
     for _ in range(2):
-        server.queue(completion(None, [tool_call("a", "add", {"amount": 1})]))
-        server.queue(completion(None, [tool_call("b", "add", {"amount": 1})]))
-        server.queue(completion("done"))
+        server.queue(agent_completion(None, [tool_call("a", "add", {"amount": 1})]))
+        server.queue(agent_completion(None, [tool_call("b", "add", {"amount": 1})]))
+        server.queue(agent_completion("done"))
     records = run(server, task)
     assert records.termination_reason is TerminationReason.USER_STOP
     assert records.trajectory["final_state"]["value"] == 4
 
 
 @pytest.mark.parametrize("mode", ["enforce", "record", "off"])
-def test_argument_validation_modes(server: AgentServer, tmp_path: Path, mode: str) -> None:
+def test_argument_validation_modes(server: FakeProvider, tmp_path: Path, mode: str) -> None:
     task = write_task(tmp_path / "pack", turns=["note it"], extra=f"argument_validation: {mode}\n")
-    server.queue(completion(None, [tool_call("c1", "note", {"text": 5})]))
-    server.queue(completion(None, [tool_call("c2", "note", {"text": "plain"})]))
-    server.queue(completion("ok"))
+    server.queue(agent_completion(None, [tool_call("c1", "note", {"text": 5})]))
+    server.queue(agent_completion(None, [tool_call("c2", "note", {"text": "plain"})]))
+    server.queue(agent_completion("ok"))
     records = run(server, task)
     bad, good = records.trajectory["tool_calls"]
     assert (good["output"], good["error"], good["argument_violations"]) == ("noted plain", None, None)
@@ -158,13 +158,13 @@ def test_argument_validation_modes(server: AgentServer, tmp_path: Path, mode: st
         assert bad["argument_violations"] is None
 
 
-def test_a_checkpoint_per_user_turn_with_that_turns_outputs(server: AgentServer, tmp_path: Path) -> None:
+def test_a_checkpoint_per_user_turn_with_that_turns_outputs(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["add two", "note it", "thanks"])
-    server.queue(completion(None, [tool_call("c1", "add", {"amount": 2})]))
-    server.queue(completion("2 now"))
-    server.queue(completion(None, [tool_call("c2", "note", {"text": "two"}), tool_call("c3", "add", {"amount": 1})]))
-    server.queue(completion("noted"))
-    server.queue(completion("bye"))
+    server.queue(agent_completion(None, [tool_call("c1", "add", {"amount": 2})]))
+    server.queue(agent_completion("2 now"))
+    server.queue(agent_completion(None, [tool_call("c2", "note", {"text": "two"}), tool_call("c3", "add", {"amount": 1})]))
+    server.queue(agent_completion("noted"))
+    server.queue(agent_completion("bye"))
     records = run(server, task)
     checkpoints = records.trajectory["checkpoints"]
     assert [c["user_turn"] for c in checkpoints] == [0, 1, 2]
@@ -173,17 +173,17 @@ def test_a_checkpoint_per_user_turn_with_that_turns_outputs(server: AgentServer,
     assert checkpoints[1]["state"]["notes"] == ["two"] and checkpoints[1]["state_error"] is None
 
 
-def test_a_terminal_mid_turn_takes_that_turns_checkpoint(server: AgentServer, tmp_path: Path) -> None:
+def test_a_terminal_mid_turn_takes_that_turns_checkpoint(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", extra="max_steps_per_turn: 1\n")
-    server.queue(completion(None, [tool_call("c1", "add", {"amount": 1})]))
-    server.queue(completion(None, [tool_call("c2", "add", {"amount": 1})]))
+    server.queue(agent_completion(None, [tool_call("c1", "add", {"amount": 1})]))
+    server.queue(agent_completion(None, [tool_call("c2", "add", {"amount": 1})]))
     records = run(server, task)
     (checkpoint,) = records.trajectory["checkpoints"]
     assert checkpoint["user_turn"] == 0 and checkpoint["state"]["value"] == 2
     assert checkpoint["tool_outputs"] == ['{"value": 1}', '{"value": 2}']
 
 
-def test_the_loop_extends_one_request_per_conversation(server: AgentServer, tmp_path: Path) -> None:
+def test_the_loop_extends_one_request_per_conversation(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["add one", "and again", "thanks"])
     seen: list[ChatRequest] = []
     original = Client.generate
@@ -197,27 +197,27 @@ def test_the_loop_extends_one_request_per_conversation(server: AgentServer, tmp_
         mp.setattr(Client, "generate", spy)
         records = run(server, task)
     assert records.termination_reason is TerminationReason.USER_STOP
-    assert len(seen) == len(server.requests) >= 4
+    assert len(seen) == len(server.bodies()) >= 4
     for before, after in zip(seen, seen[1:]):
         # every earlier message is the same validated object: only the new ones were validated
         assert all(a is b for a, b in zip(before.messages, after.messages))
         assert len(after.messages) > len(before.messages)
 
 
-def test_the_run_configs_trial_choices_win_over_the_tasks(server: AgentServer, tmp_path: Path) -> None:
+def test_the_run_configs_trial_choices_win_over_the_tasks(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", turns=["hello"], extra="tool_choice: required\nparallel_tool_calls: false\n")
     plan = tmp_path / "agent.json"
     plan.write_bytes(openai_plan().to_bytes())
     config = tmp_path / "run.yaml"
     config.write_text("models:\n  agent: {provider: openai, name: agent-model}\n"
                       "trials: {tool_choice: {name: note}, parallel_tool_calls: true}\n")
-    server.queue(completion("Hi."))
+    server.queue(agent_completion("Hi."))
     args = ["trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"), "--api-base", server.base,
             "--config", str(config)]
     result = invoke(*args)
     assert result.exit_code == 0, result.output
-    assert server.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "note"}}
-    assert server.requests[0]["parallel_tool_calls"] is True
+    assert server.bodies()[0]["tool_choice"] == {"type": "function", "function": {"name": "note"}}
+    assert server.bodies()[0]["parallel_tool_calls"] is True
 
     config.write_text("models:\n  agent: {provider: openai, name: agent-model}\ntrials: {tool_choice: {name: nope}}\n")
     refused = invoke(*args[:6], str(tmp_path / "run2"), *args[7:])
@@ -226,7 +226,7 @@ def test_the_run_configs_trial_choices_win_over_the_tasks(server: AgentServer, t
     assert not (tmp_path / "run2").exists()
 
 
-def test_a_state_that_cannot_be_read_is_a_checkpoint_error_not_a_lost_trial(server: AgentServer, tmp_path: Path) -> None:
+def test_a_state_that_cannot_be_read_is_a_checkpoint_error_not_a_lost_trial(server: FakeProvider, tmp_path: Path) -> None:
     folder = tmp_path / "pack"
     folder.mkdir()
     (folder / "ledger_env.py").write_text('''
@@ -248,10 +248,10 @@ class Ledger:
                     "tools:\n  - {name: add, description: Add., parameters: {type: object, properties: "
                     "{amount: {type: integer}}, required: [amount]}}\n"
                     "user: {mode: scripted, turns: [one, two]}\n")
-    server.queue(completion(None, [tool_call("a", "add", {"amount": 1})]))
-    server.queue(completion("1"))
-    server.queue(completion(None, [tool_call("b", "add", {"amount": 1})]))
-    server.queue(completion("2"))
+    server.queue(agent_completion(None, [tool_call("a", "add", {"amount": 1})]))
+    server.queue(agent_completion("1"))
+    server.queue(agent_completion(None, [tool_call("b", "add", {"amount": 1})]))
+    server.queue(agent_completion("2"))
     records = run(server, task)
     assert records.termination_reason is TerminationReason.USER_STOP
     first, second = records.trajectory["checkpoints"]

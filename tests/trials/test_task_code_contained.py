@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.trials.agent_server import AgentServer
+from tests.fake_provider import FakeProvider, agent, on_body
 from tests.trials.desk_pack import told_responder, write_desk_task
 from tests.trials.helpers import openai_plan
 from tests.trials.interrupts import interrupt, traced_child
@@ -28,8 +28,8 @@ from tests.trials.test_resume_process import child_env
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[AgentServer]:
-    with AgentServer(told_responder) as srv:
+def server() -> Iterator[FakeProvider]:
+    with FakeProvider(on_body(told_responder)) as srv:
         yield srv
 
 
@@ -57,7 +57,7 @@ def trajectory(out: Path, line: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def test_what_task_code_raises_is_recorded_and_the_run_goes_on(server: AgentServer, tmp_path: Path) -> None:
+def test_what_task_code_raises_is_recorded_and_the_run_goes_on(server: FakeProvider, tmp_path: Path) -> None:
     pack, flags = tmp_path / "pack", tmp_path / "flags"
     flags.mkdir()
     for name in ("leave", "interrupt", "close_gen", "mixed"):
@@ -119,7 +119,7 @@ def test_what_task_code_raises_is_recorded_and_the_run_goes_on(server: AgentServ
     assert (out / "runs.jsonl").read_bytes() == before  # every trial was finished: the resume ran none again
 
 
-def test_ctrl_c_ends_a_run_with_a_hung_tool_at_once_and_resume_finishes_it(server: AgentServer,
+def test_ctrl_c_ends_a_run_with_a_hung_tool_at_once_and_resume_finishes_it(server: FakeProvider,
                                                                                tmp_path: Path) -> None:
     pack, flags = tmp_path / "pack", tmp_path / "flags"
     flags.mkdir()
@@ -151,12 +151,12 @@ def test_a_second_ctrl_c_exits_at_once_with_provider_calls_in_flight(tmp_path: P
 
     task = write_task(tmp_path / "pack")
     out, plan = tmp_path / "run", plan_file(tmp_path)
-    with AgentServer() as slow:
+    with FakeProvider(agent) as slow:
         slow.hold_after(0)  # no call is answered while the test is at it
         argv = [*command(task, plan, out, slow.base)[3:], "--trials", "2"]
         with traced_child(argv, ENTRY, child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as (proc, handled):
             deadline = time.monotonic() + 120
-            while len(slow.requests) < 2:
+            while len(slow.bodies()) < 2:
                 assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "child exited"
                 assert time.monotonic() < deadline, "no call reached the server"
                 time.sleep(0.05)

@@ -1,6 +1,6 @@
 """Unknown cost and unknown tokens are never 0: at the call, the trial, the row, the run, and every view of them.
 
-A loopback OpenAI-compatible server (tests/trials/agent_server.py) answers each task its own way,
+A loopback OpenAI-compatible server (tests/fake_provider.py) answers each task its own way,
 picked by a marker in the task's user turn: properly (priced by the plan), always 500, a 200 whose
 body is cut short, a 200 without ``usage``, properly after one 500 (``flaky``: its known calls
 are a known part of an unknown cost), or too late for the plan's per-attempt timeout (``slow``). The run goes through the real driver, loop and
@@ -35,7 +35,7 @@ from capplan.trials.run_folder.recording import MetricsSink
 from capplan.trials.run_folder.folder import RunFolder
 from capplan.trials.runner import RunContext
 from capplan.trials.report.view.payload import build_payload
-from tests.trials.agent_server import CUT_SHORT, AgentServer, default_responder, error
+from tests.fake_provider import FakeProvider, Reply, agent_answer, error_answer, on_body
 from tests.trials.helpers import openai_plan, write_task
 from tests.cli_runner import invoke
 
@@ -50,12 +50,12 @@ _flaked: set[str] = set()
 _lock = threading.Lock()
 
 
-def responder(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def responder(body: dict[str, Any]) -> tuple[int, dict[str, Any]] | Reply:
     """The answer for the task named in the conversation's first user turn."""
     first = next((m.get("content") for m in body.get("messages", []) if m.get("role") == "user"), "") or ""
     mode = first.rsplit(" ", 1)[-1]
     if mode == "fail500":
-        return error(500, "upstream exploded")
+        return error_answer(500, "upstream exploded")
     if mode == "slow":  # held back well past the plan's per-attempt timeout: every attempt times out
         time.sleep(SLOW_S)
     if mode.startswith("flaky"):  # one 500 per marker, then answers
@@ -63,25 +63,25 @@ def responder(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
             once = mode not in _flaked
             _flaked.add(mode)
         if once:
-            return error(500, "upstream hiccup")
-    status, payload = default_responder(body)
+            return error_answer(500, "upstream hiccup")
+    status, payload = agent_answer(body)
     if mode == "cut":
-        return status, {**payload, CUT_SHORT: True}
+        return Reply(payload, status, cut_short=True)
     if mode == "bare":
         payload.pop("usage", None)
     return status, payload
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[AgentServer]:
+def server() -> Iterator[FakeProvider]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPENAI_API_KEY", "sk-test-unknown-cost-0123456789")
         mp.delenv("LLM_PROXY_BASE_URL", raising=False)
-        with AgentServer(responder) as srv:
+        with FakeProvider(on_body(responder)) as srv:
             yield srv
 
 
-def run_modes(tmp: Path, server: AgentServer, modes: tuple[str, ...], loop: dict[str, Any] | None = None) -> Path:
+def run_modes(tmp: Path, server: FakeProvider, modes: tuple[str, ...], loop: dict[str, Any] | None = None) -> Path:
     """A run of one trial per mode, all in one task pack (one summary row); returns the run folder."""
     tasks = [write_task(tmp / "pack", task_id=mode, turns=[f"please add 2 {mode}", f"thanks {mode}"])
              for mode in modes]
@@ -104,7 +104,7 @@ def metrics_of(out: Path, line: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def mixed(server: AgentServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def mixed(server: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_modes(tmp_path_factory.mktemp("mixed"), server, MODES)
 
 
@@ -214,7 +214,7 @@ def test_the_view_payload_and_the_python_api_hold_null(mixed: Path) -> None:
     assert spend["total_usd"] == pytest.approx(known_dollars(mixed)) and spend["unknown_cost_trials"] == 4
 
 
-def test_a_run_whose_every_cost_is_unknown_totals_null_not_zero(server: AgentServer, tmp_path: Path) -> None:
+def test_a_run_whose_every_cost_is_unknown_totals_null_not_zero(server: FakeProvider, tmp_path: Path) -> None:
     out = run_modes(tmp_path, server, ("fail500", "cut"))
     summary = json.loads((out / "summary.json").read_text())
     assert summary["total_cost_usd"] is None and summary["agent_cost_usd"] is None
@@ -226,7 +226,7 @@ def test_a_run_whose_every_cost_is_unknown_totals_null_not_zero(server: AgentSer
     assert "$0.0000 (" not in markdown and "| unknown |" in markdown
 
 
-def test_a_trial_whose_calls_timed_out_is_unknown_not_zero(server: AgentServer, tmp_path: Path) -> None:
+def test_a_trial_whose_calls_timed_out_is_unknown_not_zero(server: FakeProvider, tmp_path: Path) -> None:
     out = run_modes(tmp_path, server, ("slow",), loop={"api_call_timeout_s": 0.2})
     [line] = lines_of(out).values()
     calls = metrics_of(out, line)["calls"]
@@ -237,7 +237,7 @@ def test_a_trial_whose_calls_timed_out_is_unknown_not_zero(server: AgentServer, 
     assert summary["total_cost_usd"] is None and summary["unknown_cost_trials"] == 1
 
 
-def test_the_budget_stop_says_its_spend_is_a_lower_bound(server: AgentServer, tmp_path: Path) -> None:
+def test_the_budget_stop_says_its_spend_is_a_lower_bound(server: FakeProvider, tmp_path: Path) -> None:
     task = write_task(tmp_path / "pack", task_id="flaky-budget", turns=["please add 2 flaky-budget", "thanks"])
     plan = tmp_path / "priced.json"
     plan.write_bytes(openai_plan(pricing=PRICING, max_tokens=64).to_bytes())  # --max-cost bounds only a capped plan

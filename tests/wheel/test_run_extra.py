@@ -66,15 +66,15 @@ def test_mock_plans_need_no_litellm(no_litellm: None, tmp_path: Path) -> None:
 
 def test_an_openai_compatible_route_is_sent_directly_without_litellm(no_litellm: None,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.executor.loopback import LoopbackServer
+    from tests.fake_provider import FakeProvider, unscripted
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-direct-no-litellm")
-    with LoopbackServer() as server:
+    with FakeProvider(unscripted) as server:
         server.queue({"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
                       "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}],
                       "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}})
         result = invoke("send", "--plan", str(PLANS / "gpt-4o.json"), "--api-base",
-                        f"{server.base}/v1", str(REQUEST))
+                        server.base, str(REQUEST))
         assert result.exit_code == 0, result.output
         assert server.last().path == "/v1/chat/completions"
     assert "hi" in result.output

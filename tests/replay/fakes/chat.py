@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from .server import Answer, Received
+from tests.fake_provider import Reply, Request
 from .tokens import TURN1_REASONING, answer_from, count, decrypt, dumps, encrypt
 
 REFUSAL = "I'm sorry, I can't help with that request."
@@ -43,27 +43,27 @@ class ChatProvider:
     _ids: Any = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def handle(self, request: Received) -> Answer:
+    def handle(self, request: Request) -> Reply:
         if request.method == "GET":
-            return Answer(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+            return Reply(status=200, body={"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
         if self.key and request.headers.get("authorization") != f"Bearer {self.key}":
             shown = request.headers.get("authorization", "").removeprefix("Bearer ")
-            return Answer(401, {"error": {"message": f"Incorrect API key provided: {shown}",
+            return Reply(status=401, body={"error": {"message": f"Incorrect API key provided: {shown}",
                                           "type": "invalid_request_error"}})
         if self.non_json:
-            return Answer(200, raw=b"<html><body>502 Bad Gateway</body></html>", content_type="text/html")
+            return Reply(status=200, raw=b"<html><body>502 Bad Gateway</body></html>", content_type="text/html")
         body = request.body or {}
         for param, message in self.rejects_params.items():
             if param in body:
-                return Answer(400, {"error": {"message": message, "type": "invalid_request_error"}})
+                return Reply(status=400, body={"error": {"message": message, "type": "invalid_request_error"}})
         messages = body.get("messages") or []
         for message in messages:
             for name, error in self.rejects.items():
                 if message.get("role") == "assistant" and name in message:
-                    return Answer(400, {"error": {"message": error, "type": "invalid_request_error",
+                    return Reply(status=400, body={"error": {"message": error, "type": "invalid_request_error",
                                                   "param": f"messages[{messages.index(message)}].{name}"}})
             if self.refuse and message.get("role") == "user" and self.refuse in str(message.get("content")):
-                return Answer(403, {"code": "The caller does not have permission to execute the "
+                return Reply(status=403, body={"code": "The caller does not have permission to execute the "
                                             "specified operation", "error": REFUSAL})
         prompt = self.render(messages, body.get("tools") or [])
         if not any(m.get("role") == "tool" for m in messages):
@@ -106,7 +106,7 @@ class ChatProvider:
         return ""
 
     # ---- responses
-    def _turn1(self, body: dict[str, Any], prompt: str) -> Answer:
+    def _turn1(self, body: dict[str, Any], prompt: str) -> Reply:
         effort = (body.get("reasoning") or {}).get("effort") or body.get("reasoning_effort") or "low"
         order = ("low", "medium", "high")
         thinks = order.index(effort) >= order.index(self.turn1_min_effort)
@@ -124,7 +124,7 @@ class ChatProvider:
                      "format": "anthropic-claude-v1", "index": 0}]
         return self._answer(message, prompt, completion=40 if thinks else 12, reasoning=30 if thinks else 0)
 
-    def _answer(self, message: dict[str, Any], prompt: str, completion: int, reasoning: int = 0) -> Answer:
+    def _answer(self, message: dict[str, Any], prompt: str, completion: int, reasoning: int = 0) -> Reply:
         with self._lock:
             n = next(self._ids)
         rid = f"{self.id_prefix}{n:06d}"
@@ -139,4 +139,4 @@ class ChatProvider:
             if self.cost is not None:
                 usage["cost"] = self.cost
             body["usage"] = usage
-        return Answer(200, body)
+        return Reply(status=200, body=body)

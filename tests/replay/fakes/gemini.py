@@ -12,7 +12,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from .server import Answer, Received
+from tests.fake_provider import Reply, Request
 from .tokens import TURN1_REASONING, answer_from, count, decrypt, dumps, encrypt
 
 DUMMY = "skip_thought_signature_validator"
@@ -26,12 +26,12 @@ class GeminiProvider:
     key: str = ""
     _ids: Any = field(default_factory=itertools.count)
 
-    def handle(self, request: Received) -> Answer:
+    def handle(self, request: Request) -> Reply:
         if request.headers.get("x-goog-api-key") != self.key or "key=" in request.path:
-            return Answer(400, [{"error": {"code": 400, "message": "API key not valid.",
+            return Reply(status=400, body=[{"error": {"code": 400, "message": "API key not valid.",
                                            "status": "INVALID_ARGUMENT"}}])
         if not request.path.endswith(":generateContent"):
-            return Answer(404, {"error": {"message": f"no route {request.path}"}})
+            return Reply(status=404, body={"error": {"message": f"no route {request.path}"}})
         body = request.body or {}
         contents = body.get("contents") or []
         last_user_text = max([i for i, c in enumerate(contents) if c.get("role") == "user"
@@ -46,7 +46,7 @@ class GeminiProvider:
                 if "functionCall" in part:
                     signature = part.get("thoughtSignature")
                     if current and not signature:
-                        return Answer(400, {"error": {"code": 400, "message": MISSING,
+                        return Reply(status=400, body={"error": {"code": 400, "message": MISSING,
                                                       "status": "INVALID_ARGUMENT"}})
                     restored = decrypt(signature) if current and signature and signature != DUMMY else None
                     if restored:
@@ -63,7 +63,7 @@ class GeminiProvider:
                       "thoughtSignature": encrypt(TURN1_REASONING)}]
         else:
             parts = [{"text": answer_from(prompt)}]
-        return Answer(200, {"responseId": f"gem{next(self._ids):05d}",
+        return Reply(status=200, body={"responseId": f"gem{next(self._ids):05d}",
                             "candidates": [{"content": {"role": "model", "parts": parts}}],
                             "usageMetadata": {"promptTokenCount": count(prompt),
                                               "candidatesTokenCount": 3, "thoughtsTokenCount": 20}})

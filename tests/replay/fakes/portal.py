@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .chat import ChatProvider
-from .server import Answer, Received
+from tests.fake_provider import Reply, Request
 
 CATALOG = [
     {"id": "x-ai/grok-4.7", "pricing": {"prompt": "0.000003", "completion": "0.000015"},
@@ -49,21 +49,21 @@ class PortalProvider:
     _counters: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def handle(self, request: Received) -> Answer:
+    def handle(self, request: Request) -> Reply:
         auth = request.headers.get("authorization", "")
         if auth == f"Bearer {self.old_key}":
             with self._lock:
                 self.rotations += 1
                 self.auth_file.write_text(json.dumps({"providers": {"nous": {
                     "agent_key": self.new_key, "access_token": "unused-access-token-value"}}}))
-            return Answer(401, {"error": {"message": "agent key expired", "type": "auth"}})
+            return Reply(status=401, body={"error": {"message": "agent key expired", "type": "auth"}})
         if auth != f"Bearer {self.new_key}":
-            return Answer(401, {"error": {"message": "unknown key", "type": "auth"}})
+            return Reply(status=401, body={"error": {"message": "unknown key", "type": "auth"}})
         if request.method == "GET":
-            return Answer(200, {"object": "list", "data": CATALOG})
+            return Reply(status=200, body={"object": "list", "data": CATALOG})
         model = str((request.body or {}).get("model"))
         if model not in {m["id"] for m in CATALOG}:
-            return Answer(404, {"error": {"message": f"model {model} not found"}})
+            return Reply(status=404, body={"error": {"message": f"model {model} not found"}})
         with self._lock:
             lanes = self.schedule.get(model, ["direct"])
             counter = self._counters.setdefault(model, itertools.count())

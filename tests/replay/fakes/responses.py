@@ -7,7 +7,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from .server import Answer, Received
+from tests.fake_provider import Reply, Request
 from .tokens import TURN1_REASONING, answer_from, count, decrypt, dumps, encrypt
 
 
@@ -17,13 +17,13 @@ class ResponsesProvider:
     all_turns_models: tuple[str, ...] = ()
     _ids: Any = field(default_factory=itertools.count)
 
-    def handle(self, request: Received) -> Answer:
+    def handle(self, request: Request) -> Reply:
         if request.headers.get("authorization") != f"Bearer {self.key}":
-            return Answer(401, {"error": {"message": "Incorrect API key provided", "type": "auth"}})
+            return Reply(status=401, body={"error": {"message": "Incorrect API key provided", "type": "auth"}})
         body = request.body or {}
         context = (body.get("reasoning") or {}).get("context")
         if context is not None and body.get("model") not in self.all_turns_models:
-            return Answer(400, {"error": {"message": "Unsupported parameter: 'reasoning.context' is "
+            return Reply(status=400, body={"error": {"message": "Unsupported parameter: 'reasoning.context' is "
                                                      "not supported with this model.",
                                           "type": "invalid_request_error", "param": "reasoning.context"}})
         items = body.get("input") or []
@@ -32,11 +32,11 @@ class ResponsesProvider:
             # store: false, so an item that has only its id is refused; its encrypted payload carries it
             if (item.get("type") == "reasoning" and "id" in item and item.get("encrypted_content") is None
                     and body.get("store") is False):
-                return Answer(404, {"error": {"message": f"Item with id '{item['id']}' not found. Items "
+                return Reply(status=404, body={"error": {"message": f"Item with id '{item['id']}' not found. Items "
                                                          "are not persisted when `store` is set to false."}})
             blob = item.get("encrypted_content")
             if blob is not None and decrypt(str(blob)) is None:
-                return Answer(400, {"error": {"message": "The encrypted content could not be verified."}})
+                return Reply(status=400, body={"error": {"message": "The encrypted content could not be verified."}})
         prompt = self.render(body, items, keep_all=context == "all_turns")
         if not any(i.get("type") == "function_call_output" for i in items):
             return self._answer([
@@ -68,7 +68,7 @@ class ResponsesProvider:
                 out.append(f"<|{item.get('role')}|>{item.get('content')}")
         return "\n".join(out)
 
-    def _answer(self, output: list[dict[str, Any]], prompt: str, completion: int) -> Answer:
-        return Answer(200, {"id": f"resp_{next(self._ids):05d}", "object": "response", "output": output,
+    def _answer(self, output: list[dict[str, Any]], prompt: str, completion: int) -> Reply:
+        return Reply(status=200, body={"id": f"resp_{next(self._ids):05d}", "object": "response", "output": output,
                             "usage": {"input_tokens": count(prompt), "output_tokens": completion,
                                       "output_tokens_details": {"reasoning_tokens": completion // 2}}})

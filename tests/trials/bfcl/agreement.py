@@ -23,7 +23,7 @@ import yaml
 
 from capplan.trials.importers.bfcl.pack import CHECKER_REF, import_category
 from capplan.trials.importers.bfcl.source import CATEGORIES
-from tests.trials.agent_server import AgentServer
+from tests.fake_provider import FakeProvider, on_body
 from tests.trials.bfcl.scripted_agent import DEVIATIONS, ScriptedAgent, ScriptedTask, load_tasks, with_script
 from tests.trials.helpers import openai_plan
 from tests.cli_runner import invoke
@@ -62,7 +62,7 @@ def run_agent(pack: Path, tasks: list[ScriptedTask], out: Path, plan: Path, *, c
         return []
     files = [str(pack / f"{t.entry_id}.yaml") for t in tasks]
     responder = ScriptedAgent(tasks)
-    with AgentServer(responder) as server:
+    with FakeProvider(on_body(responder)) as server:
         result = invoke("trial", "run", *files, "--plan", str(plan), "--out", str(out),
                         "--api-base", server.base, "--concurrency", str(concurrency),
                         "--trials", str(trials))

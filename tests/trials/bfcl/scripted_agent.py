@@ -1,6 +1,6 @@
 """A scripted BFCL agent: a loopback OpenAI-compatible server that replays each task's calls per turn.
 
-The server is the test's :class:`~tests.trials.agent_server.AgentServer`; this module is its
+The server is the test's :class:`~tests.fake_provider.FakeProvider`; this module is its
 responder. It tells the tasks of a pack apart by what a real model sees -- the user messages so
 far and the tools offered -- and answers each request with the next step of that task's script
 for the current user turn: a completion carrying that step's tool calls, or, when the turn's
@@ -21,7 +21,7 @@ from typing import Any
 from capplan.trials.importers.bfcl import source
 from capplan.trials.importers.bfcl.ground_truth import Call
 from capplan.trials.importers.bfcl.pack import task_document
-from tests.trials.agent_server import completion, tool_call
+from tests.fake_provider import agent_completion, tool_call
 
 #: a step computes its calls from the conversation so far (to use an earlier tool result)
 DynamicStep = Callable[[list[dict[str, Any]]], list[Call]]
@@ -67,7 +67,7 @@ def _shown(script: Script) -> str:
 
 
 class ScriptedAgent:
-    """The responder: ``AgentServer(ScriptedAgent(tasks))``."""
+    """The responder: ``FakeProvider(on_body(ScriptedAgent(tasks)))``."""
 
     def __init__(self, tasks: list[ScriptedTask]) -> None:
         self.tasks = tasks
@@ -99,12 +99,12 @@ class ScriptedAgent:
         step = sum(1 for m in messages[last_user:] if m.get("role") == "assistant")
         steps = task.script[turn]
         if step >= len(steps):
-            return 200, completion(f"turn {turn} done")
+            return 200, agent_completion(f"turn {turn} done")
         planned = steps[step]
         calls = planned(messages) if callable(planned) else planned
         if not calls:
-            return 200, completion(f"turn {turn} done")
-        return 200, completion(None, [tool_call(f"call_{turn}_{step}_{i}", c.name, c.arguments)
+            return 200, agent_completion(f"turn {turn} done")
+        return 200, agent_completion(None, [tool_call(f"call_{turn}_{step}_{i}", c.name, c.arguments)
                                       for i, c in enumerate(calls)])
 
 
@@ -220,9 +220,9 @@ if __name__ == "__main__":
     import sys
     import time
 
-    from tests.trials.agent_server import AgentServer
+    from tests.fake_provider import FakeProvider, on_body
 
-    with AgentServer(ScriptedAgent(load_tasks(sys.argv[1])), delay_s=float(sys.argv[2]) if len(sys.argv) > 2 else 0.0) as srv:
+    with FakeProvider(on_body(ScriptedAgent(load_tasks(sys.argv[1]))), delay_s=float(sys.argv[2]) if len(sys.argv) > 2 else 0.0) as srv:
         print(srv.base, flush=True)
         while True:
             time.sleep(3600)

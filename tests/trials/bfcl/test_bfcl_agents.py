@@ -80,17 +80,17 @@ def test_a_deviation_in_another_category_is_judged_alike(work: Path) -> None:
 
 def test_the_wire_carries_bfcls_conversation_and_offers_held_out_tools_from_their_turn(work: Path) -> None:
     from capplan.trials.importers.bfcl import source
-    from tests.trials.agent_server import AgentServer
+    from tests.fake_provider import FakeProvider, on_body
     from tests.trials.bfcl.scripted_agent import ScriptedAgent
 
     [task] = scripted("multi_turn_miss_func", GROUND_TRUTH, limit=1)
     pack = work / "wire"
     import_category("multi_turn_miss_func", pack, entry_ids={task.entry_id})
     plan = plan_file(work / "wire")
-    with AgentServer(ScriptedAgent([task])) as server:
+    with FakeProvider(on_body(ScriptedAgent([task]))) as server:
         result = invoke("trial", "run", str(pack), "--plan", str(plan), "--out", str(work / "wire-run"),
                         "--api-base", server.base)
-        requests = list(server.requests)
+        requests = list(server.bodies())
     assert result.exit_code == 0, result.output
     bench = source.load("multi_turn_miss_func")
     entry = next(e for e in bench.entries if e.id == task.entry_id)

@@ -1,6 +1,6 @@
 """Two real runs of one task pack, whose recorded texts are hostile, for the view and report tests.
 
-The agent is scripted by a loopback OpenAI-compatible server (``tests.trials.agent_server``),
+The agent is scripted by a loopback OpenAI-compatible server (``tests.fake_provider``),
 and the trials run through ``capplan.trials.run`` (real litellm, the real loop, the real run
 folder writer). Run A's agent adds 2 to the counter on every task but the first; run B's only
 on the first: the grader (``expected_state: {value: 2}``) passes A on 11 of 12 tasks and B on
@@ -23,7 +23,7 @@ import pytest
 
 import capplan.trials
 from capplan.trials.api import RunResult
-from tests.trials.agent_server import AgentServer, completion, tool_call
+from tests.fake_provider import FakeProvider, agent_completion, on_body, tool_call
 from tests.trials.helpers import openai_plan
 
 #: markup that would run if it were ever parsed as HTML, a link scheme, and terminal escapes
@@ -86,8 +86,8 @@ def responder(passing: set[str]) -> Any:
         task = found.group(1) if found else ""
         if messages and messages[-1].get("role") == "user" and not any(m.get("role") == "tool" for m in messages):
             amount = 2 if task in passing else 1
-            return 200, completion(None, [tool_call(f"call_{task}", "add", {"amount": amount, "memo": HOSTILE})])
-        return 200, completion("agent says " + HOSTILE)
+            return 200, agent_completion(None, [tool_call(f"call_{task}", "add", {"amount": amount, "memo": HOSTILE})])
+        return 200, agent_completion("agent says " + HOSTILE)
     return answer
 
 
@@ -114,7 +114,7 @@ def build(root: Path, monkeypatch: pytest.MonkeyPatch) -> HostileRuns:
     for key, passing in (("agent-a", set(TASKS[1:])), ("agent-b", {TASKS[0]})):
         # a folder name is free text: markup, a pipe and an escape in it must be harmless too
         out = root / "runs" / f"{key} <b>|\x1b[2J run"
-        with AgentServer(responder(passing)) as server:
+        with FakeProvider(on_body(responder(passing))) as server:
             results[key] = capplan.trials.run([pack], [plans[key]], out=out, api_base=server.base, concurrency=len(TASKS))
         assert results[key].complete, results[key]
     return HostileRuns(root=root, a=results["agent-a"], b=results["agent-b"])
