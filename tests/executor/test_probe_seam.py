@@ -12,7 +12,7 @@ from capplan.executor.errors import ProviderHTTPError
 from capplan.executor.plan import Plan
 from capplan.executor.request_builder import UnderTest
 from capplan.executor.value_rules import RejectedValueError
-from tests.executor.recording_server import RecordingServer, json_answer
+from tests.fake_provider import FakeProvider, json_reply
 
 GPT4O = Path(__file__).resolve().parents[2] / "golden" / "plans" / "gpt-4o.json"
 ENV = {"OPENAI_API_KEY": "sk-seam-test-0123456789"}
@@ -54,10 +54,10 @@ def test_a_forced_key_goes_on_the_wire_where_the_params_policy_leaves_it_out() -
 
 
 def test_send_once_never_retries() -> None:
-    with RecordingServer() as server:
-        server.script(json_answer({"error": {"message": "overloaded"}}, 503), json_answer({"error": {"message": "x"}}, 200))
+    with FakeProvider() as server:
+        server.script(json_reply({"error": {"message": "overloaded"}}, 503))
         client = Client(Plan.load(GPT4O), env=ENV, api_base=server.base)
         with pytest.raises(ProviderHTTPError) as caught:
             client.send_once(client.build(request()))
         assert caught.value.status_code == 503
-        assert len(server.seen) == 1
+        assert len(server.posts()) == 1  # the default answer after it was never asked for

@@ -1,7 +1,7 @@
 """``capplan probe`` against a scripted loopback route: faults, budgets, the dry run, hostile bodies, bad input.
 
-The route is :class:`~tests.executor.recording_server.RecordingServer`: it records every request
-body and answers the next scripted answer, so each test knows exactly what was sent and how often.
+The route is the tests' :class:`~tests.fake_provider.FakeProvider`: it records every request and
+answers the next scripted reply, so each test knows exactly what was sent and how often.
 The plan is the bundled gpt-4o (OpenAI chat completions, direct transport).
 """
 
@@ -21,23 +21,19 @@ from capplan.executor.plan import Plan
 from capplan.probes.evidence import MAX_ERROR_CHARS
 from capplan.probes.runner import plan_probe
 from tests.cli_runner import invoke_checked
-from tests.executor.recording_server import Answer, RecordingServer, json_answer
+from tests.fake_provider import FakeProvider, Reply, chat_completion, error_body, json_reply
 
 KEY = "sk-probe-scripted-0123456789"
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "plans"
 GPT4O = GOLDEN / "gpt-4o.json"
 
 
-def ok() -> Answer:
-    return json_answer({
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "OK"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 12, "completion_tokens": 1, "total_tokens": 13}})
+def ok() -> Reply:
+    return json_reply(chat_completion("OK"))
 
 
-def refusal(message: str, status: int = 400) -> Answer:
-    return json_answer({"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}},
-                       status)
+def refusal(message: str, status: int = 400) -> Reply:
+    return json_reply(error_body(message), status)
 
 
 @pytest.fixture(autouse=True)
@@ -48,18 +44,18 @@ def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def route() -> Iterator[RecordingServer]:
-    with RecordingServer() as server:
+def route() -> Iterator[FakeProvider]:
+    with FakeProvider() as server:
         yield server
 
 
-def sent_ids(server: RecordingServer) -> list[str]:
+def sent_ids(server: FakeProvider) -> list[str]:
     """The ids of the gpt-4o questions that are sent, in order (from the plan of the probe itself)."""
     client = Client(Plan.load(GPT4O), api_base=server.base, env={"OPENAI_API_KEY": KEY})
     return [p.question.id for p in plan_probe(client).to_send]
 
 
-def script_by_id(server: RecordingServer, answers: dict[str, Answer]) -> list[str]:
+def script_by_id(server: FakeProvider, answers: dict[str, Reply]) -> list[str]:
     """Script one answer per sent question: ``answers[id]``, else a success. Returns the ids in order."""
     ids = sent_ids(server)
     server.script(*[answers.get(qid) or ok() for qid in ids])
@@ -75,17 +71,17 @@ def by_id(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {q["id"]: q for q in record["questions"]}
 
 
-def test_429_and_500_are_not_measured_and_a_400_is_asked_once(route: RecordingServer, tmp_path: Path) -> None:
+def test_429_and_500_are_not_measured_and_a_400_is_asked_once(route: FakeProvider, tmp_path: Path) -> None:
     ids = script_by_id(route, {
-        "temperature=0": json_answer({"error": {"message": "Rate limit reached"}}, 429, {"Retry-After": "1"}),
-        "seed=1": json_answer({"error": {"message": "upstream exploded"}}, 500),
+        "temperature=0": json_reply({"error": {"message": "Rate limit reached"}}, 429, {"Retry-After": "1"}),
+        "seed=1": json_reply({"error": {"message": "upstream exploded"}}, 500),
         "tool_choice=required": refusal("tool_choice 'required' is not supported by this deployment"),
         "parallel_tool_calls=false": refusal("parallel_tool_calls: false is not supported"),
     })
     invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
     # one request per question: nothing was retried, neither the 429 nor the 500 nor the refusal
-    assert len(route.seen) == len(ids)
-    assert [s.body.get("tool_choice") for s in route.seen].count("required") == 1
+    assert len(route.posts()) == len(ids)
+    assert [s.body.get("tool_choice") for s in route.posts()].count("required") == 1
     found = by_id(record_of(tmp_path))
     assert (found["temperature=0"]["outcome"], found["temperature=0"]["status"]) == ("not measured", 429)
     assert "rate limited" in found["temperature=0"]["detail"]
@@ -102,9 +98,9 @@ def test_429_and_500_are_not_measured_and_a_400_is_asked_once(route: RecordingSe
 
 
 def test_check_names_a_refusal_the_plan_has_no_rule_for_and_lists_what_it_could_not_measure(
-        route: RecordingServer) -> None:
+        route: FakeProvider) -> None:
     script_by_id(route, {"parallel_tool_calls=false": refusal("parallel_tool_calls is not supported"),
-                         "temperature=0": json_answer({"error": {"message": "overloaded"}}, 503)})
+                         "temperature=0": json_reply({"error": {"message": "overloaded"}}, 503)})
     result = invoke_checked("probe", "--check", GPT4O, "--api-base", route.base, expect=1)
     assert ('gpt-4o: parallel_tool_calls false: route refuses it with 400 "parallel_tool_calls is not supported": '
             "plan has no rule") in result.output
@@ -112,7 +108,7 @@ def test_check_names_a_refusal_the_plan_has_no_rule_for_and_lists_what_it_could_
     assert "temperature 0: route refuses" not in result.output  # not measured is never drift
 
 
-def test_a_refused_baseline_writes_no_rule(route: RecordingServer, tmp_path: Path) -> None:
+def test_a_refused_baseline_writes_no_rule(route: FakeProvider, tmp_path: Path) -> None:
     script_by_id(route, {"max_tokens=16": refusal("Invalid URL (POST /v1/chat/completions)"),
                          "temperature=0": refusal("temperature is not supported")})
     invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
@@ -120,10 +116,10 @@ def test_a_refused_baseline_writes_no_rule(route: RecordingServer, tmp_path: Pat
     assert "providers: {}" in snippet and "own request was not accepted" in snippet
 
 
-def test_max_requests_stops_and_records_what_it_measured(route: RecordingServer, tmp_path: Path) -> None:
+def test_max_requests_stops_and_records_what_it_measured(route: FakeProvider, tmp_path: Path) -> None:
     ids = script_by_id(route, {})
     invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, "--max-requests", "3", expect=0)
-    assert len(route.seen) == 3
+    assert len(route.posts()) == 3
     record = record_of(tmp_path)
     found = by_id(record)
     assert [found[qid]["outcome"] for qid in ids[:3]] == ["accepted"] * 3
@@ -132,17 +128,17 @@ def test_max_requests_stops_and_records_what_it_measured(route: RecordingServer,
     assert record["sent"] == 3 and "over budget" in record["stopped"]
 
 
-def test_max_cost_stops_before_the_request_that_would_pass_it(route: RecordingServer, tmp_path: Path) -> None:
+def test_max_cost_stops_before_the_request_that_would_pass_it(route: FakeProvider, tmp_path: Path) -> None:
     client = Client(Plan.load(GPT4O), api_base=route.base, env={"OPENAI_API_KEY": KEY})
     planned = plan_probe(client).to_send
     budget = sum(p.worst_usd or 0.0 for p in planned[:2]) + (planned[2].worst_usd or 0.0) / 2
     script_by_id(route, {})
     invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, "--max-cost", repr(budget), expect=0)
-    assert len(route.seen) == 2
+    assert len(route.posts()) == 2
     assert "--max-cost" in record_of(tmp_path)["stopped"]
 
 
-def test_max_cost_refuses_to_start_for_a_plan_without_a_price(route: RecordingServer, tmp_path: Path) -> None:
+def test_max_cost_refuses_to_start_for_a_plan_without_a_price(route: FakeProvider, tmp_path: Path) -> None:
     body = Plan.load(GPT4O).body()
     body["pricing"] = None
     unpriced = tmp_path / "gpt-4o.json"
@@ -150,23 +146,23 @@ def test_max_cost_refuses_to_start_for_a_plan_without_a_price(route: RecordingSe
     result = invoke_checked("probe", unpriced, "--api-base", route.base, "--out", tmp_path / "o", "--max-cost", "1",
                             expect=2)
     assert "--max-cost cannot bound plan(s) gpt-4o: no price" in result.output
-    assert route.seen == []
+    assert route.posts() == []
 
 
 def test_the_dry_run_sends_nothing_and_prints_the_fingerprints_a_real_run_sends(
-        route: RecordingServer, tmp_path: Path) -> None:
+        route: FakeProvider, tmp_path: Path) -> None:
     dry = invoke_checked("probe", "--dry-run", GPT4O, "--api-base", route.base, expect=0)
-    assert route.seen == []
+    assert route.posts() == []
     assert "nothing was sent" in dry.output and "worst-case cost $" in dry.output
     script_by_id(route, {})
     invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
-    for seen in route.seen:
+    for seen in route.posts():
         fingerprint = sha256_hex(canonical_bytes(seen.body))
         assert f"sha256:{fingerprint}" in dry.output
     assert "  stop=END: openai-chat model gpt-4o sha256:" in dry.output
 
 
-def test_a_huge_secret_bearing_error_body_is_bounded_and_redacted(route: RecordingServer, tmp_path: Path) -> None:
+def test_a_huge_secret_bearing_error_body_is_bounded_and_redacted(route: FakeProvider, tmp_path: Path) -> None:
     hostile = ("tool_choice required is refused for key " + KEY + " \u2028 \"quoted\"\n" + "x" * 2_000_000)
     script_by_id(route, {"tool_choice=required": refusal(hostile)})
     result = invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
@@ -206,28 +202,27 @@ def test_a_corrupt_plan_is_a_located_error(tmp_path: Path) -> None:
     assert str(broken) in result.output and "error[" in result.output
 
 
-def test_through_the_gateway_the_route_identity_names_it(route: RecordingServer, tmp_path: Path,
+def test_through_the_gateway_the_route_identity_names_it(route: FakeProvider, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     route.catalog = ["openai/gpt-4o"]
     monkeypatch.setenv("LLM_PROXY_BASE_URL", route.base)
     monkeypatch.setenv("LLM_PROXY_API_KEY", "sk-gateway-0123456789")
     invoke_checked("probe", GPT4O, "--dry-run", expect=0)  # reads the catalog, sends no completion
-    assert route.seen == []
-    route.script(*[ok() for _ in range(40)])
+    assert route.posts() == []
     invoke_checked("probe", GPT4O, "--out", tmp_path, "--max-requests", "2", expect=0)
     identity = record_of(tmp_path)["route"]
     assert identity["gateway_route"] == "openai/gpt-4o"
     assert identity["endpoint"] == route.base + "/chat/completions"
-    assert [seen.headers["authorization"] for seen in route.seen] == ["Bearer sk-gateway-0123456789"] * 2
+    assert [seen.headers["authorization"] for seen in route.posts()] == ["Bearer sk-gateway-0123456789"] * 2
     assert "sk-gateway-0123456789" not in (tmp_path / "gpt-4o.probe.json").read_text(encoding="utf-8")
 
 
-def test_a_missing_key_is_refused_before_anything_is_sent(route: RecordingServer, tmp_path: Path,
+def test_a_missing_key_is_refused_before_anything_is_sent(route: FakeProvider, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     result = invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=2)
     assert "OPENAI_API_KEY" in result.output
-    assert route.seen == []
+    assert route.posts() == []
 
 
 #: the body keys each question may change relative to the plan's own request (tools travel with the
@@ -241,10 +236,10 @@ MAY_CHANGE = {
 
 
 def test_each_request_is_the_plans_own_with_only_the_parameter_under_test_changed(
-        route: RecordingServer, tmp_path: Path) -> None:
+        route: FakeProvider, tmp_path: Path) -> None:
     ids = script_by_id(route, {})
     invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
-    bodies = dict(zip(ids, (seen.body for seen in route.seen), strict=True))
+    bodies = dict(zip(ids, (seen.body for seen in route.posts()), strict=True))
     baseline = bodies[ids[0]]
     assert ids[0] == "max_tokens=16"
     for qid, body in bodies.items():
