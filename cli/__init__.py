@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "trial": "capplan.cli.trial_cmd:trial_cmd",
     "init": "capplan.cli.init_cmd:init_cmd",
     "conformance": "capplan.cli.conformance_cmd:conformance_cmd",
+    "probe": "capplan.cli.probe_cmd:probe_cmd",
 }
 
 #: commands that hold nothing open once they return (they read files, write through atomic
@@ -56,6 +57,7 @@ SHORT_HELP: dict[str, str] = {
     "trial": "Run agent tasks from compiled plans, compare and view the results (run | report | view | import).",
     "init": "Write a commented starter project (capplan.yaml, run config, overlay, one task).",
     "conformance": "Hold plans to the rules providers enforce, offline: a plan x rule matrix.",
+    "probe": "Ask a plan's live route which values it takes; write dated evidence and an overlay snippet.",
 }
 
 

@@ -43,7 +43,7 @@ from capplan.executor.rate_limit import compile_patterns
 from capplan.executor.provider_keys import litellm_key_variables, litellm_model
 from capplan.core.redaction import Redactor, redact_url, register_secrets, url_credentials
 from capplan.executor.wire_dialect import is_responses
-from capplan.executor.request_builder import BuiltRequest, RequestBuilder
+from capplan.executor.request_builder import BuiltRequest, RequestBuilder, UnderTest
 from capplan.executor.response_parser import ResponseParser
 from capplan.executor.result import Attempt, GenerationResult
 from capplan.executor.run_extra import require_litellm
@@ -144,6 +144,11 @@ class Client:
         return cls(Plan.load(path), **kwargs)
 
     @property
+    def environment(self) -> Mapping[str, str]:
+        """The variables this client reads keys and endpoint overrides from (``env``, else ``os.environ``)."""
+        return self._credentials
+
+    @property
     def route(self) -> RouteDecision | None:
         """The gateway route decision for this plan; None when no gateway is configured."""
         return self.gateway.decision if self.gateway is not None else None
@@ -164,8 +169,11 @@ class Client:
             return (*rules, *self.gateway.config.failure_rules)
         return rules
 
-    def build(self, request: ChatRequest | Mapping[str, Any]) -> BuiltRequest:
+    def build(self, request: ChatRequest | Mapping[str, Any], *, under_test: UnderTest | None = None) -> BuiltRequest:
         """The request as litellm will receive it, plus what parsing the response needs.
+
+        ``under_test``: a capability probe's parameter, sent whatever the plan's rules say (see
+        :class:`~capplan.executor.request_builder.UnderTest`).
 
         The kwargs dict is this build's own, but its values are shared with the builder's caches
         and with other builds: the tool and message dicts, and the nested values of the other
@@ -173,7 +181,7 @@ class Client:
         """
         if request.__class__ is not ChatRequest:
             request = _as_request(request)
-        built = self.builder.build(request, env=self._env, api_base=self._api_base)
+        built = self.builder.build(request, env=self._env, api_base=self._api_base, under_test=under_test)
         if self.gateway is not None and not self.mock:
             # the top-level kwargs dict is this build's own (the transport step makes it)
             self.gateway.apply(built.kwargs)
@@ -205,6 +213,30 @@ class Client:
         """
         try:
             return self._generate(request, role, probe_stats)
+        except BaseException as exc:
+            self.redactor.scrub_exception(exc)
+            raise
+
+    def send_once(self, built: BuiltRequest) -> Any:
+        """Send ``built`` once and return the transport's raw answer; never retried.
+
+        What ``capplan probe`` asks a route with: the same completion, key and gateway as
+        :meth:`generate`, but no retry controller, no timeout retry and no key rotation, because
+        a probe records the route's first answer (a refusal sent again is still a refusal, and a
+        429 or 5xx is recorded as not measured, not waited out). Errors are scrubbed of every
+        configured secret, as :meth:`generate`'s are.
+        """
+        try:
+            self.require_credentials()
+            if self.mock:
+                raise ValueError(f"plan {self.plan.model.key} is the offline mock: it has no route to send to")
+            completion = self._completion or self.direct or (
+                _litellm_responses() if self._responses_via_litellm else _litellm_completion())
+            self._learn_litellm_keys(built.kwargs)
+            kwargs = built.kwargs if completion is self.direct else copy.deepcopy(built.kwargs)
+            if self.keys is not None:
+                kwargs = {**kwargs, "api_key": self.keys.current()[1]}
+            return completion(**kwargs)
         except BaseException as exc:
             self.redactor.scrub_exception(exc)
             raise

@@ -17,6 +17,7 @@ Nothing here branches on a provider: every difference between models is a policy
 from __future__ import annotations
 
 import logging
+import dataclasses
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -57,6 +58,22 @@ def plan_origin(plan: Plan, upstream: str | None = None) -> ReasoningOrigin:
 #: why a request with reasoning off replays no history reasoning (see ReasoningCodec.thinks_unasked)
 REASONING_OFF = ("reasoning is off for this request and this model thinks only when asked: history reasoning is "
                  "not replayed in a form the provider reads as thinking")
+
+
+@dataclass(frozen=True)
+class UnderTest:
+    """One parameter a capability probe sends whatever the plan says about it (``capplan probe``).
+
+    A probe asks the route whether it takes a value, so the plan's own answer must not stand in
+    the way: the ``param_value_rules`` of the parameters in ``bypass`` are not consulted (a
+    ``reject`` would stop the request before it is sent), and ``forced`` keys are set on the
+    chat-shaped kwargs after step 7 (a params policy that never sends, say, ``temperature`` would
+    otherwise leave nothing to ask about). Everything else is built exactly as a trial's request,
+    and the transport step and the Responses mapping still apply to the forced keys.
+    """
+
+    bypass: frozenset[str] = frozenset()
+    forced: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -160,8 +177,12 @@ class RequestBuilder:
         *,
         env: Mapping[str, str] | None = None,
         api_base: str | None = None,
+        under_test: UnderTest | None = None,
     ) -> BuiltRequest:
-        """The exact kwargs litellm would receive for ``request`` (credentials resolved from ``env``)."""
+        """The exact kwargs litellm would receive for ``request`` (credentials resolved from ``env``).
+
+        ``under_test`` is the probe's seam (see :class:`UnderTest`); such a build is never remembered.
+        """
         system = request.system or ""
         # 1-3: the system prompt and tools, sanitised, enriched and cache-marked
         head = self._heads.get_made(request.tools, system) or self._make_head(request, system)
@@ -176,7 +197,10 @@ class RequestBuilder:
         kwargs: dict[str, Any] = {"messages": self._mark_messages(messages)}  # 5
         if head.tools:
             kwargs["tools"] = head.tools[:]
-        tail = self._tail(request, bool(head.tools))  # 6, 7 and 8 but the credentials
+        if under_test is None:
+            tail = self._tail(request, bool(head.tools))  # 6, 7 and 8 but the credentials
+        else:
+            tail = self._make_tail(request, bool(head.tools), under_test)
         kwargs.update(tail.before)
         self.transport.credentials(kwargs, env, api_base)  # 8: read on every build
         kwargs.update(tail.after)
@@ -238,7 +262,7 @@ class RequestBuilder:
         self._tails.put(settings, tail)
         return tail
 
-    def _make_tail(self, request: ChatRequest, has_tools: bool) -> _Tail:
+    def _make_tail(self, request: ChatRequest, has_tools: bool, under_test: UnderTest | None = None) -> _Tail:
         policies, defaults = self.policies, self.plan.request_defaults
         kwargs: dict[str, Any] = {}
         if has_tools:
@@ -265,7 +289,12 @@ class RequestBuilder:
             request.seed,
             request.reasoning,
         )
-        kwargs, substitutions = apply_value_rules(kwargs, self.plan.param_value_rules, has_tools=has_tools)  # 7
+        rules = self.plan.param_value_rules
+        if under_test is not None:
+            rules = {param: by_value for param, by_value in rules.items() if param not in under_test.bypass}
+        kwargs, substitutions = apply_value_rules(kwargs, rules, has_tools=has_tools)  # 7
+        if under_test is not None:
+            kwargs = {**kwargs, **under_test.forced}
         routed = self.transport.route(kwargs)  # 8, credentials aside
         split = len(routed)
         self.transport.extras(routed)

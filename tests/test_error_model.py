@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 MOCK = REPO / "golden" / "plans" / "mock-echo.json"
 TASK = REPO / "examples" / "trials" / "inventory_desk" / "inv-01-check-stock.yaml"
 #: the layers whose errors a user reads (evals is a harness with its own command line)
-LAYERS = ("core", "compiler", "executor", "trials", "cli")
+LAYERS = ("core", "compiler", "executor", "trials", "probes", "cli")
 CANARY = "sk-canary-error-model-7f3a9c2e51"
 
 

@@ -84,7 +84,7 @@ def test_every_status_a_command_raises_is_a_member_of_the_enum() -> None:
 
 def test_no_module_defines_an_exit_code_of_its_own() -> None:
     # the codes lived in cli/common.py, compiler/diff/fail_on.py and cli/errors.py; now only in the enum
-    for folder in ("cli", "compiler", "core", "executor", "trials", "conformance"):
+    for folder in ("cli", "compiler", "core", "executor", "trials", "conformance", "probes"):
         for path in sorted((REPO / folder).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 targets = (node.targets if isinstance(node, ast.Assign)

@@ -45,6 +45,12 @@ SKIPPED: dict[str, str] = {
         "joins a running Ray cluster and calls a real model (network and a key); tasks/ and run.yaml are the user's",
     "capplan trial run tasks/ --plan plans/kimi-k3.json --out runs/probe --config run.yaml":
         "probe mode against a real model (network and a key); tasks/ and run.yaml are the user's",
+    "capplan probe golden/plans/gpt-5.json --out probes/":
+        "asks a live route (network and a provider key); tests/probes runs it against loopback emulators",
+    "capplan probe plans/ --model gpt-5 --api-base http://127.0.0.1:8000/v1 --max-requests 5 --out probes/":
+        "asks a server the user runs on port 8000; tests/probes runs it against loopback emulators",
+    "capplan probe --check golden/plans/gpt-5.json":
+        "asks a live route (network and a provider key); tests/probes runs it against loopback emulators",
     "capplan replay models --route nous":
         "lists a live route's models (network and the route's key)",
     "capplan replay run --route nous --models x-ai/grok-4.7,z-ai/glm-5.3 --want-direct x-ai/grok-4.7,z-ai/glm-5.3 "

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the layer folders (each is ``capplan.<name>``) and the data package they may read
-LAYERS = ("core", "compiler", "executor", "trials", "conformance", "cli", "evals")
+LAYERS = ("core", "compiler", "executor", "trials", "conformance", "probes", "cli", "evals")
 SCANNED = (*LAYERS, "presets")
 
 #: the executor modules the compiler builds plans from: the plan model, the registry, and the
@@ -44,6 +44,8 @@ ALLOWED: dict[str, frozenset[str] | None] = {
     "trials": frozenset({"core", "executor"}),
     # the conformance emulators and runner drive the executor and the trial loop; nothing below imports them
     "conformance": frozenset({"core", "executor", "trials", "presets"}),
+    # live capability probes ask a route through the executor's client; only the command line imports them
+    "probes": frozenset({"core", "executor"}),
     "cli": None,
     "evals": frozenset({"core"}),
     "presets": frozenset(),

@@ -1,0 +1,233 @@
+"""``capplan probe``: ask a plan's live route the questions its claims rest on, and write dated evidence."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import click
+
+from capplan.cli.common import HTTP_URL, input_options, print_diagnostics
+from capplan.cli.errors import CommandExit, ExitCode
+from capplan.core import confined_write
+from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
+from capplan.core.errors import UserError
+from capplan.executor.client import Client
+from capplan.executor.plan import Plan
+from capplan.probes.drift import drift
+from capplan.probes.errors import ProbeError
+from capplan.probes.evidence import ProbeRecord
+from capplan.probes.runner import ProbePlan, plan_probe, run_probe, unprobeable_reason
+from capplan.probes.snippet import snippet_text
+
+#: the file a folder of plans holds beside them, which is no plan
+MANIFEST = "manifest.json"
+
+
+@click.command("probe")
+@click.argument("plans", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--model", "models", multiple=True, metavar="KEY",
+              help="Probe only the plan of this model key (repeatable).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Folder for <plan key>.probe.json and <plan key>.overlay.yaml (required unless --dry-run or --check).")
+@click.option("--api-base", default=None, type=HTTP_URL, help="Send to this base URL instead of the binding's.")
+@click.option("--max-requests", type=click.IntRange(min=1), default=None,
+              help="Send at most N requests in all (default: every question).")
+@click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
+              help="Stop before the request whose worst-case cost (plan price x its token bound) would pass USD.")
+@click.option("--dry-run", is_flag=True, help="Print the planned requests and their worst-case cost; send nothing.")
+@click.option("--check", is_flag=True, help="Compare today's answers with the plans' claims; exit 1 on drift.")
+@input_options
+def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | None, api_base: str | None,
+              max_requests: int | None, max_cost: float | None, dry_run: bool, check: bool,
+              run_config: Path | None, overlays: tuple[Path, ...], data_dir: Path | None) -> None:
+    """Ask each plan's live route whether it takes the values the plan sends or rules on.
+
+    One small request per question (16 output tokens): temperature 0 and every temperature /
+    top_p value the plan's param_value_rules name, each reasoning effort, tool_choice none / auto
+    / required / named, parallel_tool_calls true / false, seed, stop, and response_format text /
+    json_object / strict json_schema. Each is built by the plan's own request builder with only
+    that parameter changed (its value rule bypassed) and sent once, as trials send: the plan's
+    binding, keys from the environment, the gateway when LLM_PROXY_* is set. A refusal is never
+    retried; a 429, 5xx, timeout or transport error is recorded as not measured.
+
+    \b
+    Plan files or folders of plans (with none, the catalogue --config / --presets-file / --data
+    compile to, the bundled one by default):
+      capplan probe golden/plans/gpt-5.json --out probes/
+    What it would send and cost, sending nothing:
+      capplan probe --dry-run
+    Against a local server, within a budget:
+      capplan probe plans/ --model gpt-5 --api-base http://127.0.0.1:8000/v1 --max-requests 5 --out probes/
+    Has the route changed since the plan's evidence was taken?
+      capplan probe --check golden/plans/gpt-5.json
+
+    Then turn the refusals into rules: give probes/gpt-5.overlay.yaml to `capplan compile --model
+    gpt-5 --presets-file`, and `capplan explain gpt-5 param_value_rules` cites each measurement.
+
+    \b
+    --out gets <plan key>.probe.json (every question, its outcome, status, the provider's exact
+    error text, request fingerprint, date, capplan version and the route's identity) and
+    <plan key>.overlay.yaml (each refusal as a param_value_rules reject whose evidence says all that).
+    Exit codes: 0 done (with --check: nothing drifted), 1 --check found drift, 2 bad input (a
+    missing or corrupt plan, an unknown --model, a route that cannot be probed, a plan with no
+    price under --max-cost, a missing key).
+    """
+    if not dry_run and not check and out_dir is None:
+        raise ProbeError("--out is required to write the evidence (or give --dry-run or --check)",
+                         location="capplan probe --out")
+    if dry_run and check:
+        raise ProbeError("--dry-run sends nothing, so there is nothing to --check", location="capplan probe --check")
+    selected = _select(_plans(plans, run_config, overlays, data_dir), models, named=bool(plans))
+    probes: list[tuple[Client, ProbePlan]] = []
+    for where, plan in selected:
+        if unprobeable_reason(plan) is not None:
+            click.echo(f"{plan.model.key}: not probed: {unprobeable_reason(plan)}", err=True)
+            continue
+        try:
+            client = Client(plan, api_base=api_base)
+            probes.append((client, plan_probe(client)))
+        except UserError as exc:
+            if plans or models:
+                exc.location = exc.location or where
+                raise
+            # the whole catalogue: a plan this machine cannot build for (no endpoint set) is listed, not fatal
+            click.echo(f"{plan.model.key}: not probed: {exc.message}", err=True)
+    if max_cost is not None:
+        unpriced = [probe.plan.model.key for _, probe in probes if probe.worst_usd() is None]
+        if unpriced:
+            raise ProbeError(f"--max-cost cannot bound plan(s) {', '.join(unpriced)}: no price (or no output cap), "
+                             "so a request's worst-case cost is unknown",
+                             location="capplan probe --max-cost",
+                             hint="give a pricing entry for the model, or drop --max-cost and use --max-requests")
+    if dry_run:
+        _print_dry_run(probes)
+        return
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    date = datetime.datetime.now(datetime.UTC).date().isoformat()
+    requests_left = max_requests
+    cost_left = max_cost
+    drifted = False
+    for client, probe in probes:
+        client.require_credentials()  # a missing key is refused before anything is sent
+        record = run_probe(client, probe, date=date, max_requests=requests_left, max_cost=cost_left)
+        if requests_left is not None:
+            requests_left = max(requests_left - record.sent, 0)
+        if cost_left is not None:
+            cost_left = max(cost_left - record.reserved_usd, 0.0)
+        _summary(record, out_dir)
+        if out_dir is not None:
+            _write(out_dir, record, probe.plan)
+        if check:
+            report = drift(record)
+            for line in report.drifted:
+                click.echo(line)
+            for line in report.unmeasured:
+                click.echo(f"not compared: {line}")
+            drifted = drifted or report.has_drift
+    if check:
+        click.echo("drift found" if drifted else "no drift")
+        if drifted:
+            raise CommandExit(ExitCode.FINDINGS)
+
+
+def _summary(record: ProbeRecord, out_dir: Path | None) -> None:
+    counts = record.counts()
+    line = (f"{record.plan_key}: {counts['accepted']} accepted, {counts['refused']} refused, "
+            f"{counts['not measured']} not measured, {counts['skipped']} skipped ({record.route.text()})")
+    click.echo(line, err=True)
+    for result in record.results:
+        if result.outcome.kind == "refused":
+            click.echo(f"  {result.id}: refused, HTTP {result.outcome.status}: {result.outcome.detail}", err=True)
+    if record.stopped:
+        click.echo(f"  stopped: {record.stopped}", err=True)
+
+
+def _write(out_dir: Path, record: ProbeRecord, plan: Plan) -> None:
+    key = record.plan_key
+    files = [(f"{key}.probe.json", record.to_bytes()),
+             (f"{key}.overlay.yaml", snippet_text(record, plan.model.provider.split("/", 1)[0].lower()).encode("utf-8"))]
+    try:
+        for name, data in files:
+            confined_write.check_segment(name, "a probe output file name")
+            confined_write.write_atomic(out_dir, [name], data, mode=0o644)
+    except confined_write.ConfinedPathError as exc:
+        raise InputError([exc.diagnostic()]) from None
+    except ValueError as exc:  # a plan key that is no safe file name
+        raise ProbeError(f"plan key {key!r} cannot name a file in {out_dir}: {exc}", location=str(out_dir)) from None
+    click.echo(f"  wrote {out_dir / files[0][0]} and {out_dir / files[1][0]}", err=True)
+
+
+def _print_dry_run(probes: list[tuple[Client, ProbePlan]]) -> None:
+    total = 0.0
+    unknown: list[str] = []
+    count = 0
+    for _, probe in probes:
+        route = probe.route
+        click.echo(f"{probe.plan.model.key}: {route.text()}")
+        for planned in probe.questions:
+            if planned.skipped is not None:
+                click.echo(f"  {planned.question.id}: skipped: {planned.skipped}")
+                continue
+            count += 1
+            cost = "unknown" if planned.worst_usd is None else f"${planned.worst_usd:.6f}"
+            click.echo(f"  {planned.question.id}: {route.protocol} model {route.model} "
+                       f"sha256:{planned.fingerprint} worst case {cost}")
+        worst = probe.worst_usd()
+        if worst is None:
+            unknown.append(probe.plan.model.key)
+        else:
+            total += worst
+    tail = f" (plus plans with no price: {', '.join(unknown)})" if unknown else ""
+    click.echo(f"{count} request(s) planned, worst-case cost ${total:.6f}{tail}; nothing was sent")
+
+
+def _plans(paths: tuple[Path, ...], run_config: Path | None, overlays: tuple[Path, ...],
+           data_dir: Path | None) -> list[tuple[str, Plan]]:
+    """``(where it came from, plan)`` for the plans named, or the models the inputs compile to."""
+    if not paths:
+        from capplan.compiler.compile import compile_paths
+
+        result = compile_paths(data_dir=data_dir, run_config=run_config, overlays=list(overlays), model=None)
+        print_diagnostics(result.warnings)
+        where = str(run_config) if run_config is not None else "bundled:catalogue.yaml"
+        return [(f"{where} (model {key})", plan) for key, plan in sorted(result.plans.items())]
+    if run_config or overlays or data_dir:
+        raise ProbeError("--config, --presets-file and --data compile plans; give them or PLANS, not both",
+                         location="capplan probe")
+    files: list[Path] = []
+    problems: list[Diagnostic] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.glob("*.json") if p.is_file() and p.name != MANIFEST)
+            if not found:
+                problems.append(Diagnostic(str(path), 1, 1, "PROBE", "the folder holds no plan file (*.json)",
+                                           hint="compile plans into it first: capplan compile --out " + str(path)))
+            files += found
+        elif path.is_file():
+            files.append(path)
+        else:
+            problems.append(Diagnostic(str(path), 1, 1, "PROBE", "no such plan file or folder",
+                                       hint="give plan files or folders of plans, or nothing for the bundled catalogue"))
+    if problems:
+        raise InputError(problems)
+    return [(str(file), Plan.load(file)) for file in files]  # a corrupt plan is a located PlanLoadError (exit 2)
+
+
+def _select(found: list[tuple[str, Plan]], models: tuple[str, ...], *, named: bool) -> list[tuple[str, Plan]]:
+    """The plans of ``models`` (all without); an unknown key, or a named plan no probe can ask, is an error."""
+    keys = [plan.model.key for _, plan in found]
+    for model in models:
+        if model not in keys:
+            hint = did_you_mean(model, keys)
+            raise ProbeError(f"--model {model}: no plan of that model key among the plans given",
+                             location="capplan probe --model", hint=hint or f"known: {', '.join(sorted(keys)[:12])}")
+    chosen = [(where, plan) for where, plan in found if not models or plan.model.key in models]
+    if named or models:
+        for where, plan in chosen:
+            reason = unprobeable_reason(plan)
+            if reason is not None:
+                raise ProbeError(f"plan {plan.model.key} cannot be probed: {reason}", location=where,
+                                 hint="probe a plan whose route speaks an OpenAI-compatible protocol")
+    return chosen
