@@ -6,6 +6,7 @@ in the suite's own environment, where litellm is hidden from the import system.
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.util
 import sys
 from pathlib import Path
@@ -33,6 +34,18 @@ def no_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run_extra, "_found", False)
     for name in [m for m in sys.modules if m == "litellm" or m.startswith("litellm.")]:
         monkeypatch.delitem(sys.modules, name)
+    # an import statement does not ask importlib.util.find_spec: without this finder an earlier
+    # test's state could import litellm again and the command would not see it missing
+    monkeypatch.setattr(sys, "meta_path", [_NoLitellm(), *sys.meta_path])
+
+
+class _NoLitellm(importlib.abc.MetaPathFinder):
+    """Refuses to import litellm, as an environment without the run extra does."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "litellm" or name.startswith("litellm."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
 
 
 def test_send_on_a_real_plan_names_the_extra(no_litellm: None) -> None:
