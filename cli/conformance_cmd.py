@@ -6,18 +6,16 @@ from pathlib import Path
 
 import click
 
-from capplan.cli.common import input_options, print_diagnostics
+from capplan.cli.common import input_options
 from capplan.cli.errors import CommandExit, ExitCode
+from capplan.cli.plan_inputs import named_plans
 from capplan.conformance.corpus import Corpus, load_corpus
 from capplan.conformance.emulators import checks_by_protocol
 from capplan.conformance.report import FORMATS, RULE_FORMATS, render, render_rules
 from capplan.conformance.runner import PlanInput, run_conformance, workers_default
-from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.core.errors import UserError
-from capplan.executor.plan import Plan
 
 #: the file a folder of plans holds beside them, which is no plan
-MANIFEST = "manifest.json"
 
 
 class ConformanceUsageError(UserError):
@@ -90,41 +88,17 @@ def conformance_cmd(plans: tuple[Path, ...], rule_patterns: tuple[str, ...], cor
 def _plans(paths: tuple[Path, ...], run_config: Path | None, overlays: tuple[Path, ...],
            data_dir: Path | None) -> list[PlanInput]:
     """The plans named, or the models the inputs compile to (the bundled catalogue when none)."""
-    if not paths:
-        from capplan.compiler.compile import compile_paths
-
-        result = compile_paths(data_dir=data_dir, run_config=run_config, overlays=list(overlays), model=None)
-        print_diagnostics(result.warnings)
-        where = str(run_config) if run_config is not None else "bundled:catalogue.yaml"
-        return [PlanInput(key, plan, f"{where} (model {key})") for key, plan in sorted(result.plans.items())]
-    if run_config or overlays or data_dir:
-        raise ConformanceUsageError("--config, --presets-file and --data compile plans; give them or PLANS, not both",
-                                    location="capplan conformance")
-    files: list[Path] = []
-    problems: list[Diagnostic] = []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(p for p in path.glob("*.json") if p.is_file() and p.name != MANIFEST)
-            if not found:
-                problems.append(Diagnostic(str(path), 1, 1, "CONFORMANCE", "the folder holds no plan file (*.json)",
-                                           hint="compile plans into it first: capplan compile --out " + str(path)))
-            files += found
-        elif path.is_file():
-            files.append(path)
-        else:
-            problems.append(Diagnostic(str(path), 1, 1, "CONFORMANCE", "no such plan file or folder",
-                                       hint="give plan files or folders of plans, or nothing for the bundled catalogue"))
-    if problems:
-        raise InputError(problems)
+    named = named_plans(paths, run_config, overlays, data_dir, command="capplan conformance", code="CONFORMANCE",
+                        usage_error=ConformanceUsageError)
     out: list[PlanInput] = []
     seen: dict[str, Path] = {}
-    for file in files:
-        plan = Plan.load(file)  # a corrupt or tampered plan is a located PlanLoadError (exit 2)
+    for where, file, plan in named:
         key = plan.model.key
-        if key in seen and seen[key] != file:
-            key = f"{key} ({file})"  # two plans of one model from two places stay two rows
-        seen.setdefault(plan.model.key, file)
-        out.append(PlanInput(key, plan, str(file)))
+        if file is not None:
+            if key in seen and seen[key] != file:
+                key = f"{key} ({file})"  # two plans of one model from two places stay two rows
+            seen.setdefault(plan.model.key, file)
+        out.append(PlanInput(key, plan, where))
     return out
 
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
-from capplan.cli.common import HTTP_URL, input_options, print_diagnostics
+from capplan.cli.common import HTTP_URL, input_options
 from capplan.cli.errors import CommandExit, ExitCode
+from capplan.cli.plan_inputs import named_plans
 from capplan.core import confined_write
-from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
+from capplan.core.diagnostics import InputError, did_you_mean
 from capplan.core.errors import UserError
 from capplan.executor.client import Client
 from capplan.executor.plan import Plan
@@ -21,7 +22,6 @@ from capplan.probes.runner import ProbePlan, plan_probe, run_probe, unprobeable_
 from capplan.probes.snippet import snippet_text
 
 #: the file a folder of plans holds beside them, which is no plan
-MANIFEST = "manifest.json"
 
 
 @click.command("probe")
@@ -186,33 +186,9 @@ def _print_dry_run(probes: list[tuple[Client, ProbePlan]]) -> None:
 def _plans(paths: tuple[Path, ...], run_config: Path | None, overlays: tuple[Path, ...],
            data_dir: Path | None) -> list[tuple[str, Plan]]:
     """``(where it came from, plan)`` for the plans named, or the models the inputs compile to."""
-    if not paths:
-        from capplan.compiler.compile import compile_paths
-
-        result = compile_paths(data_dir=data_dir, run_config=run_config, overlays=list(overlays), model=None)
-        print_diagnostics(result.warnings)
-        where = str(run_config) if run_config is not None else "bundled:catalogue.yaml"
-        return [(f"{where} (model {key})", plan) for key, plan in sorted(result.plans.items())]
-    if run_config or overlays or data_dir:
-        raise ProbeError("--config, --presets-file and --data compile plans; give them or PLANS, not both",
-                         location="capplan probe")
-    files: list[Path] = []
-    problems: list[Diagnostic] = []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(p for p in path.glob("*.json") if p.is_file() and p.name != MANIFEST)
-            if not found:
-                problems.append(Diagnostic(str(path), 1, 1, "PROBE", "the folder holds no plan file (*.json)",
-                                           hint="compile plans into it first: capplan compile --out " + str(path)))
-            files += found
-        elif path.is_file():
-            files.append(path)
-        else:
-            problems.append(Diagnostic(str(path), 1, 1, "PROBE", "no such plan file or folder",
-                                       hint="give plan files or folders of plans, or nothing for the bundled catalogue"))
-    if problems:
-        raise InputError(problems)
-    return [(str(file), Plan.load(file)) for file in files]  # a corrupt plan is a located PlanLoadError (exit 2)
+    named = named_plans(paths, run_config, overlays, data_dir, command="capplan probe", code="PROBE",
+                        usage_error=ProbeError)
+    return [(where, plan) for where, _, plan in named]
 
 
 def _select(found: list[tuple[str, Plan]], models: tuple[str, ...], *, named: bool) -> list[tuple[str, Plan]]:
