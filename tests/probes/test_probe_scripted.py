@@ -252,3 +252,29 @@ def test_each_request_is_the_plans_own_with_only_the_parameter_under_test_change
             assert param in changed, qid
     assert bodies["tool_choice=named"]["tool_choice"] == {"type": "function", "function": {"name": "echo"}}
     assert bodies["parallel_tool_calls=false"]["parallel_tool_calls"] is False
+
+
+def _hostile_plans() -> dict[str, bytes]:
+    """Plan files a pull request could plant: each must be a located error before anything is sent."""
+    text = GPT4O.read_text(encoding="utf-8")
+    planted = json.loads(text)
+    planted["binding"]["planted"] = "import os"  # a key no plan has: the model forbids extras
+    return {
+        "wrong-type": b"[1, 2, 3]\n",
+        "huge": b'{"pad": "' + b"x" * (5 * 1024 * 1024) + b'"}\n',
+        "deep": b"[" * 100_000 + b"]" * 100_000,
+        "truncated": text[: len(text) // 2].encode("utf-8"),
+        "planted-key": json.dumps(planted).encode("utf-8"),
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(_hostile_plans()))
+def test_a_hostile_plan_file_is_a_located_error_and_nothing_is_written(kind: str, route: FakeProvider,
+                                                                       tmp_path: Path) -> None:
+    plan = tmp_path / "gpt-4o.json"
+    plan.write_bytes(_hostile_plans()[kind])
+    out = tmp_path / "out"
+    result = invoke_checked("probe", plan, "--api-base", route.base, "--out", out, expect=2)
+    assert str(plan) in result.output and "error[" in result.output, result.output
+    assert not out.exists() or not any(out.iterdir())
+    assert route.posts() == []
