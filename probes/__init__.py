@@ -5,5 +5,9 @@ through the executor's client (``runner``), the dated, route-scoped record of wh
 answered (``evidence``), the overlay snippet that turns refusals into ``param_value_rules``
 (``snippet``) and the comparison of today's answers with the plan's claims (``drift``).
 
-May import ``capplan.core`` and ``capplan.executor``; only the command line imports it.
+The reasoning-carrier questions (``carriers``) run the replay eval's steps and the cache question
+(``cache``) sends the plan's own request twice; ``families`` sets both beside the parameter questions.
+
+May import ``capplan.core``, ``capplan.executor`` and ``capplan.evals`` (the replay eval's steps,
+reused, never copied); only the command line imports it.
 """

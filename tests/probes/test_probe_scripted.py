@@ -78,7 +78,7 @@ def test_429_and_500_are_not_measured_and_a_400_is_asked_once(route: FakeProvide
         "tool_choice=required": refusal("tool_choice 'required' is not supported by this deployment"),
         "parallel_tool_calls=false": refusal("parallel_tool_calls: false is not supported"),
     })
-    invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
+    invoke_checked("probe", "--family", "params", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
     # one request per question: nothing was retried, neither the 429 nor the 500 nor the refusal
     assert len(route.posts()) == len(ids)
     assert [s.body.get("tool_choice") for s in route.posts()].count("required") == 1
@@ -238,7 +238,7 @@ MAY_CHANGE = {
 def test_each_request_is_the_plans_own_with_only_the_parameter_under_test_changed(
         route: FakeProvider, tmp_path: Path) -> None:
     ids = script_by_id(route, {})
-    invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
+    invoke_checked("probe", "--family", "params", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
     bodies = dict(zip(ids, (seen.body for seen in route.posts()), strict=True))
     baseline = bodies[ids[0]]
     assert ids[0] == "max_tokens=16"
