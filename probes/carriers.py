@@ -344,7 +344,7 @@ def run_carriers(client: Client, cplan: CarrierPlan, *, max_requests: int | None
     results = tuple(_results(cplan, records, redact))
     return CarrierRecord(cplan.plan.model.key, cplan.kind, cplan.session.trace_tokens, results,
                          tuple(_request_rows(cplan, records, stopped, redact)),
-                         _overlay(cplan, table, redact), stopped, ledger.sent, ledger.reserved)
+                         _overlay(cplan, table, results, redact), stopped, ledger.sent, ledger.reserved)
 
 
 def _context(cplan: CarrierPlan, out: OutDir, ledger: _Ledger) -> RunContext:
@@ -485,19 +485,22 @@ def _request_rows(cplan: CarrierPlan, records: list[dict[str, Any]], stopped: st
     return out
 
 
-def _overlay(cplan: CarrierPlan, table: list[dict[str, Any]], redact: Callable[[str], str]) -> str | None:
+def _overlay(cplan: CarrierPlan, table: list[dict[str, Any]], results: tuple[CarrierResult, ...],
+             redact: Callable[[str], str]) -> str | None:
     """The ``reasoning_replay:`` block, by the eval's own writer, of what was measured (None: nothing).
 
     A cell answered by a 429, a 5xx or a 401/403/404/407/408 is taken out first and the row's verdict
-    worked out again by the eval's rules: such an answer claims nothing. A row left with no verdict
+    worked out again by the eval's rules: such an answer claims nothing; so does a carrier the probe
+    judged not measured (one position stopped by the budget, say). A row left with no verdict
     the compiler acts on is left out. The row is filed under the plan's provider key and model name,
     which is where the compiler looks for it (``compiler/replay_evidence.py``).
     """
     plan = cplan.plan
+    judged = {r.carrier for r in results if r.outcome != "not measured"}
     kept = []
     for row in table:
-        cells = [c for c in row.get("cells", []) if _measured(c.get("status")) and c.get("class") in (
-            "consumed", "partial", "ignored", "rejected")]
+        cells = [c for c in row.get("cells", []) if _measured(c.get("status")) and c.get("variant") in judged
+                 and c.get("class") in ("consumed", "partial", "ignored", "rejected")]
         signals = [Signal(step=str(c["step"]), position=str(c["position"]), variant=str(c["variant"]),
                        klass=str(c["class"]), delta=c.get("delta"), status=c.get("status")) for c in cells]
         found = verdict(signals) if signals else "baseline-failed"
