@@ -40,7 +40,7 @@ from capplan.probes.snippet import snippet_text
               help="Stop before the request whose worst-case cost (plan price x its token bound) would pass USD.")
 @click.option("--dry-run", is_flag=True, help="Print the planned requests and their worst-case cost; send nothing.")
 @click.option("--check", is_flag=True, help="Compare today's answers with the plans' claims; exit 1 on drift.")
-@click.option("--family", "families", multiple=True, type=click.Choice(FAMILIES),
+@click.option("--family", "families", multiple=True, type=click.Choice(FAMILIES), metavar="NAME",
               help="Ask only this family of questions (repeatable; default: all): params (parameter values), "
                    "carriers (the replay eval's reasoning carriers), cache (cache markers and cached tokens).")
 @input_options
@@ -56,6 +56,13 @@ def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | 
     that parameter changed (its value rule bypassed) and sent once, as trials send: the plan's
     binding, keys from the environment, the gateway when LLM_PROXY_* is set. A refusal is never
     retried; a 429, 5xx, timeout or transport error is recorded as not measured.
+
+    Two more families of questions (--family chooses; all by default). carriers: for a plan whose
+    model returns reasoning, the replay eval's text step on the plan's route (a baseline and every
+    carrier it knows, in the tool loop and across turns; 10 requests on chat, 6 on Responses):
+    each carrier accepted, rejected, consumed, or required. cache: the plan's own request with a
+    cacheable prefix (1024 tokens, 4096 with Anthropic markers), sent twice: markers accepted or
+    refused, and whether the repeat's usage reports cached tokens. Both count in the budget.
 
     \b
     Plan files or folders of plans (with none, the catalogue --config / --presets-file / --data
@@ -74,7 +81,9 @@ def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | 
     \b
     --out gets <plan key>.probe.json (every question, its outcome, status, the provider's exact
     error text, request fingerprint, date, capplan version and the route's identity) and
-    <plan key>.overlay.yaml (each refusal as a param_value_rules reject whose evidence says all that).
+    <plan key>.overlay.yaml (each refusal as a param_value_rules reject whose evidence says all that),
+    and <plan key>.replay.overlay.yaml when a carrier verdict was measured (the reasoning_replay:
+    block `capplan replay report --overlay` writes; give it to compile as one more --presets-file).
     Exit codes: 0 done (with --check: nothing drifted), 1 --check found drift, 2 bad input (a
     missing or corrupt plan, an unknown --model, a route that cannot be probed, a plan with no
     price under --max-cost, a missing key).
