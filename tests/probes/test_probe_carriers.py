@@ -21,7 +21,8 @@ import pytest
 
 from capplan.compiler.compile import compile_paths
 from tests.cli_runner import invoke_checked
-from tests.fake_provider import FakeProvider, Request, chat_completion, error_body
+from capplan.evals.reasoning_replay.provider import transport
+from tests.fake_provider import FakeProvider, Request, chat_completion, endless, error_body
 from tests.probes.route_emulators import DEEPSEEK_REFUSES, DEEPSEEK_REQUIRES, ReplayMode, replay_route
 
 KEY = "sk-probe-carriers-0123456789"
@@ -233,3 +234,25 @@ def test_a_plan_whose_codec_reads_no_reasoning_is_skipped_with_the_reason(routes
                          "--api-base", routes["consume"].base, expect=0).output
     assert "carriers: skipped: its reasoning codec is none" in dry
     assert "0 request(s) planned" in dry
+
+
+def endless_for_carried(request: Request) -> Any:
+    """Reads nothing; answers a request that carries reasoning_content with a body that never ends."""
+    messages = request.body.get("messages", []) if isinstance(request.body, dict) else []
+    if any("reasoning_content" in m for m in messages):
+        return endless
+    return replay_route("ignore")(request)
+
+
+def test_an_endless_answer_is_cut_at_the_bound_and_not_measured(inputs: dict[str, Path], tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    bound = 1024 * 1024  # the transport's own bound is 32 MiB; a smaller one keeps the test fast
+    monkeypatch.setattr(transport, "MAX_BODY_BYTES", bound)
+    with FakeProvider(endless_for_carried) as server:
+        _, sent = probe(inputs["plan"], server, "--out", tmp_path)
+    assert sent == CHAT_REQUESTS
+    found = carriers_of(tmp_path)
+    for carrier in ("reasoning_content", "all"):
+        assert found[carrier]["outcome"] == "not measured"
+        assert f"over {bound} bytes" in found[carrier]["reason"]
+    assert found["reasoning"]["verdict"] == "accepted-ignored"  # the other answers were still read
