@@ -91,6 +91,8 @@ EVAL_KEYS = frozenset({"model", "messages", "input", "instructions", "tools", "t
 #: a verdict of the eval, as the replay scope the compiler makes of it (compiler/replay_evidence.py)
 SCOPE_OF_VERDICT = {"consumes-all-turns": "all_turns", "in-loop-only": "in_loop",
                     "accepted-ignored": "never", "rejected": "never"}
+#: the headers whose value is a credential (the direct transport's ``Authorization`` and Azure's ``api-key``)
+CREDENTIAL_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
 #: seconds one carrier request may take (the eval's own default is 180 s; a probe asks a small question)
 TIMEOUT_S = 60.0
 
@@ -315,8 +317,10 @@ class _ProbeClient(EvalClient):
 def run_carriers(client: Client, cplan: CarrierPlan, *, max_requests: int | None = None,
                  max_cost: float | None = None) -> CarrierRecord:
     """Run the eval's text step on the plan's route, within what is left of the budget."""
-    for value in cplan.headers.values():
-        eval_redact.register(value)  # the eval's records never hold the key (they stay in a temporary folder)
+    for name, value in cplan.headers.items():
+        if name.lower() in CREDENTIAL_HEADERS:
+            # the eval's records never hold the key (and they stay in a temporary folder)
+            eval_redact.register(value.removeprefix("Bearer ").strip())
     ledger = _Ledger(max_requests, max_cost)
     stopped: str | None = None
     with tempfile.TemporaryDirectory(prefix="capplan-probe-carriers-") as tmp:

@@ -10,7 +10,8 @@ four. Error texts are the providers' public ones, each with where it was seen:
   2025-01-31), ``"require"`` refuses an assistant tool-call turn without it, as DeepSeek's thinking
   mode does (the conformance corpus rule ``deepseek.reasoning_content_missing``; continuedev/continue#9606).
 - :class:`CacheRoute` caches a prompt prefix of at least 1024 tokens (OpenAI's minimum) and
-  reports ``prompt_tokens_details.cached_tokens`` on the repeat, in 128-token steps as OpenAI does;
+  reports ``prompt_tokens_details.cached_tokens`` on the repeat (``input_tokens_details`` on the
+  Responses API, whose prefix is ``instructions``), in 128-token steps as OpenAI does;
   ``honour=False`` never caches (``cached_tokens: 0``); ``relay_markers`` adds breakpoints of a
   relay's own and refuses over four with Anthropic's text (corpus rule ``anthropic.cache_breakpoints``).
 """
@@ -22,7 +23,7 @@ import json
 import threading
 from typing import Any, Literal
 
-from tests.fake_provider import Request, chat_completion, error_body
+from tests.fake_provider import Request, chat_completion, error_body, responses_object
 
 #: DeepSeek's first reasoner, refusing replayed reasoning (Euyug/Mirai-Gpt-Plugin#4)
 DEEPSEEK_REFUSES = ("The reasoning_content is an intermediate result for display purposes only and will not be "
@@ -96,6 +97,8 @@ class CacheRoute:
 
     def __call__(self, request: Request) -> tuple[int, dict[str, Any]] | None:
         body = request.body if isinstance(request.body, dict) else {}
+        if request.path.endswith("/responses"):
+            return self._responses(body)
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         markers = sum(1 for m in messages for part in (m.get("content") if isinstance(m.get("content"), list) else [])
                       if isinstance(part, dict) and part.get("cache_control") is not None)
@@ -103,11 +106,22 @@ class CacheRoute:
             return 400, error_body(TOO_MANY_BREAKPOINTS.format(count=markers + self.relay_markers))
         prefix = _text(messages[0].get("content")) if messages and messages[0].get("role") == "system" else ""
         prompt = max(1, sum(_message_chars(m, read_reasoning=False) for m in messages) // 4)
-        cached = 0
-        if self.honour and len(prefix) // 4 >= CACHE_MIN_TOKENS:
-            digest = hashlib.sha256(prefix.encode("utf-8")).hexdigest()
-            with self._lock:
-                if digest in self._seen:
-                    cached = (len(prefix) // 4) // CACHE_STEP * CACHE_STEP
-                self._seen.add(digest)
-        return _answer(prompt, cached)
+        return _answer(prompt, self._cached(prefix))
+
+    def _cached(self, prefix: str) -> int:
+        """Tokens of ``prefix`` read from the cache: all of them (in whole steps) when seen before."""
+        if not self.honour or len(prefix) // 4 < CACHE_MIN_TOKENS:
+            return 0
+        digest = hashlib.sha256(prefix.encode("utf-8")).hexdigest()
+        with self._lock:
+            seen = digest in self._seen
+            self._seen.add(digest)
+        return (len(prefix) // 4) // CACHE_STEP * CACHE_STEP if seen else 0
+
+    def _responses(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        prefix = body.get("instructions") if isinstance(body.get("instructions"), str) else ""
+        answer = responses_object("OK")
+        prompt = max(1, (len(prefix) + len(str(body.get("input", "")))) // 4)
+        answer["usage"] = {"input_tokens": prompt, "output_tokens": 1, "total_tokens": prompt + 1,
+                           "input_tokens_details": {"cached_tokens": self._cached(prefix)}}
+        return 200, answer

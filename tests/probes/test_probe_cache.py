@@ -71,6 +71,15 @@ def test_a_route_that_caches_reports_cached_tokens_on_the_repeat(routes: dict[st
     assert "no drift" in agreed.output
 
 
+def test_a_responses_route_reports_them_under_input_tokens_details(routes: dict[str, FakeProvider],
+                                                                   tmp_path: Path) -> None:
+    _, received = probe(GOLDEN / "gpt-5.json", routes["caches"], "--out", tmp_path)
+    assert [r.path for r in received] == ["/v1/responses"] * 2
+    assert len(received[0].body["instructions"]) // 4 >= CACHE_MIN_TOKENS
+    found = cache_of(tmp_path, "gpt-5")
+    assert found["cached_verdict"] == "cached" and found["cached_tokens"] > 0
+
+
 def test_a_route_that_never_caches_is_drift_for_a_plan_that_prices_cached_input(
         routes: dict[str, FakeProvider]) -> None:
     output, received = probe(GPT4O, routes["ignores"], "--check", expect=1)
