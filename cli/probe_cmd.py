@@ -20,7 +20,8 @@ from capplan.executor.plan import Plan
 from capplan.probes.drift import drift
 from capplan.probes.errors import ProbeError
 from capplan.probes.evidence import ProbeRecord
-from capplan.probes.families import FAMILIES, FamilyPlans, FamilyRecord, plan_families, run_families, without_params
+from capplan.probes.families import (FAMILIES, NOT_ASKED, FamilyPlans, FamilyRecord, plan_families, run_families,
+                                     without_params)
 from capplan.probes.runner import ProbePlan, plan_probe, run_probe, unprobeable_reason
 from capplan.probes.snippet import snippet_text
 
@@ -201,6 +202,8 @@ def _print_dry_run(probes: list[tuple[Client, ProbePlan]], extra: dict[str, Fami
         route = probe.route
         click.echo(f"{probe.plan.model.key}: {route.text()}")
         for planned in probe.questions:
+            if planned.skipped == NOT_ASKED:
+                continue
             if planned.skipped is not None:
                 click.echo(f"  {planned.question.id}: skipped: {planned.skipped}")
                 continue

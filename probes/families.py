@@ -63,10 +63,13 @@ class FamilyPlans:
         return lines, count
 
 
+#: why a parameter question is skipped when ``--family`` leaves ``params`` out (a dry run does not list them)
+NOT_ASKED = "not asked: --family leaves params out"
+
+
 def without_params(probe: ProbePlan) -> ProbePlan:
     """``probe`` with every parameter question skipped (``--family`` leaves ``params`` out)."""
-    reason = "not asked: --family leaves params out"
-    return replace(probe, questions=tuple(replace(p, skipped=reason) for p in probe.questions))
+    return replace(probe, questions=tuple(replace(p, skipped=NOT_ASKED) for p in probe.questions))
 
 
 def _usd(value: float | None) -> str:
