@@ -391,7 +391,7 @@ def _measured(status: Any) -> bool:
 def _results(cplan: CarrierPlan, records: list[dict[str, Any]], redact: Callable[[str], str]) -> list[CarrierResult]:
     """Each carrier's answers, judged by the eval's own signals and verdict rules."""
     text = [r for r in records if r.get("step") == "text"]
-    table = rows_signals(cplan, text)
+    table = _signals(cplan, text)
     out = []
     for variant in VARIANTS[cplan.kind]:
         if variant == "none":
@@ -431,7 +431,7 @@ def _results(cplan: CarrierPlan, records: list[dict[str, Any]], redact: Callable
     return out
 
 
-def rows_signals(cplan: CarrierPlan, records: list[dict[str, Any]]) -> dict[tuple[str, str], Signal]:
+def _signals(cplan: CarrierPlan, records: list[dict[str, Any]]) -> dict[tuple[str, str], Signal]:
     """The eval's signal for every (position, variant) measured (lane: the route's one)."""
     found: dict[tuple[str, str], Signal] = {}
     for position in POSITIONS:
