@@ -22,7 +22,7 @@ import pytest
 from capplan.compiler.compile import compile_paths
 from tests.cli_runner import invoke_checked
 from capplan.evals.reasoning_replay.provider import transport
-from tests.fake_provider import FakeProvider, Request, chat_completion, endless, error_body
+from tests.fake_provider import FakeProvider, Request, chat_completion, drip_body, endless, error_body
 from tests.probes.route_emulators import DEEPSEEK_REFUSES, DEEPSEEK_REQUIRES, ReplayMode, replay_route
 
 KEY = "sk-probe-carriers-0123456789"
@@ -256,3 +256,11 @@ def test_an_endless_answer_is_cut_at_the_bound_and_not_measured(inputs: dict[str
         assert found[carrier]["outcome"] == "not measured"
         assert f"over {bound} bytes" in found[carrier]["reason"]
     assert found["reasoning"]["verdict"] == "accepted-ignored"  # the other answers were still read
+
+
+def test_a_dripped_answer_is_cut_at_the_transports_deadline() -> None:
+    # every read gets a byte within the socket timeout; the body as a whole has its own deadline
+    with FakeProvider(drip_body) as server:
+        reply = transport.send("POST", server.base + "/chat/completions", b"{}", {}, timeout=1.0)
+    assert reply.status == 0 and not reply.ok
+    assert "within 1s" in reply.error
