@@ -73,6 +73,14 @@ class ProbedRoute(Strict):
         default_factory=dict, description="Parameter → value (keyed as param_value_rules keys it) → what the "
         "route answered.")
 
+    @field_validator("date", mode="before")
+    @classmethod
+    def _unquoted_date(cls, value: object) -> object:
+        # YAML reads an unquoted 2026-11-02 as a date: the same day, as the probe writes it
+        if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
+            return value.isoformat()
+        return value
+
     @field_validator("date")
     @classmethod
     def _calendar_date(cls, value: str) -> str:
