@@ -152,7 +152,8 @@ def _claim_evidence(overlay: Loaded[OverlayFile], blocks: list[Block]) -> list[D
     found = undated_rules(source, blocks) + undated_declarations(source, model.litellm_models)
     if not model.probe_evidence:
         return found
-    from capplan.compiler.probe_evidence import check_probe_block, stale_probe_evidence
+    from capplan.compiler.probe_evidence import stale_probe_evidence
+    from capplan.compiler.probe_routes import check_probe_block
 
     return found + check_probe_block(source, model) + stale_probe_evidence(overlay)
 

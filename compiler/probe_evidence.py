@@ -26,7 +26,7 @@ an entry no plan of the compile is on is a warning naming the measured route
 (:func:`unmatched_routes`), never ignored in silence.
 
 Overlays apply in the order they were given: a later overlay's measurement of the same route and
-value replaces an earlier one. Within one file a route is listed once (:func:`check_probe_block`).
+value replaces an earlier one. Within one file a route is listed once (:func:`capplan.compiler.probe_routes.check_probe_block`).
 """
 
 from __future__ import annotations
@@ -40,27 +40,14 @@ from typing import TYPE_CHECKING
 from capplan.compiler.inputs.overlay_file import OverlayFile
 from capplan.compiler.inputs.probe_block import ProbedRoute, ProbedValue
 from capplan.compiler.loading import Inputs, Loaded
-from capplan.core.diagnostics import Diagnostic, did_you_mean
-from capplan.core.yaml_source import Loc, SourceFile
-from capplan.executor.value_rules import PARAM_CHOICES, rule_value_problem, value_key
+from capplan.compiler.probe_routes import BLOCK, RouteKey, entry_key
+from capplan.core.diagnostics import Diagnostic
+from capplan.core.yaml_source import Loc
+from capplan.executor.value_rules import rule_value_problem, value_key
 
 if TYPE_CHECKING:  # lint judges the block without paying for the plan model
     from capplan.executor.plan import ModelIdentity, Plan, Provenance, WireRoute
     from capplan.executor.value_rules import ValueRule
-
-BLOCK = "probe_evidence"
-
-
-@dataclass(frozen=True, order=True)
-class RouteKey:
-    """What selects the plans a measurement applies to: provider key, wire protocol, model as sent."""
-
-    provider: str
-    protocol: str
-    model: str
-
-    def text(self) -> str:
-        return f"provider {self.provider}, {self.protocol}, model {self.model}"
 
 
 @dataclass(frozen=True)
@@ -88,10 +75,6 @@ class Measured:
         return Provenance(layer=f"probe-evidence:{self.route.date}", file=src.stable_name, key=src.key_path(self.loc))
 
 
-def entry_key(route: ProbedRoute) -> RouteKey:
-    return RouteKey(route.provider, route.protocol, route.model)
-
-
 def plan_route_key(binding_key: str | None, identity: ModelIdentity, wire: WireRoute | None) -> RouteKey | None:
     """The route a plan is on, as probe evidence names routes (None: no probe can measure it)."""
     from capplan.executor.wire_dialect import wire_model_name
@@ -112,7 +95,7 @@ def measurements(overlay: Loaded[OverlayFile], index: int, route: ProbedRoute) -
     for param, by_value in route.values.items():
         for raw, value in by_value.items():
             key = canonical_value(param, raw)
-            if key is not None:  # a value no parameter takes is reported by check_probe_block
+            if key is not None:  # a value no parameter takes is reported where it is written (probe_routes)
                 yield Measured(param, key, value, route, (BLOCK, index, "values", param, raw), overlay)
 
 
@@ -179,42 +162,6 @@ def unmatched_routes(inputs: Inputs, plans: Mapping[str, Plan]) -> list[Diagnost
                 f"{entry.route_text()}), so its evidence changes no plan{also}",
                 "compile the model that was probed (its provider key, protocol and model name must be the "
                 "entry's), or remove the entry; evidence never carries to another route", severity="warning"))
-    return out
-
-
-def check_probe_block(source: SourceFile, model: OverlayFile) -> list[Diagnostic]:
-    """What the schema cannot say: each value is one its parameter takes, once per entry; each route once per file."""
-    out: list[Diagnostic] = []
-    seen: dict[RouteKey, int] = {}
-    for index, entry in enumerate(model.probe_evidence):
-        key = entry_key(entry)
-        if key in seen:
-            out.append(source.diag((BLOCK, index), "probe-evidence-duplicate",
-                                   f"route {key.text()} is listed twice in this file (first as "
-                                   f"{BLOCK}[{seen[key]}]): which answer holds is unclear",
-                                   "keep the newer probe's entry; another file given later replaces it"))
-        else:
-            seen[key] = index
-        for param, by_value in entry.values.items():
-            keys: dict[str, object] = {}
-            for raw in by_value:
-                loc = (BLOCK, index, "values", param, raw)
-                try:
-                    value_key(param, raw)
-                except ValueError as exc:
-                    out.append(source.diag(loc, "wrong-type", str(exc)))
-                    continue
-                problem = rule_value_problem(param, raw)
-                if problem is not None:
-                    hint = did_you_mean(str(raw), PARAM_CHOICES[param]) if param in PARAM_CHOICES else None
-                    out.append(source.diag(loc, "bad-rule-value", problem, hint))
-                    continue
-                canon = value_key(param, raw)
-                if canon in keys:
-                    out.append(source.diag(loc, "probe-evidence-duplicate",
-                                           f"{param} {canon} is measured twice in this entry",
-                                           "keep one answer per value"))
-                keys[canon] = raw
     return out
 
 
