@@ -6,9 +6,10 @@ that route:
 
 - a ``refused`` value becomes ``param_value_rules.<param>.<value>: {action: reject}`` whose
   ``evidence`` sentence carries the date, the capplan version, the route, the request fingerprint,
-  the status and the provider's exact text; it replaces whatever rule the layers gave that value;
-- an ``accepted`` value lifts a ``reject`` rule the layers gave it (the route takes it today); an
-  ``override`` or ``drop`` is an operator's choice, not a claim of refusal, and stays.
+  the status and the provider's exact text (a ``reject`` the layers wrote gets the new evidence);
+- an ``accepted`` value lifts a ``reject`` rule the layers gave it (the route takes it today);
+- an ``override`` or ``drop`` the layers gave the value stays as it is either way: it is an
+  operator's choice of what to send instead, not a claim that the value is refused.
 
 Either way the plan's provenance for ``param_value_rules.<param>.<value>`` points at the overlay
 entry (layer ``probe-evidence:<date>``), so ``capplan explain`` cites the measurement and
@@ -123,9 +124,12 @@ def apply_probe_evidence(inputs: Inputs, identity: ModelIdentity, binding_key: s
     for (param, key), item in sorted(measured_for(inputs, route).items()):
         path = f"param_value_rules.{param}.{key}"
         by_value = rules.get(param, {})
+        existing = by_value.get(key)
+        if existing is not None and existing.action != "reject":
+            continue  # an override or drop already sends something else: the operator's choice stays
         if item.value.outcome == "refused":
             rules[param] = {**by_value, key: ValueRule(action="reject", evidence=item.evidence())}
-        elif key in by_value and by_value[key].action == "reject":
+        elif existing is not None:  # a reject the route takes today
             rest = {k: r for k, r in by_value.items() if k != key}
             if rest:
                 rules[param] = rest

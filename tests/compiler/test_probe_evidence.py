@@ -115,6 +115,33 @@ def test_an_acceptance_lifts_the_reject_on_its_route_and_explain_says_who_took_i
     assert "param_value_rules.temperature.0.0 = (removed)" in out and "probe-evidence:2026-11-02" in out
 
 
+def test_a_hand_written_reject_the_route_confirms_carries_the_measurement_from_then_on(
+        write: Callable[[str, str], Path], run: Path) -> None:
+    rules = write("rules.yaml", REJECT_ZERO)
+    refused = ACCEPTED_TEMPERATURE.replace("outcome: accepted", "outcome: refused").replace(
+        "status: 200", 'status: 400\n          error: "temperature 0 is not supported"')
+    snippet = write("probe.yaml", "probe_evidence:\n" + entry(values=refused))
+    plans = compile_paths(run_config=run, overlays=[rules, snippet]).plans
+    assert plans["gpt-4o"].param_value_rules["temperature"]["0.0"].evidence.startswith("2026-11-02, capplan 0.1.0 probe")
+    assert plans["gpt-4o-mini"].param_value_rules["temperature"]["0.0"].evidence.startswith("2026-01-10, vendor docs")
+
+
+def test_an_override_of_the_measured_value_stays_whatever_the_route_answered(
+        write: Callable[[str, str], Path], run: Path) -> None:
+    override = write("ops.yaml", """providers:
+  openai:
+    params:
+      param_value_rules:
+        tool_choice:
+          required: {action: override, with: auto, evidence: "2026-09-12, acme gateway: required answers 400"}
+""")
+    snippet = write("probe.yaml", "probe_evidence:\n" + entry(values=REFUSED))
+    plan = compile_paths(run_config=run, overlays=[override, snippet]).plans["gpt-4o"]
+    rule = plan.param_value_rules["tool_choice"]["required"]
+    assert (rule.action, rule.with_) == ("override", "auto")
+    assert plan.provenance["param_value_rules.tool_choice.required"].layer.startswith("overlay:")
+
+
 def test_a_later_overlay_measurement_of_the_same_value_replaces_an_earlier_one(
         write: Callable[[str, str], Path], run: Path) -> None:
     first = write("first.yaml", "probe_evidence:\n" + entry(values=REFUSED))
