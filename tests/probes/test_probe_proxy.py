@@ -142,7 +142,7 @@ def test_check_through_the_gateway_names_the_refusal_the_plan_does_not_know(lane
     plan = gateway_plan(tmp_path, "direct")
     # two requests are enough to ask: the plan's own (the baseline), then temperature 0
     drifted = invoke_checked("probe", "--check", plan, "--max-requests", "2", expect=1)
-    lines = drifted.output.splitlines()
+    lines = drifted.stdout.splitlines()
     line = next(x for x in lines if x.startswith(f"{KEY}: temperature 0:"))
     assert line.startswith(f"{KEY}: temperature 0: route refuses it with 400 \"litellm.BadRequestError: ")
     assert line.endswith(": plan has no rule") and TEXT in json.loads(line[line.index('"'):line.rindex('"') + 1])
@@ -151,5 +151,5 @@ def test_check_through_the_gateway_names_the_refusal_the_plan_does_not_know(lane
     # the route takes temperature 0 again: the same plan agrees with it
     lane.a.responder = None
     agreed = invoke_checked("probe", "--check", plan, "--max-requests", "2", expect=0)
-    assert agreed.output.splitlines()[-1] == "no drift"
+    assert agreed.stdout.splitlines()[-1] == "no drift"
     assert [r.body.get("temperature") for r in lane.a.posts("/chat/completions")] == [None, 0.0, None, 0.0]
