@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -106,8 +107,11 @@ def test_a_route_that_now_refuses_the_plans_own_request_is_one_line_not_a_list(t
     provider = ChangingProvider()
     provider.refusing = True
     with FakeProvider(provider) as route:
-        lines = check(plan, route.base, 1)
+        result = invoke_checked("probe", "--check", plan, "--api-base", route.base, expect=1)
         sent = len(route.bodies())
-    assert lines == [f"gpt-4o: the plan's own request (max_tokens 16) is refused with 400 {json.dumps(TEXT)}: "
-                     "no other answer can be compared", "drift found"]
-    assert sent == 18  # every question was still asked once; none retried
+    assert result.stdout.splitlines() == [
+        f"gpt-4o: the plan's own request (max_tokens 16) is refused with 400 {json.dumps(TEXT)}: "
+        "no other answer can be compared", "drift found"]
+    # every question was still asked, once: a refusal is never retried
+    counts = re.search(r"gpt-4o: 0 accepted, (\d+) refused, 0 not measured, 0 skipped", result.stderr)
+    assert counts is not None and int(counts.group(1)) == sent > 1

@@ -55,6 +55,7 @@ CLAIM = """providers:
             action: reject
             evidence: "2026-01-02, copied from another route's notes"
 """
+#: the questions of today's families, in the order they are asked (a later family adds its own after them)
 QUESTIONS = [
     "max_tokens=16", "temperature=0", "reasoning_effort=minimal", "reasoning_effort=low", "reasoning_effort=medium",
     "reasoning_effort=high", "reasoning_effort=xhigh", "tool_choice=none", "tool_choice=auto", "tool_choice=required",
@@ -116,13 +117,14 @@ def test_llama_server_takes_every_question_and_grammars_the_ones_it_can(lane: Pe
     assert record["route"] == {"protocol": "openai-chat", "endpoint": lane.base + "/chat/completions",
                                "model": "llamacpp/qwen3", "transport": "direct", "gateway_route": None}
     outcomes = {q["id"]: (q["outcome"], q["status"]) for q in record["questions"]}
-    assert list(outcomes) == QUESTIONS
-    assert set(outcomes.values()) == {("accepted", 200)}
+    assert list(outcomes)[:len(QUESTIONS)] == QUESTIONS
+    assert {outcomes[qid] for qid in QUESTIONS} == {("accepted", 200)}
     # on the wire: one request per question, each with the key, and the value asked about as sent
     posts = lane.tap.posts()
-    assert len(posts) == len(QUESTIONS) and {p.status for p in posts} == {200}
+    assert len(posts) == record["sent"] == len(outcomes)
     assert {p.headers["authorization"] for p in posts} == {f"Bearer {API_KEY}"}
     by_id = dict(zip(QUESTIONS, posts))
+    assert {p.status for p in by_id.values()} == {200}
     assert by_id["temperature=0"].body["temperature"] == 0.0
     assert by_id["reasoning_effort=xhigh"].body["reasoning_effort"] == "xhigh"
     assert by_id["tool_choice=named"].body["tool_choice"] == {"type": "function", "function": {"name": "echo"}}
@@ -132,8 +134,8 @@ def test_llama_server_takes_every_question_and_grammars_the_ones_it_can(lane: Pe
     assert [c["function"]["name"] for c in required["tool_calls"]] == ["echo"]
     assert message(by_id["response_format=json_object"])["content"].lstrip().startswith("{")
     assert re.match(r'\s*\{\s*"word"\s*:', message(by_id["response_format=json_schema_strict"])["content"])
-    # nothing refused, so no rule
-    assert snippet_rules(out / f"{KEY}.overlay.yaml") == {}
+    # none of these refused, so no rule about them
+    assert not {param for param, _ in snippet_rules(out / f"{KEY}.overlay.yaml")} & {qid.split("=")[0] for qid in QUESTIONS}
 
 
 def test_check_reports_no_drift_for_the_plan_built_for_it_and_exactly_the_claim_it_does_not_bear_out(
