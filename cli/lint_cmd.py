@@ -41,6 +41,13 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_conf
     Run configs are compiled without writing anything. A clean run prints a one-line summary.
     bundled_index.json (capplan's parse index of its bundled YAML) is skipped with a note.
 
+    Evidence ages. A param_value_rules rule or litellm_models declaration whose evidence names
+    no YYYY-MM-DD day warns (evidence-undated). An overlay's probe_evidence entries (the
+    snippets `capplan probe --out` writes) older than probe_evidence_checks.max_age_days (default
+    180; set it in the overlay) warn (probe-evidence-stale), as reasoning_replay measurements
+    older than reasoning_replay_checks.max_age_days do; with --config, a probed route no model
+    of the run is on warns (probe-evidence-unused).
+
     Task files are checked against their environment class and grader from the modules' source,
     found by path in the task file's folder: nothing a file names is imported, run or
     constructed. A tool the environment lacks, a public method the task does not declare, a
@@ -53,6 +60,7 @@ def lint_cmd(files: tuple[Path, ...], kind: str, data_dir: Path | None, run_conf
     \b
       capplan lint examples/overlays/*.yaml
       capplan lint --config examples/run.yaml examples/overlays/ops-overlay.yaml
+      capplan lint probes/gpt-5.overlay.yaml
     \b
     --format github   workflow annotations (::error file=…,line=…,col=…::…) for pull requests
     --format json     {"version": 1, "diagnostics": [{file, line, col, code, severity, path,

@@ -41,9 +41,9 @@ from capplan.probes.snippet import snippet_text
               help="Stop before the request whose worst-case cost (plan price x its token bound) would pass USD.")
 @click.option("--dry-run", is_flag=True, help="Print the planned requests and their worst-case cost; send nothing.")
 @click.option("--check", is_flag=True, help="Compare today's answers with the plans' claims; exit 1 on drift.")
-@click.option("--family", "families", multiple=True, type=click.Choice(FAMILIES), metavar="NAME",
-              help="Ask only this family of questions (repeatable; default: all): params (parameter values), "
-                   "carriers (the replay eval's reasoning carriers), cache (cache markers and cached tokens).")
+@click.option("--family", "families", multiple=True, type=click.Choice((*FAMILIES, "all")), metavar="NAME",
+              help="Ask this family of questions (repeatable; default: params): params (parameter values), "
+                   "carriers (the replay eval's reasoning carriers), cache (cache markers and cached tokens), all.")
 @input_options
 def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | None, api_base: str | None,
               max_requests: int | None, max_cost: float | None, dry_run: bool, check: bool, families: tuple[str, ...],
@@ -58,7 +58,7 @@ def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | 
     binding, keys from the environment, the gateway when LLM_PROXY_* is set. A refusal is never
     retried; a 429, 5xx, timeout or transport error is recorded as not measured.
 
-    Two more families of questions (--family chooses; all by default). carriers: for a plan whose
+    Two more families of questions, asked with --family (or --family all). carriers: for a plan whose
     model returns reasoning, the replay eval's text step on the plan's route (a baseline and every
     carrier it knows, in the tool loop and across turns; 10 requests on chat, 6 on Responses):
     each carrier accepted, rejected, consumed, or required. cache: the plan's own request with a
@@ -95,7 +95,9 @@ def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | 
     if dry_run and check:
         raise ProbeError("--dry-run sends nothing, so there is nothing to --check", location="capplan probe --check")
     selected = _select(_plans(plans, run_config, overlays, data_dir), models, named=bool(plans))
-    families = families or FAMILIES
+    # the parameter questions by default: the carrier and cache families cost more requests each,
+    # and a cache miss is one observation of a best-effort cache (docs/probe.md), so they are asked for
+    families = FAMILIES if "all" in families else (families or ("params",))
     probes: list[tuple[Client, ProbePlan]] = []
     extra: dict[str, FamilyPlans] = {}
     for where, plan in selected:

@@ -15,6 +15,7 @@ from capplan.compiler.loading import Inputs, Loaded, load_inputs
 from capplan.compiler.manifest import Manifest, build_manifest
 from capplan.compiler.matching import Matcher, candidates_of
 from capplan.compiler.plan_builder import LitellmDecl, build_plan, input_sources
+from capplan.compiler.probe_evidence import unmatched_routes
 from capplan.core.yaml_source import SourceFile
 from capplan.compiler.usage_checks import glob_written_as_model_id, unknown_provider_keys
 from capplan.executor.plan import Plan
@@ -92,6 +93,7 @@ def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None,
         plan, diags = build_plan(inputs, matcher, decls, key, cfg)
         problems += diags
         plans[key] = plan
+    problems += unmatched_routes(inputs, plans)
     errors = errors_only(problems)
     if errors and not keep_going:
         raise InputError(errors + warnings)

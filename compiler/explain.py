@@ -22,9 +22,11 @@ class Explained:
     path: str
     value: Any
     provenance: Located | None
+    #: the field is not in the plan because this layer took it out (a reject a probe found accepted)
+    removed: bool = False
 
     def render(self) -> str:
-        value = json.dumps(self.value, sort_keys=True, ensure_ascii=False)
+        value = "(removed)" if self.removed else json.dumps(self.value, sort_keys=True, ensure_ascii=False)
         if self.provenance is None:
             where = "capplan default"
         else:
@@ -38,13 +40,27 @@ def explain(plan: Plan, field_prefix: str | None = None, lines: LineIndex | None
     index = lines or LineIndex()
     body = plan.body()
     out: list[Explained] = []
-    for path, value in _leaves(body, ""):
-        if field_prefix and not (path == field_prefix or path.startswith(field_prefix + ".")
-                                 or field_prefix.startswith(path + ".")):
+    leaves = _leaves(body, "")
+    for path, value in leaves:
+        if not _wanted(path, field_prefix):
             continue
         prov = _provenance_for(plan.provenance, path)
         out.append(Explained(path, value, index.locate(prov) if prov is not None else None))
+    # a rule a measurement lifted has no field left to show: its provenance says who took it out
+    for path, prov in sorted(plan.provenance.items()):
+        if (prov.layer.startswith(REMOVING_LAYER) and _wanted(path, field_prefix)
+                and not any(leaf == path or leaf.startswith(path + ".") for leaf, _ in leaves)):
+            out.append(Explained(path, None, index.locate(prov), removed=True))
     return out
+
+
+#: the layer that can take a field out of a plan (capplan.compiler.probe_evidence)
+REMOVING_LAYER = "probe-evidence:"
+
+
+def _wanted(path: str, field_prefix: str | None) -> bool:
+    return not field_prefix or (path == field_prefix or path.startswith(field_prefix + ".")
+                                or field_prefix.startswith(path + "."))
 
 
 def field_paths(plan: Plan) -> list[str]:

@@ -99,18 +99,19 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None,
     if isinstance(model, PresetFile):
         from capplan.compiler.compile import engine_version_gate
 
+        from capplan.compiler.claim_dates import undated_rules
         from capplan.compiler.replay_evidence import unscoped_evidence
 
         presets = Loaded(model, loaded.source)
         blocks = list(blocks_of(model.default, model.presets, model.providers))
         return sorted(set(diags + check_blocks(loaded.source, blocks) + engine_version_gate(presets)
-                          + unscoped_evidence(loaded.source, blocks)))
+                          + unscoped_evidence(loaded.source, blocks) + undated_rules(loaded.source, blocks)))
     if isinstance(model, OverlayFile):
         overlay = Loaded(model, loaded.source)
         blocks = list(blocks_of(None, model.presets, model.providers))
         found = (diags + check_blocks(loaded.source, blocks)
                  + check_bindings(loaded.source, ("bindings",)) + _overlay_against_base(overlay, data_dir)
-                 + _replay_evidence(overlay, blocks))
+                 + _replay_evidence(overlay, blocks) + _claim_evidence(overlay, blocks))
         if run_config is not None:
             found += _lint_by_compiling(run_config=run_config, overlays=[path], data_dir=data_dir)
         return once_each(found)
@@ -141,6 +142,20 @@ def _replay_evidence(overlay: Loaded[OverlayFile], blocks: list[Block]) -> list[
     if not overlay.model.reasoning_replay:
         return found
     return found + evidence_warnings(overlay)
+
+
+def _claim_evidence(overlay: Loaded[OverlayFile], blocks: list[Block]) -> list[Diagnostic]:
+    """Claims whose evidence names no day, and probe evidence: its values, its routes, its age."""
+    from capplan.compiler.claim_dates import undated_declarations, undated_rules
+
+    model, source = overlay.model, overlay.source
+    found = undated_rules(source, blocks) + undated_declarations(source, model.litellm_models)
+    if not model.probe_evidence:
+        return found
+    from capplan.compiler.probe_evidence import stale_probe_evidence
+    from capplan.compiler.probe_routes import check_probe_block
+
+    return found + check_probe_block(source, model) + stale_probe_evidence(overlay)
 
 
 def _overlay_against_base(overlay: Loaded[OverlayFile], data_dir: Path | None) -> list[Diagnostic]:

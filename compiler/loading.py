@@ -192,6 +192,10 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
     for ov in loaded_overlays:
         problems += check_blocks(ov.source, blocks_of(None, ov.model.presets, ov.model.providers))
         problems += check_bindings(ov.source, ("bindings",))
+        if ov.model.probe_evidence:
+            from capplan.compiler.probe_routes import check_probe_block
+
+            problems += check_probe_block(ov.source, ov.model)
         if providers is not None:
             problems += foreign_key_warnings(ov.source, ("bindings",), ov.model.bindings, providers.model.root,
                                              patches=True)

@@ -15,6 +15,7 @@ from capplan.compiler.layers import Merged, layers_for, merge
 from capplan.compiler.loading import Inputs
 from capplan.compiler.matching import Matcher
 from capplan.compiler.policy_checks import check_plan_policies
+from capplan.compiler.probe_evidence import apply_probe_evidence
 from capplan.compiler.provenance_lines import LineIndex, Located
 from capplan.compiler.replay_evidence import apply_replay_evidence, scope_to_route
 from capplan.compiler.wire_route import wire_route
@@ -119,6 +120,9 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
             provenance[f"request_defaults.{fld}"] = Provenance(
                 layer=f"model:{key}", file=run_src.stable_name, key=run_src.key_path((*mloc, fld)))
 
+    # measured answers of the plan's own route, and only its own (capplan.compiler.probe_evidence),
+    # before the configured values are checked against the rules: a refusal measured today is an error
+    apply_probe_evidence(inputs, identity, binding_ref.key, wire, rules, provenance)
     diags = _configured_value_checks(cfg, params, rules, decl, run_src, key)
     # the preset's replay evidence holds on its own route only; then measured verdicts narrow the
     # codec's replay scope (capplan.compiler.replay_evidence)

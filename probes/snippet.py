@@ -1,16 +1,18 @@
-"""The overlay snippet a probe writes: each refusal as a ``param_value_rules`` ``reject`` with its evidence.
+"""The overlay snippet a probe writes: what the route answered, as a ``probe_evidence:`` entry of its own route.
 
-``<plan key>.overlay.yaml`` is an operator overlay (``capplan compile --presets-file``). Its rules
-sit in a ``providers: <provider>: params:`` block, the only place an overlay can add a value rule
-without replacing the model's preset wholesale (an overlay ``presets:`` entry that matched the
-model would take the bundled preset's place, policies and all). Such a block reaches every model
-of that provider, so the snippet says so in its header and is meant to be compiled for the
-probed model (``capplan compile --model KEY``) or merged by hand; scoping evidence to one route
-in the compiler is later work (docs/probe.md).
+``<plan key>.overlay.yaml`` is an operator overlay (``capplan compile --presets-file``) with one
+``probe_evidence:`` entry: the route's identity (provider key, wire protocol, model as the request
+named it, gateway route, endpoint, transport), the date, the capplan version, and per measured
+value of a rulable parameter its outcome, status, the provider's exact error text and the request
+fingerprint. The compiler applies it to the plans on that route only
+(:mod:`capplan.compiler.probe_evidence`): a refusal becomes a ``reject`` rule whose evidence
+says all that, an acceptance lifts a ``reject`` the presets wrote. So the snippet compiles with
+the whole catalogue, and every other plan stays as it was.
 
-Only refusals of a rulable parameter become rules, and only when the plan's own request was
-accepted on the same route: a route that refuses everything (a wrong key would answer 401, but a
-wrong endpoint may answer 400) says nothing about any one value.
+Only answers about one value are written, and only when the plan's own request was accepted on
+the same route: a route that refuses everything (a wrong key would answer 401, but a wrong
+endpoint may answer 400) says nothing about any one value. ``not measured`` and ``skipped``
+questions stay in ``<plan key>.probe.json``.
 """
 
 from __future__ import annotations
@@ -22,43 +24,69 @@ from capplan.probes.evidence import ProbeRecord, QuestionResult
 
 
 def evidence_text(record: ProbeRecord, result: QuestionResult) -> str:
-    """The ``evidence:`` string of one refusal: date, version, route, fingerprint, status, exact text."""
+    """One answer in a line: date, version, route, fingerprint, status, exact text (for messages)."""
     return (f"{record.date}, capplan {record.capplan_version} probe of {record.route.text()}: request "
             f"sha256:{result.fingerprint} answered HTTP {result.outcome.status} {json.dumps(result.outcome.detail or '')}")
 
 
 def rule_results(record: ProbeRecord) -> list[QuestionResult]:
     """The refusals that become rules (none when the plan's own request was not accepted)."""
+    return [r for r in evidence_results(record) if r.outcome.kind == "refused"]
+
+
+def evidence_results(record: ProbeRecord) -> list[QuestionResult]:
+    """The answers about one rulable value, refused or accepted (none when the baseline was not accepted)."""
     if not record.baseline_accepted:
         return []
     return [r for r in record.results
-            if r.outcome.kind == "refused" and r.rule_key is not None and r.param in RULABLE_PARAMS]
+            if r.outcome.kind in ("refused", "accepted") and r.rule_key is not None and r.param in RULABLE_PARAMS
+            and r.fingerprint is not None]
 
 
 def snippet_text(record: ProbeRecord, provider: str) -> str:
-    """The overlay snippet for ``record`` (a valid, empty ``providers:`` block when nothing was refused)."""
+    """The overlay snippet for ``record`` (``probe_evidence: []`` when no answer is about one value).
+
+    ``provider`` is the plan's provider key (its binding), part of the route's identity.
+    """
+    route = record.route
     lines = [
-        f"# capplan probe of plan {record.plan_key} ({record.date}, capplan {record.capplan_version})",
-        f"# route: {_plain(record.route.text())}",
-        f"# An overlay's providers: block reaches every model of provider {provider!r}: compile it for",
-        f"# this model only (capplan compile --model {_plain(record.plan_key)} --presets-file THIS_FILE).",
+        f"# capplan probe of plan {_plain(record.plan_key)} ({record.date}, capplan {_plain(record.capplan_version)})",
+        f"# route: {_plain(route.text())}",
+        f"# Applies to the plans on this route only (provider {_plain(provider)}, {route.protocol}, model",
+        f"# {_plain(route.model)}): capplan compile --presets-file THIS_FILE, with the whole catalogue if you like.",
     ]
     if not record.baseline_accepted:
-        lines.append("# No rule: the plan's own request was not accepted, so no refusal here is about one value.")
-    chosen = rule_results(record)
+        lines.append("# No evidence: the plan's own request was not accepted, so no refusal here is about one value.")
+    chosen = evidence_results(record)
     if not chosen:
-        lines += ["providers: {}", ""]
+        lines += ["probe_evidence: []", ""]
         return "\n".join(lines)
-    lines += ["providers:", f"  {_quoted(provider)}:", "    params:", "      param_value_rules:"]
+    lines += [
+        "probe_evidence:",
+        f"  - provider: {_quoted(provider)}",
+        f"    protocol: {_quoted(route.protocol)}",
+        f"    model: {_quoted(route.model)}",
+        f"    gateway_route: {_quoted(route.gateway_route) if route.gateway_route else 'null'}",
+        f"    endpoint: {_quoted(route.endpoint)}",
+        f"    transport: {_quoted(route.transport)}",
+        f"    date: {_quoted(record.date)}",
+        f"    capplan_version: {_quoted(record.capplan_version)}",
+        f"    plan: {_quoted(record.plan_key)}",
+        "    values:",
+    ]
     by_param: dict[str, list[QuestionResult]] = {}
     for result in chosen:
         by_param.setdefault(result.param, []).append(result)
     for param, results in by_param.items():
-        lines.append(f"        {param}:")
+        lines.append(f"      {param}:")
         for result in results:
-            lines.append(f"          {_key(param, result.rule_key or '')}:")
-            lines.append("            action: reject")
-            lines.append(f"            evidence: {_quoted(evidence_text(record, result))}")
+            outcome = result.outcome
+            lines.append(f"        {_key(param, result.rule_key or '')}:")
+            lines.append(f"          outcome: {outcome.kind}")
+            lines.append(f"          status: {outcome.status}")
+            if outcome.kind == "refused":
+                lines.append(f"          error: {_quoted(outcome.detail or '')}")
+            lines.append(f"          fingerprint: {_quoted(result.fingerprint or '')}")
     lines.append("")
     return "\n".join(lines)
 

@@ -92,7 +92,10 @@ CHECKERS: dict[str, Checker] = {c.name: c for c in (
             owns=_REPLAY),
     Checker("params", "params_policy flags: seed support, reasoning routing, sampling drops, budgets",
             owns=(("policies", "params_policy", "params"),)),
-    Checker("value_rules", "param_value_rules: per parameter and value, the action and its evidence",
+    # evidence is part of the claim: the same action on a new date, route or provider text rests on
+    # another measurement, so it is a change like any other (never filtered as cosmetic)
+    Checker("value_rules", "param_value_rules: per parameter and value, the action and its evidence (new "
+                           "evidence behind the same action is a change)",
             owns=(("param_value_rules",),)),
     Checker("allowed_params", "allowed_openai_params and the litellm_models entry behind them",
             owns=(("allowed_openai_params",), ("litellm_model",)), source=allowed_params_source),

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from capplan.compiler.inputs.common import Strict
 from capplan.compiler.inputs.preset_file import PresetBody, PresetEntry
+from capplan.compiler.inputs.probe_block import ProbeChecks, ProbeEvidence
 from capplan.executor.binding import ProviderBinding
 
 
@@ -77,3 +78,12 @@ class OverlayFile(Strict):
     )
     reasoning_replay_checks: ReplayChecks = Field(
         default_factory=ReplayChecks, description="How old replay evidence may be, and the fingerprints it must match.")
+    probe_evidence: ProbeEvidence = Field(
+        default_factory=list,
+        description="What `capplan probe` measured, one entry per route (provider key, protocol, model as sent, "
+        "gateway route): a refused value becomes a param_value_rules reject, and an accepted value lifts a reject, "
+        "on the plans of that route only (the snippet `capplan probe --out` writes).",
+    )
+    probe_evidence_checks: ProbeChecks = Field(
+        default_factory=ProbeChecks, description="How old probe evidence may be before lint warns.")
+

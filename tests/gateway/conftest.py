@@ -13,7 +13,7 @@ import pytest
 from capplan.executor.gateway.catalog import clear_catalog_cache
 from tests.fake_provider import FakeProvider
 from tests.gateway.tap import Tap
-from tests.gateway.litellm_proxy import LiteLLMProxy
+from tests.gateway.litellm_proxy import SESSION_LANE, LiteLLMProxy
 
 MASTER_KEY = "sk-gateway-master-canary-5d1e"
 
@@ -52,25 +52,44 @@ def proxy_config(a: FakeProvider, b: FakeProvider) -> dict[str, object]:
     }
 
 
-@pytest.fixture(scope="session")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+def session_gateway(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Gateway:
+    """The session's one gateway lane: started on first use, stopped when the session ends.
+
+    It lives in the session's stash, not only in the ``gateway`` fixture, so that a test folder
+    outside this one (``tests/probes``) shares this proxy instead of starting a second (10–30 s).
+    """
+    found: Gateway | None = config.stash.get(SESSION_LANE, None)
+    if found is not None:
+        return found
     folder = tmp_path_factory.mktemp("litellm_proxy")
     a, b, direct = FakeProvider(name="A").start(), FakeProvider(name="B").start(), FakeProvider(name="direct").start()
-    config = folder / "proxy.yaml"
+    config_file = folder / "proxy.yaml"
     # JSON is YAML: the proxy reads it with its YAML loader
-    config.write_text(json.dumps(proxy_config(a, b), indent=2))
-    proxy = LiteLLMProxy(config, MASTER_KEY, folder / "proxy.log")
+    config_file.write_text(json.dumps(proxy_config(a, b), indent=2))
+    proxy = LiteLLMProxy(config_file, MASTER_KEY, folder / "proxy.log")
     front: Tap | None = None
-    try:
-        proxy.start()
-        front = Tap(proxy.base)
-        yield Gateway(proxy, front, a, b, direct)
-    finally:
+
+    def stop() -> None:
         proxy.stop()
         if front is not None:
             front.close()
         for upstream in (a, b, direct):
             upstream.close()
+
+    try:
+        proxy.start()
+        front = Tap(proxy.base)
+    except BaseException:
+        stop()
+        raise
+    config.add_cleanup(stop)
+    lane = config.stash[SESSION_LANE] = Gateway(proxy, front, a, b, direct)
+    return lane
+
+
+@pytest.fixture(scope="session")
+def gateway(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Gateway:
+    return session_gateway(pytestconfig, tmp_path_factory)
 
 
 @pytest.fixture

@@ -15,8 +15,16 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 START_TIMEOUT_S = 120.0
+#: where a session keeps its one gateway lane (``tests/gateway/conftest.py``'s ``session_gateway``). It
+#: lives here, in a module imported under one name, because pytest imports a conftest under a name of
+#: its own (``gateway.conftest``) while other folders import it as ``tests.gateway.conftest``: a key
+#: made in the conftest would be two keys, and the session would start two proxies.
+SESSION_LANE = pytest.StashKey[Any]()
 
 
 def free_port() -> int:

@@ -78,7 +78,7 @@ def test_429_and_500_are_not_measured_and_a_400_is_asked_once(route: FakeProvide
         "tool_choice=required": refusal("tool_choice 'required' is not supported by this deployment"),
         "parallel_tool_calls=false": refusal("parallel_tool_calls: false is not supported"),
     })
-    invoke_checked("probe", "--family", "params", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
+    invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
     # one request per question: nothing was retried, neither the 429 nor the 500 nor the refusal
     assert len(route.posts()) == len(ids)
     assert [s.body.get("tool_choice") for s in route.posts()].count("required") == 1
@@ -90,7 +90,7 @@ def test_429_and_500_are_not_measured_and_a_400_is_asked_once(route: FakeProvide
     assert found["tool_choice=required"]["detail"] == "tool_choice 'required' is not supported by this deployment"
     # only the refusal becomes a rule; the 429 and the 500 claim nothing
     snippet = (tmp_path / "gpt-4o.overlay.yaml").read_text(encoding="utf-8")
-    assert "tool_choice" in snippet and "temperature" not in snippet.split("providers:")[1] and "seed" not in snippet
+    assert "tool_choice" in snippet and "temperature" not in snippet.split("probe_evidence:")[1] and "seed" not in snippet
     compiled = compile_paths(data_dir=None, run_config=None, overlays=[tmp_path / "gpt-4o.overlay.yaml"], model="gpt-4o")
     rules = compiled.plans["gpt-4o"].param_value_rules
     assert rules["tool_choice"]["required"].action == "reject"
@@ -113,7 +113,7 @@ def test_a_refused_baseline_writes_no_rule(route: FakeProvider, tmp_path: Path) 
                          "temperature=0": refusal("temperature is not supported")})
     invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
     snippet = (tmp_path / "gpt-4o.overlay.yaml").read_text(encoding="utf-8")
-    assert "providers: {}" in snippet and "own request was not accepted" in snippet
+    assert "probe_evidence: []" in snippet and "own request was not accepted" in snippet
 
 
 def test_max_requests_stops_and_records_what_it_measured(route: FakeProvider, tmp_path: Path) -> None:
@@ -238,7 +238,7 @@ MAY_CHANGE = {
 def test_each_request_is_the_plans_own_with_only_the_parameter_under_test_changed(
         route: FakeProvider, tmp_path: Path) -> None:
     ids = script_by_id(route, {})
-    invoke_checked("probe", "--family", "params", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
+    invoke_checked("probe", GPT4O, "--api-base", route.base, "--out", tmp_path, expect=0)
     bodies = dict(zip(ids, (seen.body for seen in route.posts()), strict=True))
     baseline = bodies[ids[0]]
     assert ids[0] == "max_tokens=16"
