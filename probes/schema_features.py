@@ -98,8 +98,9 @@ def wire_tool(body: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool] | None:
     tools = body.get("tools")
     if not isinstance(tools, list) or not tools or not isinstance(tools[0], Mapping):
         return None
-    first = tools[0]
-    holder = first.get("function") if isinstance(first.get("function"), Mapping) else first
+    first: Mapping[str, Any] = tools[0]
+    nested = first.get("function")
+    holder: Mapping[str, Any] = nested if isinstance(nested, Mapping) else first
     params = holder.get("parameters")
     if not isinstance(params, Mapping):
         return None
