@@ -55,8 +55,9 @@ NO_STRICT_FORM = frozenset({"typed_map", "additional_properties_false"})
 #: what an overlay could change where a route refuses a kept feature; the probe record carries it
 #: (the snippet holds value rules only)
 REMEDY: dict[str, str] = {
-    "ref_defs": "a plan whose schema_sanitizer is strict inlines $ref and drops $defs",
-    "typed_map": "a plan whose schema_sanitizer is strict sends a typed map as an array of entries",
+    "ref_defs": "an overlay setting schema_sanitizer: strict (providers: <provider>:) inlines $ref and drops $defs",
+    "typed_map": ("an overlay setting schema_sanitizer: strict (providers: <provider>:) sends a typed map as an "
+                  "array of entries"),
 }
 NO_REMEDY = "no schema sanitiser capplan ships drops this feature: the record is the evidence, no snippet rule holds it"
 
