@@ -49,7 +49,10 @@ def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | 
     json_object / strict json_schema. Each is built by the plan's own request builder with only
     that parameter changed (its value rule bypassed) and sent once, as trials send: the plan's
     binding, keys from the environment, the gateway when LLM_PROXY_* is set. A refusal is never
-    retried; a 429, 5xx, timeout or transport error is recorded as not measured.
+    retried; a 429, 5xx, timeout or transport error is recorded as not measured. Also asked: the
+    output cap under the name the plan does not send, and one tiny tool per JSON-Schema feature the
+    plan's sanitiser keeps (plain and strict); every accepted answer's usage field names are counted
+    against the fields the plan reads.
 
     \b
     Plan files or folders of plans (with none, the catalogue --config / --presets-file / --data
