@@ -42,8 +42,9 @@ from capplan.probes.snippet import snippet_text
 @click.option("--dry-run", is_flag=True, help="Print the planned requests and their worst-case cost; send nothing.")
 @click.option("--check", is_flag=True, help="Compare today's answers with the plans' claims; exit 1 on drift.")
 @click.option("--family", "families", multiple=True, type=click.Choice((*FAMILIES, "all")), metavar="NAME",
-              help="Ask this family of questions (repeatable; default: params): params (parameter values), "
-                   "carriers (the replay eval's reasoning carriers), cache (cache markers and cached tokens), all.")
+              help="Ask this family of questions (repeatable; default: params): params (parameter values, "
+                   "the output cap's other name, tool schemas), carriers (the replay eval's reasoning carriers), cache (cache "
+                   "markers and cached tokens), all.")
 @input_options
 def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | None, api_base: str | None,
               max_requests: int | None, max_cost: float | None, dry_run: bool, check: bool, families: tuple[str, ...],
@@ -56,7 +57,10 @@ def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | 
     json_object / strict json_schema. Each is built by the plan's own request builder with only
     that parameter changed (its value rule bypassed) and sent once, as trials send: the plan's
     binding, keys from the environment, the gateway when LLM_PROXY_* is set. A refusal is never
-    retried; a 429, 5xx, timeout or transport error is recorded as not measured.
+    retried; a 429, 5xx, timeout or transport error is recorded as not measured. Also asked: the
+    output cap under the name the plan does not send, and one tiny tool per JSON-Schema feature the
+    plan's sanitiser keeps (plain and strict); every accepted answer's usage field names are counted
+    against the fields the plan reads.
 
     Two more families of questions, asked with --family (or --family all). carriers: for a plan whose
     model returns reasoning, the replay eval's text step on the plan's route (a baseline and every

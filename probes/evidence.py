@@ -8,14 +8,18 @@ outcome; nothing in it is a secret (error texts are redacted by value before the
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from capplan.core.canonical import canonical_bytes
+from capplan.probes.usage_census import UsageRead, UsageSeen
 
 OutcomeKind = Literal["accepted", "refused", "not measured", "skipped"]
-#: the format of ``<plan key>.probe.json``; raised when a field changes meaning
-RECORD_VERSION = 1
+#: the format of ``<plan key>.probe.json``; raised when a field changes meaning. 2: questions that
+#: are not one parameter's value (``output_cap_name``, ``tool_schema``), each question's
+#: ``usage_fields`` / ``usage_problem``, and the record's ``usage`` census
+RECORD_VERSION = 2
 #: the most characters of a provider's error text kept (a hostile route may answer megabytes)
 MAX_ERROR_CHARS = 1000
 
@@ -70,11 +74,16 @@ class QuestionResult:
     outcome: Outcome
     claim: Claim
     notes: tuple[str, ...] = ()
+    #: the usage fields an accepted answer carried (None: not accepted)
+    usage: UsageSeen | None = None
 
     def as_json(self) -> dict[str, Any]:
+        usage = self.usage
         return {"id": self.id, "param": self.param, "rule_key": self.rule_key, "fingerprint": self.fingerprint,
                 "outcome": self.outcome.kind, "status": self.outcome.status, "detail": self.outcome.detail,
-                "claim": self.claim.kind, "claim_why": self.claim.why, "notes": list(self.notes)}
+                "claim": self.claim.kind, "claim_why": self.claim.why, "notes": list(self.notes),
+                "usage_fields": list(usage.fields) if usage is not None else None,
+                "usage_problem": usage.problem if usage is not None else None}
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,8 @@ class ProbeRecord:
     #: requests sent, and the worst-case dollars they reserved (what a shared budget has left)
     sent: int = 0
     reserved_usd: float = 0.0
+    #: the usage fields the plan reads (what the census is compared with)
+    usage_reads: tuple[UsageRead, ...] = ()
 
     @property
     def baseline_accepted(self) -> bool:
@@ -110,7 +121,27 @@ class ProbeRecord:
             "record_version": RECORD_VERSION, "plan": self.plan_key, "plan_fingerprint": self.plan_fingerprint,
             "date": self.date, "capplan_version": self.capplan_version, "route": self.route.as_json(),
             "stopped": self.stopped, "sent": self.sent, "counts": self.counts(), "questions": [r.as_json() for r in self.results],
+            "usage": self.usage_summary(),
         })
+
+    def answered_usage(self) -> list[UsageSeen]:
+        """The usage census of every accepted answer, in question order."""
+        return [r.usage for r in self.results if r.outcome.kind == "accepted" and r.usage is not None]
+
+    def usage_summary(self) -> dict[str, Any]:
+        """How many accepted answers carried each usage field, and each field the plan reads with its count."""
+        seen = self.answered_usage()
+        fields = Counter(name for usage in seen for name in usage.fields)
+        return {
+            "answers": len(seen),
+            "fields": dict(sorted(fields.items())),
+            "plan_reads": [{**read.as_json(), "answers_with": answers_with(seen, read)} for read in self.usage_reads],
+        }
+
+
+def answers_with(seen: list[UsageSeen], read: UsageRead) -> int:
+    """How many of the answers ``seen`` carried any of the names ``read`` allows."""
+    return sum(1 for usage in seen if any(name in usage.fields for name in read.names))
 
 
 def bounded(text: str, limit: int = MAX_ERROR_CHARS) -> str:

@@ -10,15 +10,19 @@ because drift is found by comparing answers to the same id.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
+from capplan.executor.cost_bound import OUTPUT_CAP_KEYS
 from capplan.executor.messages import ChatRequest, NamedToolChoice
 from capplan.executor.plan import Plan
 from capplan.executor.reasoning import EffortLevel, ReasoningConfig
 from capplan.executor.request_builder import UnderTest
 from capplan.executor.value_rules import RULABLE_PARAMS, value_key
+from capplan.executor.wire_dialect import is_responses
+from capplan.probes import schema_features
+from capplan.probes.evidence import Claim
 
 #: the output cap of every probe request: OpenAI's smallest ``max_output_tokens`` is 16, and a
 #: probe only needs the route's yes or no
@@ -62,12 +66,23 @@ class Question:
     #: no request field sets them, so the plan makes no claim about them)
     plan_can_send: bool = True
     notes: tuple[str, ...] = field(default=())
+    #: why the question is not asked on this plan's route at all (a protocol with no such thing)
+    skip: str | None = None
+    #: a change made to the built kwargs before sending (the output cap under the name the plan
+    #: does not send, which no request field can ask for); None: sent as built
+    rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    #: why the wire body does not carry what the question asks (None: it does); replaces the
+    #: ``sent_value`` check for questions that are not one parameter's value
+    on_wire: Callable[[Mapping[str, Any]], str | None] | None = None
+    #: the plan's claim, where it follows from the plan rather than from building its own request
+    claim: Claim | None = None
 
 
-def _request(fields: Mapping[str, Any] | None = None, *, tools: bool = False) -> ChatRequest:
+def _request(fields: Mapping[str, Any] | None = None, *, tools: bool = False,
+             tool: Mapping[str, Any] | None = None) -> ChatRequest:
     body: dict[str, Any] = {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": PROBE_MAX_TOKENS}
-    if tools:
-        body["tools"] = [TOOL]
+    if tools or tool is not None:
+        body["tools"] = [tool if tool is not None else TOOL]
     body.update(fields or {})  # the one setting a question changes
     return ChatRequest.model_validate(body)
 
@@ -124,7 +139,70 @@ def question_set(plan: Plan) -> list[Question]:
     for name, value in formats.items():
         questions.append(Question(f"response_format={name}", "response_format", None, _request(),
                                   UnderTest(forced={"response_format": value}), expect=value, plan_can_send=False))
+    questions.append(output_cap_question(plan))
+    questions += tool_schema_questions(plan)
     return questions
+
+
+#: the parameter of the output-cap question: which name the route takes the cap under
+CAP_NAME = "output_cap_name"
+
+
+def output_cap_question(plan: Plan) -> Question:
+    """The output cap under the name the plan does *not* send.
+
+    A plan whose route renames ``max_tokens`` to ``max_completion_tokens`` (litellm's rule for
+    OpenAI's reasoning models, kept in ``wire.renames``) is asked whether the route takes
+    ``max_tokens``; every other chat plan whether it takes ``max_completion_tokens``. No request
+    field can name the cap otherwise, so the built kwargs are changed: the cap moves into
+    ``extra_body``, which both transports copy into the body as it is, past the rename.
+
+    The plan's claim is only that its own name works (the baseline question asks that): it never
+    sends the other name, so the answer is recorded, not compared. Where the baseline is refused,
+    ``--check`` says whether the route took the cap under the other name.
+    """
+    wire = plan.wire
+    renamed = wire.renames.get("max_tokens") if wire is not None else None
+    other = "max_tokens" if renamed == "max_completion_tokens" else "max_completion_tokens"
+    request = _request()
+    if wire is not None and is_responses(wire.protocol):
+        return Question(f"{CAP_NAME}=max_tokens", CAP_NAME, None, request, UnderTest(), plan_can_send=False,
+                        skip=("the Responses API has only max_output_tokens: there is no other name to ask about "
+                              "(capplan sends max_tokens and max_completion_tokens as max_output_tokens)"))
+    sends = renamed or "max_tokens"
+    claim = Claim("none", f"the plan sends the cap as {sends} and never as {other}" + (
+        " (it renames max_tokens, as litellm does for OpenAI reasoning models)" if renamed else ""))
+
+    def rewrite(kwargs: dict[str, Any]) -> dict[str, Any]:
+        out = {key: value for key, value in kwargs.items() if key not in OUTPUT_CAP_KEYS}
+        extra = kwargs.get("extra_body")
+        out["extra_body"] = {**(extra if isinstance(extra, Mapping) else {}), other: PROBE_MAX_TOKENS}
+        return out
+
+    def on_wire(body: Mapping[str, Any]) -> str | None:
+        names = [name for name in OUTPUT_CAP_KEYS if name in body]
+        if names == [other] and body[other] == PROBE_MAX_TOKENS:
+            return None
+        return f"the request carries the cap as {', '.join(names) or 'nothing'}, not as {other} alone"
+
+    return Question(f"{CAP_NAME}={other}", CAP_NAME, None, request, UnderTest(), expect=PROBE_MAX_TOKENS,
+                    plan_can_send=False, rewrite=rewrite, on_wire=on_wire, claim=claim)
+
+
+def tool_schema_questions(plan: Plan) -> list[Question]:
+    """One question per JSON-Schema feature, plain and inside a strict tool (see :mod:`.schema_features`)."""
+    sanitizer = plan.policies["schema_sanitizer"].name if "schema_sanitizer" in plan.policies else "passthrough"
+    out: list[Question] = []
+    for qid in schema_features.feature_ids():
+        name = qid.partition("=")[2]
+        strict = name.startswith("strict")
+        feature = name.removeprefix("strict").removeprefix("+")
+        notes = (schema_features.REMEDY.get(feature, schema_features.NO_REMEDY),)
+        out.append(Question(
+            qid, schema_features.PARAM, None, _request(tool=schema_features.tool(feature, strict=strict)), UnderTest(),
+            notes=notes, on_wire=schema_features.missing_on_wire(feature, strict=strict, sanitizer=sanitizer),
+            claim=Claim("accepted", f"the plan's schema sanitiser ({sanitizer}) keeps it: trials send it as asked here")))
+    return out
 
 
 def sent_value(kwargs: Mapping[str, Any], param: str) -> Any:

@@ -12,6 +12,7 @@ budget (requests, worst-case dollars) stops the probe before the request that wo
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import json
 import logging
@@ -34,6 +35,7 @@ from capplan.executor.value_rules import RejectedValueError
 from capplan.probes.errors import ProbeError
 from capplan.probes.evidence import Claim, Outcome, ProbeRecord, QuestionResult, RouteIdentity, bounded
 from capplan.probes.questions import Question, question_set, sent_value
+from capplan.probes.usage_census import UsageRead, UsageSeen, census, plan_reads
 
 #: the wire protocols a probe can ask today (the OpenAI-compatible ones, on either transport)
 PROBED_PROTOCOLS = ("openai-chat", "openai-responses", "xai-responses")
@@ -86,6 +88,8 @@ class ProbePlan:
     plan: Plan
     route: RouteIdentity
     questions: tuple[Planned, ...]
+    #: the usage fields the plan reads, which every accepted answer's census is compared with
+    usage_reads: tuple[UsageRead, ...] = ()
 
     @property
     def to_send(self) -> list[Planned]:
@@ -124,31 +128,49 @@ def _plan_questions(client: Client) -> ProbePlan:
     mapper = RequestMapper(plan, client.environment)
     planned: list[Planned] = []
     route: RouteIdentity | None = None
+    asks_reasoning = False
     for question in question_set(plan):
         claim = _claim(client, question)
+        if question.skip is not None:
+            planned.append(Planned(question, None, None, None, claim, skipped=question.skip))
+            continue
         try:
             built = client.build(question.request, under_test=question.under_test)
         except (ExecutorError, ValueError) as exc:
-            # the plan's protocol cannot express the parameter (the Responses API has no `stop`, ...)
-            planned.append(Planned(question, None, None, None, claim, skipped=_one_line(str(exc))))
+            # the plan's protocol cannot express the parameter (the Responses API has no `stop`, ...),
+            # or the plan refuses the request itself (a tool schema its sanitiser cannot make valid)
+            reason = _one_line(str(exc))
+            if question.claim is not None:
+                claim = Claim("none", f"the plan refuses such a request before sending: {reason}")
+            planned.append(Planned(question, None, None, None, claim, skipped=reason))
             continue
-        sent = sent_value(built.kwargs, question.param)
-        if sent is None or (question.expect is not None and sent != question.expect):
-            shown = "nothing" if sent is None else repr(sent)
-            planned.append(Planned(question, None, None, None, claim, skipped=(
-                f"the plan's request carries {shown} for {question.param} here, not the value asked about "
-                "(its params policy decides this parameter)")))
-            continue
+        if not planned:  # the baseline: the plan's own request, as trials send it
+            asks_reasoning = sent_value(built.kwargs, "reasoning_effort") is not None
+        worst = worst_case_usd(plan, built.kwargs)
+        if question.rewrite is not None:
+            built = dataclasses.replace(built, kwargs=question.rewrite(built.kwargs))
+        if question.on_wire is None:
+            sent = sent_value(built.kwargs, question.param)
+            if sent is None or (question.expect is not None and sent != question.expect):
+                shown = "nothing" if sent is None else repr(sent)
+                planned.append(Planned(question, None, None, None, claim, skipped=(
+                    f"the plan's request carries {shown} for {question.param} here, not the value asked about "
+                    "(its params policy decides this parameter)")))
+                continue
         wire = mapper.map(built.kwargs)
+        missing = question.on_wire(wire.body) if question.on_wire is not None else None
+        if missing is not None:
+            planned.append(Planned(question, None, None, None, Claim("none", missing), skipped=missing))
+            continue
         if route is None:
             route = _route_of(client, wire.url, str(wire.body.get("model", "")))
         fingerprint = sha256_hex(canonical_bytes(wire.body))
-        planned.append(Planned(question, built, fingerprint, worst_case_usd(plan, built.kwargs), claim))
+        planned.append(Planned(question, built, fingerprint, worst, claim))
     if route is None:
         first = planned[0].skipped if planned else None
         raise ProbeError(f"plan {plan.model.key}: no question could be built for its route (the first: {first})",
                          hint="run `capplan preview` with a one-message request to see what the plan refuses")
-    return ProbePlan(plan, route, tuple(planned))
+    return ProbePlan(plan, route, tuple(planned), plan_reads(plan, asks_reasoning=asks_reasoning))
 
 
 def _route_of(client: Client, url: str, model: str) -> RouteIdentity:
@@ -164,6 +186,8 @@ def _route_of(client: Client, url: str, model: str) -> RouteIdentity:
 def _claim(client: Client, question: Question) -> Claim:
     """What the plan says about the question's value: its rule, or what its own request carries."""
     plan = client.plan
+    if question.claim is not None:
+        return question.claim
     if question.rule_key is not None:
         rule = plan.param_value_rules.get(question.param, {}).get(question.rule_key)
         if rule is not None:
@@ -192,38 +216,42 @@ def run_probe(client: Client, probe: ProbePlan, *, date: str, max_requests: int 
     for planned in probe.questions:
         q = planned.question
         if planned.skipped is not None:
-            outcome = Outcome("skipped", detail=planned.skipped)
+            outcome, usage = Outcome("skipped", detail=planned.skipped), None
         elif stopped is not None:
-            outcome = Outcome("not measured", detail=stopped)
+            outcome, usage = Outcome("not measured", detail=stopped), None
         elif max_requests is not None and sent >= max_requests:
             stopped = f"over budget: --max-requests {max_requests} reached"
-            outcome = Outcome("not measured", detail=stopped)
+            outcome, usage = Outcome("not measured", detail=stopped), None
         elif max_cost is not None and spent + (planned.worst_usd or 0.0) > max_cost:
             stopped = (f"over budget: this request could cost ${planned.worst_usd:.6f}, which would pass "
                        f"--max-cost ${max_cost:g} (${spent:.6f} reserved so far)")
-            outcome = Outcome("not measured", detail=stopped)
+            outcome, usage = Outcome("not measured", detail=stopped), None
         else:
             assert planned.built is not None  # every question not skipped was built
             sent += 1
             spent += planned.worst_usd or 0.0
-            outcome = _ask(client, planned.built)
-        result = QuestionResult(q.id, q.param, q.rule_key, planned.fingerprint, outcome, planned.claim, q.notes)
+            outcome, usage = _ask(client, planned.built)
+        result = QuestionResult(q.id, q.param, q.rule_key, planned.fingerprint, outcome, planned.claim, q.notes,
+                                usage if outcome.kind == "accepted" else None)
         results.append(result)
         if on_answer is not None:
             on_answer(result)
     plan = probe.plan
     return ProbeRecord(plan.model.key, plan.fingerprint, date, capplan_version(), probe.route, tuple(results), stopped,
-                       sent=sent, reserved_usd=spent)
+                       sent=sent, reserved_usd=spent, usage_reads=probe.usage_reads)
 
 
-def _ask(client: Client, built: BuiltRequest) -> Outcome:
+def _ask(client: Client, built: BuiltRequest) -> tuple[Outcome, UsageSeen | None]:
+    """One send: its outcome, and for an accepted answer the usage fields it carried (names only)."""
     try:
-        client.send_once(built)
+        answer = client.send_once(built)
     except UserError:
         raise  # a missing key or a refused gateway configuration: the setup is wrong, not the route
     except Exception as exc:  # noqa: BLE001 (every failure of one send is recorded, never raised)
-        return classify_failure(exc, client.redactor.text)
-    return Outcome("accepted", status=200)
+        return classify_failure(exc, client.redactor.text), None
+    wire = client.plan.wire
+    return Outcome("accepted", status=200), census(answer, wire.protocol if wire is not None else "litellm",
+                                                   client.redactor.text)
 
 
 def classify_failure(exc: BaseException, redact: Callable[[str], str]) -> Outcome:

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from capplan.conformance.carriers import CarrierMint
 from capplan.conformance.corpus import Rule
 from capplan.conformance.emulator import Check, Emulator, Reply
+from capplan.conformance.emulators.strict_keywords import strict_keyword_not_permitted
 
 #: routes that carry thinking in ``message.reasoning_content``
 REASONING_CONTENT_ROUTES = frozenset({"deepseek", "moonshot", "vllm", "llama.cpp"})
@@ -361,6 +362,10 @@ def argument_unrecognized(emulator: Emulator, body: Mapping[str, Any],
 
 # --- the emulator -------------------------------------------------------------------------------
 
+#: routes whose usage block carries ``prompt_tokens_details`` (OpenAI's own, and Azure's OpenAI surface)
+OPENAI_USAGE_ROUTES = frozenset({"openai", "azure_ai"})
+
+
 class OpenAIChatEmulator(Emulator):
     """A strict ``/chat/completions`` server for one route (see the module's docstring)."""
 
@@ -372,6 +377,7 @@ class OpenAIChatEmulator(Emulator):
         "anthropic_signature_invalid": anthropic_signature_invalid,
         "anthropic_thinking_block_missing": anthropic_thinking_block_missing,
         "strict_schema_violation": strict_schema_violation,
+        "strict_keyword_not_permitted": strict_keyword_not_permitted,
         "value_refused": value_refused,
         "parameter_unsupported": parameter_unsupported,
         "argument_unrecognized": argument_unrecognized,
@@ -428,6 +434,9 @@ class OpenAIChatEmulator(Emulator):
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
                       "completion_tokens_details": {"reasoning_tokens": reasoning_tokens}},
         }
+        if self.route in OPENAI_USAGE_ROUTES:
+            # OpenAI's chat usage names its cached-input count even when it is 0 (its API reference)
+            answer["usage"]["prompt_tokens_details"] = {"cached_tokens": 0, "audio_tokens": 0}
         return 200, answer
 
     def _reasoning(self, model: str, thought: str, calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 from capplan.conformance.carriers import CarrierMint
 from capplan.conformance.corpus import Rule
 from capplan.conformance.emulator import Check, Emulator, Reply
+from capplan.conformance.emulators.strict_keywords import strict_keyword_not_permitted
 
 #: the ``include`` value that asks for each reasoning item's encrypted payload
 ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
@@ -265,6 +266,7 @@ CHECKS: dict[str, Check] = {
     "encrypted_content_unverified": check_encrypted_content_unverified,
     "reasoning_without_follower": check_reasoning_without_follower,
     "call_without_reasoning": check_call_without_reasoning,
+    "strict_keyword_not_permitted": strict_keyword_not_permitted,
 }
 
 

@@ -232,6 +232,7 @@ MAY_CHANGE = {
     "response_format": {"response_format"}, "tool_choice": {"tools", "tool_choice"},
     "parallel_tool_calls": {"tools", "parallel_tool_calls"},
     "reasoning_effort": {"reasoning_effort", "reasoning", "extra_body"},
+    "output_cap_name": {"max_tokens", "max_completion_tokens"}, "tool_schema": {"tools"},
 }
 
 
@@ -252,6 +253,13 @@ def test_each_request_is_the_plans_own_with_only_the_parameter_under_test_change
             assert param in changed, qid
     assert bodies["tool_choice=named"]["tool_choice"] == {"type": "function", "function": {"name": "echo"}}
     assert bodies["parallel_tool_calls=false"]["parallel_tool_calls"] is False
+    # the output cap under the name the plan does not send, and nothing under its own
+    assert "max_tokens" not in bodies["output_cap_name=max_completion_tokens"]
+    assert bodies["output_cap_name=max_completion_tokens"]["max_completion_tokens"] == 16
+    # each tool-schema question's one tool is the plan's sanitised form of the feature's tiny tool
+    assert bodies["tool_schema=allOf"]["tools"][0]["function"]["parameters"]["properties"]["value"] == {
+        "allOf": [{"type": "string"}]}
+    assert bodies["tool_schema=strict+enum"]["tools"][0]["function"]["strict"] is True
 
 
 def _hostile_plans() -> dict[str, bytes]:

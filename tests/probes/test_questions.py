@@ -30,3 +30,29 @@ def test_every_value_a_rule_names_is_asked_under_a_stable_id() -> None:
     assert by_id["parallel_tool_calls=false"].rule_key == "false"
     # the same plan gives the same questions (ids are how two probes are compared)
     assert [q.id for q in question_set(Plan.seal(body))] == ids
+
+
+def test_the_output_cap_is_asked_under_the_name_the_plan_does_not_send_and_every_feature_has_its_tool() -> None:
+    from capplan.probes.schema_features import FEATURES, NO_STRICT_FORM, feature_ids, parameters
+
+    questions = question_set(Plan.load(GPT4O))
+    by_id = {q.id: q for q in questions}
+    cap = by_id["output_cap_name=max_completion_tokens"]  # gpt-4o sends max_tokens
+    assert cap.skip is None and cap.claim is not None and cap.claim.kind == "none"
+    assert cap.rewrite is not None
+    moved = cap.rewrite({"model": "gpt-4o", "max_tokens": 16, "extra_body": {"keep": 1}})
+    assert moved == {"model": "gpt-4o", "extra_body": {"keep": 1, "max_completion_tokens": 16}}
+    # the Responses API has one name only: the question is there, skipped with the reason
+    gpt5 = {q.id: q for q in question_set(Plan.load(GPT4O.parent / "gpt-5.json"))}
+    assert "only max_output_tokens" in (gpt5["output_cap_name=max_tokens"].skip or "")
+    # one question per feature, plain and strict (where strict mode has a form of it), plus strict alone
+    ids = [q.id for q in questions if q.param == "tool_schema"]
+    assert ids == feature_ids()
+    assert len(ids) == 2 * len(FEATURES) - len(NO_STRICT_FORM) + 1
+    for qid in ids:
+        tools = by_id[qid].request.tools
+        assert len(tools) == 1 and tools[0].function.name == "echo"
+    # a strict form is strict at every object level, as strict validators demand
+    nested = parameters("array_of_objects", strict=True)
+    assert nested["additionalProperties"] is False
+    assert nested["properties"]["value"]["items"]["additionalProperties"] is False
