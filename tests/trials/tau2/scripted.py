@@ -42,9 +42,11 @@ class Script:
     scenario: str
     actions: list[tuple[str, dict[str, Any]]]
     answer: str
+    #: the user's last message (its stop signal)
+    ending: str = f"Thank you. {STOP}"
 
 
-def script(task: Any, *, drop: bool = False) -> Script:
+def script(task: Any, *, drop: bool = False, ending: str = f"Thank you. {STOP}") -> Script:
     """The gold actions of ``task`` (the last write left out when ``drop``) and an answer that communicates."""
     criteria = task.evaluation_criteria
     actions = [(a.name, dict(a.arguments)) for a in (criteria.actions or []) if a.requestor == "assistant"]
@@ -54,7 +56,7 @@ def script(task: Any, *, drop: bool = False) -> Script:
         del actions[writes[-1]]
     info = criteria.communicate_info or []
     answer = "All done." + "".join(f" Note: {item}." for item in info)
-    return Script(str(task.user_scenario), actions, answer)
+    return Script(str(task.user_scenario), actions, answer, ending)
 
 
 class Scripted:
@@ -84,7 +86,7 @@ class Scripted:
         # the simulator's own earlier turns are role=assistant in its (role-flipped) request
         if not any(m.get("role") == "assistant" for m in messages):
             return agent_completion(f"Hello, I need help with case {found[0]}.")
-        return agent_completion(f"Thank you. {STOP}")
+        return agent_completion(self.scripts[found[0]].ending)
 
     def _agent(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         users = [str(m.get("content")) for m in messages if m.get("role") == "user"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
@@ -32,7 +33,7 @@ from tests.trials.tau2.scripted import Scripted, case, script, tau2_reward  # no
 #: τ² task ids per domain: one per reward basis and initial-state shape (mock), and airline tasks that write
 TASKS = {"mock": ["create_task_1_with_env_assertions", "update_task_1", "update_task_with_initialization_data",
                   "impossible_task_1"],
-         "airline": ["11", "14", "19"]}
+         "airline": ["11", "14"]}
 EVALUATOR = "capplan.trials.importers.tau2.evaluator:tau2_evaluator"
 
 
@@ -96,3 +97,24 @@ def test_a_dropped_write_earns_zero_in_both(played: dict[str, dict[str, Outcome]
     expected = {k: (raised, raised, "error") if k == "mock_create_task_1_with_env_assertions" else (0.0, 0.0, "user_stop")
                 for k in played["drop"]}
     assert played["drop"] == expected
+
+
+def test_a_transfer_signal_ends_the_trial_user_transfer_and_tau2_grades_it_as_a_user_stop(
+        played: dict[str, dict[str, Outcome]], tmp_path: Path) -> None:
+    # the agent hands the user over (mock's impossible task: its gold action is the transfer), the user says so
+    [task] = [t for t in source.load("mock").tasks if t.id == "impossible_task_1"]
+    pack = tmp_path / "mock"
+    import_domain("mock", pack, task_ids=[task.id])
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(openai_plan(key="tau2-agent").to_bytes())
+    responder = Scripted({case(task): script(task, ending="I understand. ###TRANSFER###")})
+    with FakeProvider(on_body(responder)) as server:
+        result = invoke("trial", "run", str(pack / "mock_impossible_task_1.yaml"), "--plan", str(plan),
+                        "--user-plan", str(plan), "--out", str(tmp_path / "run"), "--api-base", server.base,
+                        "--user-api-base", server.base)
+        theirs = tau2_reward("mock", task, server.base)
+    assert result.exit_code == 0, result.output
+    [line] = [json.loads(text) for text in (tmp_path / "run" / "runs.jsonl").read_text().splitlines()]
+    assert (line["status"], line["termination_reason"], line["passed"]) == ("completed", "user_transfer", True)
+    grade = yaml.safe_load((tmp_path / "run" / line["dir"] / "metrics.yaml").read_text())["grade"]
+    assert [g["score"] for g in grade["graders"]] == [1.0] and theirs == (1.0, "user_stop")

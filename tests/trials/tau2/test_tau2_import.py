@@ -50,7 +50,9 @@ def _doc(path: Path) -> dict[str, Any]:
 
 
 def test_tools_prompt_and_scenario_are_taus_own(packs: dict[str, Path]) -> None:
-    from tau2.agent.llm_agent import AGENT_INSTRUCTION, SYSTEM_PROMPT
+    # through the importer's own import: the agent module imports τ²'s model-call module, which would
+    # otherwise change litellm's settings for every later test in this process
+    agent = source.import_module("tau2.agent.llm_agent")
     from tau2.domains.airline.environment import get_environment, get_tasks
 
     environment = get_environment()
@@ -59,8 +61,8 @@ def test_tools_prompt_and_scenario_are_taus_own(packs: dict[str, Path]) -> None:
         doc = _doc(packs["airline"] / f"airline_{tau2_id}.yaml")
         assert [{"type": "function", "function": t} for t in doc["tools"]] == \
             [tool.openai_schema for tool in environment.get_tools()]
-        assert doc["system_prompt"] == SYSTEM_PROMPT.format(domain_policy=environment.get_policy(),
-                                                            agent_instruction=AGENT_INSTRUCTION)
+        assert doc["system_prompt"] == agent.SYSTEM_PROMPT.format(domain_policy=environment.get_policy(),
+                                                                  agent_instruction=agent.AGENT_INSTRUCTION)
         user = doc["user"]
         assert user["mode"] == "llm" and user["backstory"].startswith(str(tasks[tau2_id].user_scenario) + "\n\n")
         assert user["stop_signals"] == {"###TRANSFER###": "user_transfer", "###OUT-OF-SCOPE###": "user_out_of_scope"}
@@ -72,8 +74,7 @@ def test_tools_prompt_and_scenario_are_taus_own(packs: dict[str, Path]) -> None:
 
 
 def test_the_prompt_read_from_source_is_the_one_the_module_holds() -> None:
-    from tau2.agent import llm_agent
-
+    llm_agent = source.import_module("tau2.agent.llm_agent")
     assert source.agent_prompts() == {"SYSTEM_PROMPT": llm_agent.SYSTEM_PROMPT,
                                       "AGENT_INSTRUCTION": llm_agent.AGENT_INSTRUCTION}
 
@@ -167,3 +168,34 @@ def test_another_release_is_refused_naming_the_supported_one(tmp_path: Path, mon
 def test_a_full_folder_needs_force(packs: dict[str, Path]) -> None:
     result = invoke("trial", "import", "tau2", "--domain", "mock", "--out", str(packs["mock"]))
     assert result.exit_code == 2 and "error[OUT_NOT_EMPTY]" in result.output
+
+
+def test_a_task_rewarded_on_nl_assertions_is_refused_naming_the_judge_plan(tmp_path: Path) -> None:
+    from tau2.data_model.tasks import RewardType
+
+    from capplan.trials.importers.tau2.pack import task_document
+
+    bench = source.load("mock")
+    task = next(t for t in bench.tasks if t.id == "create_task_1")
+    judged = task.model_copy(deep=True)
+    judged.evaluation_criteria.reward_basis = [RewardType.DB, RewardType.NL_ASSERTION]
+    with pytest.raises(source.Tau2DataError) as refused:
+        task_document(bench, judged)
+    assert "rewarded on NL_ASSERTION, which needs a judge model (--judge-plan)" in refused.value.message
+    assert refused.value.location == f"{bench.task_file}: task create_task_1"
+
+
+def test_importing_taus_evaluator_leaves_litellms_settings_as_they_were(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map download on import
+    import litellm
+
+    # τ²'s modules as if never imported (put back after the test), so its model-call module runs again here:
+    # when imported it sets litellm.drop_params = True, its cache and callbacks for the whole process
+    for name in [m for m in sys.modules if m == "tau2" or m.startswith("tau2.")]:
+        monkeypatch.delitem(sys.modules, name)
+    before = (litellm.drop_params, list(litellm.success_callback), list(litellm.input_callback), litellm.cache)
+    source.import_module("tau2.evaluator.evaluator")
+    assert "tau2.utils.llm_utils" in sys.modules  # it ran, in this very import
+    assert (litellm.drop_params, list(litellm.success_callback), list(litellm.input_callback), litellm.cache) == before
