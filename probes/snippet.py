@@ -99,9 +99,19 @@ def _key(param: str, key: str) -> str:
 
 
 def _quoted(text: str) -> str:
-    """A YAML double-quoted scalar: JSON's escapes are YAML's, once every unprintable character is
-    spelled out (a raw U+2028 or NEL would be read as a line break)."""
-    return json.dumps(_plain(text), ensure_ascii=False)
+    """A YAML double-quoted scalar that reads back as exactly ``text``.
+
+    JSON's escapes are YAML's. ``json.dumps`` escapes the C0 controls but leaves other unprintable
+    characters raw (U+2028, NEL), which YAML would read as a line break: those are escaped after
+    dumping, as YAML escapes, so a provider's error text with a newline stays the same text.
+    """
+    dumped = json.dumps(text, ensure_ascii=False)
+    return "".join(ch if ch.isprintable() else _yaml_escape(ch) for ch in dumped)
+
+
+def _yaml_escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _plain(text: str) -> str:

@@ -157,6 +157,30 @@ def responses_object(text: str = "ok", *, model: str = "fake-model", id: str = "
     }
 
 
+#: OpenAI's usage block as its chat completions always send it: the detail objects are there with zeros
+OPENAI_CHAT_USAGE: dict[str, Any] = {
+    "prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7,
+    "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+    "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                  "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+}
+#: the same for the Responses API
+OPENAI_RESPONSES_USAGE: dict[str, Any] = {
+    "input_tokens": 5, "output_tokens": 2, "total_tokens": 7,
+    "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0},
+}
+
+
+def openai_answer(request: Request) -> Reply:
+    """A 200 as OpenAI shapes it for ``request``'s path, usage details included (a probe's usage
+    census reads them: the plain default answer leaves them out, as many compatible servers do)."""
+    if request.path.endswith("/responses"):
+        body = responses_object("OK")
+        body["usage"] = dict(OPENAI_RESPONSES_USAGE)
+        return Reply(body)
+    return Reply(chat_completion("OK", usage=dict(OPENAI_CHAT_USAGE)))
+
+
 def error_body(message: str, *, type: str = "invalid_request_error", code: str | None = None) -> dict[str, Any]:  # noqa: A002
     """An OpenAI error envelope."""
     return {"error": {"message": message, "type": type, "code": code}}

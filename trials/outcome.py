@@ -21,6 +21,10 @@ class TerminationReason(str, Enum):
     """Why the conversation stopped."""
 
     USER_STOP = "user_stop"  # the user sent the stop signal or ran out of scripted turns
+    # the simulated user sent a stop signal of the task's own (``user.stop_signals``): τ²-bench's
+    # ###TRANSFER### (the agent handed the user over) and ###OUT-OF-SCOPE### (the scenario ran out)
+    USER_TRANSFER = "user_transfer"
+    USER_OUT_OF_SCOPE = "user_out_of_scope"
     MAX_TURNS = "max_turns"
     # the agent passed the task's max_steps_per_turn within one user turn (BFCL's force-quit): the model's failure
     MAX_STEPS_PER_TURN = "max_steps_per_turn"
@@ -50,6 +54,8 @@ class TrialStatus(str, Enum):
 
 _STATUS = {
     TerminationReason.USER_STOP: TrialStatus.COMPLETED,
+    TerminationReason.USER_TRANSFER: TrialStatus.COMPLETED,
+    TerminationReason.USER_OUT_OF_SCOPE: TrialStatus.COMPLETED,
     # the turn budget ran out before the conversation ended: the agent's failure, as the step limit is
     TerminationReason.MAX_TURNS: TrialStatus.FAILED,
     TerminationReason.MAX_STEPS_PER_TURN: TrialStatus.FAILED,
@@ -64,6 +70,11 @@ _STATUS = {
     TerminationReason.ERROR: TrialStatus.ERROR,
     TerminationReason.INTERRUPTED: TrialStatus.INTERRUPTED,
 }
+
+
+#: the ends the user chose: its stop signal (or the script's end), or one of the task's own stop signals
+USER_ENDS = frozenset({TerminationReason.USER_STOP, TerminationReason.USER_TRANSFER,
+                       TerminationReason.USER_OUT_OF_SCOPE})
 
 
 def status_for(reason: TerminationReason) -> TrialStatus:
@@ -109,7 +120,7 @@ def unaccepted_end(reason: TerminationReason, *, final_answer: FinalAnswer | Non
     no judgement of the answer, so after a scripted user the final answer must be one. Every other end
     (empty completions, the step or turn limit, the context window, a provider error) is the agent's failure.
     """
-    if reason is not TerminationReason.USER_STOP:
+    if reason not in USER_ENDS:
         return _FAILED_ENDS.get(reason, f"the trial ended {reason.value}")
     if simulator_stopped:
         return None

@@ -361,7 +361,8 @@ class _Trial:
                 call.outcome = "guard_rejected"
 
         return LlmUser(generate, trial_id=spec.trial_id, backstory=user.backstory,
-                       initial_message=user.initial_message, on_guard_event=on_guard_event)
+                       initial_message=user.initial_message, on_guard_event=on_guard_event,
+                       stop_signals={text: TerminationReason(reason) for text, reason in user.stop_signals.items()})
 
     def _records(self, end: LoopEnd, *, graded: bool = True) -> TrialRecords:
         spec = self.spec

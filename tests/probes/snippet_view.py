@@ -1,9 +1,9 @@
 """The one place the probe tests read an overlay snippet's shape.
 
-A snippet holds ``param_value_rules`` entries; where in the overlay they sit (a ``providers:``
-block today, a route-scoped block later) is the snippet writer's business. The lane tests assert
-on which rules a snippet holds and what their evidence says, through :func:`snippet_rules`, so a
-change of the block around them is one edit here, not one per test.
+A snippet is a ``probe_evidence:`` block (one entry per probed route, each measured value with its
+outcome). The lane tests assert on the rules it makes, through :func:`snippet_rules`: every
+refused value as the ``reject`` rule the compiler turns it into, with the evidence sentence the
+compiler writes, so a change of the block's shape is one edit here, not one per test.
 """
 
 from __future__ import annotations
@@ -13,35 +13,19 @@ from typing import Any
 
 import yaml
 
-#: how deep a snippet's rules may sit; a snippet is small, so deeper is a broken writer
-MAX_DEPTH = 12
+from capplan.compiler.inputs.overlay_file import OverlayFile
+from capplan.compiler.probe_evidence import canonical_value, evidence_sentence
 
 
 def snippet_rules(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """``(param, value key) -> rule`` for every ``param_value_rules`` entry anywhere in the snippet."""
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    """``(param, value key) -> {action, evidence}`` for every refused value the snippet holds."""
+    overlay = OverlayFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    _walk(document, found, 0)
+    for route in overlay.probe_evidence:
+        for param, by_value in route.values.items():
+            for raw, value in by_value.items():
+                key = canonical_value(param, raw)
+                assert key is not None, f"{path}: {param}={raw!r} is no value of {param}"
+                if value.outcome == "refused":
+                    found[(param, key)] = {"action": "reject", "evidence": evidence_sentence(route, value)}
     return found
-
-
-def _walk(node: Any, found: dict[tuple[str, str], dict[str, Any]], depth: int) -> None:
-    assert depth <= MAX_DEPTH, "a snippet nested deeper than any overlay block"
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "param_value_rules" and isinstance(value, dict):
-                for param, rules in value.items():
-                    for value_key, rule in (rules or {}).items():
-                        found[(str(param), _key(value_key))] = rule
-            else:
-                _walk(value, found, depth + 1)
-    elif isinstance(node, list):
-        for item in node:
-            _walk(item, found, depth + 1)
-
-
-def _key(value: Any) -> str:
-    # YAML reads `0.0:` as a float and `true:` as a boolean: give them back as param_value_rules keys them
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)

@@ -20,7 +20,7 @@ import pytest
 from capplan.conformance.corpus import load_corpus
 from capplan.executor.plan import Plan
 from tests.cli_runner import invoke_checked
-from tests.fake_provider import FakeProvider, Reply, Request
+from tests.fake_provider import FakeProvider, Reply, Request, openai_answer
 from tests.probes.snippet_view import snippet_rules
 
 KEY = "sk-drift-test-0123456789"
@@ -47,7 +47,7 @@ class ChangingProvider:
         if self.refusing and body.get("temperature") == 0:
             return Reply({"error": {"message": TEXT, "type": "invalid_request_error", "param": "temperature",
                                     "code": "unsupported_value"}}, 400)
-        return None
+        return openai_answer(request)
 
 
 @pytest.fixture(autouse=True)

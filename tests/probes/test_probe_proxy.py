@@ -27,7 +27,7 @@ from capplan.core.canonical import canonical_bytes, sha256_hex
 from capplan.executor.gateway.catalog import clear_catalog_cache
 from capplan.executor.plan import Plan
 from tests.cli_runner import invoke_checked
-from tests.fake_provider import Reply, Request
+from tests.fake_provider import Reply, Request, openai_answer
 from tests.gateway.conftest import MASTER_KEY, Gateway, session_gateway
 from tests.probes.snippet_view import snippet_rules
 
@@ -59,7 +59,7 @@ def refuse_temperature_zero(request: Request) -> Reply | None:
     if body.get("temperature") == 0:
         return Reply({"error": {"message": TEXT, "type": "invalid_request_error", "param": "temperature",
                                 "code": "unsupported_value"}}, 400)
-    return None
+    return openai_answer(request)
 
 
 @pytest.fixture
@@ -155,7 +155,7 @@ def test_check_through_the_gateway_names_the_refusal_the_plan_does_not_know(lane
     assert f"not compared: {KEY}: seed 1: not measured (over budget: --max-requests 2 reached)" in lines
     assert lines[-1] == "drift found"
     # the route takes temperature 0 again: the same plan agrees with it
-    lane.a.responder = None
+    lane.a.responder = openai_answer
     agreed = invoke_checked("probe", "--check", plan, "--max-requests", "2", expect=0)
     assert agreed.stdout.splitlines()[-1] == "no drift"
     assert [r.body.get("temperature") for r in lane.a.posts("/chat/completions")] == [None, 0.0, None, 0.0]

@@ -23,7 +23,7 @@ import yaml
 
 from capplan.cli import main
 from tests.cli_runner import BIN, invoke_checked
-from tests.fake_provider import FakeProvider, Reply, Request
+from tests.fake_provider import FakeProvider, Reply, Request, openai_answer
 
 ROOT = Path(__file__).resolve().parents[2]
 CI = ROOT / "examples" / "ci"
@@ -183,7 +183,7 @@ def openai(request: Request) -> Reply | None:
     if request.path.endswith("/responses") and "temperature" in body:
         return Reply({"error": {"message": "Unsupported parameter: 'temperature' is not supported with this model.",
                                 "type": "invalid_request_error", "param": "temperature", "code": None}}, 400)
-    return None
+    return openai_answer(request)
 
 
 def changed_openai(request: Request) -> Reply | None:

@@ -21,7 +21,7 @@ from markupsafe import escape
 
 from capplan.trials import runner as runner_module
 from capplan.trials.backends import local as local_backend
-from capplan.trials.outcome import PASS_RULE, FinalAnswer, TerminationReason, unaccepted_end
+from capplan.trials.outcome import PASS_RULE, USER_ENDS, FinalAnswer, TerminationReason, unaccepted_end
 from capplan.trials.runner import RunContext
 from capplan.trials.usersim import STOP_SIGNAL
 from tests.fake_provider import FakeProvider, agent_answer, agent_completion, on_body, tool_call
@@ -211,10 +211,15 @@ def test_the_rule_is_in_the_summary_the_report_and_the_view(env: None, tmp_path:
     assert "completions were empty" in html  # the trial's own note, in its detail block
 
 
-@pytest.mark.parametrize("reason", [r for r in TerminationReason if r is not TerminationReason.USER_STOP])
+@pytest.mark.parametrize("reason", [r for r in TerminationReason if r not in USER_ENDS])
 def test_every_end_but_the_users_stop_is_unaccepted(reason: TerminationReason) -> None:
     answer = FinalAnswer(ANSWER, "stop")
     assert unaccepted_end(reason, final_answer=answer, simulator_stopped=True) is not None
+
+
+@pytest.mark.parametrize("reason", [TerminationReason.USER_TRANSFER, TerminationReason.USER_OUT_OF_SCOPE])
+def test_a_simulated_users_own_stop_signal_is_an_accepted_end(reason: TerminationReason) -> None:
+    assert unaccepted_end(reason, final_answer=None, simulator_stopped=True) is None
 
 
 def test_a_users_stop_is_accepted_after_a_real_answer_or_the_simulators_stop() -> None:

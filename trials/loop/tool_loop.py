@@ -197,7 +197,7 @@ class ToolCallingLoop:
             if opening.stops or not opening.text:
                 if opening.text:
                     self.recorder.message({"role": "user", "content": opening.text})
-                return LoopEnd(TerminationReason.USER_STOP, self._turns, "the user stopped before the agent spoke")
+                return LoopEnd(opening.reason, self._turns, "the user stopped before the agent spoke")
             self._append_both({"role": "user", "content": opening.text})
             while True:
                 if self.cancel is not None and self.cancel.is_set():
@@ -223,7 +223,7 @@ class ToolCallingLoop:
                 if reply.stops:
                     if reply.text:  # a stop turn is what the user said; the end of a script says nothing
                         self.recorder.message({"role": "user", "content": reply.text})
-                    return LoopEnd(TerminationReason.USER_STOP, self._turns)
+                    return LoopEnd(reply.reason, self._turns)
                 self._next_user_turn()
                 self._append_both({"role": "user", "content": reply.text})
         except Terminal as end:

@@ -7,7 +7,7 @@ initial message are delivered verbatim and never pass the guard; generated ones 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -20,10 +20,12 @@ from capplan.trials.outcome import TerminationReason
 
 @dataclass(frozen=True)
 class UserTurn:
-    """One user turn; ``stops`` ends the conversation (the text is still recorded)."""
+    """One user turn; ``stops`` ends the conversation (the text is still recorded) with ``reason``."""
 
     text: str
     stops: bool = False
+    #: the termination reason a stop ends the trial with (a task's own stop signals name theirs)
+    reason: TerminationReason = TerminationReason.USER_STOP
 
 
 class UserAdapter(Protocol):
@@ -77,6 +79,7 @@ class LlmUser:
         backstory: str | None,
         initial_message: str | None,
         on_guard_event: Callable[[GuardEvent], None],
+        stop_signals: Mapping[str, TerminationReason] | None = None,
     ) -> None:
         def simulator_generate(system_prompt: str, messages: list[dict[str, Any]]) -> GenerationResult:
             return generate({"system": system_prompt, "messages": messages}, self.user_turn)
@@ -84,6 +87,7 @@ class LlmUser:
         self.simulator = UserSimulator(simulator_generate, trial_id=trial_id, backstory=backstory,
                                        record_event=on_guard_event)
         self._initial = initial_message
+        self._signals = dict(stop_signals or {})
         #: The user turn being produced: 0 for the opening, then one more per reply.
         self.user_turn = 0
 
@@ -99,7 +103,14 @@ class LlmUser:
             # an opening that says nothing ends the trial before the agent speaks: the simulator's
             # defect, never a user stop the agent is answerable for
             raise Terminal(TerminationReason.ERROR, "user simulator: the opening turn is empty")
-        return UserTurn(reply.text, reply.stops)
+        return self._turn(reply.text, reply.stops)
+
+    def _turn(self, text: str, stops: bool) -> UserTurn:
+        """The turn, ended by ``###STOP###`` first, else by the first of the task's own stop signals it contains."""
+        if stops:
+            return UserTurn(text, True)
+        reason = next((r for signal, r in self._signals.items() if signal in text), None)
+        return UserTurn(text, True, reason) if reason is not None else UserTurn(text)
 
     def stops_next(self) -> bool:
         """Never known ahead: only a generation (billed) would say."""
@@ -113,7 +124,7 @@ class LlmUser:
             reply = self.simulator.reply(shared, message_index=message_index)
         except (UserReplyRefused, UnanswerableTranscript) as exc:
             raise _harness_error(exc) from exc
-        return UserTurn(reply.text, reply.stops)
+        return self._turn(reply.text, reply.stops)
 
 
 def _harness_error(exc: Exception) -> Terminal:

@@ -137,6 +137,10 @@ class ScriptedUser(_Model):
     turns: list[str] = Field(min_length=1, description="User turns, first to last; the conversation stops after the last.")
 
 
+#: the termination reasons a simulated user's own stop signal may end a trial with (``stop_signals``)
+UserEnd = Literal["user_stop", "user_transfer", "user_out_of_scope"]
+
+
 class LlmUser(_Model):
     """A user played by the LLM user simulator (run from ``--user-plan``, behind the reply guard)."""
 
@@ -145,6 +149,11 @@ class LlmUser(_Model):
     initial_message: str | None = Field(
         None, description="An authored first user turn, delivered verbatim instead of a generated opening."
     )
+    stop_signals: dict[Annotated[str, Field(min_length=1, max_length=64)], UserEnd] = Field(
+        default_factory=dict,
+        description="Texts besides ###STOP### that end the conversation when a simulated user turn contains one, each "
+                    "with the termination reason it ends the trial with (e.g. τ²-bench's ###TRANSFER###: "
+                    "user_transfer). ###STOP### is checked first.")
 
 
 User = Annotated[ScriptedUser | LlmUser, Field(discriminator="mode")]

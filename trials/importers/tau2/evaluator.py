@@ -1,0 +1,93 @@
+"""A τ² task's grader: the trial's trajectory in τ²'s own types, judged by τ²'s own evaluator.
+
+The recorded conversation becomes τ²'s messages -- τ²'s opening agent greeting first, as its
+orchestrator starts every conversation, then each user turn, each assistant message (text, or
+tool calls with the arguments exactly as the model sent them) and each tool result with the
+text the agent read -- inside a ``SimulationRun`` whose termination reason is the trial's, in
+τ²'s terms: a user stop, transfer or out-of-scope signal is τ²'s ``user_stop`` (its user
+simulator ends a conversation on any of the three), the turn or step limit is ``max_steps``,
+any other end ``agent_error`` (τ² rewards those 0). Harness-authored messages (parser-error
+feedback, markers) are not the conversation and are left out.
+
+τ²'s ``evaluate_simulation`` then grades it on the task's ``reward_basis`` (``ALL``: the DB
+check, by replaying the trajectory and the gold actions on fresh environments and comparing
+hashes; ENV_ASSERTION; ACTION; COMMUNICATE). A trial passes when the reward is 1, as τ² counts
+a success; the reward is the grade's score and the breakdown its detail.
+
+The replay raises when a tool result in the trajectory differs from what τ²'s environment
+answers to the same call (a tool output cut by a cap, say): the trajectory is then not one τ²
+could have produced, and the grader error makes the trial a harness error, never the agent's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from capplan.trials.importers.tau2.source import import_module
+from capplan.trials.run_folder.recording import ORIGIN
+
+#: capplan termination reason -> τ²'s (anything else is τ²'s agent_error)
+TERMINATIONS = {"user_stop": "user_stop", "user_transfer": "user_stop", "user_out_of_scope": "user_stop",
+                "max_turns": "max_steps", "max_steps_per_turn": "max_steps"}
+#: τ²'s success test: a reward of 1 (within its tolerance)
+SUCCESS_TOLERANCE = 1e-6
+
+
+def tau2_messages(trajectory: dict[str, Any]) -> list[Any]:
+    """The trial's conversation as τ²'s messages (its opening greeting first)."""
+    message_types = import_module("tau2.data_model.message")
+    orchestrator = import_module("tau2.orchestrator.orchestrator")
+    converted: list[Any] = [orchestrator.DEFAULT_FIRST_AGENT_MESSAGE.model_copy(deep=True)]
+    for message in trajectory.get("messages") or []:
+        role = message.get("role")
+        if ORIGIN in message or role == "system":
+            continue
+        content = message.get("content")
+        text = content if isinstance(content, str) else None
+        if role == "user":
+            converted.append(message_types.UserMessage(role="user", content=text))
+        elif role == "assistant":
+            calls = [message_types.ToolCall(id=str(call.get("id", "")), name=str(call["function"]["name"]),
+                                            arguments=_arguments(call["function"].get("arguments")),
+                                            requestor="assistant")
+                     for call in message.get("tool_calls") or []]
+            converted.append(message_types.AssistantMessage(role="assistant", content=text or None,
+                                                            tool_calls=calls or None))
+        elif role == "tool":
+            converted.append(message_types.ToolMessage(id=str(message.get("tool_call_id", "")), role="tool",
+                                                       content=text, requestor="assistant",
+                                                       error=(text or "").startswith("Error: ")))
+    return converted
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    """A call's arguments as the model sent them; text that is no JSON object is no arguments (τ²'s parse)."""
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def tau2_evaluator(trajectory: dict[str, Any], final_state: dict[str, Any] | None, task: dict[str, Any],
+                   *, metadata: dict[str, Any]) -> dict[str, Any]:
+    """τ²'s reward for the trial: ``{passed, score: reward, detail: τ²'s RewardInfo}``."""
+    info = metadata.get("tau2") or {}
+    tasks = import_module("tau2.data_model.tasks")
+    simulation = import_module("tau2.data_model.simulation")
+    evaluator = import_module("tau2.evaluator.evaluator")
+    tau2_task = tasks.Task.model_validate(info.get("task") or {})
+    reason = str((trajectory.get("termination") or {}).get("reason", ""))
+    run = simulation.SimulationRun(
+        id=str((trajectory.get("trial") or {}).get("key", "capplan")), task_id=str(tau2_task.id),
+        start_time="", end_time="", duration=0.0,
+        termination_reason=simulation.TerminationReason(TERMINATIONS.get(reason, "agent_error")),
+        messages=tau2_messages(trajectory))
+    reward = evaluator.evaluate_simulation(simulation=run, task=tau2_task,
+                                           evaluation_type=evaluator.EvaluationType.ALL, solo_mode=False,
+                                           domain=str(info.get("domain")))
+    detail = reward.model_dump(mode="json", exclude_none=True)
+    return {"passed": abs(reward.reward - 1.0) <= SUCCESS_TOLERANCE, "score": float(reward.reward), "detail": detail}
