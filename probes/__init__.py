@@ -7,5 +7,9 @@ fields of each accepted answer in ``usage_census``), the overlay snippet that tu
 ``param_value_rules`` (``snippet``) and the comparison of today's answers with the plan's claims
 (``drift``).
 
-May import ``capplan.core`` and ``capplan.executor``; only the command line imports it.
+The reasoning-carrier questions (``carriers``) run the replay eval's steps and the cache question
+(``cache``) sends the plan's own request twice; ``families`` sets both beside the parameter questions.
+
+May import ``capplan.core``, ``capplan.executor`` and ``capplan.evals`` (the replay eval's steps,
+reused, never copied); only the command line imports it.
 """

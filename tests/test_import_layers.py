@@ -44,8 +44,9 @@ ALLOWED: dict[str, frozenset[str] | None] = {
     "trials": frozenset({"core", "executor"}),
     # the conformance emulators and runner drive the executor and the trial loop; nothing below imports them
     "conformance": frozenset({"core", "executor", "trials", "presets"}),
-    # live capability probes ask a route through the executor's client; only the command line imports them
-    "probes": frozenset({"core", "executor"}),
+    # live capability probes ask a route through the executor's client; only the command line imports them.
+    # evals: the reasoning-carrier questions run the replay eval's own steps (reused, never copied)
+    "probes": frozenset({"core", "executor", "evals"}),
     "cli": None,
     "evals": frozenset({"core"}),
     "presets": frozenset(),

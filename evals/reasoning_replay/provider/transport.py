@@ -19,6 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RAW_KEEP = 2000  # characters of a non-JSON body kept for the record
+# The most of one answer read: a measured answer is a few KB and a catalogue a few MB, but an endpoint
+# is untrusted (a broken or hostile one may send without end, or drip a byte at a time).
+MAX_BODY_BYTES = 32 * 1024 * 1024
+_CHUNK = 65536
+
+
+class BodyTooLarge(OSError):
+    """An answer longer than MAX_BODY_BYTES: not read further (an OSError, so it is a transport failure)."""
 
 
 @dataclass
@@ -45,11 +53,11 @@ def send(method: str, url: str, body: bytes | None, headers: dict[str, str],
     request = urllib.request.Request(url, data=body, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as resp:
-            status, payload, hdrs = resp.status, resp.read(), dict(resp.headers.items())
+            status, payload, hdrs = resp.status, read_bounded(resp, timeout), dict(resp.headers.items())
     except urllib.error.HTTPError as exc:
         status, hdrs = exc.code, dict(exc.headers.items()) if exc.headers else {}
         try:
-            payload = exc.read()
+            payload = read_bounded(exc, timeout)
         except (OSError, http.client.HTTPException):
             payload = b""
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
@@ -58,6 +66,28 @@ def send(method: str, url: str, body: bytes | None, headers: dict[str, str],
     reply = decode(status, payload, hdrs)
     reply.seconds = time.monotonic() - started
     return reply
+
+
+def read_bounded(stream: Any, timeout: float) -> bytes:
+    """At most MAX_BODY_BYTES of ``stream``, within ``timeout`` seconds in all.
+
+    The socket timeout bounds each read, not the body: a body dripped a byte at a time would pass
+    every read, so the whole body has its own deadline. ``read1`` returns what one read got.
+    """
+    read = getattr(stream, "read1", None) or stream.read
+    deadline = time.monotonic() + timeout
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = read(_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > MAX_BODY_BYTES:
+            raise BodyTooLarge(f"the answer is over {MAX_BODY_BYTES} bytes; not read further")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the answer's body took over {timeout:g}s")
+        chunks.append(chunk)
 
 
 def decode(status: int, payload: bytes, headers: dict[str, str]) -> Reply:
