@@ -51,6 +51,9 @@ SKIPPED: dict[str, str] = {
         "asks a server the user runs on port 8000; tests/probes runs it against loopback emulators",
     "capplan probe --check golden/plans/gpt-5.json":
         "asks a live route (network and a provider key); tests/probes runs it against loopback emulators",
+    "capplan lint probes/gpt-5.overlay.yaml":
+        "lints the snippet a live probe writes (capplan probe --out probes/); tests/compiler/test_probe_evidence.py "
+        "lints probe snippets",
     "capplan replay models --route nous":
         "lists a live route's models (network and the route's key)",
     "capplan replay run --route nous --models x-ai/grok-4.7,z-ai/glm-5.3 --want-direct x-ai/grok-4.7,z-ai/glm-5.3 "
