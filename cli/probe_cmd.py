@@ -80,13 +80,16 @@ def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | 
     Has the route changed since the plan's evidence was taken?
       capplan probe --check golden/plans/gpt-5.json
 
-    Then turn the refusals into rules: give probes/gpt-5.overlay.yaml to `capplan compile --model
-    gpt-5 --presets-file`, and `capplan explain gpt-5 param_value_rules` cites each measurement.
+    Then turn the answers into rules: give probes/gpt-5.overlay.yaml to `capplan compile
+    --presets-file` (its probe_evidence: entry applies only to plans on the probed route: same
+    provider key, protocol and model as sent), and `capplan explain gpt-5 param_value_rules` cites
+    each measurement. `capplan lint` warns when the evidence grows old.
 
     \b
     --out gets <plan key>.probe.json (every question, its outcome, status, the provider's exact
     error text, request fingerprint, date, capplan version and the route's identity) and
-    <plan key>.overlay.yaml (each refusal as a param_value_rules reject whose evidence says all that),
+    <plan key>.overlay.yaml (a probe_evidence: entry: each value's answer, whose refusals compile to
+    param_value_rules rejects with evidence that says all that),
     and <plan key>.replay.overlay.yaml when a carrier verdict was measured (the reasoning_replay:
     block `capplan replay report --overlay` writes; give it to compile as one more --presets-file).
     Exit codes: 0 done (with --check: nothing drifted), 1 --check found drift, 2 bad input (a
