@@ -8,6 +8,9 @@
    planned, their summed worst-case cost, and the plans with no price (their cost is unknown, so
    ``--max-cost`` refuses them). Dummy values stand in for the endpoint and key variables two
    plans need to be built at all (nothing is sent).
+3. The same two figures for ``--family carriers`` and ``--family cache`` (the replay eval's text
+   step on the route, and the plan's request with a cacheable prefix sent twice), apart, because
+   they are opt-in: they cost more than every parameter question together.
 
 Run: ``python benchmarks/probe.py [--repeat N]``.
 """
@@ -31,6 +34,7 @@ from capplan.core.errors import UserError  # noqa: E402
 from capplan.executor.client import Client  # noqa: E402
 from capplan.executor.cost_bound import input_tokens_bound  # noqa: E402
 from capplan.executor.plan import Plan  # noqa: E402
+from capplan.probes.families import FamilyPlans, plan_families, run_families  # noqa: E402
 from capplan.probes.runner import plan_probe, run_probe, unprobeable_reason  # noqa: E402
 
 GPT5 = ROOT / "golden" / "plans" / "gpt-5.json"
@@ -67,6 +71,34 @@ def one_route(repeat: int) -> None:
     print(f"  worst-case cost of the set at gpt-5's list price: ${probe.worst_usd():.6f}")
     print(f"  wall time, median of {repeat}: planning {statistics.median(planning) * 1000:.1f} ms, "
           f"sending {statistics.median(sending) * 1000:.1f} ms")
+    families(plan)
+
+
+def _usage_tokens(answer: object, name: str) -> int:
+    usage = answer.get("usage") if isinstance(answer, dict) else None
+    value = usage.get(name, 0) if isinstance(usage, dict) else 0
+    return value if isinstance(value, int) else 0
+
+
+def families(plan: Plan) -> None:
+    """The carrier and cache families of the gpt-5 plan on the same emulator, once."""
+    corpus = load_corpus()
+    with ResponsesEmulator(corpus.rules, route="openai") as emu:
+        client = Client(plan, env=ENV, api_base=emu.base_url + "/v1")
+        probe = plan_probe(client)
+        started = time.perf_counter()
+        planned = plan_families(client, probe, ("carriers", "cache"))
+        found = run_families(client, planned, max_requests=None, max_cost=None)
+        elapsed = time.perf_counter() - started
+        exchanges = list(emu.exchanges)
+    carriers = found.carriers.sent if found.carriers is not None else 0
+    cache = len(exchanges) - carriers
+    usage_in = sum(_usage_tokens(x.answer, "input_tokens") for x in exchanges)
+    usage_out = sum(_usage_tokens(x.answer, "output_tokens") for x in exchanges)
+    worst = planned.worst_usd()
+    print(f"  --family carriers,cache on the same route: {len(exchanges)} requests ({carriers} carriers, {cache} cache), "
+          f"tokens reported {usage_in} input, {usage_out} output, worst case "
+          f"{'unknown' if worst is None else f'${worst:.6f}'}, {elapsed * 1000:.1f} ms")
 
 
 def catalogue_dry_run() -> None:
@@ -74,6 +106,8 @@ def catalogue_dry_run() -> None:
     env = {**ENV, **DUMMY_ROUTE_ENV}
     total = 0.0
     requests = 0
+    family_total = 0.0
+    family_requests = 0
     unpriced: list[str] = []
     not_probed: list[str] = []
     started = time.perf_counter()
@@ -82,7 +116,8 @@ def catalogue_dry_run() -> None:
             not_probed.append(key)
             continue
         try:
-            probe = plan_probe(Client(plan, env=env))
+            client = Client(plan, env=env)
+            probe = plan_probe(client)
         except UserError as exc:
             not_probed.append(f"{key} ({exc.message})")
             continue
@@ -92,10 +127,17 @@ def catalogue_dry_run() -> None:
             unpriced.append(key)
         else:
             total += worst
+        extra: FamilyPlans = plan_families(client, probe, ("carriers", "cache"))
+        family_requests += extra.dry_run_lines("", "")[1]
+        family_worst = extra.worst_usd()
+        if family_worst is not None and worst is not None:
+            family_total += family_worst
     elapsed = time.perf_counter() - started
     print(f"bundled catalogue dry run: {len(plans)} plans, {len(plans) - len(not_probed)} probed, "
           f"{requests} requests planned in {elapsed:.2f} s")
     print(f"  worst-case cost at list prices: ${total:.6f} (no price, so unbounded: {', '.join(unpriced) or 'none'})")
+    print(f"  --family carriers,cache on top: {family_requests} more requests, worst case ${family_total:.6f} "
+          "on the priced plans")
     print(f"  not probed (mock or native litellm route): {', '.join(not_probed)}")
 
 
