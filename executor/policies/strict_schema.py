@@ -19,7 +19,8 @@ keyword positions from property-name positions, so a property named ``title`` is
 The output is then checked (``SchemaInvariantError``): every ``required`` name is a property,
 no ``$ref`` survived, (when patterns are stripped) no RE2-incompatible regex remains, and a tool
 that asks for strict mode (``strict: true``) has ``additionalProperties: false`` and every
-property required on each object, as strict validators demand.
+property required on each object, and no ``allOf`` or ``default`` anywhere, as strict validators
+demand (a probe of OpenAI's route found both refused; see ``STRICT_REFUSED_KEYWORDS``).
 """
 
 from __future__ import annotations
@@ -510,8 +511,23 @@ class StrictSchema(ToolSchemaSanitizer):
                     )
 
 
+#: keywords a strict function's schema may not use anywhere (conformance rules
+#: openai.strict_keyword_not_permitted / responses.strict_keyword_not_permitted: "In context=(...),
+#: 'allOf' is not permitted."), each with how to do without it
+STRICT_REFUSED_KEYWORDS: dict[str, str] = {
+    "allOf": "merge its branches into this schema (one object with every property)",
+    "default": "remove it and state the default in the description (a strict call sends every field)",
+}
+
+
 def _check_strict_object(tool: str, path: SchemaPath, node: dict[str, Any]) -> None:
-    """Strict mode's two object rules: ``additionalProperties: false``, and every property required."""
+    """Strict mode's rules: no refused keyword, ``additionalProperties: false``, every property required."""
+    for keyword, fix in STRICT_REFUSED_KEYWORDS.items():
+        if keyword in node:
+            raise SchemaInvariantError(
+                tool, json_pointer(path),
+                f"the tool asks for strict mode (strict: true), whose validators refuse {keyword!r}; {fix}, "
+                "or drop strict: true from the tool")
     if node.get("type") != "object" and "properties" not in node:
         return
     if node.get("additionalProperties") is not False:

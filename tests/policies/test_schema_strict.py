@@ -338,6 +338,31 @@ def test_invariants_catch_a_required_name_without_its_property() -> None:
     assert isinstance(raised.value, ValueError)
 
 
+@pytest.mark.parametrize("keyword, value, fix", [
+    ("allOf", [{"type": "string"}], "merge its branches"),
+    ("default", "x", "state the default in the description"),
+])
+def test_a_strict_tool_with_a_keyword_strict_validators_refuse_is_refused_where_it_stands(
+        keyword: str, value: Any, fix: str) -> None:
+    # OpenAI answers "In context=('properties', 'v'), 'allOf' is not permitted." for every call
+    # (conformance rule openai.strict_keyword_not_permitted); refused here, the place is named once
+    params = {"type": "object", "properties": {"v": {"type": "string", keyword: value}}, "required": ["v"],
+              "additionalProperties": False}
+    asked = tool(params)
+    asked["function"]["strict"] = True
+    with pytest.raises(SchemaInvariantError) as raised:
+        StrictSchema().sanitize([asked])
+    assert raised.value.pointer == "/properties/v"
+    assert repr(keyword) in str(raised.value) and fix in str(raised.value) and "drop strict: true" in str(raised.value)
+    # a property *named* like the keyword is a property, and the keyword outside strict mode is kept
+    named = {"type": "object", "properties": {keyword: {"type": "string"}}, "required": [keyword],
+             "additionalProperties": False}
+    named_tool = tool(named)
+    named_tool["function"]["strict"] = True
+    assert params_of(StrictSchema().sanitize([named_tool])) == named
+    assert strict(params)["properties"]["v"][keyword] == value
+
+
 def test_sanitising_refuses_input_whose_required_names_no_property() -> None:
     with pytest.raises(SchemaInvariantError, match="required names \\['y'\\]"):
         strict({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x", "y"]})
