@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from capplan.core import reference_mode
+from tests import reference_run
 from tests.fake_provider import FakeProvider
 
 
@@ -40,6 +41,27 @@ def pytest_report_header(config: pytest.Config) -> str:
     except reference_mode.ReferenceModeError as exc:
         raise pytest.UsageError(exc.render()) from None
     return f"capplan mode: {mode} ({reference_mode.VARIABLE}={os.environ.get(reference_mode.VARIABLE, '')!r})"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Starts the reference-mode subprocess now if its test is selected, so it runs beside the other tests.
+
+    Not on a pytest-xdist worker (every worker collects every test; the test starts its own there),
+    nor for ``--collect-only``, nor when this run is in the reference mode already (the test skips).
+    """
+    config = session.config
+    if config.option.collectonly or hasattr(config, "workerinput") or reference_mode.reference_mode():
+        return
+    here = reference_run.REPO / "tests" / "test_reference_mode.py"
+    if any(item.path.resolve() == here and item.name == reference_run.TEST_NAME for item in session.items):
+        config.stash[reference_run.REFERENCE_RUN] = reference_run.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stops the reference-mode subprocess if the suite ended before its test waited for it (``-x``, Ctrl-C)."""
+    run = config.stash.get(reference_run.REFERENCE_RUN, None)
+    if run is not None:
+        run.stop()
 
 
 @pytest.fixture
