@@ -44,16 +44,26 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Starts the reference-mode subprocess now if its test is selected, so it runs beside the other tests.
+    """Starts the suite's two slow, self-contained setups now if their tests are selected, so they run
+    beside the other tests: the reference-mode subprocess (:mod:`tests.reference_run`) and the wheel's
+    build and install (``tests/wheel/test_wheel_install.py``).
 
-    Not on a pytest-xdist worker (every worker collects every test; the test starts its own there),
-    nor for ``--collect-only``, nor when this run is in the reference mode already (the test skips).
+    Not on a pytest-xdist worker (every worker collects every test; each test starts its own setup
+    there), nor for ``--collect-only``. The reference run not when this run is in the reference mode
+    already (its test skips).
     """
     config = session.config
-    if config.option.collectonly or hasattr(config, "workerinput") or reference_mode.reference_mode():
+    if config.option.collectonly or hasattr(config, "workerinput"):
         return
-    here = reference_run.REPO / "tests" / "test_reference_mode.py"
-    if any(item.path.resolve() == here and item.name == reference_run.TEST_NAME for item in session.items):
+    reference_test = reference_run.REPO / "tests" / "test_reference_mode.py"
+    wheel_tests = reference_run.REPO / "tests" / "wheel" / "test_wheel_install.py"
+    wheel_module = next((item.module for item in session.items
+                         if isinstance(item, pytest.Function) and item.path.resolve() == wheel_tests), None)
+    if wheel_module is not None:
+        wheel_module.start_early(config)
+    if reference_mode.reference_mode():
+        return
+    if any(item.path.resolve() == reference_test and item.name == reference_run.TEST_NAME for item in session.items):
         config.stash[reference_run.REFERENCE_RUN] = reference_run.start()
 
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from capplan.core.reference_mode import VARIABLE
+
 REPO = Path(__file__).resolve().parents[1]
-#: the environment variable the mode is read from (capplan.core.reference_mode.VARIABLE)
-VARIABLE = "CAPPLAN_REFERENCE"
 #: how long the subprocess may take, counted from its start
 TIMEOUT_S = 1800
 
@@ -54,7 +54,7 @@ class ReferenceRun:
         except subprocess.TimeoutExpired:
             self.stop()
             raise
-        return (status, *(self._read(name) for name in ("stdout.txt", "stderr.txt")))
+        return status, self._read("stdout.txt"), self._read("stderr.txt")
 
     def _read(self, name: str) -> str:
         return (self.folder / name).read_text(encoding="utf-8", errors="replace")
@@ -73,7 +73,7 @@ class ReferenceRun:
 #: the test in ``tests/test_reference_mode.py`` that waits for the run
 TEST_NAME = "test_the_byte_pinning_tests_pass_in_the_reference_mode"
 #: where ``tests/conftest.py`` keeps the run it started, for the test to wait on
-REFERENCE_RUN = pytest.StashKey["ReferenceRun"]()
+REFERENCE_RUN = pytest.StashKey[ReferenceRun]()
 
 
 def start() -> ReferenceRun:
