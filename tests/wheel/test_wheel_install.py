@@ -15,7 +15,8 @@ import os
 import shutil
 import subprocess
 import sys
-from concurrent.futures import Future, ThreadPoolExecutor
+import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,11 +105,22 @@ EARLY_BUILD = pytest.StashKey[Future[Installed]]()
 
 
 def start_early(config: pytest.Config) -> None:
-    """Starts :func:`build_and_install` in a thread of its own, for :func:`installed` to wait on."""
-    base = config._tmp_path_factory.mktemp("wheel")  # type: ignore[attr-defined]  # the factory tmp_path_factory returns
+    """Starts :func:`build_and_install` in a thread of its own, for :func:`installed` to wait on.
+
+    Its folder is outside the session's temporary tree, which other tests read while this one is
+    still being written (the Ray test greps all of it for its canary); it is removed at the end.
+    """
+    base = Path(tempfile.mkdtemp(prefix="capplan-wheel-"))
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wheel-build")
-    config.stash[EARLY_BUILD] = pool.submit(build_and_install, base, _env())
-    pool.shutdown(wait=False)  # the thread runs on; pytest's exit waits for it (bounded by pip's timeouts)
+    future = pool.submit(build_and_install, base, _env())
+    pool.shutdown(wait=False)
+    config.stash[EARLY_BUILD] = future
+
+    def remove() -> None:
+        wait([future], timeout=3 * INSTALL_TIMEOUT_S)  # pip's own timeouts bound it
+        shutil.rmtree(base, ignore_errors=True)
+
+    config.add_cleanup(remove)
 
 
 @pytest.fixture(scope="module")
