@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from capplan.core import reference_mode
+from tests import reference_run
 from tests.fake_provider import FakeProvider
 
 
@@ -40,6 +41,37 @@ def pytest_report_header(config: pytest.Config) -> str:
     except reference_mode.ReferenceModeError as exc:
         raise pytest.UsageError(exc.render()) from None
     return f"capplan mode: {mode} ({reference_mode.VARIABLE}={os.environ.get(reference_mode.VARIABLE, '')!r})"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Starts the suite's two slow, self-contained setups now if their tests are selected, so they run
+    beside the other tests: the reference-mode subprocess (:mod:`tests.reference_run`) and the wheel's
+    build and install (``tests/wheel/test_wheel_install.py``).
+
+    Not on a pytest-xdist worker (every worker collects every test; each test starts its own setup
+    there), nor for ``--collect-only``. The reference run not when this run is in the reference mode
+    already (its test skips).
+    """
+    config = session.config
+    if config.option.collectonly or hasattr(config, "workerinput"):
+        return
+    reference_test = reference_run.REPO / "tests" / "test_reference_mode.py"
+    wheel_tests = reference_run.REPO / "tests" / "wheel" / "test_wheel_install.py"
+    wheel_module = next((item.module for item in session.items
+                         if isinstance(item, pytest.Function) and item.path.resolve() == wheel_tests), None)
+    if wheel_module is not None:
+        wheel_module.start_early(config)
+    if reference_mode.reference_mode():
+        return
+    if any(item.path.resolve() == reference_test and item.name == reference_run.TEST_NAME for item in session.items):
+        config.stash[reference_run.REFERENCE_RUN] = reference_run.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stops the reference-mode subprocess if the suite ended before its test waited for it (``-x``, Ctrl-C)."""
+    run = config.stash.get(reference_run.REFERENCE_RUN, None)
+    if run is not None:
+        run.stop()
 
 
 @pytest.fixture

@@ -41,21 +41,11 @@ from capplan.executor.tool_memo import BoundedMemo, ToolMemo
 from capplan.trials.run_folder.call_journal import JOURNAL_FILE, JournalCache, read_journal
 from capplan.trials.run_folder.record_yaml import dump_records_yaml
 from capplan.trials.run_folder.render_process import RecordRenderer
+from tests.reference_run import REFERENCE_RUN, ReferenceRun, start
 from tests.trials.test_call_journal_cache import _line, _shape
 
 REPO = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
-
-#: the tests that pin bytes, run again in the reference mode by the last test (issue 35's list)
-BYTE_PINNING_TESTS = (
-    "tests/compiler/test_golden_plans.py",
-    "tests/executor/test_golden_wire.py",
-    "tests/executor/test_direct_wire_identity.py",
-    "tests/executor/test_direct_responses_wire_identity.py",
-    "tests/trials/test_record_yaml.py",
-    "tests/trials/bfcl/test_bfcl_agents.py",
-)
-
 
 @contextmanager
 def mode(on: bool) -> Iterator[None]:
@@ -392,16 +382,20 @@ def test_every_origin_is_sent_through_httpx_in_the_reference_mode(url: str, monk
 # --- both modes in CI -----------------------------------------------------------------------------
 
 
-def test_the_byte_pinning_tests_pass_in_the_reference_mode() -> None:
-    """CI runs ``pytest -q`` only: this is how it runs issue 35's byte-pinning tests in the reference mode too."""
+def test_the_byte_pinning_tests_pass_in_the_reference_mode(request: pytest.FixtureRequest) -> None:
+    """CI runs ``pytest -q`` only: this is how it runs issue 35's byte-pinning tests in the reference mode too.
+
+    ``tests/conftest.py`` started the subprocess when collection selected this test (see
+    :mod:`tests.reference_run`); where it did not (a pytest-xdist worker), it starts here.
+    """
     if switch.reference_mode():
         pytest.skip("this run is in the reference mode already: the tests below run in it as they are")
-    env = {k: v for k, v in os.environ.items() if k != switch.VARIABLE and not k.startswith("PYTEST_")}
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--reference", "-x", "-p", "no:cacheprovider", "-rfE", *BYTE_PINNING_TESTS],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=1800,
-    )
-    tail = (run.stdout + run.stderr)[-4000:]
-    assert run.returncode == 0, tail
-    assert "capplan mode: reference (CAPPLAN_REFERENCE='1')" in run.stdout, run.stdout[:2000]
+    run: ReferenceRun = request.config.stash.get(REFERENCE_RUN, None) or start()
+    try:
+        status, stdout, stderr = run.wait()
+    finally:
+        run.stop()
+    tail = (stdout + stderr)[-4000:]
+    assert status == 0, tail
+    assert "capplan mode: reference (CAPPLAN_REFERENCE='1')" in stdout, stdout[:2000]
     assert " passed" in tail, tail

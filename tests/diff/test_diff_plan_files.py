@@ -26,6 +26,29 @@ def sides(tmp_path: Path) -> tuple[Path, Path]:
     return old, new
 
 
+#: the plans of :func:`few_sides`: the one the tests edit, and one they leave as it was
+FEW = (MODEL, "gpt-4o")
+
+
+@pytest.fixture
+def few_sides(tmp_path: Path) -> tuple[Path, Path]:
+    """Two identical folders of two catalogue plans, :data:`FEW`, their manifest listing just those.
+
+    For the tests that edit one plan and read what the diff says of it: a diff reads and compares
+    every plan of both folders, and the other catalogue plans, byte-identical on both sides, add
+    time and nothing to what those tests assert. The tests of counts, folding and many models keep
+    the whole catalogue (:func:`sides`).
+    """
+    old = write_catalogue(tmp_path / "old")
+    for path in plan_paths(old):
+        if path.stem not in FEW:
+            path.unlink()
+    edit_manifest(old, lambda body: body.update(plans={k: v for k, v in body["plans"].items() if k in FEW}))
+    new = tmp_path / "new"
+    shutil.copytree(old, new)
+    return old, new
+
+
 def changes_of(output: str, key: str) -> list[dict[str, Any]]:
     """The JSON change records of one model."""
     (model,) = [m for m in json.loads(output)["models"] if m["key"] == key]
@@ -76,8 +99,8 @@ MANIFEST_EDITS = {"inputs": (_set(("models_fingerprint",), "0" * 64), "models_fi
 
 
 @pytest.mark.parametrize("check", sorted({**EDITS, **MANIFEST_EDITS}))
-def test_each_checker_reports_its_field_with_the_layer(sides: tuple[Path, Path], check: str) -> None:
-    old, new = sides
+def test_each_checker_reports_its_field_with_the_layer(few_sides: tuple[Path, Path], check: str) -> None:
+    old, new = few_sides
     if check in MANIFEST_EDITS:
         change, field, layer = MANIFEST_EDITS[check]
         edit_manifest(new, change)
@@ -100,8 +123,8 @@ def test_each_checker_reports_its_field_with_the_layer(sides: tuple[Path, Path],
     assert invoke("diff", str(old), str(new), "--checks", others).code == hidden
 
 
-def test_text_output_shows_old_new_and_layer(sides: tuple[Path, Path]) -> None:
-    old, new = sides
+def test_text_output_shows_old_new_and_layer(few_sides: tuple[Path, Path]) -> None:
+    old, new = few_sides
     edit(new / f"{MODEL}.json", _set(("loop", "context_watermark"), 9000))
     out = invoke("diff", str(old), str(new))
     assert out.code == 1
@@ -189,8 +212,8 @@ def test_markdown_folds_every_model_when_many_change(sides: tuple[Path, Path]) -
     assert "### `" not in out
 
 
-def test_markdown_table_cells_survive_pipes_and_backticks(sides: tuple[Path, Path]) -> None:
-    old, new = sides
+def test_markdown_table_cells_survive_pipes_and_backticks(few_sides: tuple[Path, Path]) -> None:
+    old, new = few_sides
     edit(new / f"{MODEL}.json", _set(("binding", "binding", "endpoint"), "https://h.example/A|B`C"))
     out = invoke("diff", str(old), str(new), "--format", "markdown", "--checks", "binding").stdout
     row = next(line for line in out.splitlines() if line.startswith("| binding |"))
@@ -200,8 +223,8 @@ def test_markdown_table_cells_survive_pipes_and_backticks(sides: tuple[Path, Pat
     assert '``"https://h.example/A\\|B`C"``' in routing and routing.count(" | ") == 5  # six cells in the credential-routing table
 
 
-def test_json_output_is_stable(sides: tuple[Path, Path]) -> None:
-    old, new = sides
+def test_json_output_is_stable(few_sides: tuple[Path, Path]) -> None:
+    old, new = few_sides
     edit(new / f"{MODEL}.json", _set(("loop", "context_watermark"), 9000))
     first = invoke("diff", str(old), str(new), "--format", "json").stdout
     assert first == invoke("diff", str(old), str(new), "--format", "json").stdout

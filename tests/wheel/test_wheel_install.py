@@ -15,7 +15,8 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,40 +55,83 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _run(args: list[str | Path], cwd: Path, timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(a) for a in args], cwd=cwd, env=_env(), capture_output=True, text=True,
-                          timeout=timeout, check=False)
+def _run(args: list[str | Path], cwd: Path, timeout: float = COMMAND_TIMEOUT_S,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(a) for a in args], cwd=cwd, env=_env() if env is None else env, capture_output=True,
+                          text=True, timeout=timeout, check=False)
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
-    base = tmp_path_factory.mktemp("wheel")
+class Unreachable(Exception):
+    """The package index could not be reached: the tests skip, saying this."""
+
+
+def build_and_install(base: Path, env: dict[str, str]) -> Installed:
+    """The wheel built from a copy of the working tree and installed into a fresh venv under ``base``.
+
+    ``tests/conftest.py`` starts this in a thread when collection selects a test of this module, so
+    pip's minutes overlap the tests before it; :func:`installed` waits for it. ``env`` is taken
+    before any test runs: a test that sets a variable meanwhile never reaches pip.
+    """
     src = base / "src"
     shutil.copytree(REPO, src, symlinks=True, ignore=shutil.ignore_patterns(*NOT_BUILT))
     built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", ".", "-w", base / "dist"], cwd=src,
-                 timeout=INSTALL_TIMEOUT_S)
+                 timeout=INSTALL_TIMEOUT_S, env=env)
     if built.returncode != 0 and any(m in built.stdout + built.stderr for m in UNREACHABLE):
-        pytest.skip("the package index is unreachable: the build backend cannot be fetched")
+        raise Unreachable("the package index is unreachable: the build backend cannot be fetched")
     assert built.returncode == 0, built.stdout + built.stderr
     wheels = sorted((base / "dist").glob("capplan-*.whl"))
     assert len(wheels) == 1, wheels
     venv = base / "venv"
-    made = _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=base)
+    made = _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=base, env=env)
     assert made.returncode == 0, made.stderr
     # the suite's pip installs into the new venv: no pip bootstrapped there, the cache shared
     done = _run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", wheels[0]],
-                cwd=base, timeout=INSTALL_TIMEOUT_S)
+                cwd=base, timeout=INSTALL_TIMEOUT_S, env=env)
     if done.returncode != 0 and any(m in done.stdout + done.stderr for m in UNREACHABLE):
-        pytest.skip("the package index is unreachable: the wheel's dependencies cannot be installed")
+        raise Unreachable("the package index is unreachable: the wheel's dependencies cannot be installed")
     assert done.returncode == 0, done.stdout + done.stderr
     found = _run([venv / "bin" / "python", "-c", "import capplan, pathlib; print(pathlib.Path(capplan.__file__).parent)"],
-                 cwd=base)
+                 cwd=base, env=env)
     assert found.returncode == 0, found.stderr
     site = Path(found.stdout.strip()).parent
     assert site.name == "site-packages" and venv in site.parents, site  # the install, not the checkout
     work = base / "project"
     work.mkdir()
-    yield Installed(venv, site, work)
+    return Installed(venv, site, work)
+
+
+#: where ``tests/conftest.py`` keeps the build it started early
+EARLY_BUILD = pytest.StashKey[Future[Installed]]()
+
+
+def start_early(config: pytest.Config) -> None:
+    """Starts :func:`build_and_install` in a thread of its own, for :func:`installed` to wait on.
+
+    Its folder is outside the session's temporary tree, which other tests read while this one is
+    still being written (the Ray test greps all of it for its canary); it is removed at the end.
+    """
+    base = Path(tempfile.mkdtemp(prefix="capplan-wheel-"))
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wheel-build")
+    future = pool.submit(build_and_install, base, _env())
+    pool.shutdown(wait=False)
+    config.stash[EARLY_BUILD] = future
+
+    def remove() -> None:
+        wait([future], timeout=3 * INSTALL_TIMEOUT_S)  # pip's own timeouts bound it
+        shutil.rmtree(base, ignore_errors=True)
+
+    config.add_cleanup(remove)
+
+
+@pytest.fixture(scope="module")
+def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    early = request.config.stash.get(EARLY_BUILD, None)
+    try:
+        if early is not None:
+            return early.result(timeout=3 * INSTALL_TIMEOUT_S)
+        return build_and_install(tmp_path_factory.mktemp("wheel"), _env())
+    except Unreachable as unreachable:
+        pytest.skip(str(unreachable))
 
 
 def test_only_capplan_is_installed_at_the_top_of_site_packages(installed: Installed) -> None:
