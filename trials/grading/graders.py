@@ -236,8 +236,9 @@ def _calls_problem(completions: list[list[SentCall]]) -> str | None:
         bad = undecodable(completion)
         if bad is not None:
             return (f"the agent's call to {bad.name or '(no name)'} sent arguments that are not a JSON object "
-                    f"({_shown(bad.text)}): the call ran repaired, but a completion is judged as sent, and a "
-                    f"decoder that reads what was sent refuses it (this turn's calls are required)")
+                    f"({_shown(bad.text)}): the call ran with what capplan's parser made of it, but a completion is "
+                    "judged as sent, and a decoder that reads what was sent refuses it (this turn's calls are "
+                    "required)")
     return None
 
 
