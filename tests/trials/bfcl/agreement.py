@@ -85,10 +85,9 @@ def run_agent(pack: Path, tasks: list[ScriptedTask], out: Path, plan: Path, *, c
         graders = {g["name"]: g for g in (metrics.get("grade") or {}).get("graders") or []}
         builtin, bfcl = graders.get(BUILTIN), graders.get(CHECKER_REF)
         detail = "; ".join(str(g.get("detail")) for g in (builtin, bfcl) if g and not g["passed"])
-        termination = yaml.safe_load((out / record["dir"] / "trajectory.yaml").read_text())["termination"]
         verdicts.append(Verdict(record["task_id"], record["status"], builtin["passed"] if builtin else None,
                                 bfcl["passed"] if bfcl else None, detail[:300], (metrics.get("grade") or {}).get("passed"),
-                                termination["reason"]))
+                                record["termination_reason"]))
     return sorted(verdicts, key=lambda v: v.task_id)
 
 
