@@ -26,7 +26,8 @@ class TerminationReason(str, Enum):
     USER_TRANSFER = "user_transfer"
     USER_OUT_OF_SCOPE = "user_out_of_scope"
     MAX_TURNS = "max_turns"
-    # the agent passed the task's max_steps_per_turn within one user turn (BFCL's force-quit): the model's failure
+    # the agent passed the task's max_steps_per_turn within one user turn: the turn was force-quit and the
+    # conversation ended there; graded as it stands, as BFCL grades such an entry
     MAX_STEPS_PER_TURN = "max_steps_per_turn"
     EMPTY_COMPLETION = "empty_completion"
     CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
@@ -58,7 +59,9 @@ _STATUS = {
     TerminationReason.USER_OUT_OF_SCOPE: TrialStatus.COMPLETED,
     # the turn budget ran out before the conversation ended: the agent's failure, as the step limit is
     TerminationReason.MAX_TURNS: TrialStatus.FAILED,
-    TerminationReason.MAX_STEPS_PER_TURN: TrialStatus.FAILED,
+    # BFCL's force-quit ends the entry and grades it: the graders judge the turns played (a force-quit
+    # before the last user turn leaves turns unplayed, which they fail)
+    TerminationReason.MAX_STEPS_PER_TURN: TrialStatus.COMPLETED,
     TerminationReason.EMPTY_COMPLETION: TrialStatus.FAILED,
     TerminationReason.CONTEXT_WINDOW_EXCEEDED: TrialStatus.FAILED,
     TerminationReason.API_ERROR: TrialStatus.FAILED,
@@ -94,10 +97,10 @@ def is_finished(status: TrialStatus) -> bool:
 
 #: The pass rule as the summary, ``trial report`` and ``trial view`` state it (docs/trials.md says it at length).
 PASS_RULE = ("A trial is passed only if its conversation reached an end the task accepts (the LLM user simulator "
-             "stopped, or the agent's final answer is non-blank text, not cut at the output limit or by a content "
-             "filter) and every grader passed; a trial that ended on the agent's failure (empty completions, "
-             "the step or turn limit, the context window, a provider error) is not passed whatever its graders "
-             "said, and their verdicts are still recorded.")
+             "stopped, the agent's final answer is non-blank text, not cut at the output limit or by a content "
+             "filter, or a turn was force-quit at max_steps_per_turn, as BFCL grades it) and every grader passed; "
+             "a trial that ended on the agent's failure (empty completions, the turn limit, the context window, "
+             "a provider error) is not passed whatever its graders said, and their verdicts are still recorded.")
 
 #: finish reasons that say the provider cut the answer short: such text is not a final answer
 CUT_FINISH_REASONS = frozenset({"length", "content_filter"})
@@ -118,8 +121,11 @@ def unaccepted_end(reason: TerminationReason, *, final_answer: FinalAnswer | Non
     The accepted ends: the LLM user simulator sent its stop (it read the agent's answer and ended the
     conversation), or the user stopped after the agent's non-blank, uncut final answer. A script's end is
     no judgement of the answer, so after a scripted user the final answer must be one. Every other end
-    (empty completions, the step or turn limit, the context window, a provider error) is the agent's failure.
+    (empty completions, the turn limit, the context window, a provider error) is the agent's failure, except
+    a force-quit at ``max_steps_per_turn``, which BFCL grades as it stands.
     """
+    if reason is TerminationReason.MAX_STEPS_PER_TURN:
+        return None  # BFCL's force-quit: the entry is graded as it stands, with no final answer to read
     if reason not in USER_ENDS:
         return _FAILED_ENDS.get(reason, f"the trial ended {reason.value}")
     if simulator_stopped:
@@ -135,7 +141,6 @@ def unaccepted_end(reason: TerminationReason, *, final_answer: FinalAnswer | Non
 
 _FAILED_ENDS = {
     TerminationReason.MAX_TURNS: "the turn budget ran out before the conversation ended",
-    TerminationReason.MAX_STEPS_PER_TURN: "the agent passed max_steps_per_turn (force-quit)",
     TerminationReason.EMPTY_COMPLETION: "the agent's completions were empty (the resamples ran out)",
     TerminationReason.CONTEXT_WINDOW_EXCEEDED: "the conversation outgrew the context window",
     TerminationReason.API_ERROR: "a provider error ended the conversation",

@@ -211,8 +211,12 @@ def test_the_rule_is_in_the_summary_the_report_and_the_view(env: None, tmp_path:
     assert "completions were empty" in html  # the trial's own note, in its detail block
 
 
-@pytest.mark.parametrize("reason", [r for r in TerminationReason if r not in USER_ENDS])
-def test_every_end_but_the_users_stop_is_unaccepted(reason: TerminationReason) -> None:
+#: the ends graded as they stand: the user's stops, and BFCL's force-quit of a turn at max_steps_per_turn
+GRADED_ENDS = USER_ENDS | {TerminationReason.MAX_STEPS_PER_TURN}
+
+
+@pytest.mark.parametrize("reason", [r for r in TerminationReason if r not in GRADED_ENDS])
+def test_every_end_but_the_users_stop_and_the_force_quit_is_unaccepted(reason: TerminationReason) -> None:
     answer = FinalAnswer(ANSWER, "stop")
     assert unaccepted_end(reason, final_answer=answer, simulator_stopped=True) is not None
 
@@ -220,6 +224,11 @@ def test_every_end_but_the_users_stop_is_unaccepted(reason: TerminationReason) -
 @pytest.mark.parametrize("reason", [TerminationReason.USER_TRANSFER, TerminationReason.USER_OUT_OF_SCOPE])
 def test_a_simulated_users_own_stop_signal_is_an_accepted_end(reason: TerminationReason) -> None:
     assert unaccepted_end(reason, final_answer=None, simulator_stopped=True) is None
+
+
+def test_a_force_quit_turn_is_graded_as_it_stands() -> None:
+    # BFCL grades an entry whose turn it force-quit: no final answer is needed (the last word was a tool call)
+    assert unaccepted_end(TerminationReason.MAX_STEPS_PER_TURN, final_answer=None, simulator_stopped=False) is None
 
 
 def test_a_users_stop_is_accepted_after_a_real_answer_or_the_simulators_stop() -> None:

@@ -112,18 +112,40 @@ user: {mode: scripted, turns: [first, second]}
     assert records.trajectory["final_state"]["notes"] == ["late"]
 
 
-def test_passing_max_steps_per_turn_ends_the_trial_failed(server: FakeProvider, tmp_path: Path) -> None:
-    task = write_task(tmp_path / "pack", extra="max_steps_per_turn: 2\ngrader:\n  expected_state: {value: 3}\n")
+@pytest.mark.parametrize(("turns", "passed"), [(["add three"], True), (["add three", "and one more"], False)])
+def test_passing_max_steps_per_turn_force_quits_the_turn_and_grades_the_trial(
+        server: FakeProvider, tmp_path: Path, turns: list[str], passed: bool) -> None:
+    # BFCL force-quits the turn and grades the entry as it stands: in the last user turn it can pass;
+    # earlier, the turns never played fail the per-turn grader
+    per_turn = "".join(f"    - {{expected_state: {{value: {3 + i}}}}}\n" for i in range(len(turns)))
+    task = write_task(tmp_path / "pack", turns=turns, extra=f"max_steps_per_turn: 2\ngrader:\n  per_turn:\n{per_turn}")
     for i in range(5):
         server.queue(agent_completion(None, [tool_call(f"c{i}", "add", {"amount": 1})]))
     records = run(server, task)
     assert records.termination_reason is TerminationReason.MAX_STEPS_PER_TURN
-    assert records.status is TrialStatus.FAILED
-    assert len(server.bodies()) == 3  # the third tool step ran (as BFCL runs it), then the trial was force-quit
+    assert records.status is TrialStatus.COMPLETED
+    assert len(server.bodies()) == 3  # the third tool step ran (as BFCL runs it), then the turn was force-quit
     assert records.trajectory["final_state"]["value"] == 3
-    grade = records.metrics["grade"]
-    assert grade["passed"] is False and "max_steps_per_turn" in grade["note"]
+    assert "the turn was force-quit" in records.trajectory["termination"]["detail"]
     assert records.trajectory["messages"][-1]["content"].startswith("Step limit of 2")
+    assert [c["user_turn"] for c in records.trajectory["checkpoints"]] == [0]
+    grade = records.metrics["grade"]
+    assert grade["passed"] is passed, grade
+    if not passed:
+        assert "user turn 1: no checkpoint" in " ".join(grade["graders"][0]["reasons"])
+
+
+def test_a_one_turn_task_that_uses_every_step_and_answers_ends_with_the_users_stop(
+        server: FakeProvider, tmp_path: Path) -> None:
+    # as a BFCL import writes it: max_turns is one user turn's steps and its answer
+    task = write_task(tmp_path / "pack", turns=["add twenty"], extra="max_steps_per_turn: 20\nmax_turns: 21\n"
+                      "grader:\n  expected_state: {value: 20}\n")
+    for i in range(20):
+        server.queue(agent_completion(None, [tool_call(f"c{i}", "add", {"amount": 1})]))
+    server.queue(agent_completion("The counter is 20."))
+    records = run(server, task)
+    assert (records.termination_reason, records.status) == (TerminationReason.USER_STOP, TrialStatus.COMPLETED)
+    assert records.trajectory["termination"]["turns"] == 21 and records.metrics["grade"]["passed"] is True
 
 
 def test_steps_count_per_user_turn(server: FakeProvider, tmp_path: Path) -> None:

@@ -8,7 +8,9 @@ Built-in checks, each failing with one reason per failed check:
 - ``expected_outputs``: these tool outputs (as text) are an unordered sub-multiset of every
   output of the agent's tool calls;
 - ``per_turn``: entry i is checked on the checkpoint at the end of user turn i: the state on its
-  listed keys, and the outputs cumulatively (a sub-multiset of the outputs of turns 0..i).
+  listed keys, and the outputs cumulatively (a sub-multiset of the outputs of turns 0..i); with
+  ``requires_calls``, that turn made tool calls, every completion's argument texts JSON objects as
+  the model sent them (:mod:`capplan.trials.grading.sent_calls`).
 
 A custom grader (``function: pkg.mod:fn`` or ``{ref, args, when}``) is called as::
 
@@ -45,6 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from capplan.trials.outcome import TrialStatus
+from capplan.trials.grading.sent_calls import SentCall, TurnCompletions, sent_calls, undecodable
 from capplan.trials.run_folder.records import CallRecord, Grade, GraderResult, ToolCallRecord, TurnCheckpoint
 from capplan.trials.tasks.state_encoding import encode_state_value
 from capplan.trials.tasks.taskfile import GRADER_KEYWORDS, ExpectedAction, GraderFunction, TaskFile
@@ -97,7 +100,7 @@ def grade(task: TaskFile, tool_calls: list[ToolCallRecord], final_state: dict[st
     if grader.expected_outputs is not None:
         results.append(expected_outputs(grader.expected_outputs, [c.output for c in tool_calls]))
     if grader.per_turn is not None:
-        results.append(per_turn(task, checkpoints))
+        results.append(per_turn(task, checkpoints, sent_calls(trajectory)))
     function = grader.function_ref
     if function is not None:
         results.append(custom(function, trajectory, final_state, task, checkpoints))
@@ -183,8 +186,9 @@ def expected_outputs(expected: list[str], actual: list[str]) -> GraderResult:
                         detail={"missing": missing} if missing else None, reasons=reasons)
 
 
-def per_turn(task: TaskFile, checkpoints: Sequence[TurnCheckpoint]) -> GraderResult:
-    """Entry i on the checkpoint of user turn i: state on the listed keys, outputs of turns 0..i cumulatively."""
+def per_turn(task: TaskFile, checkpoints: Sequence[TurnCheckpoint], sent: TurnCompletions | None = None) -> GraderResult:
+    """Entry i on the checkpoint of user turn i: state on the listed keys, outputs of turns 0..i cumulatively,
+    and (``requires_calls``) calls made in turn i, as sent (``sent``: the trajectory's, by user turn)."""
     assert task.grader is not None and task.grader.per_turn is not None
     by_turn = {c.user_turn: c for c in checkpoints}
     reasons: list[str] = []
@@ -198,6 +202,11 @@ def per_turn(task: TaskFile, checkpoints: Sequence[TurnCheckpoint]) -> GraderRes
             continue
         outputs += checkpoint.tool_outputs
         found: dict[str, Any] = {}
+        if expectation.requires_calls:
+            problem = _calls_problem(sent[i] if sent is not None and i < len(sent) else [])
+            if problem is not None:
+                reasons.append(f"user turn {i}: {problem}")
+                found["calls"] = problem
         if expectation.expected_state is not None:
             if checkpoint.state is None:
                 reasons.append(f"user turn {i}: the state could not be read: {checkpoint.state_error}")
@@ -217,6 +226,20 @@ def per_turn(task: TaskFile, checkpoints: Sequence[TurnCheckpoint]) -> GraderRes
         if found:
             detail[str(i)] = found
     return GraderResult(name="per_turn", passed=not reasons, detail=detail or None, reasons=reasons)
+
+
+def _calls_problem(completions: list[list[SentCall]]) -> str | None:
+    """Why a turn that must make calls did not, as sent; None when it did."""
+    if not completions:
+        return "the agent made no tool call (this turn's calls are required)"
+    for completion in completions:
+        bad = undecodable(completion)
+        if bad is not None:
+            return (f"the agent's call to {bad.name or '(no name)'} sent arguments that are not a JSON object "
+                    f"({_shown(bad.text)}): the call ran with what capplan's parser made of it, but a completion is "
+                    "judged as sent, and a decoder that reads what was sent refuses it (this turn's calls are "
+                    "required)")
+    return None
 
 
 # --- custom graders --------------------------------------------------------------------------------

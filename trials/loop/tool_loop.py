@@ -29,9 +29,11 @@ Per-task choices the loop applies:
   opening) on; before that the request does not carry it and a call of it is an unknown tool;
 - ``max_steps_per_turn: N`` follows BFCL's step limit: the agent completions that call tools
   within one user turn are counted, and when the count passes N (after that step's calls have
-  run, as BFCL runs them) the trial ends ``max_steps_per_turn``: force-quit, not handed back to
-  the user, and the trial is not passed (BFCL fails such an entry). A text answer ends the turn
-  and is never counted.
+  run, as BFCL runs them) the turn is force-quit and the conversation ends there, termination
+  ``max_steps_per_turn`` (a marker in the record says so), not handed back to the user. As BFCL,
+  the trial is then graded like any other: force-quit in the last user turn, it can pass; before
+  it, the turns never played fail its per-turn graders (and BFCL's turn count). A text answer
+  ends the turn and is never counted.
 
 The turn budget is checked before each agent turn and after a text answer; after a text answer
 it ends the conversation ``max_turns`` unless a scripted user stops there anyway (its script has
@@ -59,7 +61,7 @@ from capplan.trials.loop import handoff
 from capplan.trials.loop.classify import Classify, problem_of
 from capplan.trials.outcome import FinalAnswer, TerminationReason
 from capplan.trials.terminal import Terminal
-from capplan.trials.run_folder.recording import GENERATION_ID, ORIGIN, MetricsSink, Recorder, scrub
+from capplan.trials.run_folder.recording import GENERATION_ID, ORIGIN, SENT_ARGUMENTS, MetricsSink, Recorder, scrub
 from capplan.trials.run_folder.records import ParserErrorRecord, SummarizeEvent, TurnCheckpoint
 from capplan.trials.loop.retry_classes import (OUTPUT_LENGTH_FEEDBACK, RetryClass, TurnBudgets, empty_cause,
                                           parser_error_feedback, trigger)
@@ -233,10 +235,11 @@ class ToolCallingLoop:
 
     def _steps_end(self, limit: int) -> LoopEnd:
         self.recorder.marker(f"Step limit of {limit} tool-calling completions in user turn {self.user_turn} "
-                             "passed; trial ended.", "max_steps_per_turn")
+                             "passed; the turn was force-quit and the conversation ended (graded as it stands).",
+                             "max_steps_per_turn")
         return LoopEnd(TerminationReason.MAX_STEPS_PER_TURN, self._turns,
                        f"user turn {self.user_turn}: the agent made {self._steps_in_turn} tool-calling completions "
-                       f"(max_steps_per_turn: {limit})")
+                       f"(max_steps_per_turn: {limit}); the turn was force-quit")
 
     # --- user turns and checkpoints --------------------------------------------------------
 
@@ -267,23 +270,26 @@ class ToolCallingLoop:
         return LoopEnd(TerminationReason.MAX_TURNS, turns)
 
     def _append_both(self, message: dict[str, Any], *, origin: str | None = None,
-                     generation_id: str | None = None) -> None:
-        """``message`` onto the wire and into the record; ``origin`` and ``generation_id`` go on the record only.
+                     generation_id: str | None = None, sent_arguments: dict[str, str] | None = None) -> None:
+        """``message`` onto the wire and into the record; ``origin``, ``generation_id`` and ``sent_arguments`` go on
+        the record only.
 
         The wire copy is exactly the spec's message shape (the golden wire pins it); the recorded
-        copy names who wrote a harness-authored turn and which OpenRouter generation an assistant
-        turn came from.
+        copy names who wrote a harness-authored turn, which OpenRouter generation an assistant
+        turn came from, and the argument text the model sent where the call ran with other arguments.
         """
         if self._first_user is None and message["role"] == "user":
             self._first_user = message
         self.wire.append(message)
         recorded = message
-        if origin is not None or generation_id is not None:
+        if origin is not None or generation_id is not None or sent_arguments:
             recorded = dict(message)
             if origin is not None:
                 recorded[ORIGIN] = origin
             if generation_id is not None:
                 recorded[GENERATION_ID] = generation_id
+            if sent_arguments:
+                recorded[SENT_ARGUMENTS] = sent_arguments
         self.recorder.message(recorded)
 
     # --- one agent turn -------------------------------------------------------------------
@@ -420,7 +426,8 @@ class ToolCallingLoop:
             ]
         if result.reasoning is not None:
             message["reasoning"] = ReasoningIn.from_structured(result.reasoning).model_dump(mode="json", exclude_none=True)
-        self._append_both(message, generation_id=result.openrouter_generation_id)
+        sent = {new_id: call.raw_arguments for call, new_id, _ in calls if _not_sent_as_is(call)}
+        self._append_both(message, generation_id=result.openrouter_generation_id, sent_arguments=sent or None)
         offered = self._offered_tools()[1]
         for call, new_id, coerced in calls:
             content = self.tool_runner.run(call, new_id, turn, coerced, result.validation_errors, offered)
@@ -467,6 +474,22 @@ class ToolCallingLoop:
             return result
 
         return generate
+
+
+def _not_sent_as_is(call: ToolCall) -> bool:
+    """Whether the model's argument text is not the JSON of the arguments the call runs with.
+
+    True for a payload the parser repaired or could not read (coerced to ``{}``), and for arguments
+    the response policy changed; compared as JSON text (key order kept), so ``1`` and ``1.0`` differ
+    as they do to a grader that reads what was sent. A call with no raw text recorded is taken as sent.
+    """
+    if not call.raw_arguments:
+        return False
+    try:
+        sent = json.loads(call.raw_arguments)
+    except (ValueError, RecursionError):
+        return True
+    return json.dumps(sent, ensure_ascii=False) != json.dumps(call.arguments, ensure_ascii=False)
 
 
 def _parse_failed(calls: tuple[ToolCall, ...], errors: tuple[ParserError, ...]) -> set[int]:

@@ -153,7 +153,8 @@ class Recorder:
             # a repaired call is executed as decoded; it is still a parser event, with what the model sent
             self.parser_errors.append(ParserErrorRecord(
                 turn=turn, tool_name=repair.tool_name, raw_arguments=scrub(repair.raw_arguments, self.secrets),
-                reason=f"arguments were not JSON; the {repair.rung} rung decoded them and the call ran",
+                reason=f"arguments were not JSON; the {repair.rung} rung decoded them and the call ran (graders "
+                       "read what was sent: the message's sent_arguments)",
                 accepted=True, repair_rung=repair.rung))
 
     def unread(self, role: Literal["agent", "summarize"], turn: int, answer: Any) -> None:
@@ -203,8 +204,13 @@ Role = Literal["agent", "summarize", "user"]
 ORIGIN = "origin"
 #: The trajectory-only key of an assistant message's OpenRouter generation id.
 GENERATION_ID = "openrouter_generation_id"
+#: The trajectory-only key of an assistant message's tool-call argument texts exactly as the model sent
+#: them (``{tool call id: text}``), for each call whose text is not the JSON its ``arguments`` hold: a
+#: repaired (or {}-coerced) payload, or arguments the response policy changed. The call ran with, and
+#: the wire carries, ``arguments``; a grader that judges what the model sent reads this.
+SENT_ARGUMENTS = "sent_arguments"
 #: Keys a recorded message may carry that no request ever does.
-TRAJECTORY_ONLY_KEYS = (ORIGIN, GENERATION_ID)
+TRAJECTORY_ONLY_KEYS = (ORIGIN, GENERATION_ID, SENT_ARGUMENTS)
 
 
 def wire_message(message: dict[str, Any]) -> dict[str, Any]:

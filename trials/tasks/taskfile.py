@@ -189,6 +189,11 @@ class TurnExpectation(_Model):
     expected_outputs: list[str] | None = Field(
         None, description="Tool outputs (as text) that must all be among the agent's tool outputs so far, "
                           "as an unordered sub-multiset.")
+    requires_calls: StrictBool = Field(
+        False, description="The agent must call tools in this user turn, in completions whose argument texts are "
+                           "all JSON objects as sent (BFCL fails a turn whose ground truth makes calls when the "
+                           "model made none, even if the state already matches, and refuses a completion whose "
+                           "arguments are not JSON, which capplan repairs to run).")
 
 
 class Grader(_Model):

@@ -6,7 +6,9 @@ deviations in :mod:`tests.trials.bfcl.scripted_agent` -- is a loopback server th
 plan points at. A trial's two verdicts are read from its ``metrics.yaml``.
 
 ``python -m tests.trials.bfcl.agreement [--limit N] [--category C ...] [--agent A ...]`` prints the
-agreement table (the full 200 entries per category by default).
+agreement table (the full 200 entries per category by default). A trial agrees when the per-turn
+graders, BFCL's checker and the trial's own verdict (``grade.passed``: both graders, and an end the
+task accepts) say the same.
 """
 
 from __future__ import annotations
@@ -41,6 +43,14 @@ class Verdict:
     builtin: bool | None
     bfcl: bool | None
     detail: str
+    #: the trial's own verdict (both graders, and an end the task accepts)
+    passed: bool | None = None
+    termination: str = ""
+
+    @property
+    def agrees(self) -> bool:
+        """The per-turn graders, BFCL's checker and the trial's verdict all say the same."""
+        return self.builtin == self.bfcl == self.passed
 
 
 def plan_file(folder: Path) -> Path:
@@ -76,17 +86,19 @@ def run_agent(pack: Path, tasks: list[ScriptedTask], out: Path, plan: Path, *, c
         builtin, bfcl = graders.get(BUILTIN), graders.get(CHECKER_REF)
         detail = "; ".join(str(g.get("detail")) for g in (builtin, bfcl) if g and not g["passed"])
         verdicts.append(Verdict(record["task_id"], record["status"], builtin["passed"] if builtin else None,
-                                bfcl["passed"] if bfcl else None, detail[:300]))
+                                bfcl["passed"] if bfcl else None, detail[:300], (metrics.get("grade") or {}).get("passed"),
+                                record["termination_reason"]))
     return sorted(verdicts, key=lambda v: v.task_id)
 
 
 def table(rows: list[tuple[str, str, list[Verdict]]]) -> str:
-    lines = ["| category | agent | trials | per-turn graders pass | BFCL checker passes | agree |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = ["| category | agent | trials | per-turn graders pass | BFCL checker passes | trials pass | agree |",
+             "|---|---|---:|---:|---:|---:|---:|"]
     for category, agent, verdicts in rows:
-        agree = sum(1 for v in verdicts if v.builtin == v.bfcl)
+        agree = sum(1 for v in verdicts if v.agrees)
         lines.append(f"| {category} | {agent} | {len(verdicts)} | {sum(bool(v.builtin) for v in verdicts)} | "
-                     f"{sum(bool(v.bfcl) for v in verdicts)} | {agree} / {len(verdicts)} |")
+                     f"{sum(bool(v.bfcl) for v in verdicts)} | {sum(bool(v.passed) for v in verdicts)} | "
+                     f"{agree} / {len(verdicts)} |")
     return "\n".join(lines)
 
 
@@ -119,9 +131,9 @@ def main() -> None:
     print(table(rows))
     for category, agent, verdicts in rows:
         for v in verdicts:
-            if v.builtin != v.bfcl:
-                print(f"disagree: {category} {agent} {v.task_id} status={v.status} per_turn={v.builtin} "
-                      f"bfcl={v.bfcl}: {v.detail}")
+            if not v.agrees:
+                print(f"disagree: {category} {agent} {v.task_id} status={v.status} ({v.termination}) "
+                      f"per_turn={v.builtin} bfcl={v.bfcl} trial={v.passed}: {v.detail}")
 
 
 if __name__ == "__main__":

@@ -23,9 +23,17 @@ from capplan.trials.importers.bfcl.ground_truth import Call
 from capplan.trials.importers.bfcl.pack import task_document
 from tests.fake_provider import agent_completion, tool_call
 
+@dataclass(frozen=True)
+class SentCall:
+    """A call whose argument text is sent exactly as given (arguments that may not be JSON)."""
+
+    name: str
+    text: str
+
+
 #: a step computes its calls from the conversation so far (to use an earlier tool result)
 DynamicStep = Callable[[list[dict[str, Any]]], list[Call]]
-Step = list[Call] | DynamicStep
+Step = list[Call | SentCall] | DynamicStep
 #: per user turn, the steps the agent takes before it answers in text
 Script = list[list[Step]]
 
@@ -104,8 +112,9 @@ class ScriptedAgent:
         calls = planned(messages) if callable(planned) else planned
         if not calls:
             return 200, agent_completion(f"turn {turn} done")
-        return 200, agent_completion(None, [tool_call(f"call_{turn}_{step}_{i}", c.name, c.arguments)
-                                      for i, c in enumerate(calls)])
+        return 200, agent_completion(None, [
+            tool_call(f"call_{turn}_{step}_{i}", c.name, c.text if isinstance(c, SentCall) else c.arguments)
+            for i, c in enumerate(calls)])
 
 
 # --- deviations ---------------------------------------------------------------------------
@@ -188,7 +197,7 @@ def book_then_cancel(task: ScriptedTask) -> Script | None:
 def extra_harmless_call(task: ScriptedTask) -> Script | None:
     """One extra read-only call before the first turn's calls."""
     turn = _first_turn_with_calls(task.ground_truth)
-    harmless = next((HARMLESS[c] for c in HARMLESS if HARMLESS[c].name in task.tools), None)
+    harmless = _harmless(task)
     if turn is None or harmless is None:
         return None
     script = ground_truth_script(task.ground_truth)
@@ -196,11 +205,79 @@ def extra_harmless_call(task: ScriptedTask) -> Script | None:
     return script
 
 
+def skip_one_turn(task: ScriptedTask) -> Script | None:
+    """No call at all in the second user turn whose ground truth has calls: the agent answers in text.
+
+    Where the skipped calls only read what an earlier turn's calls already returned (a watchlist
+    read right after the call that changed it returns the same list), the state and the outputs
+    so far still match the ground truth's: only a check that the turn made calls tells.
+    """
+    with_calls = [i for i, turn in enumerate(task.ground_truth) if turn]
+    if len(with_calls) < 2:
+        return None
+    script = ground_truth_script(task.ground_truth)
+    script[with_calls[1]] = []
+    return script
+
+
+def _trailing_comma(call: Call) -> SentCall:
+    text = json.dumps(call.arguments)
+    return SentCall(call.name, text[:-1] + ",}")
+
+
+def trailing_comma(task: ScriptedTask) -> Script | None:
+    """The first call that has arguments sends them with a trailing comma (not JSON; capplan's parser repairs it)."""
+    for index, turn in enumerate(task.ground_truth):
+        for position, call in enumerate(turn):
+            if call.arguments:
+                script = ground_truth_script(task.ground_truth)
+                step: list[Call | SentCall] = list(turn)
+                step[position] = _trailing_comma(call)
+                script[index] = [step]
+                return script
+    return None
+
+
+def _harmless(task: ScriptedTask) -> Call | None:
+    return next((HARMLESS[c] for c in HARMLESS if HARMLESS[c].name in task.tools), None)
+
+
+def _last_turn_steps(task: ScriptedTask, reads: int) -> Script | None:
+    last = len(task.ground_truth) - 1
+    harmless = _harmless(task)
+    if harmless is None or not task.ground_truth[last]:
+        return None
+    script = ground_truth_script(task.ground_truth)
+    script[last] = [*([harmless] for _ in range(reads)), list(task.ground_truth[last])]
+    return script
+
+
+def past_step_limit(task: ScriptedTask) -> Script | None:
+    """In the last user turn, 20 read-only steps and then the turn's calls: 21 tool-calling steps.
+
+    BFCL force-quits the turn after its 21st step (``count > MAXIMUM_STEP_LIMIT``) and, this being
+    the last turn, grades the entry as usual.
+    """
+    return _last_turn_steps(task, STEP_LIMIT)
+
+
+def all_steps_then_answer(task: ScriptedTask) -> Script | None:
+    """In the last user turn, 19 read-only steps, the turn's calls (the 20th step), then a text answer."""
+    return _last_turn_steps(task, STEP_LIMIT - 1)
+
+
+#: BFCL's MAXIMUM_STEP_LIMIT (the tasks' max_steps_per_turn)
+STEP_LIMIT = 20
+
 DEVIATIONS: dict[str, Callable[[ScriptedTask], Script | None]] = {
     "omit_one_call": omit_one,
     "change_one_argument": change_argument,
     "book_then_cancel": book_then_cancel,
     "extra_harmless_call": extra_harmless_call,
+    "skip_one_turn": skip_one_turn,
+    "trailing_comma": trailing_comma,
+    "past_step_limit": past_step_limit,
+    "all_steps_then_answer": all_steps_then_answer,
 }
 
 

@@ -14,7 +14,6 @@ instances afterwards, so concurrent and repeated trials never see each other's s
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from collections.abc import Iterable
@@ -22,7 +21,7 @@ from typing import Any
 
 from capplan.trials.importers.bfcl.ground_truth import model_call_text
 from capplan.trials.importers.bfcl.source import INSTALL_COMMAND
-from capplan.trials.run_folder.recording import ORIGIN
+from capplan.trials.grading.sent_calls import sent_calls, undecodable
 
 SCENARIO_FLAG = "long_context"
 
@@ -30,37 +29,24 @@ SCENARIO_FLAG = "long_context"
 def turn_steps(trajectory: dict[str, Any]) -> list[list[list[str]]]:
     """The agent's tool calls per user turn, per step (one step per assistant message with calls).
 
-    A user turn starts at each user message the scripted user spoke (harness-authored user
-    messages, such as parser-error feedback, carry an origin and start nothing). Each call is
-    decoded from the assistant message -- the arguments exactly as the model sent them (a tool
-    may keep and later change an argument object it was passed, so what the call record holds
-    after the trial can differ) -- and a call the benchmark's decoder could not decode is left
-    out, as is a step left with no call.
+    Each call is decoded from the argument text exactly as the model sent it (the message's
+    ``sent_arguments`` where the call ran with repaired arguments; a tool may also keep and later
+    change an argument object it was passed, so what the call record holds after the trial can
+    differ), as BFCL's function-calling handlers decode an OpenAI tool call: ``json.loads`` of
+    each call's arguments, the step at once. A step with a call that decoder refuses (not JSON,
+    or not an object) ends the user turn there, as BFCL's inference loop ends it ("Failed to
+    decode the model response. Proceed to next turn."): that step and the turn's later steps are
+    left out.
     """
     turns: list[list[list[str]]] = []
-    for message in trajectory.get("messages") or []:
-        role = message.get("role")
-        if role == "user" and ORIGIN not in message:
-            turns.append([])
-            continue
-        if role != "assistant" or not message.get("tool_calls") or not turns:
-            continue
-        decoded = (_decoded(call) for call in message["tool_calls"])
-        step = [text for text in decoded if text is not None]
-        if step:
-            turns[-1].append(step)
+    for completions in sent_calls(trajectory):
+        steps: list[list[str]] = []
+        for completion in completions:
+            if undecodable(completion) is not None:
+                break
+            steps.append([model_call_text(call.name, call.arguments() or {}) for call in completion])
+        turns.append(steps)
     return turns
-
-
-def _decoded(call: dict[str, Any]) -> str | None:
-    function = call.get("function") or {}
-    name = function.get("name")
-    raw = function.get("arguments")
-    try:
-        arguments = raw if isinstance(raw, dict) else json.loads(raw or "{}")
-    except (TypeError, ValueError):
-        return None  # BFCL's decoder (json.loads) fails on it too
-    return model_call_text(str(name), arguments) if name and isinstance(arguments, dict) else None
 
 
 def _initial_config(task: dict[str, Any], involved: Iterable[str]) -> dict[str, Any]:
