@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from capplan.core.canonical import canonical_bytes, sha256_hex
-from capplan.core.errors import UserError
 from capplan.executor.client import Client
 from capplan.executor.cost_bound import worst_case_usd
 from capplan.executor.direct.request import RequestMapper
@@ -38,7 +37,7 @@ from capplan.executor.request_builder import BuiltRequest
 from capplan.executor.usage import UsageExtractor
 from capplan.probes.evidence import Outcome
 from capplan.probes.questions import PROBE_MAX_TOKENS, PROMPT
-from capplan.probes.runner import classify_failure, unprobeable_reason
+from capplan.probes.runner import send_one, unprobeable_reason
 
 #: the cacheable minimum the prefix is sized for: OpenAI caches from 1024 prompt tokens; Anthropic
 #: from 1024, 2048 or 4096 depending on the model, so a plan with Anthropic markers gets the largest
@@ -185,10 +184,10 @@ def run_cache(client: Client, cplan: CachePlan, *, max_requests: int | None = No
     stopped = _over_budget(cplan, max_requests, max_cost)
     if stopped is not None:
         return record(Outcome("not measured", detail=stopped), stopped=stopped)
-    first, _ = _send(client, cplan.built)
+    first, _ = send_one(client, cplan.built)
     if first.kind != "accepted":
         return record(first, sent=1)
-    repeat, response = _send(client, cplan.built)
+    repeat, response = send_one(client, cplan.built)
     if repeat.kind != "accepted":
         return record(first, repeat, sent=2)
     cached, reported = cached_tokens(response)
@@ -204,14 +203,6 @@ def _over_budget(cplan: CachePlan, max_requests: int | None, max_cost: float | N
     return None
 
 
-def _send(client: Client, built: BuiltRequest) -> tuple[Outcome, Any]:
-    try:
-        response = client.send_once(built)
-    except UserError:
-        raise  # a missing key or a refused gateway configuration: the setup is wrong, not the route
-    except Exception as exc:  # noqa: BLE001 (every failure of one send is recorded, never raised)
-        return classify_failure(exc, client.redactor.text), None
-    return Outcome("accepted", status=200), response
 
 
 def cached_tokens(response: Any) -> tuple[int | None, bool]:

@@ -241,14 +241,26 @@ def run_probe(client: Client, probe: ProbePlan, *, date: str, max_requests: int 
                        sent=sent, reserved_usd=spent, usage_reads=probe.usage_reads)
 
 
-def _ask(client: Client, built: BuiltRequest) -> tuple[Outcome, UsageSeen | None]:
-    """One send: its outcome, and for an accepted answer the usage fields it carried (names only)."""
+def send_one(client: Client, built: BuiltRequest) -> tuple[Outcome, Any]:
+    """Send ``built`` once: its outcome, and the answer when it was accepted (else None).
+
+    Every failure of the send is an outcome, never raised, except a :class:`UserError` (a missing
+    key, a refused gateway configuration): then the setup is wrong, not the route.
+    """
     try:
         answer = client.send_once(built)
     except UserError:
-        raise  # a missing key or a refused gateway configuration: the setup is wrong, not the route
+        raise
     except Exception as exc:  # noqa: BLE001 (every failure of one send is recorded, never raised)
         return classify_failure(exc, client.redactor.text), None
+    return Outcome("accepted", status=200), answer
+
+
+def _ask(client: Client, built: BuiltRequest) -> tuple[Outcome, UsageSeen | None]:
+    """One send: its outcome, and for an accepted answer the usage fields it carried (names only)."""
+    outcome, answer = send_one(client, built)
+    if outcome.kind != "accepted":
+        return outcome, None
     wire = client.plan.wire
     return Outcome("accepted", status=200), census(answer, wire.protocol if wire is not None else "litellm",
                                                    client.redactor.text)
