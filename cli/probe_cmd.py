@@ -30,6 +30,9 @@ from capplan.probes.snippet import snippet_text
 
 @click.command("probe")
 @click.argument("plans", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--plan", "plan_options", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
+              help="A plan file or folder of plans (repeatable): the same as naming it as an argument, as "
+                   "`trial run --plan` and `gateway check --plan` spell it.")
 @click.option("--model", "models", multiple=True, metavar="KEY",
               help="Probe only the plan of this model key (repeatable).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
@@ -46,7 +49,7 @@ from capplan.probes.snippet import snippet_text
                    "the output cap's other name, tool schemas), carriers (the replay eval's reasoning carriers), cache (cache "
                    "markers and cached tokens), all.")
 @input_options
-def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | None, api_base: str | None,
+def probe_cmd(plans: tuple[Path, ...], plan_options: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | None, api_base: str | None,
               max_requests: int | None, max_cost: float | None, dry_run: bool, check: bool, families: tuple[str, ...],
               run_config: Path | None, overlays: tuple[Path, ...], data_dir: Path | None) -> None:
     """Ask each plan's live route whether it takes the values the plan sends or rules on.
@@ -96,6 +99,7 @@ def probe_cmd(plans: tuple[Path, ...], models: tuple[str, ...], out_dir: Path | 
     missing or corrupt plan, an unknown --model, a route that cannot be probed, a plan with no
     price under --max-cost, a missing key).
     """
+    plans = (*plans, *plan_options)
     if not dry_run and not check and out_dir is None:
         raise ProbeError("--out is required to write the evidence (or give --dry-run or --check)",
                          location="capplan probe --out")

@@ -162,6 +162,16 @@ def test_the_dry_run_sends_nothing_and_prints_the_fingerprints_a_real_run_sends(
     assert "  stop=END: openai-chat model gpt-4o sha256:" in dry.output
 
 
+def test_plan_as_an_option_is_the_plan_as_an_argument(route: FakeProvider) -> None:
+    # `--plan PATH`, as trial run and gateway check spell it: the same plans, the same requests
+    as_argument = invoke_checked("probe", "--dry-run", GPT4O, "--api-base", route.base, expect=0)
+    as_option = invoke_checked("probe", "--dry-run", "--plan", GPT4O, "--api-base", route.base, expect=0)
+    assert as_option.output == as_argument.output and "sha256:" in as_option.output
+    assert route.posts() == []
+    missing = invoke_checked("probe", "--dry-run", "--plan", GOLDEN / "no-such-plan.json", expect=2)
+    assert "no-such-plan.json" in missing.output and "Traceback" not in missing.output
+
+
 def test_a_huge_secret_bearing_error_body_is_bounded_and_redacted(route: FakeProvider, tmp_path: Path) -> None:
     hostile = ("tool_choice required is refused for key " + KEY + " \u2028 \"quoted\"\n" + "x" * 2_000_000)
     script_by_id(route, {"tool_choice=required": refusal(hostile)})
