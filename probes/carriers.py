@@ -71,7 +71,7 @@ from capplan.executor.cost_bound import OUTPUT_CAP_KEYS, worst_case_usd
 from capplan.executor.direct.request import RequestMapper
 from capplan.executor.plan import Plan
 from capplan.executor.registry import RegistryError, policy_class
-from capplan.probes.evidence import RouteIdentity, bounded
+from capplan.probes.evidence import RouteIdentity, bounded, total_usd
 from capplan.probes.questions import PROBE_MAX_TOKENS
 from capplan.probes.runner import SETUP_STATUSES, ProbePlan
 
@@ -133,12 +133,7 @@ class CarrierPlan:
 
     def worst_usd(self) -> float | None:
         """The most every carrier request can cost (None: the plan has no price)."""
-        total = 0.0
-        for request in self.requests:
-            if request.worst_usd is None:
-                return None
-            total += request.worst_usd
-        return total
+        return total_usd(request.worst_usd for request in self.requests)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ outcome; nothing in it is a secret (error texts are redacted by value before the
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -142,6 +143,17 @@ class ProbeRecord:
 def answers_with(seen: list[UsageSeen], read: UsageRead) -> int:
     """How many of the answers ``seen`` carried any of the names ``read`` allows."""
     return sum(1 for usage in seen if any(name in usage.fields for name in read.names))
+
+
+def total_usd(costs: Iterable[float | None]) -> float | None:
+    """The sum of worst-case costs, or None when any is unknown (a plan with no price): an unknown
+    part makes the total unknown, never a smaller number."""
+    total = 0.0
+    for cost in costs:
+        if cost is None:
+            return None
+        total += cost
+    return total
 
 
 def bounded(text: str, limit: int = MAX_ERROR_CHARS) -> str:

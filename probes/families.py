@@ -14,6 +14,7 @@ from typing import Any
 from capplan.executor.client import Client
 from capplan.probes.cache import CachePlan, CacheRecord, cache_drift, plan_cache, run_cache
 from capplan.probes.carriers import CarrierPlan, CarrierRecord, carrier_drift, plan_carriers, run_carriers
+from capplan.probes.evidence import total_usd
 from capplan.probes.runner import ProbePlan
 
 #: the families ``--family`` chooses from (``params``: the parameter questions of :mod:`.questions`)
@@ -29,18 +30,12 @@ class FamilyPlans:
 
     def worst_usd(self) -> float | None:
         """The most both families can cost (None: the plan has no price)."""
-        total = 0.0
+        parts: list[float | None] = []
         if isinstance(self.carriers, CarrierPlan):
-            worst = self.carriers.worst_usd()
-            if worst is None:
-                return None
-            total += worst
+            parts.append(self.carriers.worst_usd())
         if isinstance(self.cache, CachePlan):
-            both = self.cache.total_worst_usd()
-            if both is None:
-                return None
-            total += both
-        return total
+            parts.append(self.cache.total_worst_usd())
+        return total_usd(parts)
 
     def dry_run_lines(self, protocol: str, model: str) -> tuple[list[str], int]:
         """The requests these families would send, one line each, and how many there are."""

@@ -33,7 +33,7 @@ from capplan.executor.plan import Plan
 from capplan.executor.request_builder import BuiltRequest
 from capplan.executor.value_rules import RejectedValueError
 from capplan.probes.errors import ProbeError
-from capplan.probes.evidence import Claim, Outcome, ProbeRecord, QuestionResult, RouteIdentity, bounded
+from capplan.probes.evidence import Claim, Outcome, total_usd, ProbeRecord, QuestionResult, RouteIdentity, bounded
 from capplan.probes.questions import Question, question_set, sent_value
 from capplan.probes.usage_census import UsageRead, UsageSeen, census, plan_reads
 
@@ -97,12 +97,7 @@ class ProbePlan:
 
     def worst_usd(self) -> float | None:
         """The most sending every question can cost (None: the plan has no price)."""
-        total = 0.0
-        for planned in self.to_send:
-            if planned.worst_usd is None:
-                return None
-            total += planned.worst_usd
-        return total
+        return total_usd(planned.worst_usd for planned in self.to_send)
 
 
 def plan_probe(client: Client) -> ProbePlan:
