@@ -53,3 +53,26 @@ def test_a_huge_task_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "file-too-large" in result.output and f"{task}" in result.output
     assert not out.exists()
+
+
+STOP_SIGNAL_CASES = {
+    "wrong type": ("[a, b]", "user.llm.stop_signals: Input should be a valid dictionary"),
+    "unknown end": ("{'###X###': user_gone}", "user.llm.stop_signals.###X###: Input should be 'user_stop'"),
+    "huge signal": ("{'" + "x" * 65 + "': user_stop}", "String should have at most 64 characters"),
+    "too many": ("{" + ", ".join(f"S{i}: user_stop" for i in range(17)) + "}",
+                 "user.llm.stop_signals: Dictionary should have at most 16 items"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STOP_SIGNAL_CASES))
+def test_a_hostile_user_stop_signals_block_is_refused_located_and_writes_nothing(tmp_path: Path, name: str) -> None:
+    value, expected = STOP_SIGNAL_CASES[name]
+    task = tmp_path / "task.yaml"
+    task.write_text("id: t\nsystem_prompt: hi\nenvironment: env:Env\ntools: []\nuser:\n  mode: llm\n"
+                    f"  backstory: b\n  stop_signals: {value}\n")
+    out = tmp_path / "run"
+    result = invoke("trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert f"{task}:" in result.output and "error[wrong-type]" in result.output and expected in result.output
+    assert not out.exists()

@@ -150,7 +150,7 @@ class LlmUser(_Model):
         None, description="An authored first user turn, delivered verbatim instead of a generated opening."
     )
     stop_signals: dict[Annotated[str, Field(min_length=1, max_length=64)], UserEnd] = Field(
-        default_factory=dict,
+        default_factory=dict, max_length=16,  # each simulated turn is searched for every one
         description="Texts besides ###STOP### that end the conversation when a simulated user turn contains one, each "
                     "with the termination reason it ends the trial with (e.g. τ²-bench's ###TRANSFER###: "
                     "user_transfer). ###STOP### is checked first.")
