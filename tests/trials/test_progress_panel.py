@@ -141,8 +141,8 @@ def test_on_a_terminal_one_panel_fitted_to_80_columns_and_nothing_per_trial() ->
     assert rows[0].startswith("[") and rows[0].endswith("] 1% · 4/400 done · 2 running · 2 failed")
     assert rows[1] == "8.0/min · $0.0040 spent · ETA 49m30s"
     assert rows[2] == f"running: {MODEL}/task-4/0 10s +1 more"  # the second one does not fit: counted
-    assert rows[3].startswith(f"✗ error       {MODEL}/reconcile-the-quarterly-") and rows[3].endswith("…")
-    assert rows[4].startswith(f"✗ error       {MODEL}/task-2/0  api_error")
+    assert rows[3].startswith(f"✗ error {MODEL}/reconcile-the-quarterly-") and rows[3].endswith("…")
+    assert rows[4] == f"✗ error {MODEL}/task-2/0 api_error not passed $0.000125"
     progress.end()
     rows = _screen(buffer).lines()
     # the panel is gone; its last failures and the summary stay

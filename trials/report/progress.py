@@ -259,7 +259,7 @@ class Progress:
             rows.append("per node: " + ", ".join(f"{node} {n}" for node, n in sorted(self.by_node.items())))
         if self.running_since:
             rows.append(self._running_row(width))
-        rows += [f"✗ {line}" for line in self.last_failures]
+        rows += [f"✗ {' '.join(line.split())}" for line in self.last_failures]  # no column padding: room is short
         return "\n".join(rows)
 
     def _running_row(self, width: int) -> str:
