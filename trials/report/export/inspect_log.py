@@ -288,11 +288,15 @@ def sample(trial: TrialResult, line: dict[str, Any], row: dict[str, Any]) -> dic
     user = _usage(line.get("user_usage"), trial.user_total_tokens, trial.user_cost_usd)
     if user is not None:
         model_usage[USER_SIMULATOR] = user
+    completion = _last_assistant(chat)
+    scores = _scores(trial, metrics.get("grade"))
+    if VERDICT_SCORE in scores and completion:
+        scores[VERDICT_SCORE]["answer"] = completion  # the viewer's "answer" column, as inspect's scorers fill it
     out: dict[str, Any] = {
         "id": sample_id, "epoch": epoch, "input": _first_user(chat), "target": "",
         "messages": chat,
-        "output": {"model": trial.plan_key, "choices": [], "completion": _last_assistant(chat)},
-        "scores": _scores(trial, metrics.get("grade")),
+        "output": {"model": trial.plan_key, "choices": [], "completion": completion},
+        "scores": scores,
         "metadata": row,
         "store": {}, "events": [], "model_usage": model_usage, "role_usage": {}, "attachments": {},
     }
