@@ -180,3 +180,40 @@ def test_an_aborted_trial_carries_its_end_and_every_text_is_redacted_by_value(ho
     assert any("<redacted>" in str(m["content"]) for m in sample["messages"] if m["role"] == "user")
     with zipfile.ZipFile(log) as archive:
         assert all(canary.encode() not in archive.read(name) for name in archive.namelist())
+
+
+def test_a_conversation_maps_onto_inspect_messages_and_hostile_arguments_stay_text() -> None:
+    from capplan.trials.report.export.inspect_log import MAX_ARGUMENT_DEPTH, messages
+
+    deep = "{\"a\": " * (MAX_ARGUMENT_DEPTH + 1) + "1" + "}" * (MAX_ARGUMENT_DEPTH + 1)
+    trajectory = {
+        "system_prompt": "be brief",
+        "tool_calls": [{"id": "c2", "error": "exception"}],
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None,
+             "reasoning": {"blocks": [{"type": "thinking", "text": "plan", "signature": "sig"},
+                                      {"type": "redacted", "encrypted_data": "xx"}], "summary": "short"},
+             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": [1]}'}},
+                            {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{not json"}},
+                            {"id": "c3", "type": "function", "function": {"name": "h", "arguments": "[" * 50_000}},
+                            {"id": "c4", "type": "function", "function": {"name": "k", "arguments": deep}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            {"role": "tool", "tool_call_id": "c2", "content": "boom"},
+            {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+        ],
+    }
+    chat = messages(trajectory, "m", "s-1")
+    assert [m["role"] for m in chat] == ["system", "user", "assistant", "tool", "tool", "assistant"]
+    assert [m["id"] for m in chat] == [f"s-1-m{i}" for i in range(6)]
+    assistant = chat[2]
+    assert assistant["content"] == [
+        {"type": "reasoning", "reasoning": "plan", "redacted": False, "signature": "sig", "summary": "short"},
+        {"type": "reasoning", "reasoning": "", "redacted": True}, {"type": "text", "text": ""}]
+    calls = {c["id"]: c for c in assistant["tool_calls"]}
+    assert calls["c1"]["arguments"] == {"x": [1]} and "parse_error" not in calls["c1"]
+    for bad, why in (("c2", "not JSON"), ("c3", "RecursionError"), ("c4", "nested deeper than")):
+        assert calls[bad]["arguments"] == {} and why in calls[bad]["parse_error"], calls[bad]
+    assert chat[3] == {"content": "ok", "role": "tool", "tool_call_id": "c1", "function": "f", "id": "s-1-m3"}
+    assert chat[4]["error"] == {"type": "unknown", "message": "exception: boom"} and chat[4]["function"] == "g"
+    assert chat[5]["content"] == "done"

@@ -47,6 +47,8 @@ LOG_VERSION = 2
 VERDICT_SCORE = "capplan"
 #: the model_usage key the user simulator's tokens and cost are listed under
 USER_SIMULATOR = "user-simulator"
+#: tool-call arguments nested deeper than this are kept as their text (a parse error), never walked
+MAX_ARGUMENT_DEPTH = 64
 #: a fixed time for every member, so the same run exports to the same bytes
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
@@ -117,6 +119,20 @@ def _reasoning(raw: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels deep (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
 def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     """A tool call's arguments as an object, and the parse error when the model sent something else."""
     if isinstance(raw, dict):
@@ -124,9 +140,12 @@ def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     if isinstance(raw, str):
         try:
             parsed = json.loads(raw) if raw.strip() else {}
-        except ValueError as exc:
-            return {}, f"arguments are not JSON ({exc.msg}): {raw[:2000]}"
+        except (ValueError, RecursionError) as exc:  # hostile: not JSON, a 5 000-digit number, 10 000 brackets deep
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+            return {}, f"arguments are not JSON ({why}): {raw[:2000]}"
         if isinstance(parsed, dict):
+            if _deeper_than(parsed, MAX_ARGUMENT_DEPTH):  # kept as text: walking it again must not overflow the stack
+                return {}, f"arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels: {raw[:2000]}"
             return parsed, None
         return {}, f"arguments are JSON but not an object: {raw[:2000]}"
     return {}, None if raw is None else f"arguments are not an object: {str(raw)[:2000]}"
@@ -153,7 +172,8 @@ def messages(trajectory: dict[str, Any], model: str, sample: str) -> list[dict[s
             for call in message.get("tool_calls") or []:
                 if not isinstance(call, dict):
                     continue
-                function = call.get("function") if isinstance(call.get("function"), dict) else {}
+                raw_function = call.get("function")
+                function: dict[str, Any] = raw_function if isinstance(raw_function, dict) else {}
                 name = str(function.get("name") or call.get("name") or "")
                 args, problem = _arguments(function.get("arguments", call.get("arguments")))
                 call_id = str(call.get("id") or "")
