@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from capplan.trials import driver
 from capplan.trials.backends import local
 from capplan.trials.backends.local import LocalBackend
 from capplan.trials.driver import drive
@@ -154,13 +155,13 @@ def test_on_a_terminal_one_panel_fitted_to_80_columns_and_nothing_per_trial() ->
 def test_on_a_terminal_a_long_run_leaves_a_screen_not_a_scroll() -> None:
     buffer, clock = io.StringIO(), FakeClock()
     progress = Progress(console=_console(buffer, terminal=True), clock=clock)
-    _simulate(progress, clock, 60, concurrency=8, step_s=0.5, fails_every=7)
+    _simulate(progress, clock, 30, concurrency=8, step_s=0.5, fails_every=7)
     rows = _screen(buffer).lines()
-    # 60 trials, 8 failures: the last three failures (broken at the width, none wrapped), their heading and
+    # 30 trials, 4 failures: the last three failures (broken at the width, none wrapped), their heading and
     # the summary, nothing else
-    assert rows[0] == "last 3 of 8 failure(s):" and rows[-1].startswith("trials 60/60 done · 0 running · 8 failed")
+    assert rows[0] == "last 3 of 4 failure(s):" and rows[-1].startswith("trials 30/30 done · 0 running · 4 failed")
     failures = "".join(rows[1:-1])
-    assert re.findall(r"/(task-\d+/\d)  api_error", failures) == ["task-41/0", "task-48/0", "task-5/1"], failures
+    assert re.findall(r"/(task-\d+/\d)  api_error", failures) == ["task-13/0", "task-20/0", "task-27/0"], failures
     assert len(rows) == 8 and not any(row.startswith(("[", "running:", "✗")) for row in rows)
 
 
@@ -190,6 +191,7 @@ def test_the_driver_names_the_running_trials(tmp_path: Path, monkeypatch: pytest
         return _records(spec.task_id, spec.index)
 
     monkeypatch.setattr(local, "run_trial", trial)
+    monkeypatch.setattr(driver, "RENDER_MIN_TRIALS", 10**9)  # _Folder renders nothing: no render helper process
     specs = [TrialSpec(plan_json="{}", plan_fingerprint="f" * 64, plan_key=MODEL, task_path="t.yaml", task_text="",
                        task_id="count", task_pack="pack", index=i) for i in range(24)]
     buffer = io.StringIO()
