@@ -131,7 +131,8 @@ def starter_files() -> dict[tuple[str, ...], str]:
     """
     from capplan.compiler.schemas import rendered
 
-    schemas = {(SCHEMA_FOLDER, name): data.decode("utf-8") for name, data in sorted(rendered().items())}
+    schemas: dict[tuple[str, ...], str] = {(SCHEMA_FOLDER, name): data.decode("utf-8")
+                                           for name, data in sorted(rendered().items())}
     return {**FILES, **schemas}
 
 
