@@ -10,9 +10,9 @@ from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 
 import capplan.trials
-from capplan.core.yaml_source import read_source
 from capplan.executor import mock_agents, mock_provider
 from capplan.trials.report.compare import compare
 from tests.cli_runner import invoke_checked
@@ -26,7 +26,7 @@ def example_tools() -> dict[str, dict[str, Any]]:
     """Every tool the example tasks offer, by name, with its parameter schema."""
     tools: dict[str, dict[str, Any]] = {}
     for path in sorted((EXAMPLES / "trials").glob("*/*.yaml")):
-        for tool in read_source(path).data.get("tools", []):
+        for tool in yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader).get("tools", []):
             tools[tool["name"]] = tool.get("parameters") or {"type": "object"}
     return tools
 
