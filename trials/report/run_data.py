@@ -113,7 +113,7 @@ class TrialResult:
             calls = journal.get((self.key, self.attempt))
             if calls is not None:
                 try:
-                    rest = read_trial_file(self.root, self.dir, "metrics.yaml", without_calls=True)
+                    rest = read_trial_file(self.root, self.dir, "metrics.yaml", without_calls=len(calls))
                 except RunDataError:  # the whole file's read says where
                     rest = None
                 if rest is not None and "calls" not in rest and rest.get("n_calls") == len(calls) \
@@ -290,27 +290,32 @@ def _with_calls(rest: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, 
     return out
 
 
-def _cut_calls(raw: bytes) -> bytes | None:
-    """``metrics.yaml`` without its top-level ``calls:`` block, or None when the file is not laid out as capplan writes it.
+def _cut_calls(raw: bytes, items: int) -> bytes | None:
+    """``metrics.yaml`` without its top-level ``calls:`` block of ``items`` calls; None when it does not hold that.
 
-    capplan writes the block as a ``calls:`` line at column 0 and the items below it as ``- ``
-    lines and indented lines; the next line starting with another character is the next key.
+    capplan writes the block as a ``calls:`` line at column 0 and each call as a ``- `` line at
+    column 0 followed by indented lines; the next line starting with another character is the
+    next key. A file laid out otherwise, or holding another number of calls (an edited file), is
+    None: the caller reads it whole.
     """
     start = raw.find(b"\ncalls:\n")
     if start < 0 or raw.find(b"\ncalls:", start + 1) >= 0:
         return None
     end = start + len(b"\ncalls:\n")
+    found = 0
     while end < len(raw) and raw[end:end + 1] in (b"-", b" ", b"\n"):
+        found += raw[end:end + 2] == b"- "
         newline = raw.find(b"\n", end)
         end = len(raw) if newline < 0 else newline + 1
-    return raw[:start + 1] + raw[end:]
+    return raw[:start + 1] + raw[end:] if found == items else None
 
 
-def read_trial_file(root: Path, trial_dir: str, name: str, *, without_calls: bool = False) -> dict[str, Any] | None:
+def read_trial_file(root: Path, trial_dir: str, name: str, *, without_calls: int | None = None
+                    ) -> dict[str, Any] | None:
     """One trial file as data; None when it does not exist; :class:`RunDataError` when it does not read back.
 
-    ``without_calls``: the file's data but its top-level ``calls`` (see :func:`_cut_calls`); None also
-    when the file is not laid out so that they can be left out.
+    ``without_calls`` (a number of calls): the file's data but its top-level ``calls``, which must
+    hold that many (see :func:`_cut_calls`); None also when they cannot be left out so.
     """
     parts = (*trial_dir.split("/"), name)
     shown = f"{root / trial_dir / name}"
@@ -322,8 +327,8 @@ def read_trial_file(root: Path, trial_dir: str, name: str, *, without_calls: boo
             from None
     if raw is None:
         return None
-    if without_calls:
-        raw = _cut_calls(raw)
+    if without_calls is not None:
+        raw = _cut_calls(raw, without_calls)
         if raw is None:
             return None
     try:

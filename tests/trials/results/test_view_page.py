@@ -248,8 +248,8 @@ def test_calls_come_from_the_journal_and_the_page_is_the_same(hostile_runs: Host
     reads: list[tuple[str, bool]] = []
     original = run_data.read_trial_file
 
-    def counted(root: Path, trial_dir: str, name: str, *, without_calls: bool = False) -> object:
-        reads.append((name, without_calls))
+    def counted(root: Path, trial_dir: str, name: str, *, without_calls: int | None = None) -> object:
+        reads.append((name, without_calls is not None))
         return original(root, trial_dir, name, without_calls=without_calls)
 
     monkeypatch.setattr(run_data, "read_trial_file", counted)
