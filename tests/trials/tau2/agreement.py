@@ -1,11 +1,11 @@
 """capplan's reward beside τ²'s own, task by task, for the gold script and each deliberate deviation.
 
-Each domain is imported with ``capplan trial import tau2`` (in-process); each script kind
-(:data:`~tests.trials.tau2.scripted.KINDS`) is one loopback server that is both the scripted
-agent and the scripted user. ``capplan trial run`` plays the kind's tasks against it, graded by
-the pack's evaluator; τ²'s own orchestrator, ``LLMAgent`` and ``UserSimulator`` play the same
-tasks (τ²'s own task, message history and all) against the same server, graded by
-``evaluate_simulation`` as ``tau2 run`` grades them. A trial agrees when the two rewards are
+Each domain is imported with ``capplan trial import tau2`` (in-process); each round of trials is
+one loopback server that is both the scripted agent and the scripted user
+(:mod:`tests.trials.tau2.scripted`). capplan's trial driver plays the round's tasks against it
+(what ``capplan trial run`` does), graded by the pack's evaluator; τ²'s own orchestrator,
+``LLMAgent`` and ``UserSimulator`` play the same tasks (τ²'s own task, message history and all)
+against the same server, graded by ``evaluate_simulation`` as ``tau2 run`` grades them. A trial agrees when the two rewards are
 equal, or when both evaluators raised the same error.
 
 Which tasks play which deviation: every task plays the gold script; with ``spread`` (the test's
@@ -79,13 +79,15 @@ class Trial:
 
 
 def trials(domain: str, tasks: Sequence[Any], originals: dict[str, Any], writes: frozenset[str], *,
-           spread: bool, start: int = 0) -> list[Trial]:
+           spread: bool, positions: Mapping[str, int] | None = None) -> list[Trial]:
     """Every task's gold trial, and its deviations: one each, in turn (``spread``), or every one that applies.
 
-    The turn begins at ``start`` (a domain's own, so that a domain played alone is played the same way).
+    Whose turn it is follows the task's place in its domain (``positions``: τ² id -> place, the list's
+    own order by default), so a task played alone or in a sample plays what it plays among all of them.
     """
     played: list[Trial] = []
-    for position, task in enumerate(tasks, start):
+    for place, task in enumerate(tasks):
+        position = (positions or {}).get(str(task.id), place)
         original = originals[str(task.id)]
         turn = [DEVIATIONS[(position + k) % len(DEVIATIONS)] for k in range(len(DEVIATIONS))]
         kinds = [GOLD] + [k for k in turn if script(task, k, domain=domain, writes=writes) is not None]
@@ -178,12 +180,15 @@ def agreement(domains: Sequence[str], work: Path, *, spread: bool = True, limit:
     plan.write_bytes(openai_plan(key="tau2-agent").to_bytes())
     played: list[Trial] = []
     for domain in domains:
-        tasks = source.load(domain).tasks[:limit]
+        every = source.load(domain).tasks
+        tasks = every[:limit]
         if task_ids is not None and domain in task_ids:
             tasks = [t for t in tasks if str(t.id) in set(task_ids[domain])]
+        # a domain's turn of deviations starts at a place of its own: a domain played alone plays the same
+        positions = {str(t.id): place + 2 * DOMAINS.index(domain) for place, t in enumerate(every)}
         import_domain(domain, work / "tasks" / domain, task_ids=[str(t.id) for t in tasks])
         played += trials(domain, tasks, original_tasks(domain), Writes(domain).names, spread=spread,
-                         start=2 * DOMAINS.index(domain))
+                         positions=positions)
     outcomes: list[Outcome] = []
     settings = None
     for number, members in enumerate(rounds(played)):

@@ -232,3 +232,27 @@ def tau2_reward(domain: str, task: Any, base: str) -> tuple[float | str, str]:
     except Exception as exc:  # τ²'s own failure, compared with capplan's grader error
         return f"raised: {type(exc).__name__}: {exc}", ""
     return float(simulation.reward_info.reward), str(simulation.termination_reason.value)
+
+
+def serve(domain: str, latency_s: float = 0.0) -> None:
+    """Serve the gold scripts of every task of ``domain`` until killed, printing the base URL (the benchmark's agent and user)."""
+    import threading as _threading
+
+    from capplan.trials.importers.tau2 import source
+    from tests.fake_provider import FakeProvider, on_body
+
+    writes = Writes(domain).names
+    scripts = {}
+    for task in source.load(domain).tasks:
+        steps = script(task, domain=domain, writes=writes)
+        assert steps is not None
+        scripts.setdefault(case(task), steps)  # tasks that share a scenario share its first task's script
+    with FakeProvider(on_body(Scripted(scripts)), delay_s=latency_s) as fake:
+        print(fake.base, flush=True)
+        _threading.Event().wait()
+
+
+if __name__ == "__main__":
+    import sys
+
+    serve(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)

@@ -1,8 +1,8 @@
 """capplan's reward for a τ² task equals τ²'s own, when both play the same scripted agent and user.
 
 One module-scoped run (:mod:`tests.trials.tau2.agreement`) plays every mock task -- the two
-that open on a message history included -- and airline and retail tasks that write and must
-communicate, each with the gold script and one deliberate deviation (a gold write left out, a
+that open on a message history included -- and airline and retail tasks that write, each with
+the gold script and one deliberate deviation (a gold write left out, a
 wrong argument, an extra write, the information not communicated, the user ending before the
 writes), through capplan's trial driver graded by the pack's evaluator, and through τ²'s own
 orchestrator, ``LLMAgent`` and ``UserSimulator`` graded by ``evaluate_simulation``. The rewards
@@ -31,8 +31,10 @@ from tests.trials.helpers import openai_plan  # noqa: E402
 from tests.trials.tau2.agreement import Outcome, agreement, table  # noqa: E402
 from tests.trials.tau2.scripted import DEVIATIONS, GOLD, Scripted, Writes, case, script, tau2_reward  # noqa: E402
 
-#: the airline and retail tasks the suite plays (each writes and must communicate); the mock tasks are all played
-SAMPLE = {"airline": ["11", "14"], "retail": ["36", "70", "76"]}
+#: the airline and retail tasks the suite plays, each with a write and the deviation it plays among all tasks
+#: (airline 11: the information not communicated; retail 36: its write left out, 73: an extra write); every
+#: mock task is played. ``python -m tests.trials.tau2.agreement`` plays them all (a τ² trial costs seconds of CPU)
+SAMPLE = {"airline": ["11"], "retail": ["36", "73"]}
 
 
 @pytest.fixture(scope="module")
