@@ -17,14 +17,14 @@ import importlib.metadata
 import os
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, UTC
 from pathlib import Path
 
 import yaml
 
 from capplan.core.redaction import redact_text
-from capplan.core.reference_mode import reference_mode
+from capplan.core.reference_mode import reference_mode, speed_memo
 from capplan.trials.tasks.environment import module_files
 from capplan.trials.run_folder.records import RunInstalledModule, RunManifest, RunSettings
 from capplan.trials.spec import TrialSpec
@@ -114,7 +114,7 @@ def task_modules(specs: Sequence[TrialSpec]) -> tuple[dict[str, str], dict[str, 
     """The environment and grader modules of the specs' tasks: files by project-relative path, installed ones by name."""
     files: dict[str, str] = {}
     installed: dict[str, RunInstalledModule] = {}
-    providers: dict[str, list[str]] | None = None
+    providers: Mapping[str, list[str]] | None = None
     seen: set[tuple[str, str]] = set()
     for spec in specs:
         if (spec.task_path, spec.task_sha256) in seen:
@@ -131,11 +131,18 @@ def task_modules(specs: Sequence[TrialSpec]) -> tuple[dict[str, str], dict[str, 
             if module in installed:
                 continue
             if providers is None:
-                providers = dict(importlib.metadata.packages_distributions())
+                providers = _installed_providers()
             dists = sorted(providers.get(module.split(".")[0], []))
             dist = dists[0] if dists else None
             installed[module] = RunInstalledModule(distribution=dist, version=_version(dist) if dist else None)
     return dict(sorted(files.items())), dict(sorted(installed.items()))
+
+
+@speed_memo(maxsize=1)
+def _installed_providers() -> Mapping[str, list[str]]:
+    """Which distributions provide each importable top-level module: reads every installed distribution's
+    file list (seconds with many installed), so once per process; read only, never changed."""
+    return importlib.metadata.packages_distributions()
 
 
 def build_settings(specs: Sequence[TrialSpec], run_config: Path | None = None) -> RunSettings:
