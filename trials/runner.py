@@ -434,7 +434,7 @@ class _Trial:
         return TrialRecords(
             # the budget counts what is known to be spent; an unknown cost is warned about at the start
             key=spec.key, status=status, termination_reason=end.reason,
-            cost_usd=round(sink.cost("agent", "summarize", "user"), 9),
+            cost_usd=round(sink.cost("agent", "summarize", "user", "judge"), 9),
             trajectory=trajectory_data, metrics=record_json(metrics), run_line=record_json(line),
             probe=self.probe_stats.to_json() if self.probe_stats is not None else None,
         )
@@ -448,7 +448,8 @@ class _Trial:
 
         def run_graders(t: TaskFile) -> Grade:
             verdict: Grade = self.code.call("grading", grade, t, rec.tool_calls, self.state, trajectory,
-                                            checkpoints=self.checkpoints, timeout_s=GRADING_TIMEOUT_S)
+                                            checkpoints=self.checkpoints, judge=self._judge(end.turns),
+                                            timeout_s=GRADING_TIMEOUT_S)
             return self._pass_rule(end, verdict)
 
         try:
@@ -462,6 +463,28 @@ class _Trial:
             return (Grade(passed=None, note="not graded: the run was interrupted"),
                     LoopEnd(TerminationReason.INTERRUPTED, end.turns, "the run was interrupted while grading"))
         return verdict, None
+
+    def _judge(self, turn: int) -> Callable[[dict[str, Any]], str] | None:
+        """The run's --judge-plan as a grader's ``judge``: each call recorded as a ``judge`` call of this trial
+        (journalled before it is sent, so --max-cost counts it), None without a judge plan."""
+        spec = self.spec
+        if spec.judge_plan_json is None or spec.judge_plan_fingerprint is None:
+            return None
+        client = self.context.client(spec.judge_plan_json, spec.judge_plan_fingerprint, spec.judge_api_base)
+        self.recorder.secrets = (*self.recorder.secrets, *secret_values((client.plan.binding.binding.api_key_env,)))
+        route = _route_of(client)
+
+        def judge(request: dict[str, Any]) -> str:
+            try:
+                with self.sink.sending("judge", turn):
+                    result = client.generate(request, role="judge")
+            except BaseException as exc:
+                self.sink.failed("judge", turn, exc, route)
+                raise
+            self.sink.call("judge", turn, result)
+            return result.text
+
+        return judge
 
     def _pass_rule(self, end: LoopEnd, verdict: Grade) -> Grade:
         """The graders' verdict under the pass rule (outcome.PASS_RULE): kept as recorded, the trial not passed

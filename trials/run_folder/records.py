@@ -220,8 +220,9 @@ class UsageRecord(_Record):
 class CallRecord(_Record):
     """One provider attempt the trial made: the retry controllers' attempts, resampled and discarded ones included."""
 
-    role: Literal["agent", "summarize", "user"]
-    turn: int = Field(description="The agent turn; for role user, the user turn (0 = the opening).")
+    role: Literal["agent", "summarize", "user", "judge"]
+    turn: int = Field(description="The agent turn; for role user, the user turn (0 = the opening); for role judge "
+                                  "(a grader's judge model, --judge-plan), the agent turns the trial played.")
     outcome: Literal["accepted", "resampled", "failed", "guard_rejected"] = Field(
         description="failed: an attempt that raised (a later attempt of the same call, when there is one, was the "
         "retry controller sending it again).")
