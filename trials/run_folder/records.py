@@ -288,6 +288,15 @@ class Grade(_Record):
     )
 
 
+class UserSimulatorFailureRecord(_Record):
+    """The trial's user simulator broke (``capplan.trials.usersim.failures``): the trial is not the agent's to count."""
+
+    kind: Literal["reply_refused", "looped", "ended_early"]
+    detail: str = Field(max_length=2000)
+    codes: list[str] = Field(default_factory=list, max_length=64,
+                             description="The reply guard's detector:reason codes (reply_refused), never the reply.")
+
+
 class Metrics(_Record):
     """``metrics.yaml``."""
 
@@ -296,7 +305,10 @@ class Metrics(_Record):
     trial: TrialIdentity
     status: TrialStatus
     termination_reason: TerminationReason
-    counts_against_model: bool = Field(description="False for rate limits, timeouts and infrastructure aborts.")
+    counts_against_model: bool = Field(description="False for rate limits, timeouts and infrastructure aborts, and "
+                                                   "for a trial whose user simulator broke.")
+    user_simulator_failure: UserSimulatorFailureRecord | None = Field(
+        None, description="Set when the user simulator broke: left out of the agent's pass rate, counted apart.")
     turns: int
     max_turns: int
     usage: UsageRecord | None = Field(description="The agent model's calls (turns, resamples, summarise); null when "
@@ -421,6 +433,8 @@ class RunLine(_Record):
     status: TrialStatus
     termination_reason: TerminationReason
     counts_against_model: bool
+    #: the user simulator broke (kind, detail, guard codes): the trial is out of the agent's pass rate
+    user_simulator_failure: UserSimulatorFailureRecord | None = None
     passed: bool | None
     cost_usd: float | None = Field(
         ge=0, allow_inf_nan=False,
@@ -670,6 +684,9 @@ class SummaryRow(_Record):
     aborted: int = Field(0, description="Aborted trials: excluded from the pass rate.")
     graded: int = Field(description="The pass-rate denominator: graded trials plus harness errors of graded tasks.")
     pass_rate: float | None
+    user_failures: int = Field(0, description="Trials whose user simulator broke (left out of the agent's pass rate).")
+    user_failure_rate: float | None = Field(
+        None, description="user_failures over the trials that ran to an end (completed, failed, error); null: none did.")
     pass_rate_ci95: tuple[float, float] | None = Field(None, description="Wilson score interval at 95 %.")
     pass_hat_k: dict[str, float] | None = Field(
         None, description="pass^k for k = 1..n (n: the most graded trials of a task), when n > 1: per task "
