@@ -12,7 +12,6 @@ and the user-simulator failure rate beside it.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
