@@ -413,6 +413,8 @@ class _Trial:
         # an unknown total still has a known part: the spend of the calls whose cost is known
         parts = {"cost_known_usd": None if agent_cost is not None else known_part(sink.calls, ("agent", "summarize")),
                  "user_cost_known_usd": None if user_cost is not None else known_part(sink.calls, ("user",))}
+        if any(c.role == "judge" for c in sink.calls):  # a grader asked the judge: what that is known to have cost
+            parts["judge_cost_usd"] = round(sink.cost("judge"), 9)
         metrics = Metrics(**parts,
             trial=identity, status=status, termination_reason=end.reason,
             counts_against_model=counted, user_simulator_failure=failure, turns=end.turns, max_turns=self.max_turns,

@@ -127,7 +127,7 @@ def test_the_broken_simulators_trial_is_recorded_with_the_guards_verdict_and_not
     assert "Traceback" not in run["result"].output
     confused, steady = run["lines"]["confused"], run["lines"]["steady"]
     assert (steady["status"], steady["passed"], steady["counts_against_model"]) == ("completed", True, True)
-    assert steady["user_simulator_failure"] is None
+    assert "user_simulator_failure" not in steady  # written only when set: other trials keep their bytes
     assert (confused["status"], confused["counts_against_model"]) == ("error", False)
     failure = confused["user_simulator_failure"]
     assert failure["kind"] == "reply_refused" and set(failure["codes"]) == {"assistant_voice:offered_help"}

@@ -30,7 +30,7 @@ class _Record(BaseModel):
 
 
 #: fields a trial's records carry only when they say something (so a record of known cost keeps its bytes)
-ONLY_WHEN_SET = frozenset({"cost_known_usd", "user_cost_known_usd"})
+ONLY_WHEN_SET = frozenset({"cost_known_usd", "user_cost_known_usd", "judge_cost_usd", "user_simulator_failure"})
 
 
 def record_json(record: BaseModel) -> dict[str, Any]:
@@ -325,6 +325,9 @@ class Metrics(_Record):
         "cost spent (a lower bound of the cost).")
     user_cost_known_usd: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="Only when user_cost_usd is null: as cost_known_usd.")
+    judge_cost_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when a grader asked the judge (--judge-plan): what its "
+        "calls are known to have cost (a call of unknown cost adds nothing; see calls).")
     n_calls: int
     calls: list[CallRecord]
     latency_s: float = Field(description="Summed provider latency of every attempt, backoff waits included.")
@@ -447,6 +450,9 @@ class RunLine(_Record):
     cost_known_usd: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="Only when cost_usd is null: what the agent-side calls of known "
         "cost spent (a lower bound of the cost; absent otherwise).")
+    judge_cost_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when a grader asked the judge (--judge-plan): what its "
+        "calls are known to have cost (a call of unknown cost adds nothing; see calls).")
     user_cost_known_usd: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="Only when user_cost_usd is null: as cost_known_usd.")
     total_tokens: int | None = Field(ge=0, description="The agent's prompt + completion tokens; null when a call "

@@ -217,7 +217,9 @@ def summarize(lines: Iterable[dict[str, Any]], *, unfinished_cost_usd: float = 0
     unsplit = _known_sum([g["cost_usd"] for g in all_lines if split_unknown(g) and g.get("cost_usd") is not None])
     unknown = sum(1 for g, a, u in zip(all_lines, agent, user)
                   if (a is None or u is None) and not (split_unknown(g) and g.get("cost_usd") is not None))
-    total: float | None = (agent_total or 0.0) + (user_total or 0.0) + (unsplit or 0.0) + unfinished_cost_usd
+    # the judge's calls (a grader's --judge-plan): known spend, in the total though in neither part
+    judge = sum(float(g.get("judge_cost_usd") or 0.0) for g in all_lines)
+    total: float | None = (agent_total or 0.0) + (user_total or 0.0) + (unsplit or 0.0) + judge + unfinished_cost_usd
     if unknown == len(all_lines) and unknown and not total:
         total = None  # every trial's cost is unknown and nothing else is known to be spent: not $0
     split = [split_unknown(g) for g in all_lines]

@@ -93,7 +93,7 @@ def judged(setup: dict[str, Any]) -> dict[str, Any]:
         line = json.loads(text)
         trials.append((line, yaml.safe_load((out / line["dir"] / "metrics.yaml").read_text()),
                        yaml.safe_load((out / line["dir"] / "trajectory.yaml").read_text())))
-    return {"result": result, "judge": judge, "trials": trials}
+    return {"result": result, "judge": judge, "trials": trials, "out": out}
 
 
 def _graded(judged: dict[str, Any], passed: bool) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -144,6 +144,12 @@ def test_the_judge_is_asked_through_its_plan_and_its_call_is_recorded_with_token
         assert call["usage"]["prompt_tokens"] == 300 and call["usage"]["completion_tokens"] == 40
         assert call["cost_usd"] == pytest.approx((300 * 1.0 + 40 * 2.0) / 1e6)
         assert call["outcome"] == "accepted"
+        assert metrics["judge_cost_usd"] == pytest.approx(call["cost_usd"])
+    # the judge's spend is in each run line (what --max-cost counts on resume) and in the summary's total
+    lines = [line for line, _, _ in judged["trials"]]
+    assert [line["judge_cost_usd"] for line in lines] == [pytest.approx(380e-6)] * 3
+    summary = json.loads((judged["out"] / "summary.json").read_text())
+    assert summary["total_cost_usd"] == pytest.approx(3 * 380e-6)
 
 
 def test_a_judge_that_finds_the_assertion_unmet_makes_the_reward_zero(judged: dict[str, Any]) -> None:
