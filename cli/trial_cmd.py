@@ -90,6 +90,11 @@ def trial_cmd() -> None:
                    "winning over each task's own).")
 @click.option("--api-base", default=None, type=HTTP_URL, help="Send agent calls to this base URL instead of the binding's.")
 @click.option("--user-api-base", default=None, type=HTTP_URL, help="Send user-simulator calls to this base URL.")
+@click.option("--judge-plan", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Plan of the judge model a grader asks (τ²'s NL_ASSERTION): each judge call is recorded in the "
+                   "trial's metrics as a judge call, with tokens and cost, and counts against --max-cost. A task "
+                   "whose grader needs a judge is refused without it.")
+@click.option("--judge-api-base", default=None, type=HTTP_URL, help="Send judge calls to this base URL.")
 @click.option("--fail-on-error", "fail_on_error", type=_ErrorTolerance(), default="0", show_default=True,
               help="Trials that may end error (harness) or aborted (rate limit, timeout, infrastructure, "
                    "configuration) before the run exits 1: a count N, or a fraction of the run's trials in (0, 1).")
@@ -99,7 +104,8 @@ def trial_cmd() -> None:
 def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | None, out: Path, n_trials: int,
             concurrency: int, max_turns: int | None, max_cost: float | None, backend: str, address: str | None,
             workers: int | None, run_config: Path | None, api_base: str | None, user_api_base: str | None,
-            retry_aborted: bool, fail_on_error: float) -> None:
+            retry_aborted: bool, fail_on_error: float, judge_plan: Path | None = None,
+            judge_api_base: str | None = None) -> None:
     """Run every TASK file against every --plan, --trials times each, into --out.
 
     A TASK that is a folder stands for every *.yaml task file in it and in the folders below
@@ -175,7 +181,8 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         raise UsageProblem(f"unknown --backend {backend!r}" + (f"; {hint}" if hint else ""))
     request = RunRequest(tasks=tasks, plans=plans, out=out, user_plan=user_plan, trials=n_trials,
                          concurrency=concurrency, max_turns=max_turns, max_cost=max_cost, api_base=api_base,
-                         user_api_base=user_api_base, run_config=run_config)
+                         user_api_base=user_api_base, run_config=run_config, judge_plan=judge_plan,
+                         judge_api_base=judge_api_base)
     try:
         config = _run_config(run_config, backend)
         if config is not None:
@@ -187,7 +194,7 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         folder = RunFolder(out, notify=_note)
         folder.check(specs, settings=settings)  # a resume that changes the experiment is refused here
         options = _backend_options(backend, address, workers, config, specs)
-        _refuse_unbounded(plans, user_plan, max_cost, backend)
+        _refuse_unbounded(plans, user_plan, max_cost, backend, judge_plan)
         _require_credentials(request)
         runner = load_backend(backend, **options)
         outcome = drive(specs, folder, runner, concurrency=concurrency, max_cost=max_cost,
@@ -261,7 +268,8 @@ def _outcome_status(folder: Any, specs: list[Any], tolerance: float) -> ExitCode
     return ExitCode.FINDINGS
 
 
-def _refuse_unbounded(plans: tuple[Path, ...], user_plan: Path | None, max_cost: float | None, backend: str) -> None:
+def _refuse_unbounded(plans: tuple[Path, ...], user_plan: Path | None, max_cost: float | None, backend: str,
+                      judge_plan: Path | None = None) -> None:
     """--max-cost bounds spend only where every call has a worst case (a price and an output cap) and the
     driver sees every send as it happens (the local backend): anything else is refused before anything runs."""
     if max_cost is None:
@@ -276,7 +284,7 @@ def _refuse_unbounded(plans: tuple[Path, ...], user_plan: Path | None, max_cost:
                            "trial's sends reach the driver late, so the budget could not stop them; drop --max-cost, "
                            "or run with --backend local")
     found = []
-    for path in dict.fromkeys([*plans, *([user_plan] if user_plan is not None else [])]):
+    for path in dict.fromkeys([*plans, *[p for p in (user_plan, judge_plan) if p is not None]]):
         plan = Plan.load(path)
         reason = unbounded_reason(plan)
         if reason is not None:
@@ -305,6 +313,9 @@ def _require_credentials(request: Any) -> None:
     clients = [(Client.from_plan_file(plan, api_base=request.api_base), request.api_base) for plan in request.plans]
     if request.user_plan is not None:
         clients.append((Client.from_plan_file(request.user_plan, api_base=request.user_api_base), request.user_api_base))
+    if request.judge_plan is not None:
+        clients.append((Client.from_plan_file(request.judge_plan, api_base=request.judge_api_base),
+                        request.judge_api_base))
     check_credentials(clients)
     for client, _ in clients:
         client.require_credentials()  # the run extra, and anything the client itself refuses

@@ -39,7 +39,7 @@ from capplan.trials.run_folder.run_identity import build_settings, relative_name
 from capplan.trials.spec import TrialKey, TrialRecords, TrialSpec
 from capplan.trials.run_folder.summary import render_json, render_markdown, summarize
 from capplan.trials.run_folder.confined import ConfinedPathError, atomic_write
-from capplan.trials.tasks.loading import LoadedTask, load_task
+from capplan.trials.tasks.loading import LoadedTask, load_task, resolve_function
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,8 @@ class RunRequest:
     run_config: Path | None = None  # --config: its digest is part of the run's identity
     #: the run config's ``trials:`` choices that are set, as plain data; each wins over the task's own
     trial_choices: dict[str, Any] | None = None
+    judge_plan: Path | None = None  # --judge-plan: the model a grader's ``judge`` asks
+    judge_api_base: str | None = None
 
 
 @dataclass
@@ -125,6 +127,9 @@ def build_specs(request: RunRequest) -> list[TrialSpec]:
     if needs_user and user_plan is None:
         raise UsageProblem(f"task(s) {', '.join(needs_user)} have an llm user: pass --user-plan PLAN "
                            "(the user simulator's model)")
+    judge_plan = Plan.load(request.judge_plan) if request.judge_plan else None
+    if judge_plan is None:
+        _refuse_unjudged(tasks)
     probe = request.rate_limit_probe.model_dump(mode="json") if request.rate_limit_probe is not None else None
     _check_choices(request, tasks)
     names = {task.path: relative_name(task.path) for task in tasks}
@@ -141,8 +146,37 @@ def build_specs(request: RunRequest) -> list[TrialSpec]:
                     user_plan_fingerprint=user_plan.fingerprint if user_plan else None,
                     max_turns_cap=request.max_turns, api_base=request.api_base, user_api_base=request.user_api_base,
                     rate_limit_probe=probe, trial_choices=request.trial_choices or None,
+                    judge_plan_json=judge_plan.to_bytes().decode("utf-8") if judge_plan else None,
+                    judge_plan_fingerprint=judge_plan.fingerprint if judge_plan else None,
+                    judge_api_base=request.judge_api_base,
                 ))
     return specs
+
+
+def _refuse_unjudged(tasks: Sequence[LoadedTask]) -> None:
+    """Without --judge-plan, a task whose grader needs a judge model is refused before anything is sent.
+
+    A grader function says so through a ``needs_judge(metadata) -> reason | None`` attribute (τ²'s evaluator
+    does, for a task rewarded on NL_ASSERTION); the function is imported here, as the run imports it anyway.
+    """
+    diags = []
+    for loaded in tasks:
+        grader = loaded.task.grader
+        ref = grader.function_ref if grader is not None else None
+        if ref is None:
+            continue
+        try:
+            fn = resolve_function(ref.ref, loaded.task.folder, loaded.task.requires)
+        except LookupError:
+            continue  # the trial records the grader that cannot load, as it does without a judge
+        asks = getattr(fn, "needs_judge", None)
+        reason = asks(loaded.task.metadata) if callable(asks) else None
+        if reason:
+            diags.append(Diagnostic(str(loaded.path), 1, 1, "judge-plan-required",
+                                    f"task {loaded.task.id!r} needs a judge model: {reason}", path="grader.function",
+                                    hint="pass --judge-plan PLAN (the judge model's compiled plan)"))
+    if diags:
+        raise InputError(diags)
 
 
 def _check_choices(request: RunRequest, tasks: Sequence[LoadedTask]) -> None:

@@ -38,13 +38,14 @@ from capplan.executor.probe import RateLimitProbeConfig
 from capplan.executor.probe_stats import ProbeStats
 from capplan.executor.result import GenerationResult
 from capplan.trials.usersim import SIMULATOR_SCHEMA_VERSION, GuardEvent
+from capplan.trials.usersim.failures import user_simulator_failure
 from capplan.trials.grading.graders import grade, verdict_for
 from capplan.trials.tasks.environment import TrialEnvironment
 from capplan.trials.loop.handoff import DEFAULT_SUMMARIZER, SummarizePolicy
 from capplan.trials.loop.tool_loop import LoopConfig, LoopEnd, ToolCallingLoop, WireToolChoice
 from capplan.trials.terminal import Terminal
-from capplan.trials.outcome import (FinalAnswer, TerminationReason, TrialStatus, counts_against_model, status_for,
-                                   unaccepted_end)
+from capplan.trials.outcome import (USER_ENDS, FinalAnswer, TerminationReason, TrialStatus, counts_against_model,
+                                   status_for, unaccepted_end)
 from capplan.trials.run_folder.recording import MetricsSink, Recorder, retries_by_class, scrub, secret_values
 from capplan.trials.run_folder.costs import known_cost, known_part, line_usage, rounded_calls, total_tokens
 from capplan.trials.run_folder.records import (
@@ -55,6 +56,7 @@ from capplan.trials.run_folder.records import (
     Trajectory,
     TrialIdentity,
     TurnCheckpoint,
+    UserSimulatorFailureRecord,
     record_json,
 )
 from capplan.trials.spec import TrialRecords, TrialSpec
@@ -403,15 +405,19 @@ class _Trial:
             termination = Termination(reason=end.reason, status=status, turns=end.turns, max_turns=self.max_turns,
                                       detail=scrub(end.detail, self.recorder.secrets))
             trajectory_data["termination"] = termination.model_dump(mode="json")
+        failure = self._user_failure(task, end, trajectory_data)
+        counted = counts_against_model(status) and failure is None
         usage = sink.usage("agent", "summarize")
         user_usage = sink.usage("user")
         agent_cost, user_cost = known_cost(sink.calls, ("agent", "summarize")), known_cost(sink.calls, ("user",))
         # an unknown total still has a known part: the spend of the calls whose cost is known
         parts = {"cost_known_usd": None if agent_cost is not None else known_part(sink.calls, ("agent", "summarize")),
                  "user_cost_known_usd": None if user_cost is not None else known_part(sink.calls, ("user",))}
+        if any(c.role == "judge" for c in sink.calls):  # a grader asked the judge: what that is known to have cost
+            parts["judge_cost_usd"] = round(sink.cost("judge"), 9)
         metrics = Metrics(**parts,
             trial=identity, status=status, termination_reason=end.reason,
-            counts_against_model=counts_against_model(status), turns=end.turns, max_turns=self.max_turns,
+            counts_against_model=counted, user_simulator_failure=failure, turns=end.turns, max_turns=self.max_turns,
             usage=usage, user_usage=user_usage, cost_usd=agent_cost,
             cost_source=sink.cost_source("agent", "summarize"),
             user_cost_usd=user_cost, user_cost_source=sink.cost_source("user"), n_calls=len(sink.calls),
@@ -423,7 +429,7 @@ class _Trial:
             **parts, key=str(spec.key), plan_key=spec.plan_key, plan_fingerprint=spec.plan_fingerprint,
             effective_preset=identity.effective_preset, task_id=spec.task_id, task_pack=spec.task_pack,
             task_sha256=spec.task_sha256, index=spec.index, status=status, termination_reason=end.reason,
-            counts_against_model=metrics.counts_against_model, passed=verdict.passed,
+            counts_against_model=metrics.counts_against_model, user_simulator_failure=failure, passed=verdict.passed,
             cost_usd=agent_cost, cost_source=metrics.cost_source, user_cost_usd=user_cost,
             user_cost_source=metrics.user_cost_source,
             total_tokens=total_tokens(usage), user_total_tokens=total_tokens(user_usage),
@@ -434,12 +440,22 @@ class _Trial:
         return TrialRecords(
             # the budget counts what is known to be spent; an unknown cost is warned about at the start
             key=spec.key, status=status, termination_reason=end.reason,
-            cost_usd=round(sink.cost("agent", "summarize", "user"), 9),
+            cost_usd=round(sink.cost("agent", "summarize", "user", "judge"), 9),
             trajectory=trajectory_data, metrics=record_json(metrics), run_line=record_json(line),
             probe=self.probe_stats.to_json() if self.probe_stats is not None else None,
         )
 
 
+
+    @staticmethod
+    def _user_failure(task: TaskFile | None, end: LoopEnd,
+                      trajectory: dict[str, Any]) -> UserSimulatorFailureRecord | None:
+        """The LLM user simulator's failure in this trial (usersim.failures), or None (no simulator, or it held)."""
+        if task is None or task.user.mode != "llm" or end.reason is TerminationReason.INTERRUPTED:
+            return None
+        found = user_simulator_failure(trajectory.get("messages") or [], trajectory.get("user_reply_guard_events") or [],
+                                       user_ended=end.reason in USER_ENDS)
+        return UserSimulatorFailureRecord.model_validate(found.to_record()) if found is not None else None
 
     def _grade(self, task: TaskFile | None, status: TrialStatus, end: LoopEnd,
                trajectory: dict[str, Any]) -> tuple[Grade, LoopEnd | None]:
@@ -448,7 +464,8 @@ class _Trial:
 
         def run_graders(t: TaskFile) -> Grade:
             verdict: Grade = self.code.call("grading", grade, t, rec.tool_calls, self.state, trajectory,
-                                            checkpoints=self.checkpoints, timeout_s=GRADING_TIMEOUT_S)
+                                            checkpoints=self.checkpoints, judge=self._judge(end.turns),
+                                            timeout_s=GRADING_TIMEOUT_S)
             return self._pass_rule(end, verdict)
 
         try:
@@ -462,6 +479,28 @@ class _Trial:
             return (Grade(passed=None, note="not graded: the run was interrupted"),
                     LoopEnd(TerminationReason.INTERRUPTED, end.turns, "the run was interrupted while grading"))
         return verdict, None
+
+    def _judge(self, turn: int) -> Callable[[dict[str, Any]], str] | None:
+        """The run's --judge-plan as a grader's ``judge``: each call recorded as a ``judge`` call of this trial
+        (journalled before it is sent, so --max-cost counts it), None without a judge plan."""
+        spec = self.spec
+        if spec.judge_plan_json is None or spec.judge_plan_fingerprint is None:
+            return None
+        client = self.context.client(spec.judge_plan_json, spec.judge_plan_fingerprint, spec.judge_api_base)
+        self.recorder.secrets = (*self.recorder.secrets, *secret_values((client.plan.binding.binding.api_key_env,)))
+        route = _route_of(client)
+
+        def judge(request: dict[str, Any]) -> str:
+            try:
+                with self.sink.sending("judge", turn):
+                    result = client.generate(request, role="judge")
+            except BaseException as exc:
+                self.sink.failed("judge", turn, exc, route)
+                raise
+            self.sink.call("judge", turn, result)
+            return result.text
+
+        return judge
 
     def _pass_rule(self, end: LoopEnd, verdict: Grade) -> Grade:
         """The graders' verdict under the pass rule (outcome.PASS_RULE): kept as recorded, the trial not passed

@@ -69,6 +69,10 @@ class TrialSpec:
     #: the task file as the records name it (project-relative, see ``capplan.trials.run_folder.run_identity``);
     #: ``task_path`` is where the trial reads and imports it from, which depends on the machine
     task_name: str | None = None
+    #: the --judge-plan (a grader's ``judge`` keyword: τ²'s NL-assertion judge), and where it is sent
+    judge_plan_json: str | None = None
+    judge_plan_fingerprint: str | None = None
+    judge_api_base: str | None = None
 
     @property
     def key(self) -> TrialKey:

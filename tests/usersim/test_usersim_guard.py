@@ -59,7 +59,7 @@ def enforce(
 
 
 def test_default_detectors_and_order() -> None:
-    assert [d.name for d in DEFAULT_REPLY_DETECTORS] == ["fourth_wall", "scratchpad"]
+    assert [d.name for d in DEFAULT_REPLY_DETECTORS] == ["fourth_wall", "scratchpad", "assistant_voice"]
     assert USER_REPLY_MAX_ATTEMPTS >= 2
     assert LOGGER_NAME == "capplan.user_reply_guard"
 

@@ -96,7 +96,7 @@ def test_json_output(tmp_path: Path) -> None:
     assert document == {
         "file": file,
         "input_format": "jsonl",
-        "detectors": ["fourth_wall", "scratchpad"],
+        "detectors": ["fourth_wall", "scratchpad", "assistant_voice"],
         "replies": [
             {
                 "line": 1,

@@ -17,8 +17,10 @@ A custom grader (``function: pkg.mod:fn`` or ``{ref, args, when}``) is called as
     fn(trajectory, final_state, task, **args)
 
 plus, as keywords, whichever of ``metadata`` (the task's metadata), ``checkpoints`` (the
-:class:`~capplan.trials.run_folder.records.TurnCheckpoint` list as dicts, up to the state graded) and
-``turn`` (the user turn graded, None for the end) it declares or that ``**kwargs`` takes, so a
+:class:`~capplan.trials.run_folder.records.TurnCheckpoint` list as dicts, up to the state graded),
+``turn`` (the user turn graded, None for the end) and ``judge`` (the run's ``--judge-plan`` as a
+callable, ``judge({system, messages, temperature?}) -> text``, recorded as a ``judge`` call; None
+without one) it declares or that ``**kwargs`` takes, so a
 grader written for ``(trajectory, final_state, task)`` keeps working. ``when: each_turn`` calls
 it once per checkpoint, with that checkpoint's state as ``final_state``; ``end`` once with the
 final state. It returns ``bool`` or ``{passed: bool, score?: number, detail?: JSON}``.
@@ -78,8 +80,13 @@ def verdict_for(task: TaskFile | None, status: TrialStatus, calls: Sequence[Call
     return run_graders(task)
 
 
+#: ``judge(request) -> text``: one model call through the run's judge plan
+Judge = Callable[[dict[str, Any]], str]
+
+
 def grade(task: TaskFile, tool_calls: list[ToolCallRecord], final_state: dict[str, Any] | None,
-          trajectory: dict[str, Any], *, checkpoints: Sequence[TurnCheckpoint] | None = None) -> Grade:
+          trajectory: dict[str, Any], *, checkpoints: Sequence[TurnCheckpoint] | None = None,
+          judge: Judge | None = None) -> Grade:
     """Every grader's verdict; ``passed`` None when the task has no grader.
 
     ``checkpoints`` default to the trajectory's own; ``trajectory["final_state_error"]`` says why
@@ -103,7 +110,7 @@ def grade(task: TaskFile, tool_calls: list[ToolCallRecord], final_state: dict[st
         results.append(per_turn(task, checkpoints, sent_calls(trajectory)))
     function = grader.function_ref
     if function is not None:
-        results.append(custom(function, trajectory, final_state, task, checkpoints))
+        results.append(custom(function, trajectory, final_state, task, checkpoints, judge))
     return Grade(passed=all(r.passed for r in results), graders=results)
 
 
@@ -246,7 +253,7 @@ def _calls_problem(completions: list[list[SentCall]]) -> str | None:
 
 
 def custom(function: GraderFunction, trajectory: dict[str, Any], final_state: dict[str, Any] | None,
-           task: TaskFile, checkpoints: Sequence[TurnCheckpoint]) -> GraderResult:
+           task: TaskFile, checkpoints: Sequence[TurnCheckpoint], judge: Judge | None = None) -> GraderResult:
     """Run a custom grader (once at the end, or on each checkpoint) and validate what it returns."""
     name = function.ref
     try:
@@ -258,13 +265,13 @@ def custom(function: GraderFunction, trajectory: dict[str, Any], final_state: di
     dumped = [c.model_dump(mode="json") for c in checkpoints]
     if function.when == "end" or not checkpoints:
         return _validated(name, _call(fn, name, accepts, function, trajectory, final_state, task_data,
-                                      task.metadata, dumped, None))
+                                      task.metadata, dumped, None, judge))
     reasons: list[str] = []
     per_checkpoint: list[dict[str, Any]] = []
     scores: list[float] = []
     for index, checkpoint in enumerate(checkpoints):
         result = _validated(name, _call(fn, name, accepts, function, trajectory, checkpoint.state, task_data,
-                                        task.metadata, dumped[: index + 1], checkpoint.user_turn))
+                                        task.metadata, dumped[: index + 1], checkpoint.user_turn, judge))
         per_checkpoint.append({"turn": checkpoint.user_turn, "passed": result.passed, "score": result.score,
                                "detail": result.detail})
         if result.score is not None:
@@ -289,8 +296,9 @@ def _accepted_keywords(fn: Callable[..., Any]) -> frozenset[str]:
 
 def _call(fn: Callable[..., Any], name: str, accepts: frozenset[str], function: GraderFunction,
           trajectory: dict[str, Any], state: dict[str, Any] | None, task_data: dict[str, Any],
-          metadata: dict[str, Any], checkpoints: list[dict[str, Any]], turn: int | None) -> Any:
-    offered = {"metadata": metadata, "checkpoints": checkpoints, "turn": turn}
+          metadata: dict[str, Any], checkpoints: list[dict[str, Any]], turn: int | None,
+          judge: Judge | None = None) -> Any:
+    offered = {"metadata": metadata, "checkpoints": checkpoints, "turn": turn, "judge": judge}
     keywords = {k: v for k, v in offered.items() if k in accepts}
     try:
         return fn(trajectory, state, task_data, **keywords, **function.args)

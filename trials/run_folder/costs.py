@@ -46,7 +46,7 @@ def known_spend(line: RunLine) -> float:
     """Every dollar a run line knows was spent: its costs, or where one is unknown, that role's known part."""
     agent = line.cost_usd if line.cost_usd is not None else line.cost_known_usd
     user = line.user_cost_usd if line.user_cost_usd is not None else line.user_cost_known_usd
-    return (agent or 0.0) + (user or 0.0)
+    return (agent or 0.0) + (user or 0.0) + (line.judge_cost_usd or 0.0)
 
 
 def unknown_cost_calls(calls: Iterable[CallRecord], roles: Sequence[str] | None = None) -> int:

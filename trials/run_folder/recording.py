@@ -197,7 +197,7 @@ def _json(record: Any) -> dict[str, Any]:
     return dict(asdict(record))
 
 
-Role = Literal["agent", "summarize", "user"]
+Role = Literal["agent", "summarize", "user", "judge"]
 
 #: The trajectory-only key naming who wrote a harness-authored message (feedback turns, markers,
 #: the summary); the wire copy of a message never has it.

@@ -30,7 +30,7 @@ class _Record(BaseModel):
 
 
 #: fields a trial's records carry only when they say something (so a record of known cost keeps its bytes)
-ONLY_WHEN_SET = frozenset({"cost_known_usd", "user_cost_known_usd"})
+ONLY_WHEN_SET = frozenset({"cost_known_usd", "user_cost_known_usd", "judge_cost_usd", "user_simulator_failure"})
 
 
 def record_json(record: BaseModel) -> dict[str, Any]:
@@ -220,8 +220,9 @@ class UsageRecord(_Record):
 class CallRecord(_Record):
     """One provider attempt the trial made: the retry controllers' attempts, resampled and discarded ones included."""
 
-    role: Literal["agent", "summarize", "user"]
-    turn: int = Field(description="The agent turn; for role user, the user turn (0 = the opening).")
+    role: Literal["agent", "summarize", "user", "judge"]
+    turn: int = Field(description="The agent turn; for role user, the user turn (0 = the opening); for role judge "
+                                  "(a grader's judge model, --judge-plan), the agent turns the trial played.")
     outcome: Literal["accepted", "resampled", "failed", "guard_rejected"] = Field(
         description="failed: an attempt that raised (a later attempt of the same call, when there is one, was the "
         "retry controller sending it again).")
@@ -287,6 +288,15 @@ class Grade(_Record):
     )
 
 
+class UserSimulatorFailureRecord(_Record):
+    """The trial's user simulator broke (``capplan.trials.usersim.failures``): the trial is not the agent's to count."""
+
+    kind: Literal["reply_refused", "looped", "ended_early"]
+    detail: str = Field(max_length=2000)
+    codes: list[str] = Field(default_factory=list, max_length=64,
+                             description="The reply guard's detector:reason codes (reply_refused), never the reply.")
+
+
 class Metrics(_Record):
     """``metrics.yaml``."""
 
@@ -295,7 +305,10 @@ class Metrics(_Record):
     trial: TrialIdentity
     status: TrialStatus
     termination_reason: TerminationReason
-    counts_against_model: bool = Field(description="False for rate limits, timeouts and infrastructure aborts.")
+    counts_against_model: bool = Field(description="False for rate limits, timeouts and infrastructure aborts, and "
+                                                   "for a trial whose user simulator broke.")
+    user_simulator_failure: UserSimulatorFailureRecord | None = Field(
+        None, description="Set when the user simulator broke: left out of the agent's pass rate, counted apart.")
     turns: int
     max_turns: int
     usage: UsageRecord | None = Field(description="The agent model's calls (turns, resamples, summarise); null when "
@@ -312,6 +325,9 @@ class Metrics(_Record):
         "cost spent (a lower bound of the cost).")
     user_cost_known_usd: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="Only when user_cost_usd is null: as cost_known_usd.")
+    judge_cost_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when a grader asked the judge (--judge-plan): what its "
+        "calls are known to have cost (a call of unknown cost adds nothing; see calls).")
     n_calls: int
     calls: list[CallRecord]
     latency_s: float = Field(description="Summed provider latency of every attempt, backoff waits included.")
@@ -420,6 +436,8 @@ class RunLine(_Record):
     status: TrialStatus
     termination_reason: TerminationReason
     counts_against_model: bool
+    #: the user simulator broke (kind, detail, guard codes): the trial is out of the agent's pass rate
+    user_simulator_failure: UserSimulatorFailureRecord | None = None
     passed: bool | None
     cost_usd: float | None = Field(
         ge=0, allow_inf_nan=False,
@@ -432,6 +450,9 @@ class RunLine(_Record):
     cost_known_usd: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="Only when cost_usd is null: what the agent-side calls of known "
         "cost spent (a lower bound of the cost; absent otherwise).")
+    judge_cost_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="Only when a grader asked the judge (--judge-plan): what its "
+        "calls are known to have cost (a call of unknown cost adds nothing; see calls).")
     user_cost_known_usd: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="Only when user_cost_usd is null: as cost_known_usd.")
     total_tokens: int | None = Field(ge=0, description="The agent's prompt + completion tokens; null when a call "
@@ -669,6 +690,9 @@ class SummaryRow(_Record):
     aborted: int = Field(0, description="Aborted trials: excluded from the pass rate.")
     graded: int = Field(description="The pass-rate denominator: graded trials plus harness errors of graded tasks.")
     pass_rate: float | None
+    user_failures: int = Field(0, description="Trials whose user simulator broke (left out of the agent's pass rate).")
+    user_failure_rate: float | None = Field(
+        None, description="user_failures over the trials that ran to an end (completed, failed, error); null: none did.")
     pass_rate_ci95: tuple[float, float] | None = Field(None, description="Wilson score interval at 95 %.")
     pass_hat_k: dict[str, float] | None = Field(
         None, description="pass^k for k = 1..n (n: the most graded trials of a task), when n > 1: per task "

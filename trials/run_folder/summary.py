@@ -1,8 +1,11 @@
 """``summary.md`` and ``summary.json``: one row per model × task pack, from ``runs.jsonl``.
 
-The pass rate's denominator is the graded trials plus the harness errors (``error``: a refused
-user reply, a failed simulator call) of tasks that have a grader: the spec keeps those in the
-denominator as not passed, and they are shown in their own column. Aborted trials (rate
+The pass rate's denominator is the graded trials plus the harness errors (``error``: a failed
+simulator call, a grader that raised) of tasks that have a grader: the spec keeps those in the
+denominator as not passed, and they are shown in their own column. A trial whose user simulator
+broke (``user_simulator_failure``: a reply the guard refused, a loop, an end before the agent
+answered) is the simulator's, not the agent's: it is left out of the pass rate and pass^k and
+counted beside them, as the user-simulator failure rate over the trials that ran to an end. Aborted trials (rate
 limits, timeouts, infrastructure) are excluded, and trials whose task has no grader are not
 graded. A cost or a token count nobody knows is never summed as 0: each total and mean is
 over the trials whose value is known, a count beside it says how many were left out (a total
@@ -152,7 +155,7 @@ def _known_sum(values: list[float | None]) -> float | None:
 
 def _row(plan_key: str, pack: str, group: list[dict[str, Any]]) -> SummaryRow:
     counted = [g for g in group if g["counts_against_model"]]
-    errors = [g for g in group if g["status"] == "error"]
+    errors = [g for g in group if g["status"] == "error" and not g.get("user_simulator_failure")]
     graded = [g for g in counted if g["passed"] is not None]
     passed = sum(1 for g in graded if g["passed"])
     per_task: dict[str, list[bool]] = defaultdict(list)
@@ -173,11 +176,14 @@ def _row(plan_key: str, pack: str, group: list[dict[str, Any]]) -> SummaryRow:
         retries.update(g.get("retries") or {})
     rate = passed / len(graded) if graded else None
     interval = wilson_interval(passed, len(graded))
+    ended = [g for g in group if g["status"] in ("completed", "failed", "error")]
+    user_failed = sum(1 for g in ended if g.get("user_simulator_failure"))
     return SummaryRow(
         plan_key=plan_key, task_pack=pack, trials=len(group), counted=len(counted), passed=passed,
         failed=sum(1 for g in graded if g["passed"] is False and g["status"] != "error"),
         error=len(errors), aborted=sum(1 for g in group if g["status"] == "aborted"),
-        graded=len(graded), pass_rate=_round(rate),
+        graded=len(graded), pass_rate=_round(rate), user_failures=user_failed,
+        user_failure_rate=_round(user_failed / len(ended)) if ended else None,
         pass_rate_ci95=(round(interval[0], 9), round(interval[1], 9)) if interval else None,
         pass_hat_k=hat[0] if hat else None, pass_hat_k_tasks=hat[1] if hat else None,
         mean_cost_usd=_round(sum(known_both) / len(known_both)) if known_both else None,
@@ -211,7 +217,9 @@ def summarize(lines: Iterable[dict[str, Any]], *, unfinished_cost_usd: float = 0
     unsplit = _known_sum([g["cost_usd"] for g in all_lines if split_unknown(g) and g.get("cost_usd") is not None])
     unknown = sum(1 for g, a, u in zip(all_lines, agent, user)
                   if (a is None or u is None) and not (split_unknown(g) and g.get("cost_usd") is not None))
-    total: float | None = (agent_total or 0.0) + (user_total or 0.0) + (unsplit or 0.0) + unfinished_cost_usd
+    # the judge's calls (a grader's --judge-plan): known spend, in the total though in neither part
+    judge = sum(float(g.get("judge_cost_usd") or 0.0) for g in all_lines)
+    total: float | None = (agent_total or 0.0) + (user_total or 0.0) + (unsplit or 0.0) + judge + unfinished_cost_usd
     if unknown == len(all_lines) and unknown and not total:
         total = None  # every trial's cost is unknown and nothing else is known to be spent: not $0
     split = [split_unknown(g) for g in all_lines]
@@ -250,26 +258,27 @@ def _rate(value: float | None) -> str:
 
 
 #: the statistics columns of a summary row, as summary.md and ``trial report`` show them
-ROW_HEADER = ["trials", "pass rate", "95 % CI", "pass^k", "passed / graded", "failed", "error", "aborted",
+ROW_HEADER = ["trials", "pass rate", "user-sim failures", "95 % CI", "pass^k", "passed / graded", "failed", "error", "aborted",
               "mean agent cost (USD)", "mean user cost (USD)", "unknown cost", "mean tokens", "mean turns",
               "latency p50 / p95 (s)", "termination reasons", "retries"]
-ROW_ALIGN = "rrrlrrrrrrrrrrll"
+ROW_ALIGN = "rrrrlrrrrrrrrrrll"
 
 
 def row_cells(r: SummaryRow) -> list[str]:
     """A summary row's statistics as table cells (raw text: the table escapes them)."""
     interval = f"{r.pass_rate_ci95[0]:.1%}–{r.pass_rate_ci95[1]:.1%}" if r.pass_rate_ci95 else "—"
     hat = pass_hat_k_text(r.pass_hat_k, r.pass_hat_k_tasks)
-    agent, user = r.agent_cost, r.user_cost
-    unknown = max(agent.unknown_trials if agent else 0, user.unknown_trials if user else 0)
+    agent, user_cost = r.agent_cost, r.user_cost
+    unknown = max(agent.unknown_trials if agent else 0, user_cost.unknown_trials if user_cost else 0)
     latency = ("—" if r.latency_p50_s is None or r.latency_p95_s is None
                else f"{r.latency_p50_s:.2f} / {r.latency_p95_s:.2f}")
     reasons = ", ".join(f"{k} {v}" for k, v in r.termination_reasons.items())
     # the loop's retry classes and the transport's (transport_rate_limit, transport_server_error, …), by name
     retries = ", ".join(f"{k} {v}" for k, v in r.retries.items()) or "—"
-    return [str(r.trials), _rate(r.pass_rate), interval, hat, f"{r.passed} / {r.graded}", str(r.failed),
+    user = "—" if r.user_failure_rate is None else f"{r.user_failures} ({r.user_failure_rate:.1%})"
+    return [str(r.trials), _rate(r.pass_rate), user, interval, hat, f"{r.passed} / {r.graded}", str(r.failed),
             str(r.error), str(r.aborted), _usd(agent.mean_usd if agent else None),
-            _usd(user.mean_usd if user else None), str(unknown), _mean_tokens_cell(r),
+            _usd(user_cost.mean_usd if user_cost else None), str(unknown), _mean_tokens_cell(r),
             f"{(r.mean_turns or 0):.1f}", latency, reasons, retries]
 
 

@@ -169,7 +169,7 @@ class ExpectedAction(_Model):
 
 
 #: the keywords capplan passes a custom grader that declares them (its own ``args`` may not use these names)
-GRADER_KEYWORDS = ("metadata", "checkpoints", "turn")
+GRADER_KEYWORDS = ("metadata", "checkpoints", "turn", "judge")
 
 
 class GraderFunction(_Model):

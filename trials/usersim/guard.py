@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from capplan.trials.usersim.contract import GenerationLike
+from capplan.trials.usersim.detectors.assistant_voice import AssistantVoiceDetector
 from capplan.trials.usersim.detectors.base import Finding, ReplyDetector, bounded_excerpt
 from capplan.trials.usersim.detectors.fourth_wall import FourthWallDetector
 from capplan.trials.usersim.detectors.scratchpad import ScratchpadDetector
@@ -29,7 +30,8 @@ logger = logging.getLogger(LOGGER_NAME)
 USER_REPLY_MAX_ATTEMPTS = 3
 """Generations one user turn may take before the guard refuses it."""
 
-DEFAULT_REPLY_DETECTORS: tuple[ReplyDetector, ...] = (FourthWallDetector(), ScratchpadDetector())
+DEFAULT_REPLY_DETECTORS: tuple[ReplyDetector, ...] = (FourthWallDetector(), ScratchpadDetector(),
+                                                      AssistantVoiceDetector())
 """The detectors every guard runs unless built with others.
 
 Tuple order is inspection order and the first detector to flag a reply owns it, so a detector

@@ -130,12 +130,14 @@ def _column_stats(column: Column, run: LoadedRun) -> dict[str, Any]:
     rows = summarize(lines).rows if lines else []
     if not rows:
         return {"trials": len(column.trials), "graded": 0, "passed": 0, "pass_rate": None, "ci95": None,
-                "pass_hat_k": None, "pass_hat_k_tasks": None, "failed": 0, "error": 0, "aborted": 0}
+                "pass_hat_k": None, "pass_hat_k_tasks": None, "failed": 0, "error": 0, "aborted": 0,
+                "user_failures": 0, "user_failure_rate": None}
     row = rows[0]
     return {"trials": len(column.trials), "graded": row.graded, "passed": row.passed, "pass_rate": row.pass_rate,
             "ci95": list(row.pass_rate_ci95) if row.pass_rate_ci95 else None, "pass_hat_k": row.pass_hat_k,
             "pass_hat_k_tasks": row.pass_hat_k_tasks,
-            "failed": row.failed, "error": row.error, "aborted": row.aborted}
+            "failed": row.failed, "error": row.error, "aborted": row.aborted,
+            "user_failures": row.user_failures, "user_failure_rate": row.user_failure_rate}
 
 
 def _detail(trial: TrialResult, shared: _Shared, redact: Callable[[str], str],
