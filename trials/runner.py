@@ -36,8 +36,8 @@ from capplan.executor.client import Client, Completion
 from capplan.executor.plan import Plan, verify_fingerprint
 from capplan.executor.probe import RateLimitProbeConfig
 from capplan.executor.probe_stats import ProbeStats
-from capplan.executor.result import GenerationResult
-from capplan.trials.usersim import SIMULATOR_SCHEMA_VERSION, GuardEvent
+from capplan.executor.result import GenerationResult, ToolCall
+from capplan.trials.usersim import SIMULATOR_SCHEMA_VERSION, GuardEvent, UserTools
 from capplan.trials.usersim.failures import user_simulator_failure
 from capplan.trials.grading.graders import grade, verdict_for
 from capplan.trials.tasks.environment import TrialEnvironment
@@ -220,6 +220,10 @@ class _Trial:
         self.state: dict[str, Any] | None = None
         self.state_error: str | None = None
         self.checkpoints: list[TurnCheckpoint] = []
+        # the user's own side (dual control): its environment, once built, and the records of its tool calls
+        self.env: TrialEnvironment | None = None
+        self.user_recorder = Recorder()
+        self.user_state: dict[str, Any] | None = None
         # what the pass rule reads (outcome.unaccepted_end): the agent's last text answer, and who the user is
         self.final_answer: FinalAnswer | None = None
         self.simulated_user = False
@@ -289,7 +293,7 @@ class _Trial:
         task = applied_choices(loaded.task, spec.trial_choices)
         self.max_turns = resolve_max_turns(task.max_turns, spec.max_turns_cap, plan.loop.default_max_turns)
         user = self._user()
-        env = self._create_environment(loaded, task_code_timeout(task))
+        env = self.env = self._create_environment(loaded, task_code_timeout(task))
         tools = task.tool_specs()
         prepared = client.builder.tool_memo.prepare(json.dumps(tools, separators=(",", ":")).encode("utf-8"))
         runner = ToolRunner(env.method, prepared=prepared, plan_cap=plan.loop.tool_output_max_chars,
@@ -321,7 +325,43 @@ class _Trial:
                 self.state, self.state_error = self._read_state(env, state_timeout)
             except TaskCodeCancelled:
                 return LoopEnd(TerminationReason.INTERRUPTED, end.turns, "the run was interrupted")
+        if env.user_instances:
+            try:
+                self.user_state = self.code.call("reading the user's state", env.user_state, timeout_s=state_timeout)
+            except (TaskCodeFailed, TaskCodeTimedOut):
+                self.user_state = None  # informational: the agent's state and the graders do not depend on it
+            except TaskCodeCancelled:
+                return LoopEnd(TerminationReason.INTERRUPTED, end.turns, "the run was interrupted")
         return end
+
+    def _user_tools(self, task: TaskFile, client: Client, adapter: Callable[[], LlmUser]) -> UserTools | None:
+        """The user's own tools (dual control): each call runs on the user's components, on the task-code worker,
+        recorded apart from the agent's (``user_tool_calls``, requestor user) with its own timeouts and caps."""
+        if not task.user_tools:
+            return None
+        specs = task.user_tool_specs()
+        prepared = client.builder.tool_memo.prepare(json.dumps(specs, separators=(",", ":")).encode("utf-8"))
+        base = task_code_timeout(task)
+        caps = {t.name: t.output_max_chars for t in task.user_tools}
+        timeouts = {t.name: t.timeout_s if t.timeout_s is not None else base for t in task.user_tools}
+        records = self.user_recorder
+
+        def run(name: str, arguments: dict[str, Any], call_id: str, message_index: int) -> str:
+            env = self.env
+            if env is None:  # pragma: no cover - the environment is built before the user speaks
+                raise ValueError("the user's environment is not built")
+            records.secrets = self.recorder.secrets
+            runner = ToolRunner(env.user_method, prepared=prepared, plan_cap=None, tool_caps=caps, recorder=records,
+                                code=self.code, timeouts=timeouts, argument_validation=task.argument_validation)
+            call = ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=json.dumps(arguments))
+            # checked against the schema as the parser never did (a user call's arguments are what the model sent)
+            content = runner.run(call, call_id, adapter().user_turn, True, ())
+            records.tool_calls[-1] = records.tool_calls[-1].model_copy(
+                update={"requestor": "user", "before_message": message_index})
+            return content
+
+        return UserTools(schemas=specs, run=run, max_steps=task.user.max_tool_steps
+                         if isinstance(task.user, LlmUserConfig) else 1)
 
     def _user(self) -> UserAdapter:
         assert self.task is not None
@@ -362,9 +402,13 @@ class _Trial:
             for call in rejected:
                 call.outcome = "guard_rejected"
 
-        return LlmUser(generate, trial_id=spec.trial_id, backstory=user.backstory,
-                       initial_message=user.initial_message, on_guard_event=on_guard_event,
-                       stop_signals={text: TerminationReason(reason) for text, reason in user.stop_signals.items()})
+        made: list[LlmUser] = []
+        adapter = LlmUser(generate, trial_id=spec.trial_id, backstory=user.backstory,
+                          initial_message=user.initial_message, on_guard_event=on_guard_event,
+                          stop_signals={text: TerminationReason(reason) for text, reason in user.stop_signals.items()},
+                          tools=self._user_tools(self.task.task, client, lambda: made[0]))
+        made.append(adapter)
+        return adapter
 
     def _records(self, end: LoopEnd, *, graded: bool = True) -> TrialRecords:
         spec = self.spec
@@ -389,6 +433,8 @@ class _Trial:
             value_substitutions=rec.value_substitutions, parser_errors=rec.parser_errors,
             schema_violations=rec.schema_violations, unread_output=rec.unread_output,
             final_state=self.state, final_state_error=self.state_error,
+            user_tools=task.user_tool_specs() if task else [], user_tool_calls=self.user_recorder.tool_calls,
+            final_user_state=self.user_state,
             checkpoints=self.checkpoints, metadata=task.metadata if task else {}, termination=termination,
         )
         trajectory_data = trajectory.model_dump(mode="json")

@@ -76,3 +76,36 @@ def test_a_hostile_user_stop_signals_block_is_refused_located_and_writes_nothing
     assert "Traceback" not in result.output
     assert f"{task}:" in result.output and "error[wrong-type]" in result.output and expected in result.output
     assert not out.exists()
+
+
+USER_SIDE_CASES = {
+    "tools of the wrong type": ("  tools: 3\n", "user.llm.tools: Input should be a valid list"),
+    "environment of the wrong type": ("  environment: env:Env\n", "user.llm.environment: must be a list"),
+    "huge step bound": ("  max_tool_steps: 1000000000\n", "user.llm.max_tool_steps: Input should be less than or equal "
+                                                           "to 100"),
+    "step bound as text": ("  max_tool_steps: '5'\n", "user.llm.max_tool_steps: Input should be a valid integer"),
+    "too many tools": ("  environment: [{ref: env:Phone}]\n  tools: ["
+                       + ", ".join(f"{{name: t{i}, description: d}}" for i in range(257)) + "]\n",
+                       "user.llm.tools: List should have at most 256 items"),
+    "planted key in a user tool": ("  environment: [{ref: env:Phone}]\n  tools: [{name: t, description: d, "
+                                   f"api_key: {CANARY}}}]\n", "error[unknown-key]"),
+    "planted key in a user component": (f"  environment: [{{ref: env:Phone, api_key: {CANARY}}}]\n",
+                                        "error[unknown-key]"),
+    "tools without a component": ("  tools: [{name: t, description: d}]\n", "give user.environment"),
+    "peers of the wrong type": ("  environment: [{ref: env:Phone, peers: [shop]}]\n",
+                                "peers: Input should be a valid dictionary"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(USER_SIDE_CASES))
+def test_a_hostile_user_side_is_refused_located_and_writes_nothing(tmp_path: Path, name: str) -> None:
+    block, expected = USER_SIDE_CASES[name]
+    task = tmp_path / "task.yaml"
+    task.write_text("id: t\nsystem_prompt: hi\nenvironment: env:Env\ntools: []\nuser:\n  mode: llm\n  backstory: b\n"
+                    + block)
+    out = tmp_path / "run"
+    result = invoke("trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and CANARY not in result.output
+    assert f"{task}:" in result.output and expected in result.output, result.output
+    assert not out.exists()

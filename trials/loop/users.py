@@ -13,7 +13,8 @@ from typing import Any, Protocol
 
 from capplan.executor.result import GenerationResult
 from capplan.trials.run_folder.recording import wire_message
-from capplan.trials.usersim import STOP_SIGNAL, GuardEvent, UnanswerableTranscript, UserReplyRefused, UserSimulator
+from capplan.trials.usersim import (STOP_SIGNAL, GuardEvent, UnanswerableTranscript, UserReplyRefused, UserSimulator,
+                                    UserTools, UserToolStepsExceeded)
 from capplan.trials.terminal import Terminal
 from capplan.trials.outcome import TerminationReason
 
@@ -69,7 +70,11 @@ UserGenerate = Callable[[dict[str, Any], int], GenerationResult]
 
 class LlmUser:
     """The user simulator, driven by the user plan's client; every generation (guard retries included) is
-    billed by ``generate`` under the user turn it was made for."""
+    billed by ``generate`` under the user turn it was made for.
+
+    ``tools`` gives the user tools of their own (dual control): their schemas ride on every simulator
+    request, and ``tools.run`` (the runner's) executes and records each call the simulator makes.
+    """
 
     def __init__(
         self,
@@ -80,12 +85,18 @@ class LlmUser:
         initial_message: str | None,
         on_guard_event: Callable[[GuardEvent], None],
         stop_signals: Mapping[str, TerminationReason] | None = None,
+        tools: UserTools | None = None,
     ) -> None:
+        offered = [dict(schema) for schema in tools.schemas] if tools is not None else []
+
         def simulator_generate(system_prompt: str, messages: list[dict[str, Any]]) -> GenerationResult:
-            return generate({"system": system_prompt, "messages": messages}, self.user_turn)
+            request: dict[str, Any] = {"system": system_prompt, "messages": messages}
+            if offered:
+                request["tools"] = offered
+            return generate(request, self.user_turn)
 
         self.simulator = UserSimulator(simulator_generate, trial_id=trial_id, backstory=backstory,
-                                       record_event=on_guard_event)
+                                       record_event=on_guard_event, tools=tools)
         self._initial = initial_message
         self._signals = dict(stop_signals or {})
         #: The user turn being produced: 0 for the opening, then one more per reply.
@@ -97,7 +108,7 @@ class LlmUser:
             return UserTurn(self._initial, stops=False)
         try:
             reply = self.simulator.open(message_index=0)
-        except (UserReplyRefused, UnanswerableTranscript) as exc:
+        except (UserReplyRefused, UnanswerableTranscript, UserToolStepsExceeded) as exc:
             raise _harness_error(exc) from exc
         if not reply.text.replace(STOP_SIGNAL, "").strip():
             # an opening that says nothing ends the trial before the agent speaks: the simulator's
@@ -122,7 +133,7 @@ class LlmUser:
         shared = [wire_message(m) for m in transcript if m.get("role") in ("user", "assistant", "tool")]
         try:
             reply = self.simulator.reply(shared, message_index=message_index)
-        except (UserReplyRefused, UnanswerableTranscript) as exc:
+        except (UserReplyRefused, UnanswerableTranscript, UserToolStepsExceeded) as exc:
             raise _harness_error(exc) from exc
         return self._turn(reply.text, reply.stops)
 

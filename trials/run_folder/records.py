@@ -72,6 +72,10 @@ class ToolCallRecord(_Record):
         None, description="argument_validation: record -- how the arguments broke the tool's schema (the call ran).")
     running_at_end: bool | None = Field(
         None, description="For a call that timed out: whether it was still running when the trial ended.")
+    requestor: Literal["user"] | None = Field(
+        None, description="user: a call the simulated user made with its own tools (dual control; in user_tool_calls).")
+    before_message: int | None = Field(
+        None, description="For a user's call: the index in messages of the user turn it was made before.")
 
 
 class RetryRecord(_Record):
@@ -167,6 +171,14 @@ class Trajectory(_Record):
                                           "redacted (the call failed: the trial ended error).")
     final_state: dict[str, Any] | None
     final_state_error: str | None = Field(None, description="Why the final state could not be read or encoded.")
+    user_tools: list[dict[str, Any]] = Field(
+        default_factory=list, description="The user's own tools (dual control), as the simulator was offered them.")
+    user_tool_calls: list[ToolCallRecord] = Field(
+        default_factory=list, description="The calls the simulated user made with its own tools, apart from the "
+                                          "agent's (each requestor: user); the agent never saw them.")
+    final_user_state: dict[str, Any] | None = Field(
+        None, description="The user's own components' state at the end ({component: {attr: value}}); null when the "
+                          "user has none or it could not be read.")
     checkpoints: list[TurnCheckpoint] = Field(default_factory=list, description="One per user turn, in order.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="The task's metadata, as its file gives it.")
     termination: Termination

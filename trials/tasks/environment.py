@@ -43,6 +43,12 @@ class LoadedComponents(Protocol):
     @property
     def tool_owners(self) -> Mapping[str, int]: ...
 
+    @property
+    def user_classes(self) -> tuple[type[Any], ...]: ...
+
+    @property
+    def user_tool_owners(self) -> Mapping[str, int]: ...
+
 __all__ = ["EnvironmentLoadError", "StateEncodingError", "TrialEnvironment", "component_file", "load_class",
            "load_component_class", "import_task_module", "module_files", "resolve_function", "tool_methods"]
 
@@ -259,12 +265,20 @@ class TrialEnvironment:
     """One trial's fresh set of component instances; tools dispatch by method name."""
 
     def __init__(self, instances: list[tuple[EnvironmentComponent, Any]], owners: Mapping[str, int], *,
-                 flat: bool, declared: set[str]) -> None:
-        """``owners`` maps a tool to the index of the component serving it; ``flat``: the string form's state."""
+                 flat: bool, declared: set[str], user_instances: list[tuple[EnvironmentComponent, Any]] | None = None,
+                 user_owners: Mapping[str, int] | None = None, user_declared: set[str] | None = None) -> None:
+        """``owners`` maps a tool to the index of the component serving it; ``flat``: the string form's state.
+
+        ``user_instances`` are the user's own components (dual control), ``user_owners`` their tools' owners:
+        the agent's lookups never reach them, the user's never reach the agent's.
+        """
         self.instances = instances
         self._owners = dict(owners)
         self._flat = flat
         self._declared = declared
+        self.user_instances = user_instances or []
+        self._user_owners = dict(user_owners or {})
+        self._user_declared = user_declared or set()
 
     @classmethod
     def create(cls, loaded: LoadedComponents) -> TrialEnvironment:
@@ -278,7 +292,18 @@ class TrialEnvironment:
             if component.setup is not None:
                 getattr(instance, component.setup.method)(**copy.deepcopy(component.setup.args))
             instances.append((component, instance))
-        return cls(instances, loaded.tool_owners, flat=task.flat_state, declared={t.name for t in task.tools})
+        by_name = {component.component_name: instance for component, instance in instances}
+        user_instances: list[tuple[EnvironmentComponent, Any]] = []
+        for component, klass in zip(task.user_components, loaded.user_classes):
+            # built after the agent's: a user component may be handed agent components it shares a world with
+            peers = {parameter: by_name[name] for parameter, name in component.peers.items()}
+            instance = klass(**copy.deepcopy(component.args), **peers)
+            if component.setup is not None:
+                getattr(instance, component.setup.method)(**copy.deepcopy(component.setup.args))
+            user_instances.append((component, instance))
+        return cls(instances, loaded.tool_owners, flat=task.flat_state, declared={t.name for t in task.tools},
+                   user_instances=user_instances, user_owners=loaded.user_tool_owners,
+                   user_declared={t.name for t in task.user_tools})
 
     def method(self, tool_name: str) -> Callable[..., Any] | None:
         """The bound method implementing ``tool_name``; None when no component has it."""
@@ -287,6 +312,21 @@ class TrialEnvironment:
             return None
         found = getattr(self.instances[index][1], tool_name, None)
         return found if callable(found) else None
+
+    def user_method(self, tool_name: str) -> Callable[..., Any] | None:
+        """The bound method implementing the user's tool ``tool_name``; None when no user component has it."""
+        index = self._user_owners.get(tool_name)
+        if index is None:
+            return None
+        found = getattr(self.user_instances[index][1], tool_name, None)
+        return found if callable(found) else None
+
+    def user_state(self) -> dict[str, Any] | None:
+        """The user's components' state, ``{component: {attr: value}}``; None when the user has none."""
+        if not self.user_instances:
+            return None
+        return {component.component_name: self._one(component, instance, self._user_declared)
+                for component, instance in self.user_instances}
 
     def state(self) -> dict[str, Any]:
         """The state: flat ``{attr: value}`` for the string form, ``{component: {attr: value}}`` for a list.
@@ -299,10 +339,11 @@ class TrialEnvironment:
             return self._one(component, instance)
         return {component.component_name: self._one(component, instance) for component, instance in self.instances}
 
-    def _one(self, component: EnvironmentComponent, instance: Any) -> dict[str, Any]:
+    def _one(self, component: EnvironmentComponent, instance: Any, declared: set[str] | None = None) -> dict[str, Any]:
         name = component.component_name
+        declared = self._declared if declared is None else declared
         try:
-            hook = getattr(type(instance), STATE_HOOK, None) if STATE_HOOK not in self._declared else None
+            hook = getattr(type(instance), STATE_HOOK, None) if STATE_HOOK not in declared else None
             if callable(hook):
                 value = encode_state_value(getattr(instance, STATE_HOOK)(), name, "state()")
                 if not isinstance(value, dict):

@@ -96,6 +96,9 @@ class LoadedTask:
     classes: tuple[type[Any], ...]
     #: tool name -> index of the component that serves it
     tool_owners: Mapping[str, int] = field(default_factory=dict)
+    #: the user's own components' classes (dual control), and user tool name -> index of the one serving it
+    user_classes: tuple[type[Any], ...] = ()
+    user_tool_owners: Mapping[str, int] = field(default_factory=dict)
 
     @functools.cached_property
     def sha256(self) -> str:
@@ -183,12 +186,15 @@ def lint_task(path: Path, *, import_environments: bool = False) -> list[Diagnost
 
 def _checked(source: SourceFile, path: Path, text: str) -> LoadedTask:
     view, diags = _view(source, path)
-    found, classes = _Checks(source, view).imported(construct=False)  # validation constructs nothing
+    checks = _Checks(source, view)
+    found, classes = checks.imported(construct=False)  # validation constructs nothing
     diags += found
     errors = [d for d in diags if d.severity == "error"]
-    if errors or view.task is None or classes is None:
+    if errors or view.task is None or classes is None or checks.user_classes is None:
         raise InputError(errors or diags)
-    return LoadedTask(view.task, path, text, tuple(classes), view.owners(classes))
+    user_classes = checks.user_classes
+    return LoadedTask(view.task, path, text, tuple(classes), view.owners(classes), tuple(user_classes),
+                      view.user_owners(user_classes))
 
 
 # --- what validated --------------------------------------------------------------------------------
@@ -222,6 +228,9 @@ class _View:
     tool_choice: NamedToolChoice | None = None
     requires: tuple[str, ...] = ()  # distributions whose modules the refs may name (see capplan.trials.tasks.code_refs)
     code_timeout_s: float = DEFAULT_TIMEOUT_S  # the task-code deadline an import runs under
+    # the user's own side (dual control), when the whole task validated
+    user_tools: list[tuple[int, TaskTool]] = field(default_factory=list)
+    user_components: list[_Component] = field(default_factory=list)
 
     @property
     def reads_state(self) -> bool:
@@ -229,12 +238,23 @@ class _View:
                 or self.function is not None)
 
     def owners(self, classes: list[type[Any]]) -> dict[str, int]:
-        owners: dict[str, int] = {}
-        for index, (component, cls) in enumerate(zip(self.components, classes)):
-            for name in _candidates(component.spec, set(tool_methods(cls)), self.declared):
-                if name in self.declared:
-                    owners.setdefault(name, index)
-        return owners
+        return _owners(self.components, classes, self.declared)
+
+    @property
+    def user_declared(self) -> set[str]:
+        return {t.name for _, t in self.user_tools}
+
+    def user_owners(self, classes: list[type[Any]]) -> dict[str, int]:
+        return _owners(self.user_components, classes, self.user_declared)
+
+
+def _owners(components: list[_Component], classes: list[type[Any]], declared: set[str]) -> dict[str, int]:
+    owners: dict[str, int] = {}
+    for index, (component, cls) in enumerate(zip(components, classes)):
+        for name in _candidates(component.spec, set(tool_methods(cls)), declared):
+            if name in declared:
+                owners.setdefault(name, index)
+    return owners
 
 
 def _candidates(component: EnvironmentComponent, public: set[str], declared: set[str]) -> set[str]:
@@ -266,6 +286,9 @@ def _view(source: SourceFile, path: Path) -> tuple[_View, list[Diagnostic]]:
                  requires=tuple(task.requires), code_timeout_s=task.tool_timeout_s or DEFAULT_TIMEOUT_S)
     if grader is not None and isinstance(grader.function, GraderFunction):
         view.function_loc = ("grader", "function", "ref")
+    view.user_tools = list(enumerate(task.user_tools))
+    view.user_components = [_Component(("user", "environment", i), c, ("user", "environment", i, "args"))
+                            for i, c in enumerate(task.user_components)]
     return view, []
 
 
@@ -374,6 +397,8 @@ class _Checks:
         self.view = view
         self.diags: list[Diagnostic] = []
         self.bad_setup: set[Loc] = set()  # components whose setup is already an error: not called
+        #: the user's components' classes after an import check (None: one did not load)
+        self.user_classes: list[type[Any]] | None = []
 
     def diag(self, loc: Loc, code: str, message: str, hint: str | None = None) -> None:
         self.diags.append(self.source.diag(loc, code, message, hint))
@@ -394,6 +419,11 @@ class _Checks:
         self._methods(found, bad_tools)
         self._grader(bad_tools, [f.state_keys if f else None for f in found],
                      [f.state_reason if f else "the component was not read" for f in found], found)
+        self._peers_only_for_users()
+        for component in self.view.user_components:
+            if self._ref_allowed((*component.loc, "ref"), component.spec.ref):
+                self.unchecked(component.loc, f"the user's component {component.spec.ref} and its tools were not "
+                                              "checked")
         function = self.view.function
         if function is not None and self._ref_allowed(self._function_loc(), function.ref, grader=True):
             try:
@@ -440,6 +470,7 @@ class _Checks:
                 if view.components_complete:
                     keys, reasons = self._source_state_keys()
             self._grader(bad_tools, keys, reasons, found, imported=True)
+            self.user_classes = self._user_side(runner)
             function = view.function
             if function is not None and self._ref_allowed(self._function_loc(), function.ref, grader=True) \
                     and self._import_free(self._function_loc()):
@@ -544,6 +575,73 @@ class _Checks:
                                   f"{self._what(component)} has no public method {name!r} to ignore",
                                   did_you_mean(name, f.public))
 
+    # -- the user's own side (dual control) -------------------------------------------------
+
+    def _peers_only_for_users(self) -> None:
+        for component in self.view.components:
+            if component.spec.peers and not self.view.flat:
+                self.diag((*component.loc, "peers"), "environment-peers",
+                          "peers: hands a user component the agent's components; an agent component has none",
+                          "move the component under user.environment:, or drop peers:")
+
+    def _user_side(self, runner: TaskCodeRunner) -> list[type[Any]] | None:
+        """The user's tools and components, as the agent's are checked; their classes (None when one did not load)."""
+        view = self.view
+        self._peers_only_for_users()
+        bad: set[int] = set()
+        for i, tool in view.user_tools:
+            if not _schema_ok(self, i, tool.parameters, base=("user", "tools")):
+                bad.add(i)
+        agent_names = [c.spec.component_name for c in view.components]
+        classes: list[type[Any] | None] = []
+        found: list[_Found | None] = []
+        declared = view.user_declared
+        for component in view.user_components:
+            for parameter, name in component.spec.peers.items():
+                if name not in agent_names:
+                    self.diag((*component.loc, "peers", parameter), "environment-peers",
+                              f"peers names component {name!r}, which the agent's environment does not have",
+                              did_you_mean(name, agent_names))
+                if parameter in component.spec.args:
+                    self.diag((*component.loc, "peers", parameter), "environment-peers",
+                              f"{parameter!r} is given by both args: and peers:", "keep one of them")
+            cls = self._import_component(component, runner)
+            classes.append(cls)
+            if cls is None:
+                found.append(None)
+                continue
+            self._constructor_args(component, cls)
+            try:
+                public, functions = _class_signatures(cls)
+            except BaseException as exc:  # listing members runs the class's descriptors: the task author's code
+                self.diag(component.loc, "environment-import",
+                          f"listing the methods of {component.spec.ref} raised {type(exc).__name__}: {exc}")
+                found.append(None)
+                continue
+            self._setup(component, functions, set())
+            candidates = _candidates(component.spec, set(public), declared)
+            found.append(_Found({n: public[n] for n in candidates}, set(public), functions, set(), None, None))
+        for i, tool in view.user_tools:
+            owners = [(c, f) for c, f in zip(view.user_components, found) if f is not None and tool.name in f.methods]
+            if len(owners) > 1:
+                self.diag(("user", "tools", i, "name"), "duplicate-tool-owner",
+                          f"user tool {tool.name!r} is a method of more than one user component",
+                          "list it under ignore_methods: of the components that must not serve it")
+            elif not owners and all(f is not None for f in found):
+                every = sorted({n for f in found if f is not None for n in f.methods})
+                self.diag(("user", "tools", i, "name"), "unknown-tool",
+                          f"no user component has a method {tool.name!r}", did_you_mean(tool.name, every))
+            elif owners and i not in bad and (signature := owners[0][1].methods[tool.name]) is not None:
+                self._signature(("user", "tools", i, "parameters"), tool.name, tool.parameters, signature)
+        for component, f in zip(view.user_components, found):
+            for name in sorted(set(f.methods) - declared) if f is not None else []:
+                self.diag(component.loc, "undeclared-method",
+                          f"user component {component.spec.component_name!r} ({component.spec.ref}) has public method "
+                          f"{name!r}, which user.tools does not declare",
+                          "declare it under user.tools:, or list it under ignore_methods:")
+        loaded = [c for c in classes if c is not None]
+        return loaded if len(loaded) == len(classes) else None
+
     def _no_method(self, name: str) -> str:
         if self.view.flat and self.view.components:
             return f"environment {self.view.components[0].spec.ref} has no method {name!r}"
@@ -606,7 +704,7 @@ class _Checks:
 
     def _arguments(self, component: _Component, init: Signature) -> None:
         """A component's args against its constructor's signature (what constructing it would have raised)."""
-        given = set(component.spec.args)
+        given = set(component.spec.args) | set(component.spec.peers)  # peers are constructor arguments too
         ref = component.spec.ref
         if not init.var_keyword:
             for key in sorted(given - set(init.accepted)):
@@ -848,13 +946,13 @@ class _Checks:
         return self.view.function_loc
 
 
-def _schema_ok(checks: _Checks, i: int, parameters: dict[str, Any]) -> bool:
+def _schema_ok(checks: _Checks, i: int, parameters: dict[str, Any], *, base: Loc = ("tools",)) -> bool:
     """The tool's parameters are a usable object schema (each problem is a diagnostic)."""
     problem = _schema_problem(json.dumps(_without_prose(parameters), sort_keys=True, default=str))
     if problem is None:
         return True
     where, code, message, hint = problem
-    checks.diag(("tools", i, "parameters", *where), code, message, hint)
+    checks.diag((*base, i, "parameters", *where), code, message, hint)
     return False
 
 

@@ -33,6 +33,11 @@ MODULE_REF = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
 #: ``rel/path.py:Name``: a Python file relative to the task file's folder
 PATH_REF = r"^[^:\x00]*\.py:[A-Za-z_]\w*$"
 _IDENTIFIER = r"^[A-Za-z_]\w{0,63}$"
+#: Bounds on the user's side (dual control): far above τ²'s telecom (30 user tools, one component).
+MAX_USER_TOOLS = 256
+MAX_USER_COMPONENTS = 16
+MAX_USER_TOOL_STEPS = 100
+DEFAULT_USER_TOOL_STEPS = 16
 
 
 def _path_segment(value: str) -> str:
@@ -113,6 +118,11 @@ class EnvironmentComponent(_Model):
     name: str | None = Field(None, pattern=_IDENTIFIER,
                              description="The component's key in the state (default: the class name).")
     setup: SetupCall | None = Field(None, description="A method called once after construction.")
+    peers: dict[Annotated[str, Field(pattern=_IDENTIFIER)], Annotated[str, Field(pattern=_IDENTIFIER)]] = Field(
+        default_factory=dict, max_length=16,
+        description="User components only: constructor keyword arguments given the trial's agent-side components "
+                    "by name ({parameter: component name}), for a user's world that shares state with the agent's "
+                    "(a phone and the carrier's line).")
     ignore_methods: list[Annotated[str, Field(pattern=_IDENTIFIER)]] = Field(
         default_factory=list, description="Public methods that are not tools (lint does not ask for them to be declared).")
 
@@ -154,6 +164,27 @@ class LlmUser(_Model):
         description="Texts besides ###STOP### that end the conversation when a simulated user turn contains one, each "
                     "with the termination reason it ends the trial with (e.g. τ²-bench's ###TRANSFER###: "
                     "user_transfer). ###STOP### is checked first.")
+    tools: Annotated[list[TaskTool], Field(max_length=MAX_USER_TOOLS)] = Field(
+        default_factory=list,
+        description="The user's own tools (dual control): each a public method of one of the user's environment "
+                    "components; the simulator calls them in its own tool loop, the agent never sees them.")
+    environment: Annotated[list[EnvironmentComponent], Field(max_length=MAX_USER_COMPONENTS)] = Field(
+        default_factory=list,
+        description="The user's own environment components: built fresh per trial after the agent's, their state "
+                    "recorded apart (final_user_state); the agent cannot call or read them.")
+    max_tool_steps: Annotated[StrictInt, Field(gt=0, le=MAX_USER_TOOL_STEPS)] = Field(
+        DEFAULT_USER_TOOL_STEPS, description="Tool-calling completions the simulator may make within one user turn "
+                                             "before it must answer in words (past it the trial ends error).")
+
+    @model_validator(mode="after")
+    def _tools_need_components(self) -> LlmUser:
+        if self.tools and not self.environment:
+            raise ValueError("user tools are methods of the user's environment components: give user.environment")
+        names = [t.name for t in self.tools]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"user tool {twice[0]!r} is declared twice")
+        return self
 
 
 User = Annotated[ScriptedUser | LlmUser, Field(discriminator="mode")]
@@ -281,13 +312,23 @@ class TaskFile(_Model):
         return [EnvironmentComponent(ref=self.environment, args=self.environment_args)]
 
     @property
+    def user_components(self) -> list[EnvironmentComponent]:
+        """The user's own environment components (dual control); none for a scripted user."""
+        return list(self.user.environment) if isinstance(self.user, LlmUser) else []
+
+    @property
+    def user_tools(self) -> list[TaskTool]:
+        """The user's own tools (dual control); none for a scripted user."""
+        return list(self.user.tools) if isinstance(self.user, LlmUser) else []
+
+    @property
     def flat_state(self) -> bool:
         """The string form's state is ``{attr: value}``; a component list's is ``{component: {attr: value}}``."""
         return isinstance(self.environment, str)
 
     def code_refs(self) -> list[str]:
         """Every code reference the task names (its components, then its grader function), as written."""
-        refs = [c.ref for c in self.components]
+        refs = [c.ref for c in self.components] + [c.ref for c in self.user_components]
         function = self.grader.function_ref if self.grader is not None else None
         return refs + ([function.ref] if function is not None else [])
 
@@ -301,7 +342,14 @@ class TaskFile(_Model):
 
     def tool_specs(self) -> list[dict[str, Any]]:
         """The tools in the request shape (``{"type": "function", "function": {...}}``)."""
-        return [
-            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-            for t in self.tools
-        ]
+        return request_tools(self.tools)
+
+    def user_tool_specs(self) -> list[dict[str, Any]]:
+        """The user's own tools in the request shape."""
+        return request_tools(self.user_tools)
+
+
+def request_tools(tools: list[TaskTool]) -> list[dict[str, Any]]:
+    """Tools in the request shape (``{"type": "function", "function": {...}}``)."""
+    return [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            for t in tools]

@@ -29,6 +29,7 @@ from capplan.trials.usersim.request import (
     opening_request,
 )
 from capplan.trials.usersim.simulator import UserReply, UserSimulator
+from capplan.trials.usersim.tool_loop import RunTool, UserTools, UserToolStepsExceeded
 
 __all__ = [
     "DEFAULT_REPLY_DETECTORS",
@@ -43,11 +44,14 @@ __all__ = [
     "GuardedGeneration",
     "Message",
     "ReplyDefect",
+    "RunTool",
     "UnanswerableTranscript",
     "UserReply",
     "UserReplyGuard",
     "UserReplyRefused",
     "UserSimulator",
+    "UserToolStepsExceeded",
+    "UserTools",
     "build_request",
     "flip_transcript",
     "opening_request",

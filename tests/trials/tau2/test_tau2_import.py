@@ -123,7 +123,7 @@ def test_a_components_methods_are_the_toolkits_tools_with_their_signatures() -> 
 
 
 @pytest.mark.parametrize(("args", "location", "message"), [
-    (["--domain", "telecom"], "--domain", "dual control"),
+    (["--domain", "telecom", "--task", "nope"], "telecom/tasks.json", "the telecom domain has no task 'nope'"),
     (["--domain", "airline", "--task", "999"], "airline/tasks.json", "the airline domain has no task '999'"),
     (["--domain", "airline", "--split", "nope"], "airline/split_tasks.json", "no split 'nope'"),
     (["--domain", "mock", "--task-set", "small"], "--task-set", "only telecom ships a small one"),

@@ -136,7 +136,13 @@ def tau2_messages(trajectory: dict[str, Any]) -> list[Any]:
     message_types = import_module("tau2.data_model.message")
     orchestrator = import_module("tau2.orchestrator.orchestrator")
     converted: list[Any] = [orchestrator.DEFAULT_FIRST_AGENT_MESSAGE.model_copy(deep=True)]
-    for message in trajectory.get("messages") or []:
+    user_calls: dict[int, list[dict[str, Any]]] = {}
+    for record in trajectory.get("user_tool_calls") or []:  # dual control: the user's own calls, by the turn they preceded
+        user_calls.setdefault(int(record.get("before_message") or 0), []).append(record)
+    messages = trajectory.get("messages") or []
+    for index, message in enumerate(messages):
+        for record in user_calls.pop(index, []):
+            converted.extend(_user_call(message_types, record))
         role = message.get("role")
         if ORIGIN in message or role == "system":
             continue
@@ -155,7 +161,20 @@ def tau2_messages(trajectory: dict[str, Any]) -> list[Any]:
             converted.append(message_types.ToolMessage(id=str(message.get("tool_call_id", "")), role="tool",
                                                        content=text, requestor="assistant",
                                                        error=(text or "").startswith("Error: ")))
+    for records in user_calls.values():  # calls made before a turn that was never recorded (the trial ended)
+        for record in records:
+            converted.extend(_user_call(message_types, record))
     return converted
+
+
+def _user_call(message_types: Any, record: dict[str, Any]) -> list[Any]:
+    """One of the user's own tool calls as τ²'s orchestrator records it: the user's call, then its result."""
+    call_id, output = str(record.get("id", "")), str(record.get("output", ""))
+    call = message_types.ToolCall(id=call_id, name=str(record.get("name", "")),
+                                  arguments=dict(record.get("arguments") or {}), requestor="user")
+    return [message_types.UserMessage(role="user", content=None, tool_calls=[call]),
+            message_types.ToolMessage(id=call_id, role="tool", content=output, requestor="user",
+                                      error=output.startswith("Error: "))]
 
 
 def _arguments(raw: Any) -> dict[str, Any]:

@@ -11,6 +11,9 @@ One task file per τ² task:
 - ``user``: capplan's LLM user simulator, with the task's user scenario as τ²'s user simulator
   receives it (``str(task.user_scenario)``: persona, instructions, known and unknown info) and
   τ²'s other two stop signals, each ending the trial with a termination reason of its own;
+- ``user.tools`` and ``user.environment`` (telecom, dual control): τ²'s user toolkit (the phone),
+  served by the user's own component (:mod:`.components`), handed the agent's component as its
+  peer since τ² keeps both sides in one environment;
 - ``metadata.tau2``: the domain, release and τ² task (its evaluation criteria included), so the
   answer is covered by the task file's digest;
 - ``grader``: τ²'s own evaluator (:mod:`.evaluator`).
@@ -23,6 +26,7 @@ does not start a conversation part-way.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -31,7 +35,7 @@ from typing import Any
 
 from capplan.trials.importers.bfcl.pack import OutFolderNotEmpty, OutFolderUnusable, _existing, dump
 from capplan.trials.importers.tau2 import source
-from capplan.trials.importers.tau2.components import CLASS_DOMAINS
+from capplan.trials.importers.tau2.components import AGENT_PEER, CLASS_DOMAINS, USER_CLASS_DOMAINS
 from capplan.trials.importers.tau2.source import OUT_OF_SCOPE, TRANSFER, Domain, Tau2DataError
 
 #: the grader function every τ² task names
@@ -63,8 +67,15 @@ class ImportResult:
 
 
 def task_id(domain: str, tau2_id: str) -> str:
-    """The capplan task id for τ²'s task ``tau2_id`` (a path segment: other characters become ``_``)."""
-    return f"{domain}_{_ID.sub('_', tau2_id)}"[:64]
+    """The capplan task id for τ²'s task ``tau2_id`` (a path segment: other characters become ``_``).
+
+    One longer than a task id may be (telecom's name their scenario) keeps its first 55 characters and
+    ends with 8 hex digits of the τ² id's sha256, so two ids alike in their first characters stay apart.
+    """
+    whole = f"{domain}_{_ID.sub('_', tau2_id).strip('_')}"
+    if len(whole) <= 64:
+        return whole
+    return f"{whole[:55]}_{hashlib.sha256(tau2_id.encode('utf-8')).hexdigest()[:8]}"
 
 
 def task_document(bench: Domain, task: Any) -> dict[str, Any]:
@@ -82,9 +93,14 @@ def task_document(bench: Domain, task: Any) -> dict[str, Any]:
     initial = tau2_task.get("initial_state")
     if initial:
         component["args"] = {"initial_state": initial}
-    tools = [{"name": t["function"]["name"], "description": t["function"].get("description", ""),
-              "parameters": t["function"].get("parameters") or {"type": "object", "properties": {}}}
-             for t in bench.tool_schemas]
+    tools = _tools(bench.tool_schemas)
+    user: dict[str, Any] = {"mode": "llm", "backstory": str(task.user_scenario) + SIGNAL_NOTE,
+                            "stop_signals": {TRANSFER: "user_transfer", OUT_OF_SCOPE: "user_out_of_scope"}}
+    if bench.user_tool_schemas:
+        user_class = next(name for name, served in USER_CLASS_DOMAINS.items() if served == bench.name)
+        user["tools"] = _tools(bench.user_tool_schemas)
+        user["environment"] = [{"ref": f"{COMPONENTS_MODULE}:{user_class}", "name": "user_device",
+                                "peers": {AGENT_PEER: bench.name}}]
     return {
         "id": task_id(bench.name, str(task.id)),
         "pack": f"tau2_{bench.name}",
@@ -92,8 +108,7 @@ def task_document(bench: Domain, task: Any) -> dict[str, Any]:
         "requires": list(REQUIRES),
         "environment": [component],
         "tools": tools,
-        "user": {"mode": "llm", "backstory": str(task.user_scenario) + SIGNAL_NOTE,
-                 "stop_signals": {TRANSFER: "user_transfer", OUT_OF_SCOPE: "user_out_of_scope"}},
+        "user": user,
         "max_turns": MAX_TURNS,
         "argument_validation": "off",
         "metadata": {"tau2": {"domain": bench.name, "version": bench.version, "task_id": str(task.id),
@@ -102,11 +117,18 @@ def task_document(bench: Domain, task: Any) -> dict[str, Any]:
     }
 
 
+def _tools(schemas: Any) -> list[dict[str, Any]]:
+    """τ²'s ``openai_schema`` tools as a task file declares them."""
+    return [{"name": t["function"]["name"], "description": t["function"].get("description", ""),
+             "parameters": t["function"].get("parameters") or {"type": "object", "properties": {}}}
+            for t in schemas]
+
+
 def _class_name(domain: str) -> str:
     return next(name for name, served in CLASS_DOMAINS.items() if served == domain)
 
 
-def import_domain(domain: str, out: Path, *, task_set: str = "full", split: str | None = None,
+def import_domain(domain: str, out: Path, *, task_set: str | None = None, split: str | None = None,
                   task_ids: Collection[str] | None = None, force: bool = False) -> ImportResult:
     """Write ``domain``'s tasks as task files into ``out``; the folder must be new or empty unless ``force``.
 

