@@ -98,6 +98,12 @@ def trial_cmd() -> None:
 @click.option("--fail-on-error", "fail_on_error", type=_ErrorTolerance(), default="0", show_default=True,
               help="Trials that may end error (harness) or aborted (rate limit, timeout, infrastructure, "
                    "configuration) before the run exits 1: a count N, or a fraction of the run's trials in (0, 1).")
+@click.option("--resample-user", "resample_user", type=click.IntRange(0, 10), default=0, show_default=True,
+              metavar="N",
+              help="Once every trial has run, run again (up to N times each) the trials whose user simulator broke "
+                   "(left its scenario, revealed what it was told not to, looped, ended early, talked like the "
+                   "assistant: the run line's user_simulator_failure), with a fresh user sample; each is a new "
+                   "attempt that supersedes the broken one, and every attempt counts against --max-cost.")
 @click.option("--retry-aborted", is_flag=True, default=False,
               help="On resume, run again the trials that ended aborted (rate limit, API timeout, infrastructure); "
                    "the new line supersedes the aborted one in the summary.")
@@ -105,7 +111,7 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
             concurrency: int, max_turns: int | None, max_cost: float | None, backend: str, address: str | None,
             workers: int | None, run_config: Path | None, api_base: str | None, user_api_base: str | None,
             retry_aborted: bool, fail_on_error: float, judge_plan: Path | None = None,
-            judge_api_base: str | None = None) -> None:
+            judge_api_base: str | None = None, resample_user: int = 0) -> None:
     """Run every TASK file against every --plan, --trials times each, into --out.
 
     A TASK that is a folder stands for every *.yaml task file in it and in the folders below
@@ -199,7 +205,7 @@ def run_cmd(tasks: tuple[Path, ...], plans: tuple[Path, ...], user_plan: Path | 
         runner = load_backend(backend, **options)
         outcome = drive(specs, folder, runner, concurrency=concurrency, max_cost=max_cost,
                         progress=Progress(), retry_aborted=retry_aborted, rate_limit_probe=request.rate_limit_probe,
-                        settings=settings, command=redacted_command())
+                        settings=settings, command=redacted_command(), resample_user=resample_user)
     except ConfinedPathError as exc:  # refused at a write during the run (the folder changed under it)
         raise RunStoppedAtWrite(exc.diagnostic()) from None
     stats = getattr(runner, "stats", None)

@@ -194,7 +194,7 @@ def _check_choices(request: RunRequest, tasks: Sequence[LoadedTask]) -> None:
 def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concurrency: int,
           max_cost: float | None, progress: Progress, retry_aborted: bool = False,
           rate_limit_probe: RateLimitProbeConfig | None = None, settings: RunSettings | None = None,
-          command: Sequence[str] | None = None) -> RunOutcome:
+          command: Sequence[str] | None = None, resample_user: int = 0) -> RunOutcome:
     """Run what is not finished yet, writing each trial as it finishes.
 
     With an enabled ``rate_limit_probe`` the trials' probe censuses are summed into the run
@@ -203,19 +203,45 @@ def drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concur
     ``retry_aborted`` also runs again the trials whose latest line is ``aborted`` (a rate
     limit, timeout or infrastructure failure, which says nothing about the model); the new
     line is appended and supersedes the aborted one wherever lines are read per trial.
+
+    ``resample_user`` (``trial run --resample-user N``): once every trial has run, a trial whose
+    latest attempt ended with a broken user simulator (``user_simulator_failure``) runs again
+    with a fresh user sample, as a new attempt that supersedes it, at most N times; each round
+    is an invocation of its own in ``run.json``, and the budget counts every attempt.
     """
     try:  # the folder's writer lock, taken by open(), is held until the drive ends, however it ends
-        return _drive(specs, folder, backend, concurrency=concurrency, max_cost=max_cost, progress=progress,
-                      retry_aborted=retry_aborted, rate_limit_probe=rate_limit_probe, settings=settings,
-                      command=command)
+        outcome = _drive(specs, folder, backend, concurrency=concurrency, max_cost=max_cost, progress=progress,
+                         retry_aborted=retry_aborted, rate_limit_probe=rate_limit_probe, settings=settings,
+                         command=command)
+        for _ in range(resample_user):
+            if outcome.interrupted or outcome.not_started or outcome.budget_stopped or outcome.configuration_error:
+                break  # a stopped run resumes first; resampling is for a run that ran to its end
+            broken = user_simulator_broken(folder, specs)
+            if not broken:
+                break
+            progress.note(f"resampling the user simulator of {len(broken)} trial(s) whose user broke "
+                          f"({', '.join(sorted(broken)[:3])}{', …' if len(broken) > 3 else ''})")
+            again = _drive(specs, folder, backend, concurrency=concurrency, max_cost=max_cost, progress=progress,
+                           retry_aborted=False, rate_limit_probe=rate_limit_probe, settings=settings,
+                           command=command, rerun=broken)
+            again.finished += outcome.finished
+            again.skipped = outcome.skipped
+            outcome = again
+        return outcome
     finally:
         folder.release()
+
+
+def user_simulator_broken(folder: RunFolder, specs: Sequence[TrialSpec]) -> frozenset[str]:
+    """The trials of ``specs`` whose latest attempt's user simulator broke (their line says how)."""
+    keys = {str(s.key) for s in specs}
+    return frozenset(key for key, line in folder.finished().items() if key in keys and line.get("user_simulator_failure"))
 
 
 def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concurrency: int,
            max_cost: float | None, progress: Progress, retry_aborted: bool,
            rate_limit_probe: RateLimitProbeConfig | None, settings: RunSettings | None,
-           command: Sequence[str] | None) -> RunOutcome:
+           command: Sequence[str] | None, rerun: frozenset[str] = frozenset()) -> RunOutcome:
     # the identity is part of every run folder, however the drive was started (``settings`` adds the run config)
     finished = folder.open(specs, settings=settings or build_settings(specs), command=command)
     attach_journal = getattr(backend, "attach_journal", None)  # every built-in backend has it (calls.jsonl)
@@ -227,6 +253,7 @@ def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concu
     except ValueError as exc:
         raise UsageProblem(str(exc)) from exc
     again = {key for key, line in finished.items() if retry_aborted and line["status"] == TrialStatus.ABORTED.value}
+    again |= rerun & finished.keys()
     todo = [s for s in specs if str(s.key) not in finished or str(s.key) in again]
     # the budget counts every attempt, superseded ones included: that money was spent
     outcome = RunOutcome(skipped=len(specs) - len(todo), spent_usd=folder.spent_usd() + folder.unfinished_spent_usd())

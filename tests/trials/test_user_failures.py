@@ -157,3 +157,54 @@ def test_the_views_summary_table_gets_the_user_simulator_failure_rate(run: dict[
     [column] = columns_of([loaded])
     stats = _column_stats(column, loaded)
     assert (stats["pass_rate"], stats["user_failures"], stats["user_failure_rate"]) == (1.0, 1, 0.5)
+
+
+def test_resample_user_runs_a_broken_users_trial_again_as_a_new_attempt_that_supersedes_it(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--resample-user 2``: the user of task ``shaky`` talks like an assistant until its first attempt is in
+    ``runs.jsonl`` (the folder is the test's clock, not time), so round one breaks it and round two passes it;
+    ``always`` breaks every time and is run 1 + 2 times. The latest attempt is the one counted."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-user-failures-test")
+    grader = "grader:\n  expected_state: {value: 1}\n"
+    for task_id, backstory in (("shaky", "SHAKY. You want the counter raised by one."),
+                               ("always", "CONFUSED. You want the counter raised by one.")):
+        write_task(tmp_path / "tasks", task_id=task_id, extra=grader,
+                   user=f"user:\n  mode: llm\n  backstory: {backstory}\n")
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(openai_plan().to_bytes())
+    out = tmp_path / "run"
+
+    def respond(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        system = " ".join(str(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "system")
+        runs = out / "runs.jsonl"
+        if not body.get("tools") and "SHAKY" in system and (not runs.exists() or '"shaky"' not in runs.read_text()):
+            return 200, agent_completion("How can I help you today?")
+        return _respond(body)
+
+    with FakeProvider(on_body(respond)) as server:
+        result = invoke("trial", "run", str(tmp_path / "tasks"), "--plan", str(plan), "--user-plan", str(plan),
+                        "--out", str(out), "--api-base", server.base, "--user-api-base", server.base,
+                        "--resample-user", "2")
+    assert "Traceback" not in result.output
+    rounds = [line for line in result.output.splitlines() if line.startswith("resampling the user simulator")]
+    assert len(rounds) == 2 and "of 2 trial(s)" in rounds[0] and "of 1 trial(s)" in rounds[1]
+    assert "always" in rounds[1] and "shaky" not in rounds[1]
+    lines = [json.loads(t) for t in (out / "runs.jsonl").read_text().splitlines()]
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for line in lines:
+        by_task.setdefault(line["task_id"], []).append(line)
+    assert [(x["attempt"], bool(x.get("user_simulator_failure"))) for x in by_task["shaky"]] == [(1, True), (2, False)]
+    assert [(x["attempt"], bool(x.get("user_simulator_failure"))) for x in by_task["always"]] == \
+        [(1, True), (2, True), (3, True)]
+    assert by_task["shaky"][-1]["passed"] is True
+    summary = json.loads((out / "summary.json").read_text())
+    [row] = summary["rows"]
+    assert (row["pass_rate"], row["graded"], row["user_failures"]) == (1.0, 1, 1)
+    manifest = json.loads((out / "run.json").read_text())
+    assert len(manifest["invocations"]) == 3  # the first pass and two resampling rounds
+
+
+def test_resample_user_refuses_a_count_out_of_range(tmp_path: Any) -> None:
+    result = invoke("trial", "run", str(tmp_path / "missing.yaml"), "--plan", str(tmp_path / "p.json"),
+                    "--out", str(tmp_path / "run"), "--resample-user", "11")
+    assert result.exit_code == 2 and "--resample-user" in result.output and not (tmp_path / "run").exists()

@@ -108,6 +108,11 @@ class Progress:
                 self._print(f"retrying: {again} aborted trial(s) run again (--retry-aborted)")
             self.display.start()
 
+    def note(self, text: str) -> None:
+        """One line between the driver's rounds (a resampling round says which trials it runs again)."""
+        with self._lock:
+            self._print(text)
+
     def started(self, key: object | None = None) -> None:
         """The backend took a trial to run (``key``: which one, for the panel's list)."""
         with self._lock:

@@ -18,10 +18,9 @@ One task file per τ² task:
   answer is covered by the task file's digest;
 - ``grader``: τ²'s own evaluator (:mod:`.evaluator`).
 
-A task whose reward needs natural-language assertions (``NL_ASSERTION``) needs a judge model
-(``--judge-plan``), which this importer does not run yet: it is refused, naming the task. A task
-that opens on a message history (two of mock's) is left out with a note: capplan's task model
-does not start a conversation part-way.
+A task whose reward needs natural-language assertions (``NL_ASSERTION``) is written like any
+other; ``trial run`` refuses it without a judge (``--judge-plan``). A task that opens on a message
+history (two of mock's) starts from that history as its initial state (:func:`.source.history_as_state`).
 """
 
 from __future__ import annotations
