@@ -156,6 +156,19 @@ def test_live_refresh_shows_running_trials_with_their_turn_then_the_finished_tri
     assert polled["running"] == [{"key": "agent-a/t00/1", "attempt": 1, "turn": 2, "sends": 2, "calls": 0}]
     assert {row["name"]: row for row in get_json(server, "/api/runs")["runs"]}["live"]["status"] == "running"
 
+    # a line half written (no newline yet) waits for the rest of it
+    whole = json.dumps({"kind": "send", "execution": "exec-live-2", "key": "agent-a/t01/1", "attempt": 1,
+                        "send": {"request_id": "r", "role": "agent", "turn": 4}}).encode() + b"\n"
+    with (served.live / "calls.jsonl").open("ab") as journal:
+        journal.write(whole[:25])
+    assert [r["key"] for r in get_json(server, "/api/poll", run="live")["running"]] == ["agent-a/t00/1"]
+    with (served.live / "calls.jsonl").open("ab") as journal:
+        journal.write(whole[25:])
+    assert [(r["key"], r["turn"]) for r in get_json(server, "/api/poll", run="live")["running"]] == [
+        ("agent-a/t00/1", 2), ("agent-a/t01/1", 4)]
+    with (served.live / "calls.jsonl").open("ab") as journal:
+        journal.write(b'{"kind": "lost", "execution": "exec-live-2", "key": "agent-a/t01/1", "attempt": 1}\n')
+
     finish_trial(served.live, "agent-a/t00/0", "agent-a/t00/1", "exec-live-1")
     after = get_json(server, "/api/poll", run="live")
     assert after["version"] != polled["version"] and after["running"] == [] and after["trials"] == len(TASKS) + 1

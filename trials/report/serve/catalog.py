@@ -18,14 +18,13 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from capplan.core.errors import UserError
 from capplan.trials.report.run_data import LoadedRun, TrialResult, load_run
-from capplan.trials.report.serve.live import running
+from capplan.trials.report.serve.live import LiveJournal, Running
 from capplan.trials.run_folder import confined
 from capplan.trials.run_folder.call_journal import JOURNAL_FILE
 from capplan.trials.run_folder.confined import ConfinedPathError
@@ -75,16 +74,32 @@ def find_runs(root: Path) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-def version(folder: Path) -> str:
-    """What changes whenever the run writes: sizes and modification times of its top-level records."""
+def _stamp(folder: Path, names: tuple[str, ...]) -> str:
     parts = []
-    for name in _VERSION_FILES:
+    for name in names:
         try:
             info = os.lstat(folder / name)
             parts.append(f"{info.st_size}.{info.st_mtime_ns}")
         except OSError:
             parts.append("-")
     return "/".join(parts)
+
+
+def version(folder: Path) -> str:
+    """What changes whenever the run writes: sizes and modification times of its top-level records."""
+    return _stamp(folder, _VERSION_FILES)
+
+
+@dataclass(frozen=True)
+class _Records:
+    """A run's records read back (``run.json``, ``runs.jsonl``): re-read only when those two change."""
+
+    stamp: str
+    manifest: RunManifest | None
+    loaded: LoadedRun | None
+    problem: str | None
+    notes: tuple[str, ...]
+    trials: tuple[dict[str, Any], ...]
 
 
 @dataclass
@@ -127,49 +142,63 @@ def _trial_row(t: TrialResult) -> dict[str, Any]:
             "latency_s": t.latency_s, "turns": t.turns}
 
 
-def read_run(name: str, folder: Path, notify: Callable[[str], None] | None = None) -> RunView:
-    """``folder`` read now: a damaged run is a row that says why, never a failed page."""
-    stamp = version(folder)
+def _read_records(name: str, folder: Path) -> _Records:
+    """``folder``'s records read now: a damaged run is a problem that says why, never a failed page."""
+    stamp = _stamp(folder, (_MANIFEST, _RUNS))
     manifest = _manifest(folder)
-    live, live_note = running(folder)
     loaded: LoadedRun | None = None
     problem: str | None = None
-    notes: list[str] = [live_note] if live_note else []
+    notes: list[str] = []
     if _is_regular(folder / _RUNS) or manifest is None:
         try:
-            loaded = load_run(folder, label=name, notify=notify or notes.append)
+            loaded = load_run(folder, label=name, notify=notes.append)
         except UserError as exc:
             problem = exc.render()
-    trials = [_trial_row(t) for t in loaded.trials] if loaded is not None else []
-    finished = {(t["key"], t["attempt"]) for t in trials}
+    trials = tuple(_trial_row(t) for t in loaded.trials) if loaded is not None else ()
+    return _Records(stamp=stamp, manifest=manifest, loaded=loaded, problem=problem,
+                    notes=tuple(notes) + (loaded.notes if loaded is not None else ()), trials=trials)
+
+
+def _assemble(name: str, stamp: str, records: _Records, live: list[Running], live_note: str | None) -> RunView:
+    manifest, loaded = records.manifest, records.loaded
+    finished = {(t["key"], t["attempt"]) for t in records.trials}
     live_rows = [r.as_json() for r in live if (r.key, r.attempt) not in finished]
-    models = sorted(set(manifest.plans) if manifest is not None else set()) or sorted({t["model"] for t in trials})
+    models = sorted(manifest.plans) if manifest is not None and manifest.plans else \
+        sorted({t["model"] for t in records.trials})
     graded = [t for t in loaded.trials if t.graded] if loaded is not None else []
-    spend: float | None = None
-    unknown = 0
-    if loaded is not None:
-        summary = loaded.summary()
-        spend, unknown = summary.total_cost_usd, summary.unknown_cost_trials
+    passed = sum(1 for t in graded if t.passed)
+    summary = loaded.summary() if loaded is not None else None
     row = {
         "name": name, "started_at": manifest.started_at if manifest else None,
         "ended_at": manifest.ended_at if manifest else None, "run_id": manifest.run_id if manifest else None,
-        "models": models, "trials": len(trials), "running": len(live_rows), "graded": len(graded),
-        "passed": sum(1 for t in graded if t.passed),
-        "pass_rate": (sum(1 for t in graded if t.passed) / len(graded)) if graded else None,
-        "spend_usd": spend, "unknown_cost_trials": unknown,
-        "status": _status(manifest, len(live_rows), problem), "problem": problem,
-        "notes": [plain(n) for n in notes + (list(loaded.notes) if loaded is not None else [])],
+        "models": models, "trials": len(records.trials), "running": len(live_rows), "graded": len(graded),
+        "passed": passed, "pass_rate": passed / len(graded) if graded else None,
+        "spend_usd": summary.total_cost_usd if summary else None,
+        "unknown_cost_trials": summary.unknown_cost_trials if summary else 0,
+        "status": _status(manifest, len(live_rows), records.problem), "problem": records.problem,
+        "notes": [plain(n) for n in ([live_note] if live_note else []) + list(records.notes)],
     }
-    return RunView(name=name, version=stamp, row=row, trials=trials, running=live_rows, loaded=loaded)
+    return RunView(name=name, version=stamp, row=row, trials=list(records.trials), running=live_rows, loaded=loaded)
+
+
+def read_run(name: str, folder: Path) -> RunView:
+    """``folder`` read now, once."""
+    live, note = LiveJournal(folder).running()
+    return _assemble(name, version(folder), _read_records(name, folder), live, note)
 
 
 class Catalog:
-    """The served folder's runs, each re-read only when its version changed. Thread-safe."""
+    """The served folder's runs. A run's records are re-read only when they change; its journal, incrementally.
+
+    Thread-safe: the server answers requests on several threads.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self._lock = threading.Lock()
-        self._cache: dict[str, RunView] = {}
+        self._records: dict[str, _Records] = {}
+        self._journals: dict[str, LiveJournal] = {}
+        self._views: dict[str, RunView] = {}
 
     def names(self) -> dict[str, Path]:
         return find_runs(self.root)
@@ -185,14 +214,24 @@ class Catalog:
     def _view(self, name: str, folder: Path) -> RunView:
         stamp = version(folder)
         with self._lock:
-            cached = self._cache.get(name)
+            cached = self._views.get(name)
+            records = self._records.get(name)
+            journal = self._journals.setdefault(name, LiveJournal(folder))
         if cached is not None and cached.version == stamp:
             return cached
-        view = read_run(name, folder)
+        if records is None or records.stamp != _stamp(folder, (_MANIFEST, _RUNS)):
+            records = _read_records(name, folder)
+        live, note = journal.running()
+        view = _assemble(name, stamp, records, live, note)
         with self._lock:
-            self._cache[name] = view
+            self._records[name] = records
+            self._views[name] = view
         return view
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per run, with its version (the browser polls these)."""
-        return [{**self._view(name, folder).row, "version": version(folder)} for name, folder in self.names().items()]
+        rows = []
+        for name, folder in self.names().items():
+            view = self._view(name, folder)
+            rows.append({**view.row, "version": view.version})
+        return rows

@@ -3,15 +3,21 @@
 ``calls.jsonl`` (:mod:`capplan.trials.run_folder.call_journal`) gets a ``send`` line before every
 provider request and an ``end`` line when the driver closes the execution, so an execution with
 sends and no ``end`` or ``lost`` line is running (or died with its process: the run's status says
-which it may be). Its current turn is the highest turn its sends name. Only the fields read here
-are trusted, and only in shape; a line that does not parse is skipped, since the view is a
-reader of a file another process is appending to (its last line may be half written).
+which it may be). Its current turn is the highest turn its sends and calls name. Only the fields
+read here are trusted, and only in shape; a line that does not parse is skipped (``trial report``
+locates those), since the view reads a file another process is appending to.
+
+The journal only grows while a run writes and the page asks every second, so a reader keeps
+what it parsed and, when the file's first bytes are still the ones it parsed (compared by
+digest), parses only the complete lines added since.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,38 +47,72 @@ def _whole(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def running(root: Path) -> tuple[list[Running], str | None]:
-    """The executions of ``root``'s journal still open, in journal order, and a note when the journal is not read."""
-    try:
-        raw = confined.read_bytes(root, (JOURNAL_FILE,), limit=MAX_LIVE_JOURNAL_BYTES)
-    except ConfinedPathError as exc:
-        return [], f"{JOURNAL_FILE}: {exc.diagnostic().message}"
-    if raw is None:
-        return [], None
-    open_: dict[str, dict[str, Any]] = {}
-    closed: set[str] = set()
-    for chunk in raw.split(b"\n"):
+@dataclass
+class _State:
+    parsed: int = 0  # bytes of complete lines parsed
+    digest: bytes = b""
+    open_: dict[str, dict[str, Any]] = field(default_factory=dict)
+    closed: set[str] = field(default_factory=set)
+
+    def take(self, chunk: bytes) -> None:
         if not chunk or len(chunk) > MAX_JOURNAL_LINE_BYTES:
-            continue
+            return
         try:
             data = json.loads(chunk)
         except (UnicodeDecodeError, ValueError, RecursionError):
-            continue  # the half-written last line, or a damaged one: trial report locates those
+            return
         if not isinstance(data, dict):
-            continue
+            return
         execution, key, attempt = data.get("execution"), data.get("key"), _whole(data.get("attempt"))
         if not isinstance(execution, str) or not isinstance(key, str) or key.count("/") != 2 or attempt is None:
-            continue
+            return
         kind = data.get("kind")
         if kind in ("end", "lost"):
-            closed.add(execution)
-            continue
-        entry = open_.setdefault(execution, {"key": key, "attempt": attempt, "turn": 0, "sends": 0, "calls": 0})
+            self.closed.add(execution)
+            self.open_.pop(execution, None)
+            return
+        if execution in self.closed:
+            return
         record = data.get("send") if kind == "send" else data.get("call") if kind == "call" else None
         if not isinstance(record, dict):
-            continue
+            return
+        entry = self.open_.setdefault(execution, {"key": key, "attempt": attempt, "turn": 0, "sends": 0, "calls": 0})
         entry["sends" if kind == "send" else "calls"] += 1
         turn = _whole(record.get("turn"))
         if turn is not None and turn > entry["turn"]:
             entry["turn"] = turn
-    return [Running(**entry) for execution, entry in open_.items() if execution not in closed], None
+
+
+class LiveJournal:
+    """The open executions of one run folder's journal, re-read incrementally. Thread-safe."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._state = _State()
+
+    def running(self) -> tuple[list[Running], str | None]:
+        """The executions still open, in journal order, and a note when the journal cannot be read."""
+        try:
+            raw = confined.read_bytes(self.root, (JOURNAL_FILE,), limit=MAX_LIVE_JOURNAL_BYTES)
+        except ConfinedPathError as exc:
+            return [], f"{JOURNAL_FILE}: {exc.diagnostic().message}"
+        with self._lock:
+            state = self._state
+            if raw is None or len(raw) < state.parsed or \
+                    hashlib.blake2b(memoryview(raw)[:state.parsed]).digest() != state.digest:
+                state = self._state = _State()  # rewritten or shortened: parse from the start
+            if raw is None:
+                return [], None
+            end = raw.rfind(b"\n") + 1  # a half-written last line waits for its newline
+            if end > state.parsed:
+                for chunk in raw[state.parsed:end].split(b"\n"):
+                    state.take(chunk)
+                state.parsed = end
+                state.digest = hashlib.blake2b(memoryview(raw)[:end]).digest()
+            return [Running(**entry) for entry in state.open_.values()], None
+
+
+def running(root: Path) -> tuple[list[Running], str | None]:
+    """``root``'s open executions, read once (see :class:`LiveJournal` for a reader that keeps its place)."""
+    return LiveJournal(root).running()

@@ -132,7 +132,11 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _NotFound(parts.path)
             route(query)
         except _NotFound:
-            self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
+            if parts.path.startswith("/api/"):
+                self._json({"error": "not found: no such run or trial under the served folder (a run that does "
+                                     "not read back is listed with its problem)"}, HTTPStatus.NOT_FOUND)
+            else:
+                self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
         except UserError as exc:  # a run that does not read back: say why, as trial report would
             self._json({"error": exc.render()}, HTTPStatus.UNPROCESSABLE_ENTITY)
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
