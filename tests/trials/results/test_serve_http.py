@@ -213,10 +213,14 @@ def test_side_by_side_marks_the_first_message_where_two_conversations_differ(ser
 
 def test_ctrl_c_stops_the_command_with_exit_0_and_closes_the_socket(served: Served) -> None:
     port: list[int] = []
+    done = threading.Event()
 
     def interrupt_once_serving() -> None:
-        # the server answers only once it is in its serving loop: then Ctrl-C, as a terminal sends it
+        # the server answers only once it is in its serving loop: then Ctrl-C, as a terminal sends it;
+        # never once the command has returned (the signal would reach the test run itself)
         for _ in range(500):
+            if done.is_set():
+                return
             for found in port or []:
                 try:
                     conn = http.client.HTTPConnection("127.0.0.1", found, timeout=5)
@@ -237,6 +241,7 @@ def test_ctrl_c_stops_the_command_with_exit_0_and_closes_the_socket(served: Serv
     while not port:
         threading.Event().wait(0.01)
     result = invoke("trial", "view", "--serve", served.root, "--port", str(port[0]))
+    done.set()
     helper.join(timeout=30)
     assert result.exit_code == 0, result.output
     assert f"at http://127.0.0.1:{port[0]}/" in result.output

@@ -181,12 +181,6 @@ def _assemble(name: str, stamp: str, records: _Records, live: list[Running], liv
     return RunView(name=name, version=stamp, row=row, trials=list(records.trials), running=live_rows, loaded=loaded)
 
 
-def read_run(name: str, folder: Path) -> RunView:
-    """``folder`` read now, once."""
-    live, note = LiveJournal(folder).running()
-    return _assemble(name, version(folder), _read_records(name, folder), live, note)
-
-
 class Catalog:
     """The served folder's runs. A run's records are re-read only when they change; its journal, incrementally.
 

@@ -112,7 +112,3 @@ class LiveJournal:
                 state.digest = hashlib.blake2b(memoryview(raw)[:end]).digest()
             return [Running(**entry) for entry in state.open_.values()], None
 
-
-def running(root: Path) -> tuple[list[Running], str | None]:
-    """``root``'s open executions, read once (see :class:`LiveJournal` for a reader that keeps its place)."""
-    return LiveJournal(root).running()
