@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import threading
@@ -261,3 +262,15 @@ def test_serve_refuses_what_it_cannot_do(served: Served, tmp_path: Path) -> None
         taken.listen()
         busy = invoke("trial", "view", "--serve", served.root, "--port", str(taken.getsockname()[1]))
     assert busy.exit_code == 2 and "--port" in busy.output and "Traceback" not in busy.output
+
+
+def test_a_run_swapped_for_a_link_after_the_walk_is_not_followed(served: Served, tmp_path: Path) -> None:
+    from capplan.trials.report.serve.catalog import Catalog
+
+    shutil.copytree(served.root / "a", tmp_path / "top" / "swap", symlinks=True)
+    catalog = Catalog(tmp_path / "top")
+    assert list(catalog.names()) == ["swap"] and catalog.run("swap") is not None
+    shutil.rmtree(tmp_path / "top" / "swap")
+    (tmp_path / "top" / "swap").symlink_to(served.root / "a", target_is_directory=True)
+    # whether the catalog still holds the walk from before the swap or walks again, no name leads through the link
+    assert catalog.run("swap") is None and catalog.rows() == []

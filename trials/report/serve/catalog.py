@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ MAX_RUNS = 1_000
 _MANIFEST = "run.json"
 _RUNS = "runs.jsonl"
 _VERSION_FILES = (_MANIFEST, _RUNS, JOURNAL_FILE)
+#: how long one walk of the folder answers "which runs are there" (a new run shows within this)
+NAMES_TTL_S = 2.0
 
 
 def _is_regular(path: Path) -> bool:
@@ -193,13 +196,26 @@ class Catalog:
         self._records: dict[str, _Records] = {}
         self._journals: dict[str, LiveJournal] = {}
         self._views: dict[str, RunView] = {}
+        self._names: tuple[float, dict[str, Path]] | None = None
 
     def names(self) -> dict[str, Path]:
-        return find_runs(self.root)
+        """The runs under the folder, walked again at most every :data:`NAMES_TTL_S` (an open page polls every second)."""
+        now = time.monotonic()
+        with self._lock:
+            if self._names is not None and now - self._names[0] < NAMES_TTL_S:
+                return self._names[1]
+        found = find_runs(self.root)
+        with self._lock:
+            self._names = (now, found)
+        return found
 
     def folder(self, name: str) -> Path | None:
-        """The folder of the run called ``name``, or None when no run has that name."""
-        return self.names().get(name)
+        """The folder of the run called ``name``, or None when no run has that name (any more)."""
+        folder = self.names().get(name)
+        # checked again at every use: a folder swapped for a link since the walk is not followed out
+        if folder is None or os.path.islink(folder) or not folder.resolve().is_relative_to(self.root):
+            return None
+        return folder
 
     def run(self, name: str) -> RunView | None:
         folder = self.folder(name)
@@ -225,7 +241,10 @@ class Catalog:
     def rows(self) -> list[dict[str, Any]]:
         """One row per run, with its version (the browser polls these)."""
         rows = []
-        for name, folder in self.names().items():
+        for name in self.names():
+            folder = self.folder(name)
+            if folder is None:
+                continue
             view = self._view(name, folder)
             rows.append({**view.row, "version": view.version})
         return rows
