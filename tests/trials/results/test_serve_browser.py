@@ -55,7 +55,8 @@ def until(driver: Any, script: str, *args: Any) -> Any:
     """The value of ``script`` once it is truthy (at most the browser helper's bounded wait)."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, browser.WAIT_S).until(lambda d: d.execute_script(script, *args))
+    # asked every 50 ms (not selenium's 500): the page changes within a poll of the server, and CI time counts
+    return WebDriverWait(driver, browser.WAIT_S, poll_frequency=0.05).until(lambda d: d.execute_script(script, *args))
 
 
 def texts(driver: Any, css: str) -> list[str]:
@@ -121,7 +122,8 @@ def test_run_browser_sorting_and_live_refresh(driver: Any, base: str, served: Se
 
 def test_a_trial_has_a_url_of_its_own(driver: Any, base: str, tmp_path: Path) -> None:
     driver.get(base + "trial?" + urlencode({"run": "a", "key": "agent-a/t00/0"}) + "#trial-0")
-    title = browser.wait_for(driver, "#trial-title")
+    until(driver, "return document.getElementById('trial-title')")
+    title = driver.find_element("id", "trial-title")
     assert title.text == "trial agent-a/t00/0"
     assert driver.find_element("id", "trial-outcome").text == "failed"
     clean(driver, "#trial")
@@ -129,7 +131,8 @@ def test_a_trial_has_a_url_of_its_own(driver: Any, base: str, tmp_path: Path) ->
 
 def test_the_comparison_says_why(driver: Any, base: str, served: Served, tmp_path: Path) -> None:
     driver.get(base + "#/compare?" + urlencode([("run", "a"), ("run", B_NAME)]))
-    verdict = browser.wait_for(driver, "#pairs .verdict")
+    until(driver, "return document.querySelector('#pairs .verdict')")
+    verdict = driver.find_element("css selector", "#pairs .verdict")
     # the line trial report prints (test_serve_http holds the two equal)
     assert verdict.text == "agent-a better than agent-b: +83 pp, p = 0.006, 12 paired tasks"
     figures = driver.find_element("id", "columns").text

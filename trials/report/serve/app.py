@@ -7,6 +7,7 @@ server's JSON and renders every value with ``textContent`` only.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import jinja2
@@ -21,8 +22,9 @@ def _environment() -> jinja2.Environment:
                               keep_trailing_newline=True)
 
 
+@functools.lru_cache(maxsize=8)
 def render_app(*, folder: str) -> str:
-    """The page's HTML; ``folder``: the served folder's name, for the title."""
+    """The page's HTML; ``folder``: the served folder's name, for the title (rendered once: it holds no data)."""
     from capplan.trials.safe_text import plain
 
     return _environment().get_template("app.html.j2").render(title=f"capplan trial view: {plain(folder)}")
