@@ -2,7 +2,8 @@
 
 A synthetic run folder is written as ``trial run`` writes one (``run.json``, ``runs.jsonl``, a
 ``trajectory.yaml`` and ``metrics.yaml`` per trial, through the run folder's own YAML dumper):
-four models over a task pack, two trials per task, each trial a short tool-using conversation
+four models over a task pack, two trials per task (and the ``calls.jsonl`` journal the run
+writes), each trial a short tool-using conversation
 (user, agent tool call, tool result — one in eight longer than the view's collapse length —,
 agent reply, a second user turn, a final answer) with its calls, usage and grade. Outcomes
 are drawn from a seeded generator. The render is timed in phases (reading the folder,
@@ -10,6 +11,10 @@ building the page's data, rendering the HTML) and the file size printed::
 
     .venv/bin/python benchmarks/trial_view.py                 # 1 000 and 10 000 trials
     .venv/bin/python benchmarks/trial_view.py --trials 2000   # one size
+
+Each size is timed twice over the same folder: each trial's calls read from ``calls.jsonl`` and
+only the rest of ``metrics.yaml`` parsed (what ``trial view`` does), then every ``metrics.yaml``
+parsed whole (as before); the two pages must be the same bytes.
 
 The time to open the page in a browser is measured by the browser test
 (``tests/trials/results/test_view_browser.py``, printed with ``-s``).
@@ -31,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from capplan.trials.run_folder.records import RunLine, RunManifest  # noqa: E402
+from capplan.trials.run_folder.records import CallRecord, RunLine, RunManifest  # noqa: E402
 from capplan.trials.run_folder.folder import dump_yaml  # noqa: E402
 
 MODELS = ("model-a", "model-b", "model-c", "model-d")
@@ -57,8 +62,26 @@ def _call(role: str, turn: int, prompt: int, completion: int, finish: str) -> di
             "key_index": None}
 
 
+def _journal_lines(identity: dict[str, Any], calls: list[dict[str, Any]], run_id: str) -> list[str]:
+    """What ``calls.jsonl`` holds for one finished attempt: a send and a call line per call, then its end."""
+    execution = _sha(identity["key"])[:32]
+    base = {"attempt": 1, "execution": execution, "index": identity["index"], "key": identity["key"],
+            "plan_key": identity["plan_key"], "run_id": run_id, "task_id": identity["task_id"]}
+    lines = []
+    for n, call in enumerate(calls):
+        request = f"{execution[:24]}{n:08d}"
+        lines.append(json.dumps({**base, "at": 1.0, "kind": "send", "send": {
+            "attempt": call["attempt"], "max_usd": None, "request_id": request, "role": call["role"],
+            "turn": call["turn"]}}, sort_keys=True, separators=(",", ":")))
+        lines.append(json.dumps({**base, "at": 1.0, "kind": "call", "call": call, "request_id": request},
+                                sort_keys=True, separators=(",", ":")))
+    lines.append(json.dumps({"as": "written", "attempt": 1, "execution": execution, "key": identity["key"],
+                             "kind": "end"}, sort_keys=True, separators=(",", ":")))
+    return lines
+
+
 def _trial_files(identity: dict[str, Any], status: str, reason: str, passed: bool | None,
-                 rng: random.Random) -> tuple[bytes, bytes]:
+                 rng: random.Random) -> tuple[bytes, bytes, list[dict[str, Any]]]:
     output = json.dumps({"sku": "SKU-100", "qty": rng.randint(0, 40), "name": "USB-C cable"})
     if rng.random() < 0.125:
         output += " " + "stock log entry; " * 150  # past the view's collapse length
@@ -85,8 +108,10 @@ def _trial_files(identity: dict[str, Any], status: str, reason: str, passed: boo
         "parser_errors": [], "schema_violations": [], "final_state": {"reserved": 2},
         "termination": {"reason": reason, "status": status, "detail": "", "turns": 3, "max_turns": 8},
     }
-    calls = [_call("agent", 0, 400, 12, "tool_calls"), _call("agent", 1, 520, 14, "stop"),
-             _call("user", 1, 300, 10, "stop"), _call("agent", 2, 600, 8, "stop")]
+    # every field of a call record, as the run writes them in both files
+    calls = [CallRecord.model_validate(c).model_dump(mode="json") for c in (
+        _call("agent", 0, 400, 12, "tool_calls"), _call("agent", 1, 520, 14, "stop"),
+        _call("user", 1, 300, 10, "stop"), _call("agent", 2, 600, 8, "stop"))]
     metrics = {
         "format": "capplan-metrics", "version": 1, "trial": identity, "status": status, "termination_reason": reason,
         "counts_against_model": status != "aborted", "turns": 3, "max_turns": 8, "usage": _usage(1520, 34),
@@ -98,7 +123,7 @@ def _trial_files(identity: dict[str, Any], status: str, reason: str, passed: boo
                   "note": None},
         "lost_attempts": 0,
     }
-    return dump_yaml(trajectory), dump_yaml(metrics)
+    return dump_yaml(trajectory), dump_yaml(metrics), calls
 
 
 def write_synthetic_run(root: Path, trials: int, *, seed: int = 0, models: int = len(MODELS),
@@ -125,6 +150,7 @@ def write_synthetic_run(root: Path, trials: int, *, seed: int = 0, models: int =
     })
     (root / "run.json").write_text(manifest.model_dump_json(indent=2))
     lines = []
+    journal: list[str] = []
     for model in chosen:
         skill = 0.35 + 0.15 * MODELS.index(model)
         for task_id, task in tasks.items():
@@ -140,7 +166,8 @@ def write_synthetic_run(root: Path, trials: int, *, seed: int = 0, models: int =
                             "index": index}
                 folder = root / "trials" / model / task_id / str(index)
                 folder.mkdir(parents=True)
-                trajectory, metrics = _trial_files(identity, status, reason, passed, rng)
+                trajectory, metrics, calls = _trial_files(identity, status, reason, passed, rng)
+                journal += _journal_lines(identity, calls, str(manifest.run_id))
                 (folder / "trajectory.yaml").write_bytes(trajectory)
                 (folder / "metrics.yaml").write_bytes(metrics)
                 line = RunLine.model_validate({
@@ -153,25 +180,29 @@ def write_synthetic_run(root: Path, trials: int, *, seed: int = 0, models: int =
                     "retries": {}, "latency_s": 1.7, "turns": 3, "dir": f"trials/{key}", "run_id": manifest.run_id})
                 lines.append(json.dumps(line.model_dump(mode="json"), sort_keys=True))
     (root / "runs.jsonl").write_text("\n".join(lines) + "\n")
+    (root / "calls.jsonl").write_text("\n".join(journal) + "\n")
     return root
 
 
-def measure(trials: int, workdir: Path) -> dict[str, float]:
-    """Write the folder, then time reading it, building the page's data and rendering the HTML."""
+def measure(trials: int, workdir: Path, *, from_journal: bool = True, run: Path | None = None) -> dict[str, Any]:
+    """Write the folder (unless ``run`` is given), then time reading it, building the page's data and rendering it.
+
+    ``from_journal``: each trial's calls from ``calls.jsonl`` (what ``trial view`` does); False
+    parses every ``metrics.yaml`` whole, as ``trial view`` did before.
+    """
     from capplan.trials.report.run_data import load_runs
     from capplan.trials.report.view.page import render_page
     from capplan.trials.report.view.payload import build_payload
 
-    run = write_synthetic_run(workdir / f"run-{trials}", trials)
+    run = run or write_synthetic_run(workdir / f"run-{trials}", trials)
     started = time.perf_counter()
     runs = load_runs([run])
     loaded = time.perf_counter()
-    payload = build_payload(runs, generated_by="benchmark")
+    payload = build_payload(runs, generated_by="benchmark", from_journal=from_journal)
     built = time.perf_counter()
     html = render_page(payload, title="benchmark").encode("utf-8")
     rendered = time.perf_counter()
-    (workdir / f"view-{trials}.html").write_bytes(html)
-    return {"trials": float(sum(len(r.trials) for r in runs)), "bytes": float(len(html)),
+    return {"trials": float(sum(len(r.trials) for r in runs)), "bytes": float(len(html)), "html": html, "run": run,
             "read_s": loaded - started, "data_s": built - loaded, "render_s": rendered - built,
             "total_s": rendered - started}
 
@@ -182,11 +213,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = args.trials or [1000, 10000]
     with tempfile.TemporaryDirectory(prefix="capplan-view-bench-") as tmp:
-        print(f"{'trials':>7} {'HTML size':>10} {'read':>8} {'data':>8} {'render':>8} {'total':>8}  (seconds)")
+        print(f"{'trials':>7} {'calls from':>13} {'HTML size':>10} {'read':>8} {'data':>8} {'render':>8} "
+              f"{'total':>8}  (seconds)")
         for n in sizes:
-            m = measure(n, Path(tmp))
-            print(f"{int(m['trials']):>7} {m['bytes'] / 2**20:>8.1f} MB {m['read_s']:>8.2f} {m['data_s']:>8.2f} "
-                  f"{m['render_s']:>8.2f} {m['total_s']:>8.2f}")
+            before = measure(n, Path(tmp), from_journal=False)
+            after = measure(n, Path(tmp), from_journal=True, run=before["run"])
+            for name, m in (("metrics.yaml", before), ("calls.jsonl", after)):
+                print(f"{int(m['trials']):>7} {name:>13} {m['bytes'] / 2**20:>8.1f} MB {m['read_s']:>8.2f} "
+                      f"{m['data_s']:>8.2f} {m['render_s']:>8.2f} {m['total_s']:>8.2f}")
+            print(f"{'':>7} same page: {before['html'] == after['html']}")
     return 0
 
 

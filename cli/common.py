@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from capplan.core.diagnostics import Diagnostic, InputError
+
+if TYPE_CHECKING:
+    from capplan.core.project_file import Project
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -129,6 +133,15 @@ def project_file_used() -> Path | None:
         ctx = ctx.parent
     found = ctx.meta.get(_PROJECT_KEY) if ctx is not None else None
     return found[0] if found else None
+
+
+def project_in_use() -> Project | None:
+    """The project file this invocation read, validated; None without one (or with ``--no-project``)."""
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None and _PROJECT_KEY not in ctx.meta:
+        ctx = ctx.parent
+    found = ctx.meta.get(_PROJECT_KEY) if ctx is not None else None
+    return found[1] if found else None
 
 
 def project_note() -> str | None:

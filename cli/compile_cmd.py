@@ -11,6 +11,7 @@ from capplan.cli.errors import CommandExit, ExitCode
 from capplan.compiler.compile import compile_paths
 from capplan.compiler.golden import REGEN_COMMAND, compare, default_golden_dir
 from capplan.compiler.plan_output import write_plan_set
+from capplan.core.diagnostics import Diagnostic, InputError
 
 
 @click.command("compile")
@@ -47,7 +48,8 @@ def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: P
     nearest folder with .git), and the input digests go to --out's manifest.json. --out is
     replaced atomically and then holds exactly the compiled set (stale plans are removed and
     listed) unless --keep-others.
-    Exit codes: 0 ok, 1 --check found differences, 2 input or output error.
+    Exit codes: 0 ok, 1 --check found differences, 2 input or output error (--check without a
+    golden folder included).
     """
     if check and update_golden:
         raise click.UsageError("--check and --update-golden are exclusive")
@@ -56,6 +58,7 @@ def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: P
     if check or update_golden:
         folder = golden_dir or default_golden_dir()
         if check:
+            require_golden_folder(folder, given=golden_dir is not None)
             report = compare(result.plans, folder, None if model is not None else result.manifest)
             if model is not None:
                 report.unused = []
@@ -89,3 +92,18 @@ def _next_after_compile(out_dir: Path, keys: list[str]) -> str:
 def _report_removed(removed: list[str]) -> None:
     for name in removed:
         click.echo(f"removed stale plan: {name} (its model was not compiled; --keep-others keeps it)", err=True)
+
+
+def require_golden_folder(folder: Path, *, given: bool) -> None:
+    """Refuse ``--check`` against a golden folder that is not there, in one located line.
+
+    Without it every plan would be listed as a "missing golden plan", which hides the one thing
+    wrong: the project has no golden plans yet (or the command runs outside the project).
+    """
+    if folder.is_dir():
+        return
+    what = "is not a folder" if folder.exists() else "does not exist"
+    where = "the --golden folder" if given else "the golden folder (golden/plans of the project root, the nearest folder with .git)"
+    raise InputError([Diagnostic(str(folder), 1, 1, "golden-missing", f"{where} {what}, so there is nothing to check against",
+                                 hint=f"run from your project, pass --golden FOLDER, or write the golden plans first: "
+                                      f"{REGEN_COMMAND} (then commit them)")])

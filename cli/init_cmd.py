@@ -7,11 +7,13 @@ from pathlib import Path
 import click
 
 PROJECT = """\
-# yaml-language-server: $schema=https://capplan.dev/schemas/project.schema.json
+# yaml-language-server: $schema=schemas/project.schema.json
 #
 # The project file: every capplan command run in this folder (or below it) reads it, so the
 # flags it names need not be repeated; a flag given on the command line beats its entry here.
 # Paths are relative to this file's folder and must stay inside it. Check it with `capplan lint`.
+# The `$schema` lines name schemas/ beside this file, the schemas of the capplan that wrote them
+# (nothing publishes them online); after upgrading capplan, `capplan schema --out schemas/`.
 
 # the models to compile (capplan compile --config)
 run_config: run.yaml
@@ -32,7 +34,7 @@ trial:
 """
 
 RUN_CONFIG = """\
-# yaml-language-server: $schema=https://capplan.dev/schemas/run-config.schema.json
+# yaml-language-server: $schema=schemas/run-config.schema.json
 #
 # The run config: which models to compile, with their per-run settings. `mock` is capplan's
 # offline provider: deterministic replies, no network, no key. Add a real model beside it, e.g.
@@ -48,7 +50,7 @@ models:
 """
 
 OVERLAY = """\
-# yaml-language-server: $schema=https://capplan.dev/schemas/overlay.schema.json
+# yaml-language-server: $schema=../schemas/overlay.schema.json
 #
 # An operator overlay: what your team knows about the routes it runs, on top of the bundled
 # presets. `presets:` are tried before the bundled ones (first match wins), `providers:` blocks
@@ -61,7 +63,7 @@ providers:
 """
 
 TASK = """\
-# yaml-language-server: $schema=https://capplan.dev/schemas/task.schema.json
+# yaml-language-server: $schema=../schemas/task.schema.json
 #
 # One task: a system prompt, the tools (the environment's public methods), a scripted user and
 # a grader. `capplan trial run` runs it against every plan; `capplan lint` checks it against
@@ -108,7 +110,7 @@ class OrderDesk:
         return {"order_id": order_id, "status": self.orders[order_id]}
 '''
 
-#: what init writes, relative to DIR
+#: the commented files init writes, relative to DIR (and schemas/, see :func:`starter_files`)
 FILES: dict[tuple[str, ...], str] = {
     ("capplan.yaml",): PROJECT,
     ("run.yaml",): RUN_CONFIG,
@@ -118,6 +120,22 @@ FILES: dict[tuple[str, ...], str] = {
 }
 
 
+SCHEMA_FOLDER = "schemas"
+
+
+def starter_files() -> dict[tuple[str, ...], str]:
+    """Everything init writes: :data:`FILES`, and in schemas/ what `capplan schema --out schemas/` writes.
+
+    The starter's `$schema` lines name those files by relative path, so an editor validates
+    against the schemas of the installed capplan, offline; no URL is published for them.
+    """
+    from capplan.compiler.schemas import rendered
+
+    schemas: dict[tuple[str, ...], str] = {(SCHEMA_FOLDER, name): data.decode("utf-8")
+                                           for name, data in sorted(rendered().items())}
+    return {**FILES, **schemas}
+
+
 @click.command("init")
 @click.argument("directory", required=False, default=".", type=click.Path(path_type=Path), metavar="[DIRECTORY]")
 def init_cmd(directory: Path) -> None:
@@ -125,7 +143,8 @@ def init_cmd(directory: Path) -> None:
 
     \b
     It holds capplan.yaml (the project file), run.yaml (a run config with the offline mock
-    model), overlays/team.yaml (an operator overlay) and tasks/ (one task and its environment).
+    model), overlays/team.yaml (an operator overlay), tasks/ (one task and its environment) and
+    schemas/ (the JSON Schemas the files' `$schema` lines name, as `capplan schema --out` writes them).
     It passes `capplan lint` and runs offline:
       capplan init my-evals && cd my-evals && capplan lint && capplan compile && capplan trial run
 
@@ -135,8 +154,11 @@ def init_cmd(directory: Path) -> None:
     """
     from capplan.cli.starter_files import write_all_or_nothing
 
-    write_all_or_nothing(directory, FILES)
+    files = starter_files()
+    write_all_or_nothing(directory, files)
     for parts in FILES:
         click.echo(f"wrote {directory.joinpath(*parts)}")
+    schemas = len(files) - len(FILES)
+    click.echo(f"wrote {directory / SCHEMA_FOLDER}/ ({schemas} JSON Schemas, for the files' $schema lines)")
     step = "" if directory.resolve() == Path.cwd().resolve() else f"cd {directory} && "
     click.echo(f"next: {step}capplan lint && capplan compile && capplan trial run")

@@ -359,3 +359,9 @@ trial_cmd.add_command(view_cmd)
 from capplan.cli.trial_import_cmd import import_cmd  # noqa: E402
 
 trial_cmd.add_command(import_cmd)
+
+
+# ``capplan trial export``: runs written for inspect_ai's viewer or as JSON Lines, a module of its own
+from capplan.cli.trial_export_cmd import export_cmd  # noqa: E402
+
+trial_cmd.add_command(export_cmd)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from capplan.core.errors import UserError
+
 # plain data: importing them loads neither the runner nor jinja2
 _FORMATS = ("md", "json", "csv")
 _GROUP_BY = ("model", "task", "pack")
@@ -18,11 +20,47 @@ def _note(text: str) -> None:
     click.echo(plain(text), err=True)
 
 
+class NoRunGiven(UserError):
+    """``trial report`` or ``trial view`` without a RUN and without a project file that names one."""
+
+    code = "NO_RUN"
+
+
+def _runs_or_project(runs: tuple[Path, ...], command: str) -> tuple[Path, ...]:
+    """RUN folders as given; none given: the project file's run folder (``trial.out``, what ``trial run`` writes)."""
+    if runs:
+        return runs
+    from capplan.cli.common import project_in_use, project_file_used
+    from capplan.core.diagnostics import InputError
+
+    project = project_in_use()
+    if project is None:
+        where = project_file_used()
+        raise NoRunGiven("no run folder given, and no project file names one" if where is None else
+                         "no run folder given", location=f"capplan trial {command}",
+                         hint=f"name the run folder: capplan trial {command} runs/demo (or run `capplan init` "
+                              "and `capplan trial run`: then the project file's trial.out is the default)")
+    out = project.settings.trial.out if project.settings.trial is not None else None
+    if out is None:
+        loc = ("trial",) if project.settings.trial is not None else ()
+        raise InputError([project.source.diag(
+            loc, "no-run-folder", f"`capplan trial {command}` was given no run folder, and this file sets no trial.out",
+            f"name the run folder (capplan trial {command} runs/demo), or add `out: runs/NAME` under trial:")])
+    folder = project.resolve(out)
+    if not folder.is_dir():
+        raise InputError([project.source.diag(
+            ("trial", "out"), "missing-file", f"the run folder {folder} (trial.out) does not exist yet",
+            f"run `capplan trial run` first (it writes there), or name another run folder: "
+            f"capplan trial {command} RUN")])
+    return (folder,)
+
+
 @click.command("report")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.argument("runs", nargs=-1, required=False, type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default=None,
-              help="md (what the terminal shows), json, or csv (one row per trial). Without --format and --by, "
-                   "one RUN re-renders and prints its summary.md as before.")
+              help="md (Markdown: what a pipe or a file gets without --format), json, or csv (one row per "
+                   "trial). Without --format, a terminal shows the tables at its width. Without --format and "
+                   "--by, one RUN re-renders and prints its summary.md as before.")
 @click.option("--by", type=click.Choice(_GROUP_BY), default=None,
               help="Group the pass-rate table by model (the default), task or task pack.")
 def report_cmd(runs: tuple[Path, ...], fmt: str | None, by: str | None) -> None:
@@ -37,6 +75,13 @@ def report_cmd(runs: tuple[Path, ...], fmt: str | None, by: str | None) -> None:
     one-line verdict. Every name is printed with escape sequences and control characters
     removed and pipes escaped.
 
+    On a terminal the tables are drawn at its width (a table with more columns than fit is
+    shown one block per row); piped or redirected, the same report is Markdown, as with
+    --format md.
+
+    Without RUN, the project file's run folder (its trial.out, which `capplan init` sets and
+    `capplan trial run` writes) is the one RUN.
+
     runs.jsonl is only read: a line that does not read back is a located error (exit 2); a
     torn last line is reported and left for the next run to set aside.
 
@@ -45,6 +90,7 @@ def report_cmd(runs: tuple[Path, ...], fmt: str | None, by: str | None) -> None:
       capplan trial report runs/demo runs/again             # side by side, with the paired verdict
       capplan trial report runs/demo runs/again --by task --format csv > trials.csv
     """
+    runs = _runs_or_project(runs, "report")
     if len(runs) == 1 and fmt is None and by is None:
         _summary(runs[0])
         return
@@ -56,7 +102,24 @@ def report_cmd(runs: tuple[Path, ...], fmt: str | None, by: str | None) -> None:
 
     # click.Choice has checked both values against the same names the Literal types list
     comparison = compare(load_runs(list(runs), notify=_note), by=cast(GroupBy, by or "model"))
-    click.echo(render(comparison, cast(Format, fmt or "md")), nl=False)
+    if fmt is None:
+        _show(render(comparison, "md"))
+        return
+    click.echo(render(comparison, cast(Format, fmt)), nl=False)
+
+
+def _show(markdown: str) -> None:
+    """``markdown`` as it is off a terminal (a pipe, a file: what scripts read); on a terminal, tables at its width."""
+    import sys
+
+    if not sys.stdout.isatty():
+        click.echo(markdown, nl=False)
+        return
+    import shutil
+
+    from capplan.trials.report.formats import render_terminal
+
+    click.echo(render_terminal(markdown, shutil.get_terminal_size().columns, color=True), nl=False)
 
 
 def _summary(run_dir: Path) -> None:
@@ -73,7 +136,7 @@ def _summary(run_dir: Path) -> None:
         text = confined.read_bytes(run_dir, ("summary.md",)) or b""
     except ConfinedPathError as exc:  # the folder changed since it was checked
         raise RunFolderError([exc.diagnostic()]) from None
-    click.echo(text.decode("utf-8"), nl=False)
+    _show(text.decode("utf-8"))
 
 
 @click.command("view")
@@ -101,6 +164,7 @@ def view_cmd(runs: tuple[Path, ...], out: Path | None, open_page: bool, serve: b
     per check, and per call its usage, cost, route and generation id. Every recorded text
     is shown as text, never run. The run folders are only read, but for the page itself:
     without --out it is RUN/report.html (with several RUNs, in the first one's folder).
+    Without RUN, the project file's run folder (trial.out, as `capplan init` sets it).
 
     \b
       capplan trial view runs/demo                      # writes runs/demo/report.html
@@ -124,10 +188,9 @@ def view_cmd(runs: tuple[Path, ...], out: Path | None, open_page: bool, serve: b
         return
     if port:
         raise click.UsageError("--port goes with --serve")
-    if not runs:
-        raise click.UsageError("name the RUN folder(s) to write a page of (or --serve FOLDER for the live view)")
     from capplan.trials.report.view.write import write_view
 
+    runs = _runs_or_project(runs, "view")
     written = write_view(list(runs), out, notify=_note)
     # through _note: a run folder's name is free text, its escapes have no place on the terminal
     _note(f"wrote {written.path} ({written.size_bytes / 1024:.0f} KiB, {written.trials} trial(s))")

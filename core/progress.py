@@ -20,7 +20,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.text import Text
 
-#: how a status line is worded for a given number of columns
+#: how a status line is worded for a given number of columns (lines apart by "\n": each one is cropped)
 StatusLine = Callable[[int], str]
 Scrub = Callable[[str], str]
 
@@ -52,9 +52,12 @@ class _StatusRenderable:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         # one column short of the width: some terminals wrap a line that fills the last column
         width = max(1, options.max_width - 1)
-        text = Text(self.scrub(self.status(width)), no_wrap=True, overflow="ellipsis", end="")
-        text.truncate(width, overflow="ellipsis")
-        yield text
+        # a status of several lines (a panel) is cropped line by line: no row may wrap
+        rows = self.scrub(self.status(width)).split("\n")
+        for i, row in enumerate(rows):
+            text = Text(row, no_wrap=True, overflow="ellipsis", end="" if i == len(rows) - 1 else "\n")
+            text.truncate(width, overflow="ellipsis")
+            yield text
 
 
 class LiveDisplay:

@@ -27,7 +27,7 @@ from capplan.core.yaml_source import Loc, SourceFile, limit_diagnostic, read_sou
 
 #: the commands that take defaults from the project file (a group: which of its subcommands do)
 PROJECT_COMMANDS: dict[str, Any] = {"compile": True, "explain": True, "diff": True, "lint": True,
-                                    "trial": {"run": True}}
+                                    "trial": {"run": True, "report": True, "view": True}}
 
 PROJECT_FILE = "capplan.yaml"
 PYPROJECT = "pyproject.toml"

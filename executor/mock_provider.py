@@ -1,8 +1,10 @@
 """The ``mock`` provider: deterministic responses offline, with no network and no litellm.
 
 The reply is a function of the request alone (a digest of the kwargs, credentials excluded),
-so the same request always yields the same result. When tools are offered and the conversation
-does not end on a tool result, the mock calls the first tool with arguments built from its
+so the same request always yields the same result. A model named for a scripted behaviour
+(``mock/careful-1``, ``mock/sloppy-1``, ``mock/user-1``: :mod:`capplan.executor.mock_agents`)
+plays its script. Any other mock model echoes: when tools are offered and the conversation
+does not end on a tool result, it calls the first tool with arguments built from its
 sanitised schema; after a tool result it answers in text, so a trial loop on the mock ends.
 """
 
@@ -13,6 +15,7 @@ import json
 import math
 from typing import Any
 
+from capplan.executor import mock_agents
 from capplan.executor.transport import redact
 
 
@@ -43,9 +46,16 @@ def complete(kwargs: dict[str, Any]) -> MockObject:
     messages = kwargs.get("messages", [])
     tools = kwargs.get("tools") or []
     ends_on_tool_result = bool(messages) and messages[-1].get("role") == "tool"
-    if tools and not ends_on_tool_result:
+    scripted = mock_agents.play(str(kwargs.get("model", "")), messages, tools)
+    call: tuple[str, str] | None = None
+    if scripted is not None:
+        if scripted.call is not None:
+            call = scripted.call, mock_agents.arguments_json(scripted)
+    elif tools and not ends_on_tool_result:
         function = tools[0]["function"]
-        arguments = json.dumps(example_arguments(function.get("parameters") or {}), sort_keys=True)
+        call = function["name"], json.dumps(example_arguments(function.get("parameters") or {}), sort_keys=True)
+    if call is not None:
+        name, arguments = call
         message = MockObject(
             role="assistant",
             content="",
@@ -53,13 +63,13 @@ def complete(kwargs: dict[str, Any]) -> MockObject:
                 MockObject(
                     id=f"call_mock_{digest[:12]}",
                     type="function",
-                    function=MockObject(name=function["name"], arguments=arguments),
+                    function=MockObject(name=name, arguments=arguments),
                 )
             ],
         )
         produced, finish = arguments, "tool_calls"
     else:
-        text = f"mock reply {digest[:16]}"
+        text = scripted.say if scripted is not None and scripted.say is not None else f"mock reply {digest[:16]}"
         message = MockObject(role="assistant", content=text, tool_calls=None)
         produced, finish = text, "stop"
     prompt = _tokens(json.dumps(messages)) + _tokens(json.dumps(tools))

@@ -67,6 +67,29 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         config.stash[reference_run.REFERENCE_RUN] = reference_run.start()
 
 
+#: test files that share an expensive session fixture (a Ray cluster, a LiteLLM proxy, the hostile runs) and
+#: must stay on one pytest-xdist worker so it starts once; every other file is a group of its own, so its
+#: module-scoped fixtures are built once too
+_SHARED_SESSION_FIXTURES = {
+    "ray": ("tests/cluster/", "tests/hostile/test_secret_canaries.py"),  # the latter starts clusters of its own
+    "litellm-proxy": ("tests/gateway/", "tests/probes/test_probe_proxy.py"),
+    "hostile-runs": ("tests/trials/results/",),
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the group marks into node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``pytest -n N --dist loadgroup`` (the README's test command): one worker per test file, or per
+    shared session fixture (:data:`_SHARED_SESSION_FIXTURES`)."""
+    if not config.pluginmanager.hasplugin("xdist") or not getattr(config.option, "dist", "no") == "loadgroup":
+        return
+    for item in items:
+        path = item.path.resolve().relative_to(reference_run.REPO).as_posix()
+        group = next((name for name, prefixes in _SHARED_SESSION_FIXTURES.items()
+                      if any(path.startswith(prefix) for prefix in prefixes)), path)
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Stops the reference-mode subprocess if the suite ended before its test waited for it (``-x``, Ctrl-C)."""
     run = config.stash.get(reference_run.REFERENCE_RUN, None)

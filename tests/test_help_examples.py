@@ -95,6 +95,11 @@ SETUP: dict[str, list[str]] = {
         "capplan trial run examples/trials/inventory_desk --plan plans/mock-echo.json "
         "--user-plan plans/mock-echo.json --out runs/again",
     ],
+    "capplan trial export": [
+        "capplan compile --model mock-echo --out plans/",
+        "capplan trial run examples/trials/inventory_desk --plan plans/mock-echo.json "
+        "--user-plan plans/mock-echo.json --out runs/demo",
+    ],
     "capplan trial view": [
         "capplan compile --model mock-echo --out plans/",
         "capplan trial run examples/trials/inventory_desk --plan plans/mock-echo.json "

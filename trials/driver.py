@@ -216,7 +216,7 @@ def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concu
                 outcome.budget_stopped = True
                 return
             started.add(str(spec.key))
-            progress.started()
+            progress.started(spec.key)
             yield spec
 
     done_keys: set[str] = set()
@@ -224,7 +224,7 @@ def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concu
     try:
         with _first_interrupt_sets(stop), young_collections_spaced():
             for records in backend.run(feed(), concurrency=concurrency, stop=stop):
-                progress.ended()  # before the write: the backend refills this slot as soon as we take the next record
+                progress.ended(records.key)  # before the write: the backend refills this slot as soon as we take the next record
                 done_keys.add(str(records.key))
                 if census is not None and records.probe is not None:
                     census.merge(ProbeStats.from_json(records.probe))

@@ -145,6 +145,6 @@ def test_the_readme_trial_commands_run_verbatim_on_the_example_packs(tmp_path: P
     tasks = sorted((REPO / "examples" / "trials").glob("*/*.yaml"))
     runs = (root / "runs" / "demo" / "runs.jsonl").read_text(encoding="utf-8").splitlines()
     keys = {json.loads(line)["key"] for line in runs}
-    assert len(keys) == len(tasks) * 2  # --trials 2 of every task, each once however often resumed
+    assert len(keys) == len(tasks) * 2 * 2  # two agents, --trials 2 of every task, each once however often resumed
     summary = (root / "runs" / "demo" / "summary.md").read_text(encoding="utf-8")
-    assert "| mock-echo | inventory_desk |" in summary and "| mock-echo | travel_desk |" in summary
+    assert "| mock-careful | inventory_desk |" in summary and "| mock-sloppy | travel_desk |" in summary

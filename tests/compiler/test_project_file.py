@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from capplan.compiler.schemas import rendered
 from tests.cli_runner import invoke
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +29,14 @@ def test_init_writes_a_starter_that_lints_clean_and_runs_offline(tmp_path: Path)
     made = capplan(tmp_path, "init", "my-evals")
     assert made.returncode == 0, made.stderr
     project = tmp_path / "my-evals"
-    assert sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()) == sorted(STARTER)
+    schemas = {f"schemas/{name}": data for name, data in rendered().items()}
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()) == sorted([*STARTER, *schemas])
+    # the schemas are what `capplan schema --out` writes, and every $schema line names one of them by relative path
+    assert all(project.joinpath(name).read_bytes() == data for name, data in schemas.items())
+    for name in STARTER:
+        for target in re.findall(r"\$schema=(\S+)", project.joinpath(name).read_text()):
+            assert (project / name).parent.joinpath(target).resolve().is_file(), f"{name}: {target}"
+    assert sum("$schema=" in project.joinpath(name).read_text() for name in STARTER) == 4
     assert "next: cd my-evals && capplan lint && capplan compile && capplan trial run" in made.stdout
     assert all(project.joinpath(name).read_text().startswith(("#", '"""')) for name in STARTER)  # commented
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.testing import CliRunner
 import pytest
 from ruamel.yaml import YAML
 
@@ -119,3 +120,38 @@ def test_a_misspelt_option_would_be_caught() -> None:
     assert command is not None
     with pytest.raises(click.NoSuchOption):
         command.make_context("diff", ["--bsae", "origin/main"])
+
+
+def _pasted_hook_configs() -> list[Any]:
+    """The `.pre-commit-config.yaml` the README and docs/ci.md tell users to paste."""
+    found = []
+    for page in ("README.md", "docs/ci.md"):
+        text = (REPO / page).read_text(encoding="utf-8")
+        blocks = [b for b in re.findall(r"^```yaml\n(.*?)^```", text, flags=re.M | re.S) if "capplan-lint" in b]
+        assert len(blocks) == 1, f"{page} shows {len(blocks)} pre-commit snippets"
+        found.append(YAML(typ="safe", pure=True).load(blocks[0]))
+    return found
+
+
+def test_the_pasted_pre_commit_snippet_is_a_local_hook_that_runs_capplan_lint(hook: dict[str, Any]) -> None:
+    readme, ci_page = _pasted_hook_configs()
+    assert readme == ci_page
+    (repo,) = readme["repos"]
+    # a `rev:` must name a tag that exists; capplan publishes none, so the hook is local and needs no rev
+    assert repo["repo"] == "local" and "rev" not in repo
+    (local,) = repo["hooks"]
+    # the keys pre-commit requires of a local hook, and only keys it knows
+    assert {"id", "name", "entry", "language"} <= set(local) <= set(hook) | {"files"}
+    assert local["language"] == "system"  # the capplan on PATH, no environment for pre-commit to build
+    assert {k: local[k] for k in ("id", "entry", "types", "files")} == {k: hook[k] for k in ("id", "entry", "types", "files")}
+    entry = shlex.split(local["entry"])
+    assert entry[0] == "capplan"
+    files = sorted(str(p.relative_to(REPO)) for p in (REPO / "examples" / "overlays").glob("*.yaml"))
+    # pre-commit appends the staged files that match `files` to the entry; in this process, as the command runs
+    staged = [f for f in files if re.search(local["files"], f)]
+    assert staged == files
+    runner = CliRunner()
+    done = runner.invoke(main, [*entry[1:], *(str(REPO / f) for f in staged)])
+    assert (done.exit_code, done.output) == (0, f"capplan lint: {len(files)} file(s) checked: no problems\n")
+    bad = runner.invoke(main, [*entry[1:], str(REPO / "tests/compiler/bad_inputs/unknown_keys.yaml")])
+    assert bad.exit_code == 2 and "error[unknown-key]" in bad.output

@@ -87,5 +87,7 @@ def test_the_quickstart_runs_as_written(project: Path) -> None:
         assert done.returncode == expected, f"{block}\nexit {done.returncode}, expected {expected}\n{output}"
         assert "Traceback" not in output
     summary = (project / "runs" / "demo" / "summary.md").read_text(encoding="utf-8")
-    assert "| mock-echo | inventory_desk |" in summary and "| mock-echo | travel_desk |" in summary
+    # the careful agent passes every example task, the sloppy one misses steps, and both cost something (fake prices)
+    assert "| mock-careful | inventory_desk | 10 | 100.0% |" in summary and "| mock-sloppy | travel_desk | 10 | 40.0% |" in summary
+    assert "cost unknown" not in summary and "of unknown cost" not in summary
     assert len(list((project / "plans").glob("*.json"))) > 2  # the mock plan's own folder left plans/ whole

@@ -131,3 +131,24 @@ def test_a_401_rereads_auth_json_once_after_waiting_for_an_unchanged_key(home, s
     states = read_jsonl(out / "cells.jsonl")
     assert states and all(s["state"] == "baseline-failed" and not s["final"] for s in states)
     assert "HTTP 401" in states[0]["reason"]
+
+
+def test_nous_without_a_key_names_capplans_key_variable(harness):
+    # no NOUS_API_KEY and no Hermes login: the message speaks of the route's key variable, as capplan's others do
+    done = harness("models", "--route", "nous")
+    assert done.code == 2
+    assert done.err.strip() == ("error: NOUS_API_KEY is not set (or empty); the nous route reads its API key from it: "
+                                "export NOUS_API_KEY=<key>, or pass --key-env VAR to read another variable")
+    assert "hermes" not in done.err and "Portal" not in done.err
+
+
+def test_nous_reads_NOUS_API_KEY_before_a_hermes_login(home, serve, harness, monkeypatch):
+    auth = home / ".hermes" / "auth.json"
+    provider = PortalProvider(auth_file=auth, old_key=OLD_KEY, new_key=NEW_KEY)
+    server = serve(provider)
+    monkeypatch.setenv("NOUS_API_KEY", NEW_KEY)  # no auth.json at all
+    listed = harness("models", "--route", "nous", "--base-url", server.base, "--json")
+    assert listed.code == 0, listed.err
+    assert json.loads(listed.out)["test"] == ["qwen/qwen3.8-plus", "z-ai/glm-5.3", "x-ai/grok-4.7"]
+    assert provider.rotations == 0 and not auth.exists()
+    assert [r.headers.get("authorization") for r in server.requests] == [f"Bearer {NEW_KEY}"] * len(server.requests)

@@ -168,9 +168,20 @@ def test_compile_lint_and_an_offline_trial_from_outside_the_checkout(installed: 
 def test_golden_plans_live_in_the_project_not_in_site_packages(installed: Installed) -> None:
     work = installed.work / "golden-project"
     work.mkdir()
+    # no golden folder yet: one located error saying so, not a "missing golden plan" line per model
     missing = _run([installed.capplan, "compile", "--check"], cwd=work)
-    assert missing.returncode == 1, missing.stderr
-    assert f"golden plans in {work.resolve() / 'golden' / 'plans'} differ" in missing.stderr
+    assert missing.returncode == 2, missing.stderr
+    assert [line for line in missing.stderr.splitlines() if "error[" in line] == [
+        f"{work.resolve() / 'golden' / 'plans'}:1:1: error[golden-missing]: the golden folder (golden/plans of the "
+        "project root, the nearest folder with .git) does not exist, so there is nothing to check against"]
+    assert "missing golden plan" not in missing.stderr
+    # no schemas/ in the project (the wheel has no checkout beside it): said once, not "stale" 15 times
+    schemas = _run([installed.capplan, "schema", "--check"], cwd=work)
+    assert schemas.returncode == 2, schemas.stderr
+    assert [line for line in schemas.stderr.splitlines() if "error[" in line] == [
+        f"{work.resolve() / 'schemas'}:1:1: error[schemas-missing]: the project's schemas folder (schemas/ of the "
+        "nearest folder with .git, else of this one) does not exist, so there is nothing to check against"]
+    assert "stale schema" not in schemas.stderr
     updated = _run([installed.capplan, "compile", "--update-golden"], cwd=work)
     assert updated.returncode == 0, updated.stderr
     assert (work / "golden" / "plans" / "mock-echo.json").is_file()

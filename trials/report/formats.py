@@ -133,3 +133,110 @@ def render_csv(c: Comparison) -> str:
             row = {**trial.as_row(), "column": col.label}
             writer.writerow([_csv_value(row.get(name)) for name in CSV_COLUMNS])
     return out.getvalue()
+
+
+# -- the terminal ---------------------------------------------------------------------------------
+#
+# On a TTY the report is shown as tables at the terminal's width (rich), from the same Markdown the
+# other outputs print: headings, paragraphs, bullets and the pipe tables ``md_table`` writes. A table
+# whose columns cannot fit side by side is shown one record per block (column name: value), so a
+# cell is never cut to "…". Every text goes to rich as ``Text``, never as markup: a task called
+# "[red]x" is shown as it is.
+
+#: the least width a column may get when a table is drawn side by side
+_MIN_COLUMN = 6
+
+
+def _md_cells(line: str) -> list[str]:
+    """The cells of one ``| a | b\\|c |`` row, pipes and backslashes unescaped as ``md_cell`` escaped them."""
+    cells: list[str] = []
+    current: list[str] = []
+    chars = iter(line.strip()[1:])
+    for char in chars:
+        if char == "\\":
+            current.append(next(chars, ""))
+        elif char == "|":
+            cells.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    return cells
+
+
+def _table_lines(lines: list[str]) -> tuple[list[str], list[list[str]], list[str]]:
+    """Header, rows and per-column justification of a pipe table's lines."""
+    header = _md_cells(lines[0])
+    marks = _md_cells(lines[1]) if len(lines) > 1 else []
+    justify = ["right" if m.endswith(":") and not m.startswith(":") else "left" for m in marks]
+    justify += ["left"] * (len(header) - len(justify))
+    rows = [_md_cells(line) for line in lines[2:]]
+    return header, [row + [""] * (len(header) - len(row)) for row in rows], justify
+
+
+def _terminal_table(lines: list[str], width: int) -> list[Any]:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    header, rows, justify = _table_lines(lines)
+    natural = [max([len(h) for h in header[i:i + 1]] + [len(r[i]) for r in rows]) for i in range(len(header))]
+    side_by_side = sum(min(max(n, _MIN_COLUMN), 24) + 3 for n in natural) + 1 <= width
+    if side_by_side or len(header) <= 2:
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
+        for name, how in zip(header, justify):
+            table.add_column(Text(name), justify=how, overflow="fold")  # type: ignore[arg-type]
+        for row in rows:
+            table.add_row(*(Text(cell) for cell in row))
+        return [table]
+    # too many columns for this width: one block per row, the first cell as its title
+    out: list[Any] = []
+    for row in rows:
+        block = Table(box=box.SIMPLE, show_header=False, show_edge=False, pad_edge=False,
+                      title=Text(f"{header[0]}: {row[0]}", style="bold"), title_justify="left")
+        block.add_column(overflow="fold", style="dim")
+        block.add_column(overflow="fold")
+        for name, cell in zip(header[1:], row[1:]):
+            block.add_row(Text(name), Text(cell))
+        out += [block, Text("")]
+    return out
+
+
+def terminal_renderables(markdown: str, width: int) -> list[Any]:
+    """What the terminal shows for ``markdown`` (a report or a summary) at ``width`` columns, as rich renderables."""
+    from rich.text import Text
+
+    out: list[Any] = []
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("|"):
+            block = []
+            while i < len(lines) and lines[i].startswith("|"):
+                block.append(lines[i])
+                i += 1
+            out += _terminal_table(block, width)
+            continue
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(Text(line[level:].strip(), style="bold underline" if level == 1 else "bold"))
+        elif line.strip():
+            out.append(Text(line))
+        else:
+            out.append(Text(""))
+        i += 1
+    return out
+
+
+def render_terminal(markdown: str, width: int, *, color: bool = False) -> str:
+    """``markdown`` as the terminal shows it at ``width`` columns (no colour unless asked): what tests read."""
+    import io as _io
+
+    from rich.console import Console
+
+    buffer = _io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=color, color_system="standard" if color else None,
+                      highlight=False, emoji=False, markup=False, soft_wrap=False)
+    for renderable in terminal_renderables(markdown, width):
+        console.print(renderable)
+    return buffer.getvalue()

@@ -13,7 +13,7 @@ aliases to expand past :data:`MAX_TRIAL_FILE_NODES` values is refused rather tha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,8 +99,28 @@ class TrialResult:
         """``trajectory.yaml`` as data; None when the trial has none (an interrupted trial)."""
         return self._read("trajectory.yaml")
 
-    def metrics(self) -> dict[str, Any] | None:
-        """``metrics.yaml`` as data; None when the trial has none."""
+    def metrics(self, journal: JournalCalls | None = None) -> dict[str, Any] | None:
+        """``metrics.yaml`` as data; None when the trial has none.
+
+        With ``journal`` (:func:`journal_calls` of the trial's run), the calls are taken from
+        ``calls.jsonl``, where the run journalled them as JSON, and only the rest of ``metrics.yaml``
+        is parsed as YAML (the calls are most of it). Where the journal does not account for the
+        trial's calls exactly (no ``end`` line, another count, a record that does not validate), the
+        whole file is read as without it. Seam *view from the journal*: ``benchmarks/trial_view.py``
+        (the reference mode reads the whole file).
+        """
+        if journal is not None and self.attempt is not None and not reference_mode():
+            calls = journal.get((self.key, self.attempt))
+            if calls is not None:
+                try:
+                    rest = read_trial_file(self.root, self.dir, "metrics.yaml", without_calls=len(calls))
+                except RunDataError:  # the whole file's read says where
+                    rest = None
+                if rest is not None and "calls" not in rest and rest.get("n_calls") == len(calls) \
+                        and not rest.get("lost_attempts"):
+                    merged = _with_calls(rest, calls)
+                    if merged is not None:
+                        return merged
         return self._read("metrics.yaml")
 
     def _read(self, name: str) -> dict[str, Any] | None:
@@ -223,8 +243,80 @@ def _interrupted(run: str, root: Path, key: str, manifest: RunManifest) -> Trial
         user_total_tokens=None, turns=0, n_calls=None, latency_s=None, dir=f"trials/{key}", root=root)
 
 
-def read_trial_file(root: Path, trial_dir: str, name: str) -> dict[str, Any] | None:
-    """One trial file as data; None when it does not exist; :class:`RunDataError` when it does not read back."""
+#: (trial key, runs.jsonl attempt) -> that attempt's calls, as ``calls.jsonl`` journalled them
+JournalCalls = Mapping[tuple[str, int], list[dict[str, Any]]]
+
+
+def journal_calls(root: Path) -> JournalCalls:
+    """Each finished attempt's calls from ``root/calls.jsonl``: the attempts one execution ended ``as: written``.
+
+    An attempt two executions claim, or a journal line that does not read back, leaves the
+    trial to its ``metrics.yaml`` (an attempt missing here is read from there).
+    """
+    from capplan.trials.run_folder.call_journal import read_journal
+
+    found: list[Any] = []
+    journal = read_journal(root, found)
+    out: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    claimed: set[tuple[str, int]] = set()
+    for execution in journal.executions.values():
+        if not any(end.get("as") == "written" for end in execution.ends):
+            continue  # died in flight or interrupted: its calls are in no metrics.yaml
+        identity = (execution.key, execution.attempt)
+        if identity in claimed:
+            out.pop(identity, None)
+            continue
+        claimed.add(identity)
+        out[identity] = [call for _, call in execution.calls]
+    return out if not found else {}
+
+
+def _with_calls(rest: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``metrics.yaml``'s data with the journal's calls put back, in the shape the file holds them."""
+    from pydantic import ValidationError
+
+    from capplan.trials.run_folder.records import CallRecord
+
+    try:
+        records = [CallRecord.model_validate(call).model_dump(mode="json") for call in calls]
+    except ValidationError:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in rest.items():
+        out[key] = value
+        if key == "n_calls":  # where the file holds them
+            out["calls"] = records
+    out.setdefault("calls", records)
+    return out
+
+
+def _cut_calls(raw: bytes, items: int) -> bytes | None:
+    """``metrics.yaml`` without its top-level ``calls:`` block of ``items`` calls; None when it does not hold that.
+
+    capplan writes the block as a ``calls:`` line at column 0 and each call as a ``- `` line at
+    column 0 followed by indented lines; the next line starting with another character is the
+    next key. A file laid out otherwise, or holding another number of calls (an edited file), is
+    None: the caller reads it whole.
+    """
+    start = raw.find(b"\ncalls:\n")
+    if start < 0 or raw.find(b"\ncalls:", start + 1) >= 0:
+        return None
+    end = start + len(b"\ncalls:\n")
+    found = 0
+    while end < len(raw) and raw[end:end + 1] in (b"-", b" ", b"\n"):
+        found += raw[end:end + 2] == b"- "
+        newline = raw.find(b"\n", end)
+        end = len(raw) if newline < 0 else newline + 1
+    return raw[:start + 1] + raw[end:] if found == items else None
+
+
+def read_trial_file(root: Path, trial_dir: str, name: str, *, without_calls: int | None = None
+                    ) -> dict[str, Any] | None:
+    """One trial file as data; None when it does not exist; :class:`RunDataError` when it does not read back.
+
+    ``without_calls`` (a number of calls): the file's data but its top-level ``calls``, which must
+    hold that many (see :func:`_cut_calls`); None also when they cannot be left out so.
+    """
     parts = (*trial_dir.split("/"), name)
     shown = f"{root / trial_dir / name}"
     try:
@@ -235,6 +327,10 @@ def read_trial_file(root: Path, trial_dir: str, name: str) -> dict[str, Any] | N
             from None
     if raw is None:
         return None
+    if without_calls is not None:
+        raw = _cut_calls(raw, without_calls)
+        if raw is None:
+            return None
     try:
         data = yaml.load(raw, Loader=yaml.SafeLoader if reference_mode() else _Loader)  # noqa: S506 - libyaml: speed only
     except yaml.YAMLError as exc:

@@ -49,9 +49,10 @@ examples:
       --key-env DEEPSEEK_API_KEY --models deepseek-reasoner --out $OUT
   %(prog)s report --out $OUT
 
-credentials: nous reads ~/.hermes/auth.json (providers.nous.agent_key, else access_token)
-and re-reads it once on a 401; every other route reads its key variable from the
-environment, then ~/.hermes/.env. Keys are never written or printed.
+credentials: every route reads its key variable (nous: NOUS_API_KEY; --key-env names
+another) from the environment, then ~/.hermes/.env; nous without NOUS_API_KEY reads a Hermes
+login's ~/.hermes/auth.json (providers.nous.agent_key, else access_token) and re-reads it
+once on a 401. Keys are never written or printed.
 
 output (in --out): calls.jsonl (one raw record per request), cost.jsonl (one cost per
 request; the budget is their sum), runs.jsonl (seed, canary, trace size per run),

@@ -1,8 +1,9 @@
 """Where keys come from. Read at call time, registered for redaction, never stored.
 
-- ``nous``: ``~/.hermes/auth.json`` → ``providers.nous.agent_key``, falling back to
-  ``access_token``. A live install rotates that key, so on a 401 the file is read once more
-  (after a short wait when it has not changed yet).
+- ``nous``: ``NOUS_API_KEY``, as every other route's key variable (the environment, then
+  ``~/.hermes/.env``); when it is unset and a Hermes login left ``~/.hermes/auth.json``, that
+  file's ``providers.nous.agent_key``, falling back to ``access_token``. A live install rotates
+  that key, so on a 401 the file is read once more (after a short wait when it has not changed yet).
 - every other route: the process environment first, then ``~/.hermes/.env``.
 """
 
@@ -21,6 +22,9 @@ from capplan.evals.reasoning_replay.routes import NOUS_AUTH, Route
 
 # Seconds to wait for a rotated Portal key before the single re-read after a 401.
 REFRESH_WAIT_SECONDS = 15.0
+
+#: the nous route's key variable, named as capplan names every provider's (OPENROUTER_API_KEY, …)
+NOUS_KEY_ENV = "NOUS_API_KEY"
 
 
 def hermes_dir() -> Path:
@@ -68,26 +72,39 @@ def _dotenv_value(path: Path, name: str) -> str:
 
 
 class NousAuthKey:
-    """The Portal agent key from ``~/.hermes/auth.json``."""
+    """The nous route's key: ``NOUS_API_KEY``, else the agent key a Hermes login keeps in ``~/.hermes/auth.json``."""
 
-    label = "~/.hermes/auth.json (providers.nous)"
+    label = f"{NOUS_KEY_ENV} (else ~/.hermes/auth.json providers.nous)"
+
+    def __init__(self) -> None:
+        self._from_file = False
 
     def read(self) -> str:
+        value = os.environ.get(NOUS_KEY_ENV) or _dotenv_value(hermes_dir() / ".env", NOUS_KEY_ENV)
+        if value:
+            redact.register(value)
+            return value
         path = hermes_dir() / "auth.json"
+        if not path.exists():
+            raise MissingCredential(f"{NOUS_KEY_ENV} is not set (or empty); the nous route reads its API key from "
+                                    f"it: export {NOUS_KEY_ENV}=<key>, or pass --key-env VAR to read another variable")
+        self._from_file = True
         try:
             data = json.loads(path.read_text(encoding="utf-8-sig"))
-        except FileNotFoundError:
-            raise MissingCredential(f"{path} does not exist; log in to the Nous Portal first") from None
         except (OSError, ValueError) as exc:
-            raise MissingCredential(f"{path} is not readable JSON ({type(exc).__name__})") from None
+            raise MissingCredential(f"{NOUS_KEY_ENV} is not set, and {path} is not readable JSON "
+                                    f"({type(exc).__name__}); export {NOUS_KEY_ENV}=<key>") from None
         nous = ((data.get("providers") or {}).get("nous") or {}) if isinstance(data, dict) else {}
         value = str(nous.get("agent_key") or nous.get("access_token") or "") if isinstance(nous, dict) else ""
         if not value:
-            raise MissingCredential(f"{path} has no providers.nous.agent_key or access_token")
+            raise MissingCredential(f"{NOUS_KEY_ENV} is not set, and {path} has no providers.nous.agent_key or "
+                                    f"access_token; export {NOUS_KEY_ENV}=<key>")
         redact.register(value)
         return value
 
     def refresh(self, rejected: str) -> str | None:
+        if not self._from_file:  # a variable does not rotate while the run reads it
+            return None
         value = self.read()
         if value == rejected:
             time.sleep(REFRESH_WAIT_SECONDS)  # the installer may be mid-rotation

@@ -232,3 +232,40 @@ def test_no_other_place_inside_a_run_folder_is_taken(hostile_runs: HostileRuns, 
     assert code == 2 and "error[VIEW_OUT]" in output and "inside the run folder" in output
     assert "top-level report.html" in output
     assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+
+
+def test_calls_come_from_the_journal_and_the_page_is_the_same(hostile_runs: HostileRuns, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each trial's calls from calls.jsonl, the rest of metrics.yaml parsed: the page as from the whole files.
+
+    Where the journal does not account for a trial's calls (a line missing, no journal), that trial's
+    metrics.yaml is read whole, and the page is still the same.
+    """
+    from capplan.trials.report import run_data
+    from capplan.trials.report.run_data import load_runs
+    from capplan.trials.report.view.payload import build_payload
+
+    reads: list[tuple[str, bool]] = []
+    original = run_data.read_trial_file
+
+    def counted(root: Path, trial_dir: str, name: str, *, without_calls: int | None = None) -> object:
+        reads.append((name, without_calls is not None))
+        return original(root, trial_dir, name, without_calls=without_calls)
+
+    monkeypatch.setattr(run_data, "read_trial_file", counted)
+    runs = load_runs(list(hostile_runs.paths))
+    whole = build_payload(runs, generated_by="test", from_journal=False)
+    assert ("metrics.yaml", True) not in reads
+    reads.clear()
+    journalled = build_payload(runs, generated_by="test")
+    assert reads.count(("metrics.yaml", True)) == 2 * len(TASKS) and ("metrics.yaml", False) not in reads
+    assert journalled == whole and all(d["calls"] for d in whole.details)
+    # one call line of t01 gone from a copy of run A: t01 is read from its metrics.yaml alone
+    copy = copy_run(hostile_runs, tmp_path)
+    lines = (copy / "calls.jsonl").read_text().splitlines(keepends=True)
+    first_t01 = next(i for i, line in enumerate(lines) if '"kind":"call"' in line and "/t01/" in line)
+    (copy / "calls.jsonl").write_text("".join(lines[:first_t01] + lines[first_t01 + 1:]))
+    reads.clear()
+    damaged = build_payload(load_runs([copy]), generated_by="test")
+    assert reads.count(("metrics.yaml", False)) == 1
+    assert damaged.details == build_payload(load_runs([copy]), generated_by="test", from_journal=False).details

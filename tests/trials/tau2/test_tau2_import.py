@@ -36,9 +36,12 @@ def packs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]
     root = tmp_path_factory.mktemp("tau2")
     result = invoke("trial", "import", "tau2", "--domain", "mock", "--out", str(root / "mock"))
     assert result.exit_code == 0, result.output
-    assert "wrote 7 task file(s)" in result.output
-    # the two tasks that open on a message history are named, not dropped silently
-    assert result.output.count("left out: it opens on a message history") == 2
+    assert "wrote 9 task file(s)" in result.output
+    # the two tasks that open on a message history are written too: the history is their initial state
+    history = _doc(root / "mock" / "mock_update_task_with_message_history.yaml")
+    assert [a["func_name"] for a in history["environment"][0]["args"]["initial_state"]["initialization_actions"]] == \
+        ["create_task"]
+    assert "Earlier in this conversation:\n\tuser: I need to create a task" in history["user"]["backstory"]
     import_domain("airline", root / "airline", task_ids=AIRLINE_IDS)
     yield {"mock": root / "mock", "airline": root / "airline"}
     mp.undo()

@@ -173,6 +173,7 @@ def load(domain: str, *, task_set: str = "full", split: str | None = None) -> Do
     if chosen is not None:
         wanted = set(splits.get(chosen, []))
         tasks = [t for t in tasks if t.id in wanted]
+    tasks = [history_as_state(task) for task in tasks]
     environment = module.get_environment()
     prompts = agent_prompts()
     system_prompt = prompts["SYSTEM_PROMPT"].format(domain_policy=environment.get_policy(),
@@ -233,3 +234,32 @@ def agent_prompts() -> dict[str, str]:
         raise Tau2DataError(f"τ²'s agent prompt ({', '.join(missing)}) is not a string literal there",
                             location=spec.origin, hint=f"install the supported release: {INSTALL_COMMAND}")
     return found
+
+
+def history_as_state(task: Any) -> Any:
+    """``task`` with the message history it opens on (two of mock's tasks) made its initial state.
+
+    A capplan task starts at the first user turn. The history's tool calls become initialization
+    actions, run in the same order on the same environment before the conversation, as τ²'s
+    ``set_state`` replays them; its text goes into the user's instructions, so the simulated user
+    knows what was said. τ²'s evaluator then builds the same gold and predicted databases as for
+    the task with its history. A task without a history is returned as it is.
+    """
+    state = task.initial_state
+    if state is None or not state.message_history:
+        return task
+    tasks = import_module("tau2.data_model.tasks")
+    calls = [tasks.EnvFunctionCall(env_type=call.requestor, func_name=call.name, arguments=dict(call.arguments))
+             for message in state.message_history for call in (getattr(message, "tool_calls", None) or [])]
+    said = [f"{message.role}: {message.content}" for message in state.message_history
+            if getattr(message, "content", None) and message.role in ("user", "assistant")]
+    earlier = "Earlier in this conversation:\n" + "\n".join(said) + "\n\n"
+    instructions = task.user_scenario.instructions
+    if isinstance(instructions, str):
+        instructions = earlier + instructions
+    else:
+        instructions = instructions.model_copy(update={"task_instructions": earlier + instructions.task_instructions})
+    scenario = task.user_scenario.model_copy(update={"instructions": instructions})
+    initial = state.model_copy(update={"message_history": None,
+                                       "initialization_actions": [*(state.initialization_actions or []), *calls]})
+    return task.model_copy(update={"initial_state": initial, "user_scenario": scenario})

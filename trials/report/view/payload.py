@@ -25,7 +25,7 @@ from typing import Any
 
 from capplan.core.redaction import redact_text
 from capplan.trials.report.compare import Column, columns_of
-from capplan.trials.report.run_data import OUTCOMES, LoadedRun, RunDataError, TrialResult
+from capplan.trials.report.run_data import OUTCOMES, JournalCalls, LoadedRun, RunDataError, TrialResult, journal_calls
 from capplan.trials.run_folder.summary import summarize
 
 #: the trajectory keys the chat and the side panels render; every other key is shown as recorded
@@ -138,7 +138,8 @@ def _column_stats(column: Column, run: LoadedRun) -> dict[str, Any]:
             "failed": row.failed, "error": row.error, "aborted": row.aborted}
 
 
-def _detail(trial: TrialResult, shared: _Shared, redact: Callable[[str], str]) -> dict[str, Any]:
+def _detail(trial: TrialResult, shared: _Shared, redact: Callable[[str], str],
+            journal: JournalCalls | None = None) -> dict[str, Any]:
     """One trial's detail: what its files hold, in the shape the page renders, unknown fields passed through."""
     problems: list[str] = []
     trajectory: dict[str, Any] | None = None
@@ -148,7 +149,7 @@ def _detail(trial: TrialResult, shared: _Shared, redact: Callable[[str], str]) -
     except RunDataError as exc:
         problems.append(exc.render())
     try:
-        metrics = trial.metrics()
+        metrics = trial.metrics(journal)
     except RunDataError as exc:
         problems.append(exc.render())
     if trial.status != "interrupted" and trajectory is None and not problems:
@@ -189,9 +190,14 @@ def _scrubbed(value: Any, redact: Callable[[str], str]) -> Any:
     return redact(str(value))  # a date or another YAML scalar type: shown as text
 
 
-def build_payload(runs: list[LoadedRun], *, generated_by: str) -> Payload:
-    """The data of one page for ``runs``."""
+def build_payload(runs: list[LoadedRun], *, generated_by: str, from_journal: bool = True) -> Payload:
+    """The data of one page for ``runs``.
+
+    ``from_journal``: each trial's calls from its run's ``calls.jsonl`` where the journal accounts
+    for them (:meth:`TrialResult.metrics`); False reads every ``metrics.yaml`` whole (the same page).
+    """
     columns = columns_of(runs)
+    journals = {run.label: journal_calls(run.path) for run in runs} if from_journal else {}
     by_run = {run.label: run for run in runs}
     shared = _Shared()
     tasks: dict[tuple[str, str], int] = {}
@@ -206,7 +212,7 @@ def build_payload(runs: list[LoadedRun], *, generated_by: str) -> Payload:
             index_trials.append([column_no, task_no, trial.index, OUTCOMES.index(trial.outcome),
                                  trial.termination_reason, trial.cost_usd, trial.user_cost_usd, trial.turns,
                                  trial.attempt, trial.key, trial.status, trial.total_tokens])
-            details.append(_detail(trial, shared, redact_text))
+            details.append(_detail(trial, shared, redact_text, journals.get(trial.run)))
     ordered = sorted(tasks, key=lambda k: k)
     renumber = {tasks[k]: i for i, k in enumerate(ordered)}
     for row in index_trials:
