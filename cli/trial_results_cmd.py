@@ -145,7 +145,12 @@ def _summary(run_dir: Path) -> None:
               help="The HTML file to write. Default: report.html in the first RUN's folder (the only place "
                    "inside a run folder a page may go).")
 @click.option("--open", "open_page", is_flag=True, default=False, help="Open the page in the default browser.")
-def view_cmd(runs: tuple[Path, ...], out: Path | None, open_page: bool) -> None:
+@click.option("--serve", "serve", is_flag=True, default=False,
+              help="Serve a live view of every run under one FOLDER (default: the current folder) on 127.0.0.1 "
+                   "until Ctrl-C, instead of writing a page.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="With --serve: the port on 127.0.0.1 (0: a free one, printed with the URL).")
+def view_cmd(runs: tuple[Path, ...], out: Path | None, open_page: bool, serve: bool, port: int) -> None:
     """Write one self-contained HTML page of RUN folders: runs, model × task matrix, every trial.
 
     The page needs no server and no network (styles and script inline; it opens from
@@ -164,7 +169,25 @@ def view_cmd(runs: tuple[Path, ...], out: Path | None, open_page: bool) -> None:
     \b
       capplan trial view runs/demo                      # writes runs/demo/report.html
       capplan trial view runs/demo runs/again --out compare.html   # add --open to open it
+
+    With --serve, nothing is written: a server on 127.0.0.1 only (never another interface)
+    shows every run under FOLDER (name, date, models, pass rate, spend, status), refreshes
+    while a run writes (new trials appear; running trials show their current turn), sorts
+    trial tables by outcome, cost, tokens, latency, turns or termination, gives each trial a
+    URL of its own, and compares runs or models: the paired McNemar verdict as trial report
+    prints it, cost, tokens and latency per model, the tasks that flipped, and two
+    conversations side by side from the first message where they differ. It reads only
+    FOLDER (no link is followed out of it), loads nothing from the network, and stops on Ctrl-C.
+
+    \b
+      capplan trial view --serve runs                   # prints http://127.0.0.1:PORT/
+      capplan trial view --serve runs --port 8765
     """
+    if serve:
+        _serve(runs, out, port, open_page)
+        return
+    if port:
+        raise click.UsageError("--port goes with --serve")
     from capplan.trials.report.view.write import write_view
 
     runs = _runs_or_project(runs, "view")
@@ -176,3 +199,25 @@ def view_cmd(runs: tuple[Path, ...], out: Path | None, open_page: bool) -> None:
 
         if not webbrowser.open(written.path.resolve().as_uri()):
             _note(f"note: no browser could be started; open {written.path.resolve()} yourself")
+
+
+def _serve(runs: tuple[Path, ...], out: Path | None, port: int, open_page: bool) -> None:
+    """``--serve``: one FOLDER, served until Ctrl-C (exit 0)."""
+    if len(runs) > 1:
+        raise click.UsageError("--serve takes one FOLDER (it shows every run under it)")
+    if out is not None:
+        raise click.UsageError("--serve writes nothing: leave --out out")
+    from capplan.trials.report.serve.server import serve
+    from capplan.trials.safe_text import plain
+
+    folder = runs[0] if runs else Path(".")
+
+    def announce(url: str) -> None:
+        # on stdout, one line, the URL last: a script can read it; the folder's name made plain
+        click.echo(f"serving {plain(folder)} (127.0.0.1 only; Ctrl-C stops) at {url}")
+        if open_page:
+            import webbrowser
+
+            webbrowser.open(url)
+
+    serve(folder, port, announce=announce)

@@ -6,6 +6,7 @@
 - ``formats``   the comparison as markdown, JSON or CSV
 - ``progress``  live progress on stderr while a run goes
 - ``view``      ``capplan trial view``: one self-contained HTML page of one or more runs
+- ``serve``     ``capplan trial view --serve``: a live local view of every run under a folder, on 127.0.0.1
 
 Untrusted names are made safe for a terminal, a markdown table and CSV by
 ``capplan.trials.safe_text``, which the run's own ``summary.md`` uses too.
