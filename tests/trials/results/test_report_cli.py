@@ -238,4 +238,4 @@ def test_without_run_or_project_file_the_error_says_what_to_pass(project: Path) 
     assert result.exit_code == 2
     assert result.output.startswith("capplan.yaml:1:1: error[no-run-folder]: trial: `capplan trial report` was "
                                     "given no run folder, and this file sets no trial.out"), result.output
-    assert sorted(p.name for p in project.iterdir()) == [".git", "capplan.yaml", "overlays", "run.yaml", "tasks"]
+    assert sorted(p.name for p in project.iterdir()) == [".git", "capplan.yaml", "overlays", "run.yaml", "schemas", "tasks"]
