@@ -82,8 +82,8 @@ def test_one_eval_log_per_plan_with_a_sample_per_trial(logs: Path, hostile_runs:
 
 def test_the_logs_read_back_with_inspect_ais_own_reader(logs: Path, hostile_runs: HostileRuns) -> None:
     log_module = pytest.importorskip(
-        "inspect_ai.log", reason="inspect_ai is not installed (a test-time install, not in CI: 35 MB and 11 more "
-        "packages; see docs/trials.md, 'capplan trial export'): pip install --no-deps inspect_ai and the modules its reader imports")
+        "inspect_ai.log", reason="inspect_ai is not installed (a test-time install that .ci/run makes: 35 MB and 11 more "
+        "packages; see docs/trials.md, 'capplan trial export', for the pip line)")
     for path, model, passed in ((logs / "agent-a-b-2J-run_agent-a.eval", "agent-a", 11),
                                 (logs / "agent-b-b-2J-run_agent-b.eval", "agent-b", 1)):
         log = log_module.read_eval_log(str(path))
