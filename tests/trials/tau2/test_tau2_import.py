@@ -173,7 +173,7 @@ def test_a_full_folder_needs_force(packs: dict[str, Path]) -> None:
     assert result.exit_code == 2 and "error[OUT_NOT_EMPTY]" in result.output
 
 
-def test_a_task_rewarded_on_nl_assertions_is_refused_naming_the_judge_plan(tmp_path: Path) -> None:
+def test_a_task_rewarded_on_nl_assertions_is_written_and_an_unknown_basis_is_refused(tmp_path: Path) -> None:
     from tau2.data_model.tasks import RewardType
 
     from capplan.trials.importers.tau2.pack import task_document
@@ -182,9 +182,13 @@ def test_a_task_rewarded_on_nl_assertions_is_refused_naming_the_judge_plan(tmp_p
     task = next(t for t in bench.tasks if t.id == "create_task_1")
     judged = task.model_copy(deep=True)
     judged.evaluation_criteria.reward_basis = [RewardType.DB, RewardType.NL_ASSERTION]
+    document = task_document(bench, judged)  # written; `trial run` asks for --judge-plan
+    assert document["metadata"]["tau2"]["reward_basis"] == ["DB", "NL_ASSERTION"]
+    other = task.model_copy(deep=True)
+    other.evaluation_criteria.reward_basis = ["DB", "VIBES"]  # a basis of another release
     with pytest.raises(source.Tau2DataError) as refused:
-        task_document(bench, judged)
-    assert "rewarded on NL_ASSERTION, which needs a judge model (--judge-plan)" in refused.value.message
+        task_document(bench, other)
+    assert "rewarded on VIBES, a reward basis τ² 26.3 does not have" in refused.value.message
     assert refused.value.location == f"{bench.task_file}: task create_task_1"
 
 

@@ -47,7 +47,8 @@ SIGNAL_NOTE = (f"\n\nIf you are transferred to another agent, send {TRANSFER} as
                f"instructions above do not give you enough information to go on, send {OUT_OF_SCOPE} as your "
                "whole message.")
 #: τ²'s reward bases a trial can be graded on without a judge model
-GRADED_BASES = frozenset({"DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE"})
+#: every reward basis of the supported release (NL_ASSERTION: `trial run --judge-plan`, refused there without one)
+GRADED_BASES = frozenset({"DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE", "NL_ASSERTION"})
 _ID = re.compile(r"[^A-Za-z0-9_-]")
 #: the agent-turn budget: τ²'s simulation stops after 200 steps (messages of any side), so no trial
 #: that τ² plays to its end needs more agent turns than that
@@ -85,9 +86,9 @@ def task_document(bench: Domain, task: Any) -> dict[str, Any]:
     unjudged = sorted(set(bases) - GRADED_BASES)
     if unjudged:
         raise Tau2DataError(
-            f"task {task.id!r} is rewarded on {', '.join(unjudged)}, which needs a judge model (--judge-plan); this "
-            "importer does not run one yet", location=f"{bench.task_file}: task {task.id}",
-            hint="leave the task out with --task, or wait for --judge-plan")
+            f"task {task.id!r} is rewarded on {', '.join(unjudged)}, a reward basis τ² {bench.version} does not "
+            f"have (its bases: {', '.join(sorted(GRADED_BASES))})", location=f"{bench.task_file}: task {task.id}",
+            hint="leave the task out with --task; this importer reads the data layout of release 26.3")
     component: dict[str, Any] = {"ref": f"{COMPONENTS_MODULE}:{_class_name(bench.name)}", "name": bench.name}
     initial = tau2_task.get("initial_state")
     if initial:
