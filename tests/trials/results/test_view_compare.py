@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import re
 from pathlib import Path
 from typing import Any
 
