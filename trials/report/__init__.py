@@ -4,6 +4,7 @@
 - ``run_data``  a run folder read back as typed trial records (``load_run``)
 - ``compare``   several runs joined on (task id, trial index): columns, groups, pairs
 - ``formats``   the comparison as markdown, JSON or CSV
+- ``why``       the comparison on a page: verdict lines, cost/tokens/latency, flipped tasks, transcript diff
 - ``progress``  live progress on stderr while a run goes
 - ``view``      ``capplan trial view``: one self-contained HTML page of one or more runs
 - ``serve``     ``capplan trial view --serve``: a live local view of every run under a folder, on 127.0.0.1

@@ -60,7 +60,7 @@ def not_pwned(driver: Any) -> None:
     assert driver.execute_script("return window.__pwned === undefined") is True
     assert driver.execute_script("return document.querySelectorAll('img, iframe, object, embed').length") == 0
     hrefs = driver.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))")
-    assert all(h == "#" or h.startswith("#trial-") for h in hrefs), hrefs
+    assert all(h == "#" or re.fullmatch(r"#(trial-\d+|diff-\d+-\d+)", h) for h in hrefs), hrefs
 
 
 def save(driver: Any, name: str, folder: Path) -> None:
@@ -209,8 +209,10 @@ def test_pass_hat_k_says_how_many_tasks_it_covers(hostile_runs: HostileRuns, dri
     open_page(driver, page)
     [row] = driver.find_elements(By.CSS_SELECTOR, "#stats tbody tr")
     cells = [td.get_attribute("textContent") for td in row.find_elements(By.TAG_NAME, "td")]
-    assert cells[6] == "^1 91.7 %, ^2 90.9 % (11 of 12 tasks)"
+    head = [th.get_attribute("textContent") for th in driver.find_elements(By.CSS_SELECTOR, "#stats thead th")]
+    assert cells[head.index("pass^k")] == "^1 91.7 %, ^2 90.9 % (11 of 12 tasks)"  # by name: columns get added
     assert browser.text_problems(driver, "#overview") == []
+    assert driver.find_elements(By.ID, "compare-section") == []  # one model: nothing to compare
 
 
 def test_filters_work_without_a_server(page: Path, driver: Any) -> None:
@@ -339,3 +341,78 @@ def test_harness_turns_handoffs_guard_rejections_retries_and_waits_are_marked(ho
     assert "openai/agent-model (exact)" in second.text and "gen-123" in second.text and "$0.000420" in second.text
     assert browser.text_problems(driver, "#trial") == []
     not_pwned(driver)
+
+
+# -- the comparison of two runs or models ------------------------------------------------
+
+def _rows(driver: Any, css: str) -> list[list[str]]:
+    """The text of every body cell of the table at ``css``, read in one round trip."""
+    rows = driver.execute_script("return Array.from(document.querySelectorAll(arguments[0] + ' tbody tr')).map("
+                                 "r => Array.from(r.children).map(td => td.textContent))", css)
+    assert isinstance(rows, list)
+    return rows
+
+
+def test_the_comparison_shows_trial_report_s_verdict_the_figures_and_the_flips(
+        hostile_runs: HostileRuns, page: Path, driver: Any, tmp_path: Path) -> None:
+    """Two runs: the comparison section (test_view_compare checks the data it draws from)."""
+    from selenium.webdriver.common.by import By
+
+    open_page(driver, page)
+    not_pwned(driver)
+    assert browser.text_problems(driver, "#compare-section") == []
+    verdict = driver.find_element(By.CSS_SELECTOR, "#pairs .verdict").get_attribute("textContent")
+    printed = invoke("trial", "report", *hostile_runs.paths)
+    assert printed.exit_code == 0 and f"- {verdict}" in printed.output.splitlines(), printed.output
+    assert verdict == "agent-a better than agent-b: +83 pp, p = 0.006, 12 paired tasks"
+    index = driver.execute_script("return JSON.parse(document.getElementById('view-index').textContent)")
+    rows = _rows(driver, "#compare-columns")
+    columns = index["comparison"]["columns"]
+    assert len(rows) == len(columns) == 2
+    for cells, column in zip(rows, columns, strict=True):
+        assert cells[0] == column["label"] and cells[2] == str(len(TASKS))
+        assert cells[4] == f"unknown ({len(TASKS)} unknown)"  # the plans have no price: never $0
+        assert cells[6] == f"{column['tokens']['mean']:.1f}" and cells[8] == f"{column['latency_s']['mean']:.3f}"
+    assert [cells[3] for cells in rows] == ["91.7 % (11 / 12)", "8.3 % (1 / 12)"]
+    flips = _rows(driver, "#pairs table.flips")
+    assert [cells[1] for cells in flips] == TASKS
+    assert [cells[4:6] for cells in flips] == [["failed", "passed"]] + [["passed", "failed"]] * 11
+    driver.execute_script("document.getElementById('compare-section').scrollIntoView()")
+    save(driver, "trial-view-compare.png", tmp_path)
+    # a flip's trial link opens that trial
+    driver.find_elements(By.CSS_SELECTOR, "#pairs table.flips tbody tr:nth-child(4) a.flip-trial")[1].click()
+    browser.wait_for(driver, "#trial-title")
+    assert driver.find_element(By.ID, "trial-title").text == "trial agent-b/t03/0"
+    assert driver.find_element(By.ID, "trial-outcome").text == "failed"
+
+
+def test_a_flipped_task_shows_both_conversations_with_the_first_difference_marked(
+        page: Path, driver: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    open_page(driver, page)
+    driver.find_elements(By.CSS_SELECTOR, "#pairs a.diff-link")[0].click()
+    browser.wait_for(driver, "#diff-title")
+    assert driver.find_element(By.ID, "diff").is_displayed() and not driver.find_element(By.ID, "overview").is_displayed()
+    assert driver.find_element(By.ID, "diff-title").text == "task t00 (trial 0): two conversations"
+    assert driver.find_element(By.ID, "diverge-summary").text == \
+        "they are the same up to message 1; message 2 is the first that differs (marked)"
+    marked = driver.find_elements(By.CSS_SELECTOR, ".sides .msg.diverge")
+    assert [m.get_attribute("data-at") for m in marked] == ["1", "1"]
+    assert [m.get_attribute("data-role") for m in marked] == ["agent", "agent"]
+    assert all(m.find_element(By.CSS_SELECTOR, ".diverge-mark").text == "first difference" for m in marked)
+    a, b = (m.find_element(By.CSS_SELECTOR, ".call pre").get_attribute("textContent") for m in marked)
+    assert '"amount": 1' in a and '"amount": 2' in b  # t00: B passed it by adding 2
+    assert [m.get_attribute("data-at") for m in driver.find_elements(By.CSS_SELECTOR, "#side-a .msg.same")] == ["0"]
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#chat-a .msg")) == len(driver.find_elements(By.CSS_SELECTOR, "#chat-b .msg")) > 2
+    assert browser.text_problems(driver, "#diff") == []
+    not_pwned(driver)
+    save(driver, "trial-view-side-by-side.png", tmp_path)
+    driver.find_element(By.CSS_SELECTOR, "#side-b a[href^='#trial-']").click()
+    WebDriverWait(driver, browser.WAIT_S).until(lambda d: d.find_element(By.ID, "trial").is_displayed())
+    assert driver.find_element(By.ID, "trial-title").text == "trial agent-b/t00/0"
+    # a hand-typed pair that is no flip of this page says so
+    driver.get(page.resolve().as_uri() + "#diff-0-1")
+    browser.wait_for(driver, "body[data-ready='1']")
+    assert "no flipped task pairs trials 0 and 1" in driver.find_element(By.ID, "diff").text

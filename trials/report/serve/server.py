@@ -30,7 +30,7 @@ from capplan.core.errors import UserError
 from capplan.trials.report.compare import compare
 from capplan.trials.report.serve.app import render_app
 from capplan.trials.report.serve.catalog import Catalog
-from capplan.trials.report.serve.why import comparison_json, side_by_side
+from capplan.trials.report.why import comparison_json, side_by_side
 from capplan.trials.report.run_data import LoadedRun, TrialResult
 
 HOST = "127.0.0.1"

@@ -7,6 +7,12 @@ and verdict) is a block of its own, parsed only when that trial is opened, so a 
 10 000 trials opens quickly. Texts every trial of a task repeats (the system prompt, the tool
 schemas) are stored once and referenced by number.
 
+With two or more columns (runs or models) the index also holds the comparison the server's
+comparison page shows (:mod:`capplan.trials.report.why`): the verdict line per pair, each
+column's cost, tokens and latency, the flipped tasks with their trials' numbers in the page,
+and where each flip's two conversations part. The side-by-side view draws both conversations
+from the trials' own detail blocks, so no conversation is embedded twice.
+
 The trial files are read defensively: fields other engineers add over time (per-turn
 checkpoints, grader reasons, call journals) are passed through as they are and shown
 generically; a trial file that does not read back becomes a visible problem in that trial's
@@ -24,8 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from capplan.core.redaction import redact_text
-from capplan.trials.report.compare import Column, columns_of
+from capplan.trials.report.compare import Column, columns_of, compare
 from capplan.trials.report.run_data import OUTCOMES, JournalCalls, LoadedRun, RunDataError, TrialResult, journal_calls
+from capplan.trials.report.why import comparison_json, diverges_at
 from capplan.trials.run_folder.summary import summarize
 
 #: the trajectory keys the chat and the side panels render; every other key is shown as recorded
@@ -33,6 +40,11 @@ _SHOWN_TRAJECTORY = {"format", "version", "trial", "system_prompt", "tools", "me
                      "summarize_events", "user_reply_guard_events", "termination", "final_state", "checkpoints", "metadata"}
 _SHOWN_METRICS = {"format", "version", "trial", "calls", "grade", "status", "termination_reason", "counts_against_model",
                   "turns", "max_turns", "n_calls"}
+
+#: the fields of one trial's short array in the index, in order
+TRIAL_FIELDS = ("column", "task", "index", "outcome", "reason", "cost_usd", "user_cost_usd", "turns", "attempt", "key",
+                "status", "tokens")
+_KEY = TRIAL_FIELDS.index("key")
 
 
 @dataclass
@@ -192,6 +204,23 @@ def _scrubbed(value: Any, redact: Callable[[str], str]) -> Any:
     return redact(str(value))  # a date or another YAML scalar type: shown as text
 
 
+def _comparison(runs: list[LoadedRun], columns: list[Column], index_trials: list[list[Any]],
+                details: list[dict[str, Any]]) -> dict[str, Any]:
+    """The server's comparison data, each flipped trial given its number in the page and each flip its divergence."""
+    data = comparison_json(compare(runs), {})
+    # the comparison's names are redacted by value: looked up the same way
+    numbers = {(redact_text(columns[row[0]].run), redact_text(row[_KEY])): no for no, row in enumerate(index_trials)}
+    for pair in data["pairs"]:
+        for flip in pair["flips"]:
+            a = numbers.get((flip["a"]["run"], flip["a"]["key"]))
+            b = numbers.get((flip["b"]["run"], flip["b"]["key"]))
+            flip["a"]["no"], flip["b"]["no"] = a, b
+            # from the details already built (redacted like the server's): no trajectory is read twice
+            flip["diverges_at"] = (None if a is None or b is None
+                                   else diverges_at(details[a].get("messages"), details[b].get("messages")))
+    return data
+
+
 def build_payload(runs: list[LoadedRun], *, generated_by: str, from_journal: bool = True) -> Payload:
     """The data of one page for ``runs``.
 
@@ -210,7 +239,7 @@ def build_payload(runs: list[LoadedRun], *, generated_by: str, from_journal: boo
         for trial in column.trials:
             task_no = tasks.setdefault((trial.task_pack, trial.task_id), len(tasks))
             reasons.add(trial.termination_reason)
-            # one short array per trial: the index of 10 000 trials stays small
+            # one short array per trial, in the order of TRIAL_FIELDS: the index of 10 000 trials stays small
             index_trials.append([column_no, task_no, trial.index, OUTCOMES.index(trial.outcome),
                                  trial.termination_reason, trial.cost_usd, trial.user_cost_usd, trial.turns,
                                  trial.attempt, trial.key, trial.status, trial.total_tokens])
@@ -220,6 +249,7 @@ def build_payload(runs: list[LoadedRun], *, generated_by: str, from_journal: boo
     for row in index_trials:
         row[1] = renumber[row[1]]
     index = {
+        "comparison": _comparison(runs, columns, index_trials, details) if len(columns) > 1 else None,
         "generated_by": generated_by,
         "outcomes": list(OUTCOMES),
         "runs": [_run_header(run, columns) for run in runs],
@@ -229,8 +259,7 @@ def build_payload(runs: list[LoadedRun], *, generated_by: str, from_journal: boo
         "tasks": [list(k) for k in ordered],
         "packs": sorted({pack for pack, _ in ordered}),
         "reasons": sorted(reasons),
-        "trial_fields": ["column", "task", "index", "outcome", "reason", "cost_usd", "user_cost_usd", "turns",
-                         "attempt", "key", "status", "tokens"],
+        "trial_fields": list(TRIAL_FIELDS),
         "trials": index_trials,
         "shared": shared.texts,
     }

@@ -10,6 +10,11 @@
   two differ.
 
 Every recorded text is redacted again by value, as the static view does, and bounded in size.
+
+Both pages use it: the server answers its comparison page with :func:`comparison_json` and
+:func:`side_by_side`; the static ``trial view`` embeds :func:`comparison_json` and, for each
+flip, where the two conversations part (:func:`diverges_at`), drawing both from the trial
+details it already holds.
 """
 
 from __future__ import annotations
@@ -141,6 +146,17 @@ def first_divergence(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> int | 
         if (x["role"], x["text"], x["calls"]) != (y["role"], y["text"], y["calls"]):
             return at
     return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def diverges_at(a: Any, b: Any) -> int | None:
+    """The first message where two recorded message lists differ, as :func:`said` sees them; None when the same.
+
+    A value that is not a list (no conversation recorded) counts as no message.
+    """
+    def messages(value: Any) -> list[dict[str, Any]]:
+        return [said(m) for m in value[:MAX_MESSAGES]] if isinstance(value, list) else []
+
+    return first_divergence(messages(a), messages(b))
 
 
 def conversation(trial: TrialResult) -> tuple[list[dict[str, Any]], str | None]:
