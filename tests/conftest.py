@@ -77,17 +77,31 @@ _SHARED_SESSION_FIXTURES = {
 }
 
 
+#: the groups that take longest (minutes on a 2-core machine), handed out first so that no worker starts one
+#: while the others have nothing left (longest first keeps the run's end close to its total work ÷ workers);
+#: on a worker the reference run and the wheel's build start with their test, not at collection
+_LONGEST_FIRST = ("tests/test_reference_mode.py", "ray", "litellm-proxy", "hostile-runs",
+                  "tests/test_help_examples.py", "tests/wheel/test_wheel_install.py", "tests/test_typing.py",
+                  "tests/diff/test_diff_base.py", "tests/trials/test_resume_process.py",
+                  "tests/trials/test_task_code_contained.py")
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the group marks into node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``pytest -n N --dist loadgroup`` (the README's test command): one worker per test file, or per
-    shared session fixture (:data:`_SHARED_SESSION_FIXTURES`)."""
+    shared session fixture (:data:`_SHARED_SESSION_FIXTURES`); the longest groups first, each group's tests
+    in their collected order (every worker collects, and orders, the same way)."""
     if not config.pluginmanager.hasplugin("xdist") or not getattr(config.option, "dist", "no") == "loadgroup":
         return
+    groups: dict[int, str] = {}
     for item in items:
         path = item.path.resolve().relative_to(reference_run.REPO).as_posix()
         group = next((name for name, prefixes in _SHARED_SESSION_FIXTURES.items()
                       if any(path.startswith(prefix) for prefix in prefixes)), path)
         item.add_marker(pytest.mark.xdist_group(group))
+        groups[id(item)] = group
+    rank = {group: i for i, group in enumerate(_LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(groups[id(item)], len(rank)))  # stable: the rest keep their order
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -21,7 +21,7 @@ EXPECTED_EXIT = re.compile(r"#\s*exit (\d+)\b")
 MAIN_JOB = ("python3 -m venv .venv && .venv/bin/python -m pip install -q -e . "
             "&& .venv/bin/capplan compile --out plans/")
 TEST_SUITE = ("python3 -m venv .venv && .venv/bin/python -m pip install -q -e '.[test]' "
-              "&& .venv/bin/python -m pytest -q")
+              "&& .venv/bin/python -m pytest -q -n 2 --dist loadgroup")
 
 
 def readme() -> str:
