@@ -74,13 +74,16 @@ _SHARED_SESSION_FIXTURES = {
     "ray": ("tests/cluster/", "tests/hostile/test_secret_canaries.py"),  # the latter starts clusters of its own
     "litellm-proxy": ("tests/gateway/", "tests/probes/test_probe_proxy.py"),
     "hostile-runs": ("tests/trials/results/",),
+    # one process imports τ² once, and its files run in their collected order (the agreement run must come
+    # before the import tests in a process: τ²'s pipeline raises after them)
+    "tau2": ("tests/trials/tau2/",),
 }
 
 
 #: the groups that take longest (minutes on a 2-core machine), handed out first so that no worker starts one
 #: while the others have nothing left (longest first keeps the run's end close to its total work ÷ workers);
 #: on a worker the reference run and the wheel's build start with their test, not at collection
-_LONGEST_FIRST = ("tests/test_reference_mode.py", "ray", "litellm-proxy", "hostile-runs",
+_LONGEST_FIRST = ("tests/test_reference_mode.py", "ray", "litellm-proxy", "hostile-runs", "tau2",
                   "tests/test_help_examples.py", "tests/wheel/test_wheel_install.py", "tests/test_typing.py",
                   "tests/diff/test_diff_base.py", "tests/trials/test_resume_process.py",
                   "tests/trials/test_task_code_contained.py")
