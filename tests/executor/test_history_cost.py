@@ -148,16 +148,25 @@ def test_the_narrow_copy_owns_everything_litellm_writes_into() -> None:
     assert native["messages"][0]["tool_calls"] is not message["tool_calls"]
     with _in_mode(True):
         assert litellm_own_copy(kwargs, "openai-chat")["messages"][0]["tool_calls"] is not message["tool_calls"]
-    assert litellm_own_copy(kwargs, "openai-chat")["messages"][0]["tool_calls"] is message["tool_calls"]
+    with _in_mode(False):
+        assert litellm_own_copy(kwargs, "openai-chat")["messages"][0]["tool_calls"] is message["tool_calls"]
 
 
-def test_the_clean_history_memo_answers_as_the_whole_scan() -> None:
+@pytest.mark.parametrize("reference", [False, True], ids=["fast", "reference"])
+def test_the_clean_history_memo_answers_as_the_whole_scan(reference: bool) -> None:
+    with _in_mode(reference):
+        _memo_answers_as_the_whole_scan(reference)
+
+
+def _memo_answers_as_the_whole_scan(reference: bool) -> None:
     memo = CleanHistoryMemo()
     history: list[Any] = [{"role": "user", "content": "hi"}]
     for turn in range(30):
         history = history + _turn(turn, image=turn in (12, 20))  # a new list, the same dicts, as the builder hands out
         assert memo.needs_rewrite(history) is _needs_rewrite(history)
         assert memo.needs_rewrite(history) is _needs_rewrite(history)  # a retry sends the same list again
+        if turn == 5:  # one conversation, one entry: each turn's list replaced the one before (none kept in reference)
+            assert len(memo._entries) == (0 if reference else 1)
     clean = [{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}]
     assert memo.needs_rewrite(clean) is False
     # an entry vouches only for its very objects: an equal-looking list holding a media part is scanned
