@@ -32,6 +32,7 @@ from capplan.executor.gateway.config import EnvSource, GatewayConfig, GatewayCon
 from capplan.executor.gateway.route import RouteDecision, direct_fallback_warning
 from capplan.executor.gateway.transport import GatewayTransport, decide_route
 from capplan.executor.keys import KeyChain, is_per_key_limit, load_keys
+from capplan.executor.litellm_copy import litellm_own_copy
 from capplan.executor.loop_errors import LoopErrorDecision, classify_loop_error
 from capplan.executor.messages import ChatRequest
 from capplan.executor.plan_cache import per_plan
@@ -233,7 +234,7 @@ class Client:
             completion = self._completion or self.direct or (
                 _litellm_responses() if self._responses_via_litellm else _litellm_completion())
             self._learn_litellm_keys(built.kwargs)
-            kwargs = built.kwargs if completion is self.direct else copy.deepcopy(built.kwargs)
+            kwargs = self._own_kwargs(completion, built.kwargs)
             if self.keys is not None:
                 kwargs = {**kwargs, "api_key": self.keys.current()[1]}
             return completion(**kwargs)
@@ -299,10 +300,7 @@ class Client:
             rules=self.failure_rules, retry_after_max_s=self.plan.binding.binding.retry_after_max_s,
         )
         controller = probe_retrying(self._probe, context) if self._probe else default_retrying(log.sleep, context)
-        # the built kwargs share cached tool and message dicts with later builds; litellm (or a caller's
-        # completion) gets its own copy, so nothing it does to a request can reach the next one. The
-        # direct transport only reads them (its body is a new dict; rewritten messages are new dicts)
-        kwargs = built.kwargs if completion is self.direct else copy.deepcopy(built.kwargs)
+        kwargs = self._own_kwargs(completion, built.kwargs)
         key_index: int | None = None
         try:
             for attempt in controller:
@@ -331,6 +329,21 @@ class Client:
                 ts=self._wall_clock(),
             )
         return result
+
+    def _own_kwargs(self, completion: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The kwargs ``completion`` is handed: the built ones, or a copy nothing it does can reach them through.
+
+        The built kwargs share cached tool and message dicts with later builds. The direct transport
+        only reads them (its body is a new dict; rewritten messages are new dicts); litellm gets a copy
+        of what it writes into (:mod:`capplan.executor.litellm_copy`); a caller's own completion,
+        whose writes nobody audited, a deep copy of everything.
+        """
+        if completion is self.direct:
+            return kwargs
+        if self._completion is None:
+            wire = self.plan.wire
+            return litellm_own_copy(kwargs, wire.protocol if wire is not None else None)
+        return copy.deepcopy(kwargs)
 
     def _account_unread(self, exc: UnknownOutputItemError) -> None:
         """What an answer refused for an item capplan cannot read used and cost, on the error: the

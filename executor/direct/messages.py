@@ -11,13 +11,19 @@ exactly as litellm applies them (``OpenAIGPTConfig._transform_messages``):
   keys (``format``, ``video_metadata``; for files also ``detail``) are removed.
 
 A conversation without media or references in tool messages and without image or file parts in
-user messages is returned as it is (the common case costs one scan).
+user messages is returned as it is (the common case costs one scan). A trial turn sends its whole
+history again; :class:`CleanHistoryMemo` remembers recent lists found clean, so a turn whose list
+starts with exactly (by identity) the objects of one of them scans only the messages after it.
 """
 
 from __future__ import annotations
 
+import operator
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from capplan.core.recent_entries import remember
 
 #: litellm's wording, kept byte for byte: the model reads it
 IMAGE_PLACEHOLDER = "[Tool returned an image - see the following user message]"
@@ -50,9 +56,52 @@ def _needs_rewrite(messages: Sequence[Any]) -> bool:
     return False
 
 
-def openai_messages(messages: Sequence[Any]) -> Sequence[Any]:
+class CleanHistoryMemo:
+    """Recent message lists that need no rewrite, so that a longer list starting with one is scanned
+    only past it.
+
+    Seam *recent-entries memo* (:func:`capplan.core.recent_entries.remember`: nothing is kept in the
+    reference mode, so every list is scanned whole). At 1 000 messages the whole-history scan was
+    the direct transport's one cost per turn that grew with the history
+    (``benchmarks/history_cost.py``). Sound because the wire messages the executor hands out are
+    read-only by contract (``ConversationCache``), as :class:`~capplan.executor.direct.body_json.MessageListEncoder`
+    relies on; a message rebuilt per request is a new object and is scanned again. Thread-safe
+    without a lock: every dict operation is atomic, and an entry is used only once the list is
+    shown to start with its very objects.
+    """
+
+    def __init__(self, *, size: int = 128, lookback: int = 64) -> None:
+        self._size = size
+        self._lookback = lookback
+        self._entries: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
+
+    def needs_rewrite(self, messages: Sequence[Any]) -> bool:
+        """``_needs_rewrite(messages)``, scanning only what no remembered clean list covers."""
+        count = len(messages)
+        entries = self._entries
+        start = 0
+        if count and not entries.keys().isdisjoint(map(id, messages[-self._lookback:])):
+            get = entries.get
+            for end in range(count - 1, max(-1, count - 1 - self._lookback), -1):
+                entry = get(id(messages[end]))
+                if entry is not None and len(entry) == end + 1:
+                    # identity, not equality: only the very objects scanned are known clean
+                    if all(map(operator.is_, entry, messages)):
+                        start = end + 1
+                        if start < count:  # the conversation moved on: the shorter list is not asked for again
+                            entries.pop(id(entry[-1]), None)
+                    break
+        if start == count:
+            return False
+        if _needs_rewrite(messages[start:]):
+            return True
+        remember(entries, id(messages[-1]), tuple(messages), self._size)
+        return False
+
+
+def openai_messages(messages: Sequence[Any], memo: CleanHistoryMemo | None = None) -> Sequence[Any]:
     """``messages`` as litellm's OpenAI chat configuration sends them (the same list when nothing changes)."""
-    if not _needs_rewrite(messages):
+    if not (memo.needs_rewrite(messages) if memo is not None else _needs_rewrite(messages)):
         return messages
     out: list[Any] = []
     run: list[Any] = []

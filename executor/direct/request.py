@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from capplan.core.reference_mode import speed_memo
 from capplan.executor.direct.body_json import MessageListEncoder, body_bytes
-from capplan.executor.direct.messages import openai_messages
+from capplan.executor.direct.messages import CleanHistoryMemo, openai_messages
 from capplan.executor.errors import MissingCredentialError, PlanInconsistencyError
 from capplan.executor.plan import Plan, WireRoute
 from capplan.executor.wire_dialect import (
@@ -83,6 +83,7 @@ class RequestMapper:
                            dict(wire.body))
         self._own_dialect = ModelDialect(dict(wire.renames), wire.system_role)
         self._encoder = MessageListEncoder()
+        self._clean = CleanHistoryMemo()
 
     def _route(self, provider: str) -> _Route:
         if provider == self.wire.provider:
@@ -119,7 +120,7 @@ class RequestMapper:
         if messages is not None:
             if dialect.system_role != "system":
                 messages = [_as_role(m, dialect.system_role) for m in messages]
-            body["messages"] = openai_messages(messages)
+            body["messages"] = openai_messages(messages, self._clean)
         extra = kwargs.get("extra_body")
         if extra:
             body.update(extra)
