@@ -309,7 +309,8 @@ def memory(folder: Path, upstream_python: str | None, rounds: int) -> None:
             rows["upstream"].append(_measure_child(theirs))
     figures = {who: tuple(statistics.median(r[i] for r in got) for i in range(3)) for who, got in rows.items() if got}
     for who, (rss, cpu, work) in figures.items():
-        print(f"memory, {who} compiling the catalogue + {n} presets and models: peak RSS {rss:.0f} MiB; "
+        what = "compiling" if who == "capplan" else "resolving (build_capabilities per model)"
+        print(f"memory, {who} {what} the catalogue + {n} presets and models: peak RSS {rss:.0f} MiB; "
               f"CPU {cpu:.2f} s (process), {work:.2f} s (the compile itself) (median of {rounds})", flush=True)
     if "upstream" in figures:
         rss_ratio = statistics.median(a[0] / b[0] for a, b in zip(rows["capplan"], rows["upstream"]))
