@@ -21,8 +21,12 @@
   (an interpreter with tolokaforge 0.29.0, see ``upstream_worker.py``) the same overlay and models
   resolved by the engine (``build_capabilities`` per model), and the ratio (target <= 1x at +1 000
   and +5 000).
+- Memory: peak RSS (the child's ``ru_maxrss``, interpreter and imports included) and CPU of a fresh
+  process loading and compiling the catalogue's presets plus +5 000 synthetic presets and models
+  (prefix globs), and with ``--upstream-python`` a fresh engine process resolving the same overlay
+  and models, and the ratios (targets: peak RSS <= 1x, compile CPU <= 0.25x the engine's resolve).
 
-Run: python benchmarks/compiler_speed.py [--repeat N] [--upstream-python PATH] [--scaling-rounds N] [--cpu N]
+Run: python benchmarks/compiler_speed.py [--repeat N] [--upstream-python PATH] [--scaling-rounds N] [--cpu N] [--memory-only]
 """
 
 from __future__ import annotations
@@ -263,6 +267,71 @@ def _scale_shape(folder: Path, worker: subprocess.Popen[str] | None, rounds: int
           "(linear: about 1x, not 5x)")
 
 
+#: a fresh capplan process: load and compile; prints the CPU seconds of that work (imports excluded)
+CAPPLAN_MEMORY = """\
+import sys, time
+from pathlib import Path
+from capplan.compiler.compile import compile_models
+from capplan.compiler.loading import load_inputs
+
+start = time.process_time()
+compiled = compile_models(load_inputs(data_dir=None, run_config=Path(sys.argv[2]), overlays=[Path(sys.argv[1])]))
+assert len(compiled.plans) == int(sys.argv[3])
+print(time.process_time() - start)
+"""
+
+#: a fresh engine process: the same overlay installed, each model's capabilities resolved
+UPSTREAM_MEMORY = """\
+import json, sys, time
+from tolokaforge.core.llm.presets import build_capabilities, set_overlay_path
+
+models = json.loads(open(sys.argv[3]).read())
+start = time.process_time()
+set_overlay_path(sys.argv[1])
+for provider, name in models:
+    build_capabilities(name, provider)
+print(time.process_time() - start)
+"""
+
+
+def memory(folder: Path, upstream_python: str | None, rounds: int) -> None:
+    """Peak RSS and CPU of compiling the catalogue plus +5 000 presets and models, beside the engine's."""
+    n = 5000
+    overlay, run, pairs = synthetic(folder, n, "prefix")
+    models = folder / "memory_models.json"
+    models.write_text(json.dumps(pairs))
+    ours = [sys.executable, "-c", CAPPLAN_MEMORY, str(overlay), str(run), str(n)]
+    theirs = [upstream_python, "-c", UPSTREAM_MEMORY, str(overlay), str(run), str(models)] if upstream_python else None
+    rows: dict[str, list[tuple[float, float, float]]] = {"capplan": [], "upstream": []}
+    for _ in range(rounds):  # alternating, so a slow spell of the machine meets both
+        rows["capplan"].append(_measure_child(ours))
+        if theirs is not None:
+            rows["upstream"].append(_measure_child(theirs))
+    figures = {who: tuple(statistics.median(r[i] for r in got) for i in range(3)) for who, got in rows.items() if got}
+    for who, (rss, cpu, work) in figures.items():
+        what = "compiling" if who == "capplan" else "resolving (build_capabilities per model)"
+        print(f"memory, {who} {what} the catalogue + {n} presets and models: peak RSS {rss:.0f} MiB; "
+              f"CPU {cpu:.2f} s (process), {work:.2f} s (the compile itself) (median of {rounds})", flush=True)
+    if "upstream" in figures:
+        rss_ratio = statistics.median(a[0] / b[0] for a, b in zip(rows["capplan"], rows["upstream"]))
+        cpu_ratio = statistics.median(a[2] / b[2] for a, b in zip(rows["capplan"], rows["upstream"]))
+        print(f"memory ratio capplan / upstream: peak RSS {rss_ratio:.2f}x (target <= 1x: "
+              f"{'ok' if rss_ratio <= 1 else 'MISSED'}); compile CPU {cpu_ratio:.2f}x (target <= 0.25x: "
+              f"{'ok' if cpu_ratio <= 0.25 else 'MISSED'})")
+
+
+def _measure_child(cmd: list[str]) -> tuple[float, float, float]:
+    """(peak RSS MiB, process CPU s, the work's CPU s as the child printed it) of one fresh process."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, errors = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{cmd[0]} exited with {os.waitstatus_to_exitcode(status)}; no figure is reported for a failed "
+                 f"run:\n{errors.decode(errors='replace')[-2000:]}")
+    # Linux reports ru_maxrss in KiB
+    return usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, float(out.decode().split()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -274,12 +343,18 @@ def main() -> None:
     parser.add_argument("--skip-scaling", action="store_true", help="leave out the +1 000 / +5 000 rows")
     parser.add_argument("--scaling-rounds", type=int, default=3,
                         help="runs of each +1 000 / +5 000 compile (and of the engine's), median reported (default 3)")
+    parser.add_argument("--skip-memory", action="store_true", help="leave out the peak RSS rows")
+    parser.add_argument("--memory-only", action="store_true", help="only the peak RSS rows (with --scaling-rounds rounds)")
     parser.add_argument("--cpu", type=int, default=None, help=CPU_HELP)
     args = parser.parse_args()
     pinned = pin_to_one_cpu(args.cpu)
     if pinned is not None:
         print(f"every measured process pinned to CPU {pinned}")
     bindir = Path(sys.executable).parent
+    if args.memory_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            memory(Path(tmp), args.upstream_python, args.scaling_rounds)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         overlay = folder / "overlay.yaml"
@@ -332,6 +407,8 @@ def main() -> None:
             )
         if not args.skip_scaling:
             scaling(folder, args.upstream_python, args.scaling_rounds)
+        if not args.skip_memory:
+            memory(folder, args.upstream_python, args.scaling_rounds)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from capplan.compiler.inputs.preset_file import PresetBody
 from capplan.compiler.inputs.providers_file import binding_key
 from capplan.compiler.loading import Inputs
 from capplan.compiler.matching import Candidate
+from capplan.core.reference_mode import speed_memo
 from capplan.core.yaml_source import Loc, SourceFile
 from capplan.executor.plan import Provenance
 from capplan.executor.value_rules import value_key
@@ -106,7 +107,18 @@ def _set(merged: Merged, layer: Layer, path: tuple[str, ...], loc: Loc, value: A
     # a replaced subtree forgets the provenance of what it replaced
     for stale in [p for p in merged.provenance if p.startswith(dotted + ".")]:
         del merged.provenance[stale]
-    merged.provenance[dotted] = Provenance(layer=layer.name, file=layer.source.stable_name, key=layer.source.key_path(loc))
+    merged.provenance[dotted] = shared_provenance(layer.name, layer.source.stable_name, layer.source.key_path(loc))
+
+
+@speed_memo(4096)
+def shared_provenance(layer: str, file: str | None, key: str | None) -> Provenance:
+    """One frozen record per (layer, file, key), shared by every plan it credits.
+
+    Each model's merge credits the same default, preset and provider fields again; compiling the
+    catalogue plus 5 000 synthetic models (``benchmarks/compiler_speed.py``, memory row) built
+    about twelve equal records per plan and kept them all alive until the plans were written.
+    """
+    return Provenance(layer=layer, file=file, key=key)
 
 
 _MARKERS: dict[tuple[type[BaseModel], str], MergeByKey | None] = {}

@@ -11,7 +11,7 @@ from capplan.compiler.inputs.pricing_file import normalize_model_name
 from capplan.compiler.inputs.preset_file import KNOB_KEYS, SLOT_KEYS
 from capplan.compiler.inputs.providers_file import binding_key
 from capplan.compiler.inputs.run_config import ModelConfig
-from capplan.compiler.layers import Merged, layers_for, merge
+from capplan.compiler.layers import Merged, layers_for, merge, shared_provenance
 from capplan.compiler.loading import Inputs
 from capplan.compiler.matching import Matcher
 from capplan.compiler.policy_checks import check_plan_policies
@@ -83,9 +83,8 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
     # identity comes from the catalogue / run config entry, the preset choice from matching
     provenance["model"] = Provenance(layer=f"model:{key}", file=run_src.stable_name, key=run_src.key_path(mloc))
     if matched is not None:
-        provenance["effective_preset"] = Provenance(
-            layer=f"preset:{matched.name}", file=matched.source.stable_name,
-            key=matched.source.key_path(("presets", matched.name)))
+        provenance["effective_preset"] = shared_provenance(
+            f"preset:{matched.name}", matched.source.stable_name, matched.source.key_path(("presets", matched.name)))
 
     decl = litellm.get(identity.wire_model) or litellm.get(identity.model_id)
     allowed: list[str] = []
@@ -94,8 +93,8 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
         entry = LitellmModelEntry(key=decl.key, **decl.decl.model_dump())
         allowed = sorted(({"tools", "tool_choice"} if decl.decl.supports_function_calling else set())
                          | ({"reasoning_effort"} if decl.decl.supports_reasoning else set()))
-        provenance["allowed_openai_params"] = Provenance(layer="litellm_models", file=decl.source.stable_name,
-                                                         key=decl.source.key_path(("litellm_models", decl.key)))
+        provenance["allowed_openai_params"] = shared_provenance(
+            "litellm_models", decl.source.stable_name, decl.source.key_path(("litellm_models", decl.key)))
 
     routing = _openrouter(values.get("openrouter_defaults"), cfg, binding_ref.key)
     if routing is not None and cfg.openrouter is not None:
@@ -109,7 +108,7 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
         provenance = {p: v for p, v in provenance.items() if not p.startswith("openrouter")}
     pricing = _pricing(inputs, model_id)
     if pricing is not None:
-        provenance["pricing"] = Provenance(layer="pricing", file=inputs.pricing.source.stable_name)
+        provenance["pricing"] = shared_provenance("pricing", inputs.pricing.source.stable_name, None)
     provenance.update(binding_provenance)
 
     defaults = RequestDefaults(temperature=cfg.temperature, seed=cfg.seed, top_p=cfg.top_p,
@@ -221,7 +220,7 @@ def _binding(inputs: Inputs, provider: str) -> tuple[BindingRef, dict[str, Prove
     binding = shipped[key] if found else ProviderBinding()  # built only when needed: its first build costs
     if found:
         src = inputs.providers.source
-        provenance["binding"] = Provenance(layer="binding", file=src.stable_name, key=src.key_path((key,)))
+        provenance["binding"] = shared_provenance("binding", src.stable_name, src.key_path((key,)))
     for ov in inputs.overlays:
         patch = ov.model.bindings.get(key)
         if patch is None:
@@ -229,13 +228,12 @@ def _binding(inputs: Inputs, provider: str) -> tuple[BindingRef, dict[str, Prove
         found = True
         layer = f"overlay:{ov.source.stable_name}"
         if not shipped.get(key) and "binding" not in provenance:
-            provenance["binding"] = Provenance(layer=layer, file=ov.source.stable_name,
-                                               key=ov.source.key_path(("bindings", key)))
+            provenance["binding"] = shared_provenance(layer, ov.source.stable_name, ov.source.key_path(("bindings", key)))
         changed = {f: getattr(patch, f) for f in sorted(patch.model_fields_set)}
         binding = binding.model_copy(update=changed)
         for fld in changed:
-            provenance[f"binding.binding.{fld}"] = Provenance(
-                layer=layer, file=ov.source.stable_name, key=ov.source.key_path(("bindings", key, fld)))
+            provenance[f"binding.binding.{fld}"] = shared_provenance(
+                layer, ov.source.stable_name, ov.source.key_path(("bindings", key, fld)))
     return BindingRef(key=key if found else None, binding=binding), provenance
 
 
