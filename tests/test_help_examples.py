@@ -38,6 +38,10 @@ SKIPPED: dict[str, str] = {
         "reads a running LLM gateway's catalog (LLM_PROXY_BASE_URL); tests/gateway runs it against a loopback gateway",
     "capplan gateway check --plan plans/gpt-5.json --plan plans/kimi-k3.json --format json":
         "reads a running LLM gateway's catalog (LLM_PROXY_BASE_URL); tests/gateway runs it against a loopback gateway",
+    "capplan trial view --serve runs":
+        "serves until Ctrl-C; tests/trials/results/test_serve_http.py runs the command and stops it with SIGINT",
+    "capplan trial view --serve runs --port 8765":
+        "serves until Ctrl-C on a fixed port; tests/trials/results/test_serve_http.py serves on a chosen one",
     "capplan send --plan plans/qwen3-32b.json request.json --format json":
         "a real provider call (network and a provider key); request.json stands for the user's own request",
     "capplan trial run tasks/ --plan plans/kimi-k3.json --out runs/big --trials 8 --backend ray --address auto "
