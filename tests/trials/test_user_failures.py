@@ -101,18 +101,22 @@ def _respond(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     return 200, agent_completion(f"Thanks. {STOP}" if said else "Please add 1 to the counter.")
 
 
+def _counter_tasks(root: Any, marks: dict[str, str]) -> Any:
+    """One counter task per id, its LLM user's backstory opening with the mark the loopback user reads; the plan."""
+    for task_id, mark in marks.items():
+        write_task(root / "tasks", task_id=task_id, extra="grader:\n  expected_state: {value: 1}\n",
+                   user=f"user:\n  mode: llm\n  backstory: {mark}You want the counter raised by one.\n")
+    plan = root / "plan.json"
+    plan.write_bytes(openai_plan().to_bytes())
+    return plan
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     mp = pytest.MonkeyPatch()
     mp.setenv("OPENAI_API_KEY", "sk-user-failures-test")
     root = tmp_path_factory.mktemp("user-failures")
-    grader = "grader:\n  expected_state: {value: 1}\n"
-    for task_id, backstory in (("steady", "You want the counter raised by one."),
-                               ("confused", "CONFUSED. You want the counter raised by one.")):
-        write_task(root / "tasks", task_id=task_id, extra=grader,
-                   user=f"user:\n  mode: llm\n  backstory: {backstory}\n")
-    plan = root / "plan.json"
-    plan.write_bytes(openai_plan().to_bytes())
+    plan = _counter_tasks(root, {"steady": "", "confused": "CONFUSED. "})
     out = root / "run"
     with FakeProvider(on_body(_respond)) as server:
         result = invoke("trial", "run", str(root / "tasks"), "--plan", str(plan), "--user-plan", str(plan),
@@ -165,13 +169,7 @@ def test_resample_user_runs_a_broken_users_trial_again_as_a_new_attempt_that_sup
     ``runs.jsonl`` (the folder is the test's clock, not time), so round one breaks it and round two passes it;
     ``always`` breaks every time and is run 1 + 2 times. The latest attempt is the one counted."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-user-failures-test")
-    grader = "grader:\n  expected_state: {value: 1}\n"
-    for task_id, backstory in (("shaky", "SHAKY. You want the counter raised by one."),
-                               ("always", "CONFUSED. You want the counter raised by one.")):
-        write_task(tmp_path / "tasks", task_id=task_id, extra=grader,
-                   user=f"user:\n  mode: llm\n  backstory: {backstory}\n")
-    plan = tmp_path / "plan.json"
-    plan.write_bytes(openai_plan().to_bytes())
+    plan = _counter_tasks(tmp_path, {"shaky": "SHAKY. ", "always": "CONFUSED. "})
     out = tmp_path / "run"
 
     def respond(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
