@@ -1,4 +1,4 @@
-"""The default backend: trials on a thread pool in this process.
+"""The default backend: trials on threads, in this process or in worker processes of this machine.
 
 Threads, because a trial spends its time waiting on the provider; one client per plan is
 shared by all of that plan's trials (``RunContext`` caches it). The stop event is the
@@ -6,14 +6,25 @@ context's cancel event, so running trials end at their next turn boundary as
 ``interrupted``. Records leave with every credential value this process knows replaced.
 With a call journal attached (the driver attaches the run folder's), each trial runs with its
 own execution of it, so each provider call is in ``calls.jsonl`` as it returns.
+
+``workers``: how many processes run the threads. One process's turns share one interpreter lock,
+so past a few hundred turns a second the CPU of one core, not the provider, sets the pace; with
+``workers > 1`` the trials run in that many worker processes (:mod:`.processes`) and this one only
+feeds them, journals their calls and hands their records to the driver. ``workers=None`` (``trial
+run``'s default) is one per core this process may use; the count is capped by the trials in flight
+and the trials to run. A ``RunContext``
+given by the caller (a test's fake sender) lives in this process, so it runs the trials here.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
+from capplan.trials.backends.processes.pool import PoolOptions, ProcessPool, ProcessRunStats
 from capplan.trials.run_folder.call_journal import CallJournal, CallLog, journalled
 from capplan.trials.run_folder.recording import redact_records
 from capplan.trials.runner import RunContext, run_trial
@@ -21,22 +32,50 @@ from capplan.trials.spec import TrialRecords, TrialSpec
 
 
 class LocalBackend:
-    """Runs up to ``concurrency`` trials at once in threads."""
+    """Runs up to ``concurrency`` trials at once in threads, of this process or of ``workers`` processes."""
 
     name = "local"
 
-    def __init__(self, context: RunContext | None = None) -> None:
+    def __init__(self, context: RunContext | None = None, *, workers: int | None = 1,
+                 completion_factory: str | None = None) -> None:
+        """``workers`` None: one per usable core (``trial run``'s default; see the module docstring). ``completion_factory``:
+        ``module:attr`` of a callable from a plan to its completion function, imported by each worker
+        process (the benchmark's floor sender; ``context`` is the in-process equivalent)."""
         self.context = context
+        self.workers = workers
+        self.completion_factory = completion_factory
         self.journal: CallJournal | None = None
+        self._trials: int | None = None
+        #: the worker processes' figures, for the run's closing lines (None: the trials ran in this process)
+        self.stats: ProcessRunStats | None = None
 
     def attach_journal(self, journal: CallJournal | None) -> None:
         """Where the trials' calls are journalled from now on (None: nowhere)."""
         self.journal = journal
 
     def prepare(self, specs: Sequence[TrialSpec]) -> None:
-        """Nothing to ship: the trials run in this process."""
+        """Nothing to ship (workers read the task files as this process would); the count caps the workers."""
+        self._trials = len(specs)
+
+    def worker_count(self, concurrency: int) -> int:
+        """The processes a run at ``concurrency`` gets: 1 means this one."""
+        if self.context is not None:
+            return 1
+        wanted = self.workers if self.workers is not None else usable_cores()
+        return max(1, min(wanted, concurrency, self._trials if self._trials is not None else wanted))
 
     def run(self, specs: Iterable[TrialSpec], *, concurrency: int, stop: threading.Event) -> Iterator[TrialRecords]:
+        workers = self.worker_count(concurrency)
+        if workers > 1:
+            self.stats = ProcessRunStats()
+            options = PoolOptions(workers=workers, slots=math.ceil(concurrency / workers), journal=self.journal,
+                                  completion_factory=self.completion_factory)
+            yield from ProcessPool(options, self.stats).run(iter(specs), concurrency=concurrency, stop=stop)
+            return
+        yield from self._run_here(specs, concurrency=concurrency, stop=stop)
+
+    def _run_here(self, specs: Iterable[TrialSpec], *, concurrency: int,
+                  stop: threading.Event) -> Iterator[TrialRecords]:
         context = self.context or RunContext()
         context.cancel = stop
         pending = iter(specs)
@@ -64,6 +103,12 @@ class LocalBackend:
             raise
         finally:
             pool.shutdown(wait=wait_for_trials, cancel_futures=not wait_for_trials)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, where the system has one), at least 1."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return max(1, len(affinity(0)) if affinity is not None else os.cpu_count() or 1)
 
 
 def _run_journalled(spec: TrialSpec, context: RunContext, log: CallLog | None) -> TrialRecords:
