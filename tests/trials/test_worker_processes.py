@@ -204,3 +204,44 @@ def test_workers_from_the_environment_and_their_refusals(tmp_path: Path, monkeyp
     assert result.exit_code == 2 and "--address applies only to --backend ray" in result.output
     result = invoke(*args, "--workers", "0")
     assert result.exit_code == 2 and "--workers" in result.output
+
+
+def test_ctrl_c_stops_the_workers_trials_and_the_same_command_resumes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.trials.interrupts import interrupt, traced_child
+
+    plan = tmp_path / "agent.json"
+    plan.write_bytes(direct_plan().to_bytes())
+    tasks = [str(write_task(tmp_path / "pack", task_id=f"count-{i}")) for i in range(2)]
+    out = tmp_path / "run"
+    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    env.pop("LLM_PROXY_BASE_URL", None)
+    with FakeProvider(stateless_agent) as fake:
+        args = ["trial", "run", *tasks, "--plan", str(plan), "--out", str(out), "--trials", "2", "--concurrency", "4",
+                "--workers", "2", "--api-base", fake.base]
+        fake.hold_after(0)  # every trial waits on its first call, in a worker, when Ctrl-C comes
+        try:
+            with traced_child(args, "from capplan.cli import main; main()", env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE) as (proc, handled):
+                deadline = time.monotonic() + WAIT_S
+                while fake.held() < 4:
+                    assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "exited"
+                    assert time.monotonic() < deadline, "the trials never all reached the provider"
+                    time.sleep(0.02)
+                interrupt(proc, handled)  # the command's handler ran: the workers are told to stop
+                fake.release()
+                _, err = proc.communicate(timeout=WAIT_S)
+        finally:
+            fake.release()
+        assert proc.returncode == 130, err.decode()
+        assert b"run the same command again to resume" in err and b"local: 2 worker process(es)" in err
+        manifest = json.loads((out / "run.json").read_text())
+        assert sorted(manifest["interrupted"]) == [f"gpt-4o/count-{t}/{i}" for t in range(2) for i in range(2)]
+        assert not (out / "runs.jsonl").exists() or (out / "runs.jsonl").read_text() == ""
+        done = subprocess.run([sys.executable, "-c", "from capplan.cli import main; main()", *args], env=env,
+                              capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    assert len((out / "runs.jsonl").read_text().splitlines()) == 4
+    assert json.loads((out / "run.json").read_text())["interrupted"] == []

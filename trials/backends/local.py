@@ -12,7 +12,7 @@ so past a few hundred turns a second the CPU of one core, not the provider, sets
 ``workers > 1`` the trials run in that many worker processes (:mod:`.processes`) and this one only
 feeds them, journals their calls and hands their records to the driver. ``workers=None`` (``trial
 run``'s default) is one per core this process may use; the count is capped by the trials in flight
-and the trials to run. A ``RunContext``
+and the trials to run; the reference mode (``CAPPLAN_REFERENCE=1``) defaults to one. A ``RunContext``
 given by the caller (a test's fake sender) lives in this process, so it runs the trials here.
 """
 
@@ -24,6 +24,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
+from capplan.core.reference_mode import reference_mode
 from capplan.trials.backends.processes.pool import PoolOptions, ProcessPool, ProcessRunStats
 from capplan.trials.run_folder.call_journal import CallJournal, CallLog, journalled
 from capplan.trials.run_folder.recording import redact_records
@@ -61,6 +62,8 @@ class LocalBackend:
         """The processes a run at ``concurrency`` gets: 1 means this one."""
         if self.context is not None:
             return 1
+        if self.workers is None and reference_mode():
+            return 1  # worker processes only save time: the plain path runs the trials here unless asked
         wanted = self.workers if self.workers is not None else usable_cores()
         return max(1, min(wanted, concurrency, self._trials if self._trials is not None else wanted))
 

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -57,9 +58,12 @@ class ProcessRunStats:
     lost_attempts: int = 0
     restarts: int = 0
     pids: list[int] = field(default_factory=list)
+    #: seconds from the run's start until its first workers were all ready to take trials (None: some never were)
+    start_s: float | None = None
 
     def report(self) -> list[str]:
-        return [f"local: {self.workers} worker process(es); worker restarts: {self.restarts}; "
+        started = f"{self.start_s:.1f} s to start" if self.start_s is not None else "not all started"
+        return [f"local: {self.workers} worker process(es), {started}; worker restarts: {self.restarts}; "
                 f"lost attempts rerun: {self.lost_attempts}"]
 
 
@@ -78,6 +82,7 @@ class _Process:
         self.popen = popen
         self.channel = channel
         self.ready = False
+        self.ready_at: float | None = None  # perf_counter() when its "ready" arrived
         self.load = 0
         self.reader: threading.Thread | None = None
 
@@ -103,16 +108,21 @@ class ProcessPool:
         self.stats.workers = options.workers
         self.events: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self.processes: list[_Process] = []
+        self.first: list[_Process] = []
         self.in_flight: dict[int, _Attempt] = {}
         self.lost: Counter[str] = Counter()
         self.retry: deque[TrialSpec] = deque()
+        self.stop = threading.Event()  # the run's, from run()
         self._tokens = itertools.count(1)
 
     def run(self, specs: Iterator[TrialSpec], *, concurrency: int, stop: threading.Event) -> Iterator[TrialRecords]:
         exhausted = stopping = killed = False
+        self.stop = stop
+        began = time.perf_counter()
         try:
             for index in range(self.options.workers):
                 self.processes.append(self._start(index))
+            self.first = list(self.processes)  # the incarnations the start-up time is measured on
             while True:
                 if stop.is_set() and not stopping:
                     stopping = True
@@ -138,6 +148,11 @@ class ProcessPool:
             raise
         finally:
             self._shutdown(kill=killed)
+            self.stats.start_s = self._start_s(began)
+
+    def _start_s(self, began: float) -> float | None:
+        ready = [at for p in self.first for at in [p.ready_at] if at is not None]
+        return max(ready) - began if self.first and len(ready) == len(self.first) else None
 
     # -- workers --------------------------------------------------------------------------
 
@@ -203,6 +218,7 @@ class ProcessPool:
                 elif kind == "call":
                     self._journal_call(message)
                 elif kind == "ready":
+                    process.ready_at = time.perf_counter()
                     process.ready = True
                 else:  # done, failed: the loop's
                     self.events.put((kind, process, *message[1:]))
@@ -213,7 +229,11 @@ class ProcessPool:
     def _journal_send(self, process: _Process, message: tuple[Any, ...]) -> None:
         _, token, role, turn, request_id, attempt, worst = message
         answer: tuple[Any, ...] = ("granted", request_id)
-        if self.journal is not None:
+        if self.stop.is_set():
+            # as a trial thread here would see the stop event before its next turn: a send after the stop is
+            # never made, however late the worker hears of it
+            answer = ("stopped", request_id)
+        elif self.journal is not None:
             trial = self.in_flight[token]
             try:
                 self.journal.announce(str(trial.spec.key), trial.execution, role, turn, request_id, attempt, worst)

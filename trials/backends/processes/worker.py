@@ -3,12 +3,15 @@
 Started as ``python -m capplan.trials.backends.processes.worker FD SLOTS MODE [COMPLETION]``
 with ``FD`` its end of the socket to the driver (:mod:`.channel`) and ``MODE`` what the driver keeps:
 ``none`` (no journal: sends are not announced), ``journal`` or ``budget`` (``--max-cost``: each send
-carries its worst case). Messages in: ``("run", token,
-spec, execution)``, ``("granted", request_id)`` / ``("refused", request_id, committed, max_cost)``
-answering a send, ``("stop",)``. Messages out: ``("ready", pid)``, ``("send", token, role, turn,
-request_id, attempt, worst_usd)`` before each send (the worker's thread waits for the answer),
-``("call", token, call, request_id)`` as each call is recorded, ``("done", token, records)``,
-``("failed", token, text)`` for a trial that raised (a harness defect: the run stops on it).
+carries its worst case).
+
+Messages in: ``("run", token, spec, execution)``; an answer to a send: ``("granted", request_id)``,
+``("refused", request_id, committed, max_cost)`` (``--max-cost`` reached) or ``("stopped",
+request_id)`` (the run is stopping: the send is not made); ``("stop",)``. Messages out: ``("ready",
+pid)``; ``("send", token, role, turn, request_id, attempt, worst_usd)`` before each send (the trial's
+thread waits for the answer); ``("call", token, call, request_id)`` as each call is recorded;
+``("done", token, records)``; ``("failed", token, text)`` for a trial that raised (a harness defect:
+the run stops on it).
 
 The worker writes nothing. Its records leave redacted against every credential its clients hold,
 and so do its stdout and stderr. Ctrl-C is the driver's to handle: the worker runs in its own
@@ -39,8 +42,10 @@ from capplan.trials.run_folder.budget import BudgetSpent
 from capplan.trials.run_folder.call_journal import call_data, journalled
 from capplan.trials.run_folder.recording import redact_records
 from capplan.trials.run_folder.records import CallRecord
+from capplan.trials.outcome import TerminationReason
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialSpec
+from capplan.trials.terminal import Terminal
 
 #: what the driver keeps of the worker's calls (see the module docstring)
 MODES = ("none", "journal", "budget")
@@ -72,8 +77,10 @@ class _Answers:
 class _PipeLog:
     """One trial's call log: each send waits for the driver's journal line, each call goes to it."""
 
-    def __init__(self, channel: Channel, answers: _Answers, token: int, budgeted: bool) -> None:
+    def __init__(self, channel: Channel, answers: _Answers, token: int, budgeted: bool,
+                 cancel: threading.Event) -> None:
         self.channel = channel
+        self.cancel = cancel
         self.answers = answers
         self.token = token
         self.budgeted = budgeted
@@ -88,6 +95,9 @@ class _PipeLog:
         if answer[0][0] == "refused":
             _, _, committed, max_cost = answer[0]
             raise BudgetSpent(committed, max_cost)
+        if answer[0][0] == "stopped":
+            self.cancel.set()  # the stop message may still be on its way: every trial here ends now
+            raise Terminal(TerminationReason.INTERRUPTED, "the run was interrupted")
 
     def record(self, call: CallRecord, request_id: str | None = None) -> None:
         self.channel.send(("call", self.token, call_data(call), request_id))
@@ -120,13 +130,13 @@ class Worker:
             if kind == "run":
                 _, token, spec, execution = message
                 self.pool.submit(self._run, token, spec, execution)
-            elif kind in ("granted", "refused"):
+            elif kind in ("granted", "refused", "stopped"):
                 self.answers.deliver(message[1], message)
             elif kind == "stop":
                 self.cancel.set()  # running trials end at their next turn as interrupted
 
     def _run(self, token: int, spec: TrialSpec, execution: str) -> None:
-        log = _PipeLog(self.channel, self.answers, token, self.budgeted) if self.journalled else None
+        log = _PipeLog(self.channel, self.answers, token, self.budgeted, self.cancel) if self.journalled else None
         try:
             with journalled(log):
                 records = redact_records(run_trial(spec, self.context))
