@@ -245,3 +245,19 @@ def test_ctrl_c_stops_the_workers_trials_and_the_same_command_resumes(tmp_path: 
     assert done.returncode == 0, done.stderr.decode()
     assert len((out / "runs.jsonl").read_text().splitlines()) == 4
     assert json.loads((out / "run.json").read_text())["interrupted"] == []
+
+
+def test_the_python_api_takes_workers_and_refuses_a_count_below_one(tmp_path: Path) -> None:
+    import capplan.trials
+    from capplan.trials.usage_problem import UsageProblem
+
+    task = write_task(tmp_path / "pack")
+    plan = tmp_path / "agent.json"
+    plan.write_bytes(direct_plan().to_bytes())
+    with pytest.raises(UsageProblem, match="workers=0: give a whole number >= 1"):
+        capplan.trials.run([task], [plan], out=tmp_path / "run", workers=0)
+    assert not (tmp_path / "run").exists()
+    with FakeProvider(stateless_agent) as fake:
+        result = capplan.trials.run([task], [plan], out=tmp_path / "run", trials=2, concurrency=2, workers=2,
+                                    api_base=fake.base)
+    assert result.complete and result.finished == 2 and len(fake.requests) == 8

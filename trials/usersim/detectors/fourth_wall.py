@@ -347,6 +347,7 @@ class _Compiled(NamedTuple):
     """The rules as patterns: the combined scan, each rule alone, and the fallbacks of each."""
 
     scan: re.Pattern[str]
+    standalone: tuple[re.Pattern[str], ...]
     rule_of_group: dict[int, int]
     # For each rule, the later rules that could open at the same word and might not share its
     # veto, tried when it is vetoed.
@@ -375,7 +376,14 @@ def _compiled() -> _Compiled:
         )
         for index, rule in enumerate(_RULES)
     )
-    return _Compiled(scan, {scan.groupindex[f"r{index}"]: index for index in range(len(_RULES))}, fallbacks)
+    return _Compiled(scan, standalone, {scan.groupindex[f"r{index}"]: index for index in range(len(_RULES))}, fallbacks)
+
+
+def compiled_patterns() -> dict[str, re.Pattern[str]]:
+    """Every pattern the detector matches with, by name (compiled now if not yet): what the guard's
+    worst-case test bounds."""
+    compiled = _compiled()
+    return {"scan": compiled.scan, **{f"standalone[{i}]": p for i, p in enumerate(compiled.standalone)}}
 
 
 def _stands(folded: str, before: str, end: int, rule: _Rule) -> bool:
