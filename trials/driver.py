@@ -265,7 +265,7 @@ def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concu
         folder.journal.budget = budget
     started: set[str] = set()
     if todo:
-        backend.prepare(todo)
+        backend.prepare(todo, concurrency=concurrency)
     progress.begin(total=len(specs), already=outcome.skipped, spent=outcome.spent_usd,
                    again=len(again & {str(s.key) for s in specs}))
 

@@ -62,28 +62,56 @@ def _drive(request: RunRequest, backend: LocalBackend) -> Any:
                  max_cost=None, progress=Progress(live=False))
 
 
+def _without_command(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _without_command(v) for k, v in data.items() if k != "command"}
+    if isinstance(data, list):
+        return [_without_command(v) for v in data]
+    return data
+
+
 def _journal(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
 
 
 def test_two_worker_processes_write_the_same_run_folder_as_one_process(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
     backends = {"one": LocalBackend(workers=1), "two": LocalBackend(workers=2)}
     with FakeProvider(stateless_agent) as fake:
         for name, backend in backends.items():
             outcome = _drive(_request(tmp_path, name, fake.base), backend)
             assert outcome.finished == 6 and not outcome.interrupted
+        # the command line, whose process runs one thread when its workers start: they are forks of it
+        request = _request(tmp_path, "forked", fake.base)
+        done = subprocess.run(
+            [sys.executable, "-c", "from capplan.cli import main; main()", "trial", "run", *map(str, request.tasks),
+             "--plan", str(request.plans[0]), "--out", str(request.out), "--trials", "3", "--concurrency", "4",
+             "--workers", "2", "--api-base", fake.base], capture_output=True, text=True, timeout=300,
+            env={**os.environ, "OPENAI_API_KEY": KEY})
+    assert done.returncode == 0, done.stderr
+    assert "local: 2 worker process(es), forked in" in done.stderr
     stats = backends["two"].stats
     assert backends["one"].stats is None  # one process: the trials ran in this one
     assert stats is not None and stats.workers == 2 and len(set(stats.pids)) == 2 and os.getpid() not in stats.pids
     assert stats.lost_attempts == 0 and stats.restarts == 0
-    one, two = folder_contents(tmp_path / "one"), folder_contents(tmp_path / "two")
-    assert sorted(one) == sorted(two) and len([f for f in one if f.endswith("metrics.yaml")]) == 6
-    for name in one:
-        assert one[name] == two[name], name
+    assert not stats.forked  # this test's process runs the provider's threads: fresh interpreters
+    one = folder_contents(tmp_path / "one")
+    assert len([f for f in one if f.endswith("metrics.yaml")]) == 6
+    for other in ("two", "forked"):
+        contents = folder_contents(tmp_path / other)
+        assert sorted(one) == sorted(contents), other
+        for name in one:
+            if name == "writer.lock":
+                continue  # the pid of the process that wrote the folder
+            if name == "run.json":  # the command line records itself; the rest of the run's identity is the same
+                one[name], contents[name] = _without_command(one[name]), _without_command(contents[name])
+            assert one[name] == contents[name], (other, name)
     # every send was journalled before it went out, once, by this process
     sends = [e for e in _journal(tmp_path / "two") if e["kind"] == "send"]
-    assert len(sends) == len(fake.requests) // 2 == 24
-    assert KEY not in "".join(p.read_text() for p in (tmp_path / "two").rglob("*") if p.is_file())
+    assert len(sends) == len(fake.requests) // 3 == 24
+    assert KEY not in "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".py")
 
 
 def test_a_worker_killed_mid_trial_loses_only_its_attempts_which_run_again(tmp_path: Path) -> None:
@@ -236,7 +264,7 @@ def test_ctrl_c_stops_the_workers_trials_and_the_same_command_resumes(tmp_path: 
         finally:
             fake.release()
         assert proc.returncode == 130, err.decode()
-        assert b"run the same command again to resume" in err and b"local: 2 worker process(es)" in err
+        assert b"run the same command again to resume" in err and b"local: 2 worker process(es), forked" in err
         manifest = json.loads((out / "run.json").read_text())
         assert sorted(manifest["interrupted"]) == [f"gpt-4o/count-{t}/{i}" for t in range(2) for i in range(2)]
         assert not (out / "runs.jsonl").exists() or (out / "runs.jsonl").read_text() == ""

@@ -18,7 +18,6 @@ given by the caller (a test's fake sender) lives in this process, so it runs the
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -46,7 +45,7 @@ class LocalBackend:
         self.workers = workers
         self.completion_factory = completion_factory
         self.journal: CallJournal | None = None
-        self._trials: int | None = None
+        self._pool: ProcessPool | None = None
         #: the worker processes' figures, for the run's closing lines (None: the trials ran in this process)
         self.stats: ProcessRunStats | None = None
 
@@ -54,28 +53,38 @@ class LocalBackend:
         """Where the trials' calls are journalled from now on (None: nowhere)."""
         self.journal = journal
 
-    def prepare(self, specs: Sequence[TrialSpec]) -> None:
-        """Nothing to ship (workers read the task files as this process would); the count caps the workers."""
-        self._trials = len(specs)
+    def prepare(self, specs: Sequence[TrialSpec], *, concurrency: int | None = None) -> None:
+        """Start the worker processes, if the run gets more than one (before the run starts any thread:
+        they can then be forks of this process, see :mod:`.processes.spawn`)."""
+        self.close()
+        workers = self.worker_count(min(len(specs), concurrency or len(specs)))
+        if workers > 1:
+            self.stats = ProcessRunStats()
+            self._pool = ProcessPool(PoolOptions(workers=workers, journal=self.journal,
+                                                 completion_factory=self.completion_factory), self.stats)
+            self._pool.start()
 
-    def worker_count(self, concurrency: int) -> int:
-        """The processes a run at ``concurrency`` gets: 1 means this one."""
+    def worker_count(self, trials: int) -> int:
+        """The processes a run with ``trials`` trials in flight at most gets: 1 means this one."""
         if self.context is not None:
             return 1
         if self.workers is None and reference_mode():
             return 1  # worker processes only save time: the plain path runs the trials here unless asked
         wanted = self.workers if self.workers is not None else usable_cores()
-        return max(1, min(wanted, concurrency, self._trials if self._trials is not None else wanted))
+        return max(1, min(wanted, trials))
 
     def run(self, specs: Iterable[TrialSpec], *, concurrency: int, stop: threading.Event) -> Iterator[TrialRecords]:
-        workers = self.worker_count(concurrency)
-        if workers > 1:
-            self.stats = ProcessRunStats()
-            options = PoolOptions(workers=workers, slots=math.ceil(concurrency / workers), journal=self.journal,
-                                  completion_factory=self.completion_factory)
-            yield from ProcessPool(options, self.stats).run(iter(specs), concurrency=concurrency, stop=stop)
+        pool, self._pool = self._pool, None
+        if pool is None:
+            yield from self._run_here(specs, concurrency=concurrency, stop=stop)
             return
-        yield from self._run_here(specs, concurrency=concurrency, stop=stop)
+        yield from pool.run(iter(specs), concurrency=concurrency, stop=stop)
+
+    def close(self) -> None:
+        """End workers a ``prepare`` started for a run that never ran (a run ends its own)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     def _run_here(self, specs: Iterable[TrialSpec], *, concurrency: int,
                   stop: threading.Event) -> Iterator[TrialRecords]:

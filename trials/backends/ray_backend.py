@@ -148,7 +148,7 @@ class RayBackend:
         """Where the workers' drained calls are journalled (None: nowhere)."""
         self.journal = journal
 
-    def prepare(self, specs: Sequence[TrialSpec]) -> None:
+    def prepare(self, specs: Sequence[TrialSpec], *, concurrency: int | None = None) -> None:
         """Join the cluster with the task environments in its runtime env; check every node's credentials
         and that every node resolves the gateway (``LLM_PROXY_*``) as the driver does."""
         if not specs or self._session is not None:

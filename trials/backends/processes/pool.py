@@ -12,22 +12,21 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import os
+import math
 import queue
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import capplan
 from capplan.core.errors import ExitCode, UserError
+from capplan.trials.backends.processes import spawn
 from capplan.trials.backends.processes.channel import Channel
+from capplan.trials.backends.processes.spawn import WorkerProcess
 from capplan.trials.outcome import TerminationReason
 from capplan.trials.run_folder.budget import BudgetSpent
 from capplan.trials.run_folder.call_journal import CallJournal
@@ -58,11 +57,14 @@ class ProcessRunStats:
     lost_attempts: int = 0
     restarts: int = 0
     pids: list[int] = field(default_factory=list)
-    #: seconds from the run's start until its first workers were all ready to take trials (None: some never were)
+    #: seconds from their start until the first workers were all ready to take trials (None: some never were)
     start_s: float | None = None
+    #: whether the first workers were forks of the driver (else fresh interpreters: see ``spawn``)
+    forked: bool = False
 
     def report(self) -> list[str]:
-        started = f"{self.start_s:.1f} s to start" if self.start_s is not None else "not all started"
+        how = "forked" if self.forked else "started"
+        started = f"{how} in {self.start_s:.1f} s" if self.start_s is not None else "not all started"
         return [f"local: {self.workers} worker process(es), {started}; worker restarts: {self.restarts}; "
                 f"lost attempts rerun: {self.lost_attempts}"]
 
@@ -77,7 +79,7 @@ class _Attempt:
 class _Process:
     """One incarnation of worker ``index``: its process, its channel and the thread reading it."""
 
-    def __init__(self, index: int, popen: subprocess.Popen[bytes], channel: Channel) -> None:
+    def __init__(self, index: int, popen: WorkerProcess, channel: Channel) -> None:
         self.index = index
         self.popen = popen
         self.channel = channel
@@ -89,10 +91,9 @@ class _Process:
 
 @dataclass(frozen=True)
 class PoolOptions:
-    """How each worker is started: trial threads each, what its sends wait for, its sender."""
+    """How many workers, what their sends wait for, their sender."""
 
     workers: int
-    slots: int
     journal: CallJournal | None
     #: ``module:attr`` of a callable from a plan to its completion (the benchmark's floor sender)
     completion_factory: str | None = None
@@ -102,6 +103,7 @@ class ProcessPool:
     """One run's worker processes; :meth:`run` is the backend's ``run`` for ``workers > 1``."""
 
     def __init__(self, options: PoolOptions, stats: ProcessRunStats) -> None:
+        """Nothing starts until :meth:`start`."""
         self.options = options
         self.journal = options.journal
         self.stats = stats
@@ -109,20 +111,35 @@ class ProcessPool:
         self.events: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self.processes: list[_Process] = []
         self.first: list[_Process] = []
+        self.retired: list[_Process] = []  # started, then not needed at the run's concurrency
+        self.slots = 1
+        self._began = time.perf_counter()
         self.in_flight: dict[int, _Attempt] = {}
         self.lost: Counter[str] = Counter()
         self.retry: deque[TrialSpec] = deque()
         self.stop = threading.Event()  # the run's, from run()
         self._tokens = itertools.count(1)
 
+    @property
+    def mode(self) -> str:
+        """What the workers' sends wait for (:data:`capplan.trials.backends.processes.worker.MODES`)."""
+        journal = self.journal
+        return "none" if journal is None else "budget" if journal.budget is not None else "journal"
+
+    def start(self) -> None:
+        """Start every worker (the backend's ``prepare``: forked, while this process runs one thread)."""
+        self._began = time.perf_counter()
+        started = spawn.start_workers(self.options.workers, self.mode, self.options.completion_factory)
+        self.stats.forked = all(isinstance(process, spawn.Forked) for process, _ in started)
+        # their readers only now: a thread running here before the last fork would make forking unsafe
+        self.processes = [self._adopt(index, process, ours) for index, (process, ours) in enumerate(started)]
+        self.first = list(self.processes)  # the incarnations the start-up time is measured on
+
     def run(self, specs: Iterator[TrialSpec], *, concurrency: int, stop: threading.Event) -> Iterator[TrialRecords]:
         exhausted = stopping = killed = False
         self.stop = stop
-        began = time.perf_counter()
         try:
-            for index in range(self.options.workers):
-                self.processes.append(self._start(index))
-            self.first = list(self.processes)  # the incarnations the start-up time is measured on
+            self._configure(concurrency)
             while True:
                 if stop.is_set() and not stopping:
                     stopping = True
@@ -147,43 +164,43 @@ class ProcessPool:
             killed = True
             raise
         finally:
-            self._shutdown(kill=killed)
-            self.stats.start_s = self._start_s(began)
+            self.close(kill=killed)
 
-    def _start_s(self, began: float) -> float | None:
+    def _configure(self, concurrency: int) -> None:
+        """Size the workers for ``concurrency`` trials in flight: the ones beyond it go, the rest get their slots."""
+        keep = max(1, min(len(self.processes), concurrency))
+        for process in self.processes[keep:]:
+            self.retired.append(process)
+            process.channel.finish()
+        self.processes = self.processes[:keep]
+        self.stats.workers = keep
+        self.slots = math.ceil(concurrency / keep)
+        self._broadcast(("config", self.slots))
+
+    def _start_s(self) -> float | None:
         ready = [at for p in self.first for at in [p.ready_at] if at is not None]
-        return max(ready) - began if self.first and len(ready) == len(self.first) else None
+        return max(ready) - self._began if self.first and len(ready) == len(self.first) else None
 
     # -- workers --------------------------------------------------------------------------
 
-    def _start(self, index: int) -> _Process:
-        ours, theirs = socket.socketpair()
-        journal = self.journal
-        mode = "none" if journal is None else "budget" if journal.budget is not None else "journal"
-        argv = [sys.executable, "-m", "capplan.trials.backends.processes.worker", str(theirs.fileno()),
-                str(self.options.slots), mode]
-        if self.options.completion_factory is not None:
-            argv.append(self.options.completion_factory)
-        # the child imports capplan from where this process did, whatever its working directory
-        root = str(Path(capplan.__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        try:
-            # its own session: a Ctrl-C at the terminal reaches only the driver, which stops the run
-            popen = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env,
-                                     start_new_session=True)
-        finally:
-            theirs.close()
-        process = _Process(index, popen, Channel(ours))
-        process.reader = threading.Thread(target=self._read, args=(process,), name=f"capplan-worker-{index}",
+    def _adopt(self, index: int, process: WorkerProcess, ours: socket.socket) -> _Process:
+        adopted = _Process(index, process, Channel(ours))
+        adopted.reader = threading.Thread(target=self._read, args=(adopted,), name=f"capplan-worker-{index}",
                                           daemon=True)
-        process.reader.start()
-        self.stats.pids.append(popen.pid)
-        return process
+        adopted.reader.start()
+        self.stats.pids.append(process.pid)
+        return adopted
+
+    def _restart(self, index: int) -> _Process:
+        """A fresh interpreter for worker ``index`` (this process runs threads now: no fork)."""
+        process, ours = spawn.start_worker(self.mode, self.options.completion_factory)
+        restarted = self._adopt(index, process, ours)
+        restarted.channel.send(("config", self.slots))
+        return restarted
 
     def _free(self) -> int | None:
         best = min(self.processes, key=lambda p: p.load)
-        return best.index if best.load < self.options.slots else None
+        return best.index if best.load < self.slots else None
 
     def _submit(self, spec: TrialSpec, worker: int) -> None:
         token = next(self._tokens)
@@ -270,11 +287,15 @@ class ProcessPool:
             raise RuntimeError(f"trial {trial.spec.key} raised in worker process {process.popen.pid}: {event[3]}")
         elif kind == "broken":
             raise event[2]
-        elif kind == "died" and self.processes[process.index] is process:
+        elif kind == "died" and process.index < len(self.processes) and self.processes[process.index] is process:
             yield from self._died(process, stopping)
 
     def _died(self, process: _Process, stopping: bool) -> Iterator[TrialRecords]:
-        code = process.popen.wait()
+        try:
+            code = process.popen.wait(timeout=_EXIT_S)  # its socket closed: it is exiting
+        except subprocess.TimeoutExpired:
+            process.popen.kill()
+            code = process.popen.wait(timeout=_EXIT_S)
         process.channel.close()
         if not process.ready:
             raise WorkerStartError(
@@ -298,23 +319,27 @@ class ProcessPool:
                 self.retry.append(trial.spec)
         if not stopping:
             self.stats.restarts += 1
-            self.processes[process.index] = self._start(process.index)
+            self.processes[process.index] = self._restart(process.index)
 
-    def _shutdown(self, *, kill: bool) -> None:
-        for process in self.processes:
+    def close(self, *, kill: bool = False) -> None:
+        """End every worker: told to finish (it exits when its socket closes), killed if it does not, or at once."""
+        everyone = [*self.processes, *self.retired]
+        for process in everyone:
             if kill:
                 process.popen.kill()
             else:
                 process.channel.finish()  # the worker sees its input end and exits
-        for process in self.processes:
+        for process in everyone:
             try:
                 process.popen.wait(timeout=_EXIT_S)
             except subprocess.TimeoutExpired:
                 process.popen.kill()
-                process.popen.wait()
+                process.popen.wait(timeout=_EXIT_S)
             if process.reader is not None:
                 process.reader.join(timeout=_EXIT_S)
             process.channel.close()
+        self.stats.start_s = self._start_s()
+        self.processes, self.retired = [], []
 
 
 def _with_lost(records: TrialRecords, lost: int) -> TrialRecords:

@@ -1,11 +1,12 @@
 """A worker process of ``trial run --workers N``: runs the trials its driver hands it, in threads.
 
-Started as ``python -m capplan.trials.backends.processes.worker FD SLOTS MODE [COMPLETION]``
-with ``FD`` its end of the socket to the driver (:mod:`.channel`) and ``MODE`` what the driver keeps:
+Started as ``python -m capplan.trials.backends.processes.worker FD MODE [COMPLETION]``, or forked
+from the driver (:func:`forked`), with ``FD`` its end of the socket to the driver (:mod:`.channel`) and ``MODE`` what the driver keeps:
 ``none`` (no journal: sends are not announced), ``journal`` or ``budget`` (``--max-cost``: each send
 carries its worst case).
 
-Messages in: ``("run", token, spec, execution)``; an answer to a send: ``("granted", request_id)``,
+Messages in: ``("config", slots)`` first (its trial threads), then ``("run", token, spec,
+execution)``; an answer to a send: ``("granted", request_id)``,
 ``("refused", request_id, committed, max_cost)`` (``--max-cost`` reached) or ``("stopped",
 request_id)`` (the run is stopping: the send is not made); ``("stop",)``. Messages out: ``("ready",
 pid)``; ``("send", token, role, turn, request_id, attempt, worst_usd)`` before each send (the trial's
@@ -24,13 +25,14 @@ from __future__ import annotations
 
 import importlib
 import os
+import random
 import signal
 import sys
 import threading
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NoReturn
 
 from capplan.core.redaction import redact_standard_streams, redact_text
 from capplan.executor.client import Completion
@@ -106,8 +108,7 @@ class _PipeLog:
 class Worker:
     """The worker's state: its channel, its trial threads and what they share."""
 
-    def __init__(self, channel: Channel, slots: int, mode: str,
-                 completion_for: Callable[[Plan], Completion] | None) -> None:
+    def __init__(self, channel: Channel, mode: str, completion_for: Callable[[Plan], Completion] | None) -> None:
         if mode not in MODES:
             raise SystemExit(f"capplan worker: MODE must be one of {', '.join(MODES)}, not {mode!r}")
         self.channel = channel
@@ -116,7 +117,7 @@ class Worker:
         self.answers = _Answers()
         self.cancel = threading.Event()
         self.context = RunContext(cancel=self.cancel, completion_for=completion_for)
-        self.pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="trial")
+        self.pool: ThreadPoolExecutor | None = None  # sized by the driver's config message
 
     def serve(self) -> None:
         """Answer the driver until it closes the socket."""
@@ -127,7 +128,12 @@ class Worker:
             except (EOFError, OSError):
                 return
             kind = message[0]
-            if kind == "run":
+            if kind == "config":
+                # the trial slots: the run's --concurrency is known only once it runs, after the worker started
+                self.pool = ThreadPoolExecutor(max_workers=message[1], thread_name_prefix="trial")
+            elif kind == "run":
+                if self.pool is None:
+                    raise RuntimeError("capplan worker: a trial arrived before the driver's config")
                 _, token, spec, execution = message
                 self.pool.submit(self._run, token, spec, execution)
             elif kind in ("granted", "refused", "stopped"):
@@ -152,17 +158,35 @@ def _completion_factory(target: str) -> Callable[[Plan], Completion]:
     return factory
 
 
-def main(argv: list[str]) -> None:
+def serve(fd: int, mode: str, completion_factory: str | None) -> NoReturn:
+    """Be a worker on descriptor ``fd`` until the driver closes it, then exit (never returns)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     redact_standard_streams()
-    fd, slots, mode = int(argv[0]), int(argv[1]), argv[2]
-    factory = _completion_factory(argv[3]) if len(argv) > 3 else None
-    worker = Worker(Channel.from_fd(fd), slots, mode, factory)
-    worker.serve()
+    factory = _completion_factory(completion_factory) if completion_factory else None
+    Worker(Channel.from_fd(fd), mode, factory).serve()
     # the driver is done or gone: whatever still runs has nobody to report to
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def forked(fd: int, mode: str, completion_factory: str | None) -> NoReturn:
+    """The child side of a fork of the driver (see :mod:`.pool`): its own session, its own random
+    state, then :func:`serve`. Whatever goes wrong ends this process, never returns into the driver's code."""
+    try:
+        os.setsid()  # a Ctrl-C at the terminal reaches only the driver, as for a started worker
+        random.seed()  # the driver's generator state, copied, would repeat in every worker
+        serve(fd, mode, completion_factory)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(1)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) not in (2, 3):
+        raise SystemExit("usage: python -m capplan.trials.backends.processes.worker FD MODE [COMPLETION]")
+    serve(int(argv[0]), argv[1], argv[2] if len(argv) > 2 else None)
 
 
 if __name__ == "__main__":
