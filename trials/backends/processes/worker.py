@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn
 
 from capplan.core.redaction import redact_standard_streams, redact_text
+from capplan.core.young_collections import young_collections_spaced
 from capplan.executor.client import Completion
 from capplan.executor.cost_bound import worst_case_usd
 from capplan.executor.plan import Plan
@@ -163,7 +164,8 @@ def serve(fd: int, mode: str, completion_factory: str | None) -> NoReturn:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     redact_standard_streams()
     factory = _completion_factory(completion_factory) if completion_factory else None
-    Worker(Channel.from_fd(fd), mode, factory).serve()
+    with young_collections_spaced():  # as the driver's drive does for trials run in its own process
+        Worker(Channel.from_fd(fd), mode, factory).serve()
     # the driver is done or gone: whatever still runs has nobody to report to
     sys.stdout.flush()
     sys.stderr.flush()
