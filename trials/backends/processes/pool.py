@@ -18,12 +18,13 @@ import socket
 import subprocess
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from capplan.core.errors import ExitCode, UserError
+from capplan.trials.backends.feed import Feed
 from capplan.trials.backends.processes import spawn
 from capplan.trials.backends.processes.channel import Channel
 from capplan.trials.backends.processes.spawn import WorkerProcess
@@ -116,7 +117,7 @@ class ProcessPool:
         self._began = time.perf_counter()
         self.in_flight: dict[int, _Attempt] = {}
         self.lost: Counter[str] = Counter()
-        self.retry: deque[TrialSpec] = deque()
+        self.feed = Feed(iter(()))  # the run's, from run()
         self.stop = threading.Event()  # the run's, from run()
         self._tokens = itertools.count(1)
 
@@ -136,7 +137,8 @@ class ProcessPool:
         self.first = list(self.processes)  # the incarnations the start-up time is measured on
 
     def run(self, specs: Iterator[TrialSpec], *, concurrency: int, stop: threading.Event) -> Iterator[TrialRecords]:
-        exhausted = stopping = killed = False
+        stopping = killed = False
+        feed = self.feed = Feed(specs)
         self.stop = stop
         try:
             self._configure(concurrency)
@@ -145,14 +147,11 @@ class ProcessPool:
                     stopping = True
                     self._broadcast(("stop",))
                 while not stopping and len(self.in_flight) < concurrency and (worker := self._free()) is not None:
-                    spec = self.retry.popleft() if self.retry else None
-                    if spec is None and not exhausted:
-                        spec = next(specs, None)
-                        exhausted = spec is None
+                    spec = feed.next()
                     if spec is None:
                         break
                     self._submit(spec, worker)
-                if not self.in_flight and (stopping or exhausted and not self.retry):
+                if not self.in_flight and (stopping or feed.done):
                     return
                 try:
                     event = self.events.get(timeout=_POLL_S)
@@ -316,7 +315,7 @@ class ProcessPool:
                     f"its worker process died {self.lost[key]} times while running it (last exit status {code})")
                 yield _with_lost(records, self.lost.pop(key))
             elif not stopping:
-                self.retry.append(trial.spec)
+                self.feed.retry.append(trial.spec)
         if not stopping:
             self.stats.restarts += 1
             self.processes[process.index] = self._restart(process.index)
