@@ -289,3 +289,53 @@ def test_the_python_api_takes_workers_and_refuses_a_count_below_one(tmp_path: Pa
         result = capplan.trials.run([task], [plan], out=tmp_path / "run", trials=2, concurrency=2, workers=2,
                                     api_base=fake.base)
     assert result.complete and result.finished == 2 and len(fake.requests) == 8
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text()
+        found |= {int(child) for child in text.split()}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree from /proc")
+def test_workers_exit_when_the_command_that_started_them_is_killed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    plan = tmp_path / "agent.json"
+    plan.write_bytes(direct_plan().to_bytes())
+    task = write_task(tmp_path / "pack")
+    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    with FakeProvider(stateless_agent) as fake:
+        fake.hold_after(0)
+        proc = subprocess.Popen([sys.executable, "-c", "from capplan.cli import main; main()", "trial", "run", str(task),
+                                 "--plan", str(plan), "--out", str(tmp_path / "run"), "--trials", "2", "--concurrency",
+                                 "2", "--workers", "2", "--api-base", fake.base],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + WAIT_S
+            while fake.held() < 2:  # both trials mid-call, one in each worker
+                assert proc.poll() is None and time.monotonic() < deadline, "the trials never reached the provider"
+                time.sleep(0.02)
+            workers = _children(proc.pid)
+            assert len(workers) >= 2  # the two workers (and the record renderer, if it started)
+            proc.kill()  # SIGKILL: the command cannot tell anyone
+            proc.wait(timeout=WAIT_S)
+            deadline = time.monotonic() + WAIT_S
+            while any(_alive(pid) for pid in workers):
+                assert time.monotonic() < deadline, f"workers {sorted(p for p in workers if _alive(p))} outlived it"
+                time.sleep(0.02)
+        finally:
+            fake.release()
+            if proc.poll() is None:
+                proc.kill()
