@@ -37,9 +37,15 @@ Measured in one run:
   and the plan's own direct transport: gpt-5 compiled onto chat completions against the chat
   server, and the bundled gpt-5 plan against the Responses server. Wall time (and its ratio to the
   ideal) and this process's CPU per turn (every thread) for each, and Responses over chat;
+* worker processes (``trial run --workers N``) — the same 500 trials at ``--concurrency 32`` through
+  the real driver, backend and run folder, at 50 ms and at 8 ms, with 1, 2, 4 … workers up to every
+  usable core: wall time over the ideal and the CPU per turn of this process and its workers
+  together (their start included), for gpt-5 on chat completions through the direct transport and,
+  beside it, the keep-alive floor sender (``benchmarks/keep_alive_sender.py``, imported by each
+  worker). The peer row, the same workload through inspect_ai, is ``benchmarks/inspect_row.py``.
 
 Run from the project root:  python benchmarks/trial_loop.py [--trials 500] [--concurrency 32]
-                            [--turn-cost-only | --responses-only | --bfcl]
+                            [--turn-cost-only | --responses-only | --workers-only | --bfcl]
                             [--reference-cost [--reference-rounds N]]
 
 ``--reference-cost`` runs the chosen workload once per mode and prints what the reference mode
@@ -202,10 +208,11 @@ FLOOR_SENDER = "benchmarks.keep_alive_sender:keep_alive_for"
 
 
 def worker_counts() -> list[int]:
-    """1, 2 and every usable core (what ``trial run`` takes by default)."""
+    """1, 2, 4, 8 … up to every usable core, and every usable core (what ``trial run`` takes by default)."""
     from capplan.trials.backends.local import usable_cores
 
-    return sorted({1, 2, usable_cores()})
+    cores = usable_cores()
+    return sorted({cores, *(2**k for k in range(cores.bit_length()) if 2**k <= cores)})
 
 
 def workers_curve(folder: Path, task: Path, plans: dict[str, Plan], trials: int, concurrency: int) -> None:
@@ -378,7 +385,7 @@ def main() -> None:
     parser.add_argument("--responses-only", action="store_true",
                         help="Only the gpt-5 rows: turn cost and throughput, chat completions vs Responses.")
     parser.add_argument("--workers-only", action="store_true",
-                        help="Only the worker-count rows: 1, 2 and all workers at 50 and 8 ms, gpt-5 on chat "
+                        help="Only the worker-count rows: 1, 2, 4 … and all workers at 50 and 8 ms, gpt-5 on chat "
                              "through the direct transport and the keep-alive floor sender.")
     parser.add_argument("--bfcl", action="store_true",
                         help="Only the BFCL row: the 200 imported multi_turn_base tasks against a scripted agent with "
