@@ -59,7 +59,8 @@ class LocalBackend:
         self.close()
         workers = self.worker_count(min(len(specs), concurrency or len(specs)))
         if workers > 1:
-            self.stats = ProcessRunStats()
+            # one for the whole command: a resampling round's losses and restarts add to the first round's
+            self.stats = self.stats or ProcessRunStats()
             self._pool = ProcessPool(PoolOptions(workers=workers, journal=self.journal,
                                                  completion_factory=self.completion_factory), self.stats)
             self._pool.start()
