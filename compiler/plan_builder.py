@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from capplan.compiler.loading import Inputs
 from capplan.compiler.matching import Matcher
 from capplan.compiler.policy_checks import check_plan_policies
 from capplan.compiler.probe_evidence import apply_probe_evidence
-from capplan.compiler.provenance_lines import LineIndex, Located
+from capplan.compiler.provenance_lines import LineIndex, Located, LocatedOnDemand
 from capplan.compiler.replay_evidence import apply_replay_evidence, scope_to_route
 from capplan.compiler.wire_route import wire_route
 from capplan.core.yaml_source import SourceFile
@@ -284,13 +285,12 @@ def input_sources(inputs: Inputs) -> list[SourceFile]:
             *(ov.source for ov in inputs.overlays)]
 
 
-def _located_provenance(inputs: Inputs, provenance: dict[str, Provenance]) -> dict[str, Located]:
-    """Provenance naming files as the user gave them, at their lines, for diagnostics."""
-    index = LineIndex(input_sources(inputs))
-    return {k: index.locate(v) for k, v in provenance.items()}
+def _located_provenance(inputs: Inputs, provenance: dict[str, Provenance]) -> Mapping[str, Located]:
+    """Provenance naming files as the user gave them, at their lines, for diagnostics (located when read)."""
+    return LocatedOnDemand(provenance, lambda: LineIndex(input_sources(inputs)))
 
 
-def _loop_checks(values: dict[str, Any], provenance: dict[str, Located], model_file: str) -> list[Diagnostic]:
+def _loop_checks(values: dict[str, Any], provenance: Mapping[str, Located], model_file: str) -> list[Diagnostic]:
     """Knobs whose merged values contradict each other, located at the layer that set the watermark."""
     window, watermark = values.get("max_context_tokens"), values.get("context_watermark")
     if window is None or watermark is None or watermark < window:

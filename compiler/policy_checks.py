@@ -9,6 +9,7 @@ and every policy constructed, so no plan is written that the executor would refu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from capplan.core.diagnostics import Diagnostic, did_you_mean
@@ -89,7 +90,7 @@ def _construct(cls: type[Any], params: dict[str, Any], diag: Any) -> list[Diagno
     return []
 
 
-def check_plan_policies(policies: dict[str, dict[str, Any]], provenance: dict[str, Located],
+def check_plan_policies(policies: dict[str, dict[str, Any]], provenance: Mapping[str, Located],
                         model_file: str, model_key: str) -> list[Diagnostic]:
     """Every merged slot of one model: validated whole, then constructed, as the executor will."""
     out: list[Diagnostic] = []
@@ -116,7 +117,7 @@ def check_plan_policies(policies: dict[str, dict[str, Any]], provenance: dict[st
     return out
 
 
-def _provenance(provenance: dict[str, Located], path: str) -> Located:
+def _provenance(provenance: Mapping[str, Located], path: str) -> Located:
     """The layer that set ``path``, or its nearest ancestor that has one."""
     while path:
         if path in provenance:
