@@ -15,7 +15,9 @@ from capplan.compiler.inputs.run_config import ModelConfig
 from capplan.compiler.inputs.preset_file import PresetFile
 from capplan.compiler.loading import Inputs, Loaded, load_inputs
 from capplan.compiler.manifest import Manifest, build_manifest
+from capplan.compiler.layers import LayerMemo
 from capplan.compiler.matching import Matcher, candidates_of
+from capplan.compiler.policy_checks import CleanPolicies
 from capplan.compiler.plan_builder import LitellmDecl, build_plan, input_sources
 from capplan.compiler.probe_evidence import has_probe_evidence, route_of, unmatched_routes
 from capplan.compiler.probe_routes import RouteKey
@@ -100,6 +102,8 @@ def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None,
         warnings += glob_written_as_model_id(ov) + unknown_provider_keys(ov, known)
     decls = litellm_decls(inputs)
     streaming = sink is not None and not reference_mode()
+    # what the models of this compile share, worked out once (both are dropped with the compile)
+    layer_memo, clean_policies = LayerMemo(), CleanPolicies()
     failed = bool(errors_only(problems))
     plans: dict[str, Plan] = {}
     fingerprints: dict[str, str] = {}
@@ -112,7 +116,7 @@ def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None,
             problems.append(_bad_model_key(inputs.run.source, key, unsafe))
             failed = True
             continue
-        plan, diags = build_plan(inputs, matcher, decls, key, cfg)
+        plan, diags = build_plan(inputs, matcher, decls, key, cfg, layer_memo, clean_policies)
         problems += diags
         failed = failed or any(d.severity == "error" for d in diags)
         fingerprints[key] = plan.fingerprint
