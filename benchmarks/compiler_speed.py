@@ -23,7 +23,7 @@
   and +5 000).
 - Memory: peak RSS (the child's ``ru_maxrss``, interpreter and imports included) and CPU of a fresh
   process loading and compiling the catalogue's presets plus +5 000 synthetic presets and models
-  (prefix globs), and with ``--upstream-python`` a fresh engine process resolving the same overlay
+  (prefix globs) and writing the plans as ``capplan compile --out`` does, and with ``--upstream-python`` a fresh engine process resolving the same overlay
   and models, and the ratios (targets: peak RSS <= 1x, compile CPU <= 0.25x the engine's resolve).
 
 Run: python benchmarks/compiler_speed.py [--repeat N] [--upstream-python PATH] [--scaling-rounds N] [--cpu N] [--memory-only]
@@ -267,16 +267,20 @@ def _scale_shape(folder: Path, worker: subprocess.Popen[str] | None, rounds: int
           "(linear: about 1x, not 5x)")
 
 
-#: a fresh capplan process: load and compile; prints the CPU seconds of that work (imports excluded)
+#: a fresh capplan process: load, compile and write the plans as ``capplan compile --out`` does (each plan
+#: streamed into the folder as it is built); prints the CPU seconds of that work (imports excluded)
 CAPPLAN_MEMORY = """\
 import sys, time
 from pathlib import Path
-from capplan.compiler.compile import compile_models
+from capplan.compiler.compile import compile_into
 from capplan.compiler.loading import load_inputs
+from capplan.compiler.plan_output import PlanSetWriter
 
 start = time.process_time()
-compiled = compile_models(load_inputs(data_dir=None, run_config=Path(sys.argv[2]), overlays=[Path(sys.argv[1])]))
-assert len(compiled.plans) == int(sys.argv[3])
+inputs = load_inputs(data_dir=None, run_config=Path(sys.argv[2]), overlays=[Path(sys.argv[1])])
+streamed = compile_into(inputs, None, lambda keys: PlanSetWriter(Path(sys.argv[4]), keys))
+streamed.target().commit(streamed.compiled.manifest)
+assert len(streamed.compiled.manifest.plans) == int(sys.argv[3])
 print(time.process_time() - start)
 """
 
@@ -300,7 +304,7 @@ def memory(folder: Path, upstream_python: str | None, rounds: int) -> None:
     overlay, run, pairs = synthetic(folder, n, "prefix")
     models = folder / "memory_models.json"
     models.write_text(json.dumps(pairs))
-    ours = [sys.executable, "-c", CAPPLAN_MEMORY, str(overlay), str(run), str(n)]
+    ours = [sys.executable, "-c", CAPPLAN_MEMORY, str(overlay), str(run), str(n), str(folder / "memory_plans")]
     theirs = [upstream_python, "-c", UPSTREAM_MEMORY, str(overlay), str(run), str(models)] if upstream_python else None
     rows: dict[str, list[tuple[float, float, float]]] = {"capplan": [], "upstream": []}
     for _ in range(rounds):  # alternating, so a slow spell of the machine meets both

@@ -8,9 +8,9 @@ import click
 
 from capplan.cli.common import input_options, next_hint, print_diagnostics
 from capplan.cli.errors import CommandExit, ExitCode
-from capplan.compiler.compile import compile_paths
-from capplan.compiler.golden import REGEN_COMMAND, compare, default_golden_dir
-from capplan.compiler.plan_output import write_plan_set
+from capplan.compiler.compile import compile_into, load_selected
+from capplan.compiler.golden import REGEN_COMMAND, GoldenChecker, default_golden_dir
+from capplan.compiler.plan_output import PlanSetWriter
 from capplan.core.diagnostics import Diagnostic, InputError
 
 
@@ -53,30 +53,45 @@ def compile_cmd(run_config: Path | None, overlays: tuple[Path, ...], data_dir: P
     """
     if check and update_golden:
         raise click.UsageError("--check and --update-golden are exclusive")
-    result = compile_paths(data_dir=data_dir, run_config=run_config, overlays=list(overlays), model=model)
-    print_diagnostics(result.warnings)
-    if check or update_golden:
-        folder = golden_dir or default_golden_dir()
-        if check:
+    inputs, models = load_selected(data_dir=data_dir, run_config=run_config, overlays=list(overlays), model=model)
+    # each plan is written (or compared) as soon as it is built and then let go: a compile of
+    # thousands of models holds one plan at a time
+    if check:
+        def open_check(keys: set[str]) -> GoldenChecker:
+            folder = golden_dir or default_golden_dir()
             require_golden_folder(folder, given=golden_dir is not None)
-            report = compare(result.plans, folder, None if model is not None else result.manifest)
-            if model is not None:
-                report.unused = []
-            for line in report.lines():
-                click.echo(line, err=True)
-            if not report.clean:
-                click.echo(f"golden plans in {folder} differ; review the change, then run: {REGEN_COMMAND}", err=True)
-                raise CommandExit(ExitCode.FINDINGS)
-            click.echo(f"{len(result.plans)} plan(s) match {folder}")
-            return
-        written = write_plan_set(result.plans, result.manifest, folder, keep_others=model is not None)
-        _report_removed(written.removed)
-        click.echo(f"wrote {len(result.plans)} golden plan(s) to {folder}")
+            return GoldenChecker(folder)
+
+        checked = compile_into(inputs, models, open_check)
+        print_diagnostics(checked.compiled.warnings)
+        checker = checked.target()
+        report = checker.finish(None if model is not None else checked.compiled.manifest)
+        if model is not None:
+            report.unused = []
+        for line in report.lines():
+            click.echo(line, err=True)
+        if not report.clean:
+            click.echo(f"golden plans in {checker.folder} differ; review the change, then run: {REGEN_COMMAND}",
+                       err=True)
+            raise CommandExit(ExitCode.FINDINGS)
+        click.echo(f"{len(checked.compiled.manifest.plans)} plan(s) match {checker.folder}")
         return
-    written = write_plan_set(result.plans, result.manifest, out_dir, keep_others=keep_others)
+
+    def open_writer(keys: set[str]) -> PlanSetWriter:
+        folder = (golden_dir or default_golden_dir()) if update_golden else out_dir
+        return PlanSetWriter(folder, keys, keep_others=model is not None if update_golden else keep_others)
+
+    streamed = compile_into(inputs, models, open_writer)
+    print_diagnostics(streamed.compiled.warnings)
+    writer = streamed.target()
+    written = writer.commit(streamed.compiled.manifest)
     _report_removed(written.removed)
-    click.echo(f"compiled {len(result.plans)} plan(s) into {out_dir}")
-    next_hint(_next_after_compile(out_dir, sorted(result.plans)))
+    keys = sorted(streamed.compiled.manifest.plans)
+    if update_golden:
+        click.echo(f"wrote {len(keys)} golden plan(s) to {writer.folder}")
+        return
+    click.echo(f"compiled {len(keys)} plan(s) into {out_dir}")
+    next_hint(_next_after_compile(out_dir, keys))
 
 
 def _next_after_compile(out_dir: Path, keys: list[str]) -> str:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, Protocol, TypeVar
 
 from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean, errors_only
 from capplan.compiler.inputs.providers_file import binding_key
@@ -13,12 +15,16 @@ from capplan.compiler.inputs.run_config import ModelConfig
 from capplan.compiler.inputs.preset_file import PresetFile
 from capplan.compiler.loading import Inputs, Loaded, load_inputs
 from capplan.compiler.manifest import Manifest, build_manifest
+from capplan.compiler.layers import LayerMemo
 from capplan.compiler.matching import Matcher, candidates_of
+from capplan.compiler.policy_checks import CleanPolicies
 from capplan.compiler.plan_builder import LitellmDecl, build_plan, input_sources
-from capplan.compiler.probe_evidence import unmatched_routes
+from capplan.compiler.probe_evidence import has_probe_evidence, route_of, unmatched_routes
+from capplan.compiler.probe_routes import RouteKey
 from capplan.core.yaml_source import SourceFile
 from capplan.compiler.usage_checks import glob_written_as_model_id, unknown_provider_keys
 from capplan.executor.plan import Plan
+from capplan.core.reference_mode import reference_mode
 from capplan.core.safe_names import MAX_NAME_CHARS, name_problem
 
 
@@ -68,12 +74,23 @@ def known_providers(inputs: Inputs) -> set[str]:
             | {binding_key(cfg.provider) for cfg in inputs.run.model.models.values()})
 
 
+#: where a streaming compile hands each plan as soon as it is built (a writer, a golden check)
+PlanSink = Callable[[str, Plan], None]
+
+
 def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None, *,
-                   keep_going: bool = False) -> Compiled:
+                   keep_going: bool = False, sink: PlanSink | None = None) -> Compiled:
     """Compile ``models`` (default: every model of the run config / catalogue).
 
     ``keep_going`` (lint only): errors are returned among the diagnostics instead of raised, with
     the plans of every model, so checks that look at all models still run; nothing is written.
+
+    ``sink``: each plan goes to it as soon as it is built, and is let go rather than kept
+    (``Compiled.plans`` is then empty; the manifest lists every plan's fingerprint). Once any
+    error is seen no further plan is handed over, since the caller will throw the set away. A
+    compile of thousands of models then holds one plan at a time, not all of them
+    (``benchmarks/compiler_speed.py``, memory row); the reference mode holds every plan and hands
+    them over at the end, the plain way.
     """
     chosen = inputs.run.model.models if models is None else models
     candidates, warnings = candidates_of(inputs.presets, inputs.overlays)
@@ -84,20 +101,105 @@ def compile_models(inputs: Inputs, models: dict[str, ModelConfig] | None = None,
     for ov in inputs.overlays:
         warnings += glob_written_as_model_id(ov) + unknown_provider_keys(ov, known)
     decls = litellm_decls(inputs)
+    streaming = sink is not None and not reference_mode()
+    # what the models of this compile share, worked out once (both are dropped with the compile)
+    layer_memo, clean_policies = LayerMemo(), CleanPolicies()
+    failed = bool(errors_only(problems))
     plans: dict[str, Plan] = {}
+    fingerprints: dict[str, str] = {}
+    # only the facts the whole-run checks need are kept of a plan: its fingerprint and, when some
+    # overlay carries probe evidence, its route
+    routes: dict[str, RouteKey | None] | None = {} if has_probe_evidence(inputs) else None
     for key, cfg in chosen.items():
         unsafe = name_problem(key)  # the one rule for names that become path segments
         if unsafe is not None:
             problems.append(_bad_model_key(inputs.run.source, key, unsafe))
+            failed = True
             continue
-        plan, diags = build_plan(inputs, matcher, decls, key, cfg)
+        plan, diags = build_plan(inputs, matcher, decls, key, cfg, layer_memo, clean_policies)
         problems += diags
-        plans[key] = plan
-    problems += unmatched_routes(inputs, plans)
+        failed = failed or any(d.severity == "error" for d in diags)
+        fingerprints[key] = plan.fingerprint
+        if routes is not None:
+            routes[key] = route_of(plan)
+        if not streaming:
+            plans[key] = plan
+        elif not failed:
+            assert sink is not None
+            sink(key, plan)
+        del plan  # streaming: let it go before the next one is built
+    problems += unmatched_routes(inputs, routes or {})
     errors = errors_only(problems)
     if errors and not keep_going:
         raise InputError(errors + warnings)
-    return Compiled(plans, build_manifest(inputs, plans), warnings + problems, input_sources(inputs))
+    if sink is not None and not streaming:
+        for key, plan in plans.items():
+            sink(key, plan)
+        plans = {}
+    return Compiled(plans, build_manifest(inputs, fingerprints), warnings + problems, input_sources(inputs))
+
+
+class PlanTarget(Protocol):
+    """Where a streaming compile sends plans: a plan set being written, a golden check."""
+
+    def add(self, key: str, plan: Plan) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+T = TypeVar("T", bound=PlanTarget)
+
+
+@dataclass
+class Streamed(Generic[T]):
+    """A compile streamed into a target: the compile's outcome, then the target to finish."""
+
+    compiled: Compiled
+    _target: T | None
+    _open_error: InputError | None
+
+    def target(self) -> T:
+        """The target, to commit or report; raises the error it could not be opened with."""
+        if self._open_error is not None:
+            raise self._open_error
+        assert self._target is not None
+        return self._target
+
+
+def compile_into(inputs: Inputs, models: dict[str, ModelConfig] | None,
+                 open_target: Callable[[set[str]], T]) -> Streamed[T]:
+    """Compile ``models`` (default: all), each plan going to ``open_target(model keys)`` as it is built.
+
+    The target is opened first, but an error opening it (a bad ``--out``) is raised only by
+    :meth:`Streamed.target`, after the compile: an input error is reported first, as when the
+    plans were written at the end. A compile that fails aborts the target.
+    """
+    chosen = inputs.run.model.models if models is None else models
+    keys = {key for key in chosen if name_problem(key) is None}
+    target: T | None = None
+    open_error: InputError | None = None
+    try:
+        target = open_target(keys)
+    except InputError as exc:
+        open_error = exc
+    try:
+        compiled = compile_models(inputs, models, sink=target.add if target is not None else _discard)
+    except BaseException:
+        if target is not None:
+            target.abort()
+        raise
+    return Streamed(compiled, target, open_error)
+
+
+def _discard(key: str, plan: Plan) -> None:
+    """The sink of a compile whose target could not be opened: its error is raised after the compile."""
+
+
+def load_selected(*, data_dir: Path | None = None, run_config: Path | None = None, overlays: list[Path] | None = None,
+                  model: str | None = None, root: Path | None = None) -> tuple[Inputs, dict[str, ModelConfig] | None]:
+    """The inputs and the models ``model`` picks (see :func:`compile_paths`)."""
+    inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=list(overlays or []), root=root)
+    return inputs, select_models(inputs, model)
 
 
 def _bad_model_key(source: SourceFile, key: str, problem: str) -> Diagnostic:
@@ -116,8 +218,8 @@ def compile_paths(*, data_dir: Path | None = None, run_config: Path | None = Non
 
     ``root`` is the project root that names input files in plans (default: found from the cwd).
     """
-    inputs = load_inputs(data_dir=data_dir, run_config=run_config, overlays=list(overlays or []), root=root)
-    return compile_models(inputs, select_models(inputs, model))
+    inputs, models = load_selected(data_dir=data_dir, run_config=run_config, overlays=overlays, model=model, root=root)
+    return compile_models(inputs, models)
 
 
 def select_models(inputs: Inputs, model: str | None) -> dict[str, ModelConfig] | None:

@@ -61,17 +61,48 @@ class GoldenReport:
 
 def compare(plans: dict[str, Plan], folder: Path, manifest: Manifest | None = None) -> GoldenReport:
     """Byte-for-byte comparison of ``plans`` (and ``manifest``, when given) with ``folder``."""
-    report = GoldenReport()
-    existing = {p.name for p in plan_files(folder)}
-    expected = {f"{key}.json": plan.to_bytes() for key, plan in plans.items()}
-    if manifest is not None:
-        expected[MANIFEST_FILE] = manifest.to_bytes()
-        if (folder / MANIFEST_FILE).is_file():
-            existing.add(MANIFEST_FILE)
-    for name, data in sorted(expected.items()):
-        if name not in existing:
-            report.missing.append(name)
-        elif (folder / name).read_bytes() != data:
-            report.changed.append(name)
-    report.unused = sorted(existing - set(expected))
-    return report
+    checker = GoldenChecker(folder)
+    for key, plan in plans.items():
+        checker.add(key, plan)
+    return checker.finish(manifest)
+
+
+class GoldenChecker:
+    """Compares plans with a golden folder one at a time, as a compile builds them.
+
+    Each plan's bytes are compared with its golden file when the plan is added and then let go,
+    so ``capplan compile --check`` holds one plan at a time (``benchmarks/compiler_speed.py``,
+    memory row); only the names seen and those that differ are kept.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._existing = {p.name for p in plan_files(folder)}
+        self._seen: set[str] = set()
+        self._report = GoldenReport()
+
+    def add(self, key: str, plan: Plan) -> None:
+        """Compare one plan with its golden file."""
+        self._compare(f"{key}.json", plan.to_bytes())
+
+    def abort(self) -> None:
+        """Nothing to undo: a check writes nothing."""
+
+    def finish(self, manifest: Manifest | None = None) -> GoldenReport:
+        """The report, with ``manifest`` compared too when given and every golden plan not seen as unused."""
+        if manifest is not None:
+            if (self.folder / MANIFEST_FILE).is_file():
+                self._existing.add(MANIFEST_FILE)
+            self._compare(MANIFEST_FILE, manifest.to_bytes())
+        report = self._report
+        report.changed.sort()
+        report.missing.sort()
+        report.unused = sorted(self._existing - self._seen)
+        return report
+
+    def _compare(self, name: str, data: bytes) -> None:
+        self._seen.add(name)
+        if name not in self._existing:
+            self._report.missing.append(name)
+        elif (self.folder / name).read_bytes() != data:
+            self._report.changed.append(name)

@@ -17,7 +17,7 @@ from capplan.compiler.inputs.preset_file import PresetBody
 from capplan.compiler.inputs.providers_file import binding_key
 from capplan.compiler.loading import Inputs
 from capplan.compiler.matching import Candidate
-from capplan.core.reference_mode import speed_memo
+from capplan.core.reference_mode import reference_mode, speed_memo
 from capplan.core.yaml_source import Loc, SourceFile
 from capplan.executor.plan import Provenance
 from capplan.executor.value_rules import value_key
@@ -63,15 +63,52 @@ def layers_for(inputs: Inputs, provider: str, matched: Candidate | None) -> list
     return layers
 
 
-def merge(layers: list[Layer]) -> Merged:
-    """Apply ``layers`` in order."""
+#: one value a layer sets: its path in the merged values, the value, and who set it
+Setting = tuple[tuple[str, ...], Any, Provenance]
+
+
+class LayerMemo:
+    """The settings of each layer one compile has walked, for the next model that gets the same layer.
+
+    Every model of a provider gets the same ``default:`` and ``providers:`` layers, and often the
+    same preset: walking a layer (its fields in file order, key paths, provenance) was about a
+    tenth of compiling the catalogue plus 5 000 synthetic models (``benchmarks/compiler_speed.py``,
+    memory row). One memo lives as long as one compile, so it never keeps inputs alive after it;
+    the reference mode walks every layer again.
+    """
+
+    def __init__(self) -> None:
+        self._walked: dict[tuple[str, int, int, Loc], tuple[Layer, tuple[Setting, ...]]] = {}
+
+    def settings(self, layer: Layer) -> tuple[Setting, ...]:
+        key = (layer.name, id(layer.body), id(layer.source), layer.loc)
+        hit = self._walked.get(key)
+        if hit is not None:  # the layer is kept beside its settings, so the ids cannot be reused
+            return hit[1]
+        found = _settings(layer)
+        self._walked[key] = (layer, found)
+        return found
+
+
+def merge(layers: list[Layer], memo: LayerMemo | None = None) -> Merged:
+    """Apply ``layers`` in order (each layer's settings from ``memo`` when given and not in the reference mode)."""
+    if memo is not None and reference_mode():
+        memo = None
     merged = Merged()
     for layer in layers:
-        _merge_model(merged, layer, layer.body, (), layer.loc)
+        for path, value, who in memo.settings(layer) if memo is not None else _settings(layer):
+            _set(merged, path, value, who)
     return merged
 
 
-def _merge_model(merged: Merged, layer: Layer, model: BaseModel, path: tuple[str, ...], loc: Loc) -> None:
+def _settings(layer: Layer) -> tuple[Setting, ...]:
+    """What ``layer`` sets, in the order it sets it."""
+    out: list[Setting] = []
+    _walk_model(out, layer, layer.body, (), layer.loc)
+    return tuple(out)
+
+
+def _walk_model(out: list[Setting], layer: Layer, model: BaseModel, path: tuple[str, ...], loc: Loc) -> None:
     fields = type(model).model_fields
     items = [(k, getattr(model, k)) for k in model.model_fields_set if k in fields]
     items += list((model.model_extra or {}).items())
@@ -80,25 +117,29 @@ def _merge_model(merged: Merged, layer: Layer, model: BaseModel, path: tuple[str
             continue
         marker = _merge_marker(type(model), key)
         if marker is not None and isinstance(value, BaseModel):
-            _merge_model(merged, layer, value, (*path, key), (*loc, key))
+            _walk_model(out, layer, value, (*path, key), (*loc, key))
         elif marker is not None and isinstance(value, dict):
-            _merge_mapping(merged, layer, value, (*path, key), (*loc, key), marker.depth)
+            _walk_mapping(out, layer, value, (*path, key), (*loc, key), marker.depth)
         else:
-            _set(merged, layer, (*path, key), (*loc, key), value)
+            out.append(((*path, key), value, _credit(layer, (*loc, key))))
 
 
-def _merge_mapping(merged: Merged, layer: Layer, value: dict[Any, Any], path: tuple[str, ...], loc: Loc,
-                   depth: int) -> None:
+def _walk_mapping(out: list[Setting], layer: Layer, value: dict[Any, Any], path: tuple[str, ...], loc: Loc,
+                  depth: int) -> None:
     for k, v in value.items():
         # value-rule keys are canonicalised so `0` and `0.0` are the same rule across layers
         canon = value_key(path[-1], k) if len(path) >= 2 and path[-2] == "param_value_rules" else str(k)
         if depth > 1 and isinstance(v, dict):
-            _merge_mapping(merged, layer, v, (*path, canon), (*loc, k), depth - 1)
+            _walk_mapping(out, layer, v, (*path, canon), (*loc, k), depth - 1)
         else:
-            _set(merged, layer, (*path, canon), (*loc, k), v)
+            out.append(((*path, canon), v, _credit(layer, (*loc, k))))
 
 
-def _set(merged: Merged, layer: Layer, path: tuple[str, ...], loc: Loc, value: Any) -> None:
+def _credit(layer: Layer, loc: Loc) -> Provenance:
+    return shared_provenance(layer.name, layer.source.stable_name, layer.source.key_path(loc))
+
+
+def _set(merged: Merged, path: tuple[str, ...], value: Any, who: Provenance) -> None:
     node = merged.values
     for part in path[:-1]:
         node = node.setdefault(part, {})
@@ -107,7 +148,7 @@ def _set(merged: Merged, layer: Layer, path: tuple[str, ...], loc: Loc, value: A
     # a replaced subtree forgets the provenance of what it replaced
     for stale in [p for p in merged.provenance if p.startswith(dotted + ".")]:
         del merged.provenance[stale]
-    merged.provenance[dotted] = shared_provenance(layer.name, layer.source.stable_name, layer.source.key_path(loc))
+    merged.provenance[dotted] = who
 
 
 @speed_memo(4096)

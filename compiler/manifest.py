@@ -6,6 +6,7 @@ each plan: a change to one input then changes only the plans it affects, plus th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,7 +15,6 @@ from capplan.core.canonical import canonical_bytes, sha256_hex
 
 if TYPE_CHECKING:
     from capplan.compiler.loading import Inputs
-    from capplan.executor.plan import Plan
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_VERSION = 1
@@ -68,10 +68,9 @@ def models_fingerprint(inputs: Inputs) -> str:
     return sha256_hex(canonical_bytes(parts))
 
 
-def build_manifest(inputs: Inputs, plans: dict[str, Plan]) -> Manifest:
-    """The manifest of one compilation."""
+def build_manifest(inputs: Inputs, fingerprints: Mapping[str, str]) -> Manifest:
+    """The manifest of one compilation; ``fingerprints``: each compiled model key's plan fingerprint."""
     from capplan.executor.plan import PLAN_VERSION
 
     return Manifest(manifest_version=MANIFEST_VERSION, plan_version=PLAN_VERSION, inputs=input_digests(inputs),
-                    models_fingerprint=models_fingerprint(inputs),
-                    plans={key: plan.fingerprint for key, plan in sorted(plans.items())})
+                    models_fingerprint=models_fingerprint(inputs), plans=dict(sorted(fingerprints.items())))

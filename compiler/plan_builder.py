@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,12 +12,12 @@ from capplan.compiler.inputs.pricing_file import normalize_model_name
 from capplan.compiler.inputs.preset_file import KNOB_KEYS, SLOT_KEYS
 from capplan.compiler.inputs.providers_file import binding_key
 from capplan.compiler.inputs.run_config import ModelConfig
-from capplan.compiler.layers import Merged, layers_for, merge, shared_provenance
+from capplan.compiler.layers import LayerMemo, Merged, layers_for, merge, shared_provenance
 from capplan.compiler.loading import Inputs
 from capplan.compiler.matching import Matcher
-from capplan.compiler.policy_checks import check_plan_policies
+from capplan.compiler.policy_checks import CleanPolicies, check_plan_policies
 from capplan.compiler.probe_evidence import apply_probe_evidence
-from capplan.compiler.provenance_lines import LineIndex, Located
+from capplan.compiler.provenance_lines import LineIndex, Located, LocatedOnDemand
 from capplan.compiler.replay_evidence import apply_replay_evidence, scope_to_route
 from capplan.compiler.wire_route import wire_route
 from capplan.core.yaml_source import SourceFile
@@ -48,12 +49,16 @@ class LitellmDecl:
 
 
 def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl],
-               key: str, cfg: ModelConfig) -> tuple[Plan, list[Diagnostic]]:
-    """Compile one model. Returns the plan and its diagnostics (errors mean: do not write it)."""
+               key: str, cfg: ModelConfig, memo: LayerMemo | None = None,
+               clean: CleanPolicies | None = None) -> tuple[Plan, list[Diagnostic]]:
+    """Compile one model. Returns the plan and its diagnostics (errors mean: do not write it).
+
+    ``memo`` and ``clean``: the layers the compile has walked and the policies it has found clean
+    already, shared by its models."""
     run_src = inputs.run.source
     mloc = ("models", key)
     matched = matcher.first(cfg.name, cfg.provider)
-    merged = merge(layers_for(inputs, cfg.provider, matched))
+    merged = merge(layers_for(inputs, cfg.provider, matched), memo)
     _apply_model_block(merged, cfg, run_src, key)
 
     binding_ref, binding_provenance = _binding(inputs, cfg.provider)
@@ -134,7 +139,7 @@ def build_plan(inputs: Inputs, matcher: Matcher, litellm: dict[str, LitellmDecl]
         provenance["wire.transport"] = Provenance(layer=f"model:{key}", file=run_src.stable_name,
                                                   key=run_src.key_path((*mloc, "transport")))
     located = _located_provenance(inputs, provenance)
-    diags += check_plan_policies(policies, located, run_src.display, key)
+    diags += check_plan_policies(policies, located, run_src.display, key, clean)
     diags += _loop_checks(values, located, run_src.display)
     body: dict[str, Any] = {
         "plan_version": PLAN_VERSION,
@@ -284,13 +289,12 @@ def input_sources(inputs: Inputs) -> list[SourceFile]:
             *(ov.source for ov in inputs.overlays)]
 
 
-def _located_provenance(inputs: Inputs, provenance: dict[str, Provenance]) -> dict[str, Located]:
-    """Provenance naming files as the user gave them, at their lines, for diagnostics."""
-    index = LineIndex(input_sources(inputs))
-    return {k: index.locate(v) for k, v in provenance.items()}
+def _located_provenance(inputs: Inputs, provenance: dict[str, Provenance]) -> Mapping[str, Located]:
+    """Provenance naming files as the user gave them, at their lines, for diagnostics (located when read)."""
+    return LocatedOnDemand(provenance, lambda: LineIndex(input_sources(inputs)))
 
 
-def _loop_checks(values: dict[str, Any], provenance: dict[str, Located], model_file: str) -> list[Diagnostic]:
+def _loop_checks(values: dict[str, Any], provenance: Mapping[str, Located], model_file: str) -> list[Diagnostic]:
     """Knobs whose merged values contradict each other, located at the layer that set the watermark."""
     window, watermark = values.get("max_context_tokens"), values.get("context_watermark")
     if window is None or watermark is None or watermark < window:

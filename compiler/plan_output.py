@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,37 +48,123 @@ def out_error(message: str, hint: str | None = None, code: str = "out-unwritable
 def write_plan_set(plans: dict[str, Plan], manifest: Manifest, out: Path, *, keep_others: bool = False
                    ) -> WriteResult:
     """Replace ``out`` with exactly ``plans`` and their manifest (plus other files with ``keep_others``)."""
-    out = _usable_out(out)
-    names = {f"{key}.json" for key in plans}
-    kept, stale = _existing(out, names, keep_others)
-    if keep_others:
-        manifest = _merged_manifest(out, manifest, kept)
-    _sweep_leftovers(out)
+    writer = PlanSetWriter(out, set(plans), keep_others=keep_others)
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.capplan-{os.getpid()}-", dir=out.parent))
-    except OSError as exc:
-        raise out_error(f"{out}: cannot create a folder beside it: {exc.strerror or exc}",
-                        "choose an --out in a folder you can write to") from None
-    try:
-        result = WriteResult()
-        files = []
         for key, plan in sorted(plans.items()):
-            files.append((tmp / f"{key}.json", plan.to_bytes()))
-            result.written.append(f"{key}.json")
-        files.append((tmp / MANIFEST_FILE, manifest.to_bytes()))
-        _write_synced(files)
-        for name in kept:
-            source = out / name
+            writer.add(key, plan)
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.commit(manifest)
+
+
+class PlanSetWriter:
+    """One plan set on its way into ``out``: each plan's file is written as soon as it is added.
+
+    The files go into a temporary folder beside ``out``; :meth:`commit` writes the manifest,
+    waits until every file is on disk and swaps the folder into place, :meth:`abort` removes it
+    (and the parent folders this writer created), leaving ``out`` as it was. Nothing of a plan is
+    kept once its file is written but its name, so a compile that streams into a writer holds one
+    plan at a time (``benchmarks/compiler_speed.py``, memory row).
+    """
+
+    def __init__(self, out: Path, keys: set[str], *, keep_others: bool = False) -> None:
+        #: ``out`` as given, for messages
+        self.folder = out
+        created = _missing_folders(Path(os.path.abspath(out)).parent)
+        self.out = _usable_out(out)
+        self._created = created
+        self._keep_others = keep_others
+        self._kept, self._stale = _existing(self.out, {f"{key}.json" for key in keys}, keep_others)
+        _sweep_leftovers(self.out)
+        try:
+            self._tmp: Path | None = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.capplan-{os.getpid()}-",
+                                                           dir=self.out.parent))
+        except OSError as exc:
+            self._remove_created()
+            raise out_error(f"{self.out}: cannot create a folder beside it: {exc.strerror or exc}",
+                            "choose an --out in a folder you can write to") from None
+        self._written: list[str] = []
+        self._dir_fd: int | None = None
+
+    def add(self, key: str, plan: Plan) -> None:
+        """Write ``plan``'s file now; only its name is kept."""
+        name = f"{key}.json"
+        self._guarded(lambda tmp: self._write(tmp, name, plan.to_bytes()))
+        self._written.append(name)
+
+    def _write(self, tmp: Path, name: str, data: bytes) -> None:
+        # by name within the open folder: a third of the CPU of ``Path.write_bytes`` per file, which
+        # counts at thousands of plans (benchmarks/compiler_speed.py, memory row)
+        if self._dir_fd is None:
+            self._dir_fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666, dir_fd=self._dir_fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+
+    def _close_dir(self) -> None:
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
+
+    def commit(self, manifest: Manifest) -> WriteResult:
+        """Write the manifest, sync every file, and swap the set into place."""
+        if self._keep_others:
+            manifest = _merged_manifest(self.out, manifest, self._kept)
+        self._guarded(lambda tmp: self._finish(tmp, manifest))
+        self._close_dir()
+        self._tmp = None
+        return WriteResult(written=list(self._written), removed=sorted(self._stale))
+
+    def abort(self) -> None:
+        """Remove what was written; ``out`` stays as it was."""
+        self._close_dir()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+            self._remove_created()
+
+    def _finish(self, tmp: Path, manifest: Manifest) -> None:
+        (tmp / MANIFEST_FILE).write_bytes(manifest.to_bytes())
+        _sync_all([tmp / name for name in sorted(self._written)] + [tmp / MANIFEST_FILE])
+        for name in self._kept:
+            source = self.out / name
             (shutil.copytree if source.is_dir() else shutil.copy2)(source, tmp / name)
         _fsync_dir(tmp)
-        os.chmod(tmp, _mode_of(out))
-        _swap_into_place(tmp, out)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise out_error(f"{out}: cannot write the plans: {exc.strerror or exc}",
-                        "nothing was changed; check the folder's permissions and free space") from None
-    result.removed = sorted(stale)
-    return result
+        os.chmod(tmp, _mode_of(self.out))
+        _swap_into_place(tmp, self.out)
+
+    def _guarded(self, step: Callable[[Path], object]) -> None:
+        """Run one writing step; a failure removes the half-written set and is a located error."""
+        if self._tmp is None:
+            raise RuntimeError("this plan set was already committed or aborted")
+        try:
+            step(self._tmp)
+        except OSError as exc:
+            self.abort()
+            raise out_error(f"{self.out}: cannot write the plans: {exc.strerror or exc}",
+                            "nothing was changed; check the folder's permissions and free space") from None
+
+    def _remove_created(self) -> None:
+        for folder in self._created:  # deepest first; one that is no longer empty stays
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and its ancestors that do not exist yet, deepest first."""
+    missing = []
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            break
+        missing.append(candidate)
+    return missing
 
 
 def _usable_out(out: Path) -> Path:
@@ -162,8 +249,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _write_synced(files: list[tuple[Path, bytes]]) -> None:
-    """Write every file, then wait until each is on disk.
+def _sync_all(paths: list[Path]) -> None:
+    """Wait until every written file is on disk.
 
     The fsyncs run side by side: one after another, each waited for its own journal commit,
     which was most of a catalogue compile's wall time; together the file system can commit
@@ -172,9 +259,7 @@ def _write_synced(files: list[tuple[Path, bytes]]) -> None:
     ``concurrent.futures``: importing that (and the logging it pulls in) cost more CPU than
     the rest of writing a catalogue.
     """
-    for path, data in files:
-        path.write_bytes(data)
-    pending = iter([path for path, _ in files])
+    pending = iter(paths)
     lock = threading.Lock()
     failures: list[OSError] = []
 
@@ -189,7 +274,7 @@ def _write_synced(files: list[tuple[Path, bytes]]) -> None:
             except OSError as exc:
                 failures.append(exc)
 
-    workers = [threading.Thread(target=sync_some, name="capplan-fsync") for _ in range(min(_FSYNC_THREADS, len(files)))]
+    workers = [threading.Thread(target=sync_some, name="capplan-fsync") for _ in range(min(_FSYNC_THREADS, len(paths)))]
     for worker in workers:
         worker.start()
     for worker in workers:

@@ -146,13 +146,25 @@ def apply_probe_evidence(inputs: Inputs, identity: ModelIdentity, binding_key: s
         provenance[path] = item.provenance()
 
 
-def unmatched_routes(inputs: Inputs, plans: Mapping[str, Plan]) -> list[Diagnostic]:
-    """A warning for each measured route no plan of the compile is on, naming the route and near misses."""
-    if not any(ov.model.probe_evidence for ov in inputs.overlays):
+def has_probe_evidence(inputs: Inputs) -> bool:
+    """Whether any overlay carries measurements (else no plan's route needs remembering)."""
+    return any(ov.model.probe_evidence for ov in inputs.overlays)
+
+
+def route_of(plan: Plan) -> RouteKey | None:
+    """The route ``plan`` is on, as probe evidence names routes."""
+    return plan_route_key(plan.binding.key, plan.model, plan.wire)
+
+
+def unmatched_routes(inputs: Inputs, routes: Mapping[str, RouteKey | None]) -> list[Diagnostic]:
+    """A warning for each measured route no plan of the compile is on, naming the route and near misses.
+
+    ``routes``: each compiled model key's route (:func:`route_of`), all a compile keeps of its plans for this.
+    """
+    if not has_probe_evidence(inputs):
         return []
     on: dict[RouteKey, list[str]] = {}
-    for key, plan in plans.items():
-        route = plan_route_key(plan.binding.key, plan.model, plan.wire)
+    for key, route in routes.items():
         if route is not None:
             on.setdefault(route, []).append(key)
     out: list[Diagnostic] = []

@@ -8,7 +8,7 @@ shown now, so it is looked up now, in the file as it is now.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,6 +60,35 @@ class LineIndex:
         line = src.line_of(prov.key) if src is not None and prov.key else None
         shown = src.display if src is not None else prov.file
         return Located(prov.layer, shown, line, prov.key)
+
+
+class LocatedOnDemand(Mapping[str, Located]):
+    """A plan's provenance as :class:`Located` entries, each looked up when it is read.
+
+    The compiler's checks read an entry only to place a diagnostic; locating all of a plan's
+    provenance up front (a dozen key paths per model) was a tenth of compiling thousands of models
+    (``benchmarks/compiler_speed.py``, memory row) for lookups almost never made.
+    """
+
+    def __init__(self, provenance: Mapping[str, Provenance], index: Callable[[], LineIndex]) -> None:
+        self._provenance = provenance
+        self._index = index
+        self._built: LineIndex | None = None
+
+    def __getitem__(self, path: str) -> Located:
+        prov = self._provenance[path]
+        if self._built is None:
+            self._built = self._index()
+        return self._built.locate(prov)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._provenance
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._provenance)
+
+    def __len__(self) -> int:
+        return len(self._provenance)
 
 
 def disk_index(root: Path) -> LineIndex:
