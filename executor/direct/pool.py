@@ -246,10 +246,10 @@ class _Response(http.client.HTTPResponse):
         if self.headers is not None:
             return  # already begun
         while True:  # skip any 100 Continue answers, their headers read within http.client's bounds
-            version, status, reason = self._read_status()  # type: ignore[attr-defined]
+            version, status, reason = self._read_status()
             if status != http.client.CONTINUE:
                 break
-            http.client._read_headers(self.fp)  # type: ignore[attr-defined]
+            http.client._read_headers(self.fp)
         self.code = self.status = status
         self.reason = reason.strip()
         if version in ("HTTP/1.0", "HTTP/0.9"):
@@ -258,14 +258,14 @@ class _Response(http.client.HTTPResponse):
             self.version = 11
         else:
             raise http.client.UnknownProtocol(version)
-        self.headers = self.msg = header_message(http.client._read_headers(self.fp))  # type: ignore[attr-defined]
+        self.headers = self.msg = header_message(http.client._read_headers(self.fp))
         transfer_encoding = self.headers.get("transfer-encoding")
         if transfer_encoding and transfer_encoding.lower() == "chunked":
             self.chunked = True
             self.chunk_left = None
         else:
             self.chunked = False
-        self.will_close = self._check_close()  # type: ignore[attr-defined]
+        self.will_close = self._check_close()
         self.length = None
         length = self.headers.get("content-length")
         if length and not self.chunked:
@@ -276,7 +276,7 @@ class _Response(http.client.HTTPResponse):
             else:
                 if self.length < 0:  # a negative length is no length
                     self.length = None
-        if status in (http.client.NO_CONTENT, http.client.NOT_MODIFIED) or 100 <= status < 200 or self._method == "HEAD":  # type: ignore[attr-defined]
+        if status in (http.client.NO_CONTENT, http.client.NOT_MODIFIED) or 100 <= status < 200 or self._method == "HEAD":
             self.length = 0
         if not self.will_close and not self.chunked and self.length is None:
             self.will_close = True  # no length to end it: the body runs to the connection's close

@@ -214,7 +214,7 @@ def test_a_header_block_reads_as_the_email_parser_reads_it(block: bytes) -> None
     import http.client
     import io
 
-    lines = http.client._read_headers(io.BytesIO(block))  # type: ignore[attr-defined]  # what the answer reader hands over
+    lines = http.client._read_headers(io.BytesIO(block))  # what the answer reader hands over
     fast = pool.header_message(lines)
     plain = email.parser.Parser(_class=http.client.HTTPMessage).parsestr(b"".join(lines).decode("iso-8859-1"))
     assert type(fast) is type(plain)
