@@ -188,8 +188,10 @@ class Redactor:
             text = json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):  # not JSON data after all: the walk says what it holds
             return True
+        # each URL pattern needs a literal its text must hold: a substring test rules most texts out at once
         return ((self._json_pattern is not None and self._json_pattern.search(text) is not None)
-                or _URL_KEY_PARAM.search(text) is not None or _URL_USERINFO.search(text) is not None)
+                or ("=" in text and _URL_KEY_PARAM.search(text) is not None)
+                or ("://" in text and _URL_USERINFO.search(text) is not None))
 
     def kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """Call kwargs safe to print: credential fields by name (:func:`redact_kwargs`), then every value."""
