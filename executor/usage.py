@@ -126,6 +126,8 @@ def extract_openrouter_generation_id(response: Any) -> str | None:
 def _get(obj: Any, name: str) -> Any:
     if obj is None:
         return None
+    if type(obj) is dict:  # the direct transport's answers: a plain dict, no ABC check needed
+        return obj.get(name)
     if isinstance(obj, Mapping):
         return obj.get(name)
     try:
