@@ -299,7 +299,9 @@ class Client:
             probe_stats=probe_stats, role=role, model=self.plan.model.model_id, redact=self.redactor.text,
             rules=self.failure_rules, retry_after_max_s=self.plan.binding.binding.retry_after_max_s,
         )
-        controller = probe_retrying(self._probe, context) if self._probe else default_retrying(log.sleep, context)
+        # the probe's controller starts its budget's clock when made; the default one is made only if an attempt fails
+        controller = (probe_retrying(self._probe, context) if self._probe
+                      else functools.partial(default_retrying, log.sleep, context))
         kwargs = self._own_kwargs(completion, built.kwargs)
         key_index: int | None = None
         try:

@@ -1,13 +1,15 @@
 """The first attempt made before the retry controller is stepped (seam *first attempt*) is the controller's loop.
 
 Scripted attempts (a success, transient failures then a success, failures past the controller's
-limit, a refused request, a probe's rate limits) go through ``controlled`` in the fast mode and
-through tenacity's own ``for step in controller: with step:`` loop (the reference mode); the
-result or the exception raised, every wait slept and every ``before_sleep`` log line must be the same.
+limit, a refused request, a probe's rate limits) go through ``controlled`` in the fast mode (the
+default controller made before the call, or only once the first attempt failed) and through
+tenacity's own ``for step in controller: with step:`` loop (the reference mode); the result or the
+exception raised, every wait slept and every ``before_sleep`` log line must be the same.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -54,12 +56,17 @@ SCRIPTS: dict[str, list[Callable[[], Exception] | str]] = {
 }
 
 
-def _run(script: list[Any], reference: bool, probe: bool, caplog: pytest.LogCaptureFixture) -> tuple[Any, ...]:
+def _run(script: list[Any], reference: bool, kind: str, caplog: pytest.LogCaptureFixture) -> tuple[Any, ...]:
     slept: list[float] = []
     clock = iter(float(i) for i in range(1000))
     context = RetryContext(sleep=slept.append, clock=lambda: next(clock))
-    controller = (probe_retrying(RateLimitProbeConfig(enabled=True, per_call_budget_s=100.0), context, rng_seed=7)
-                  if probe else default_retrying(slept.append, context))
+    controller: Any
+    if kind == "probe":
+        controller = probe_retrying(RateLimitProbeConfig(enabled=True, per_call_budget_s=100.0), context, rng_seed=7)
+    elif kind == "default":
+        controller = default_retrying(slept.append, context)
+    else:  # made only when the first attempt fails, as the client passes it
+        controller = functools.partial(default_retrying, slept.append, context)
     made: list[int] = []
 
     def attempt() -> str:
@@ -78,12 +85,12 @@ def _run(script: list[Any], reference: bool, probe: bool, caplog: pytest.LogCapt
     return outcome, len(made), slept, [r.getMessage() for r in caplog.records]
 
 
-@pytest.mark.parametrize("probe", [False, True], ids=["default", "probe"])
+@pytest.mark.parametrize("kind", ["default", "default made on failure", "probe"])
 @pytest.mark.parametrize("name", list(SCRIPTS))
-def test_the_first_attempt_runs_as_the_controllers_loop_runs_it(name: str, probe: bool,
+def test_the_first_attempt_runs_as_the_controllers_loop_runs_it(name: str, kind: str,
                                                                 caplog: pytest.LogCaptureFixture) -> None:
-    fast = _run(SCRIPTS[name], False, probe, caplog)
-    reference = _run(SCRIPTS[name], True, probe, caplog)
+    fast = _run(SCRIPTS[name], False, kind, caplog)
+    reference = _run(SCRIPTS[name], True, "probe" if kind == "probe" else "default", caplog)
     assert fast == reference
     if name == "two 503s then an answer":
         assert fast[:2] == ("ok", 3) and len(fast[2]) == 2 and len(fast[3]) == 2  # the script really retried
