@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 from urllib.parse import quote, unquote, urlsplit
 
+from capplan.core.reference_mode import reference_mode
+
 REDACTED = "<redacted>"
 
 #: Shorter values are not redacted: replacing "1" or "ab" everywhere would shred text and hide
@@ -88,6 +90,11 @@ def _echo_forms(value: str) -> set[str]:
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
 
 
+def _json_quoted(form: str) -> str:
+    """``form`` as it stands inside a JSON string written with ``ensure_ascii=False``."""
+    return json.dumps(form, ensure_ascii=False)[1:-1]
+
+
 def redact_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of call kwargs with the ``api_key`` field and secret-looking header values replaced by name."""
     out = dict(kwargs)
@@ -113,6 +120,11 @@ class Redactor:
         # longest first, so a value that contains another is replaced whole
         values = sorted(forms, key=lambda v: (-len(v), v))
         self._pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
+        # each form as a JSON text quotes it (a string is escaped character by character, so a string
+        # holding a form has that form's escape in its JSON): what :meth:`may_change` looks for in one search
+        quoted = forms | {_json_quoted(f) for f in forms}
+        self._json_pattern = (re.compile("|".join(re.escape(v) for v in sorted(quoted, key=lambda v: (-len(v), v))))
+                              if quoted else None)
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -158,6 +170,28 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self.value(v) for v in value]
         return value
+
+    def may_change(self, value: Any) -> bool:
+        """Whether :meth:`value` could find anything to replace in ``value``; False only when it would not.
+
+        One search instead of a walk (seam *record redaction check*; always True in the reference mode,
+        so every record is walked; ``benchmarks/trial_loop.py``: a finished trial's records are thousands
+        of nodes, and walking them all was the biggest single cost of a trial on the driver's thread):
+        ``value`` is written as JSON text once, and only a text that holds a credential form, URL
+        userinfo or a key-like parameter is worth a walk (a string that holds one shows it in the text,
+        escaped as JSON escapes it). A match the walk finds nothing for (one spanning two strings, or in
+        a non-string key) costs the walk, never a different answer; so does a value that is not JSON data.
+        """
+        if reference_mode():
+            return True
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):  # not JSON data after all: the walk says what it holds
+            return True
+        # each URL pattern needs a literal its text must hold: a substring test rules most texts out at once
+        return ((self._json_pattern is not None and self._json_pattern.search(text) is not None)
+                or ("=" in text and _URL_KEY_PARAM.search(text) is not None)
+                or ("://" in text and _URL_USERINFO.search(text) is not None))
 
     def kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """Call kwargs safe to print: credential fields by name (:func:`redact_kwargs`), then every value."""

@@ -49,7 +49,7 @@ from capplan.executor.response_parser import ResponseParser
 from capplan.executor.result import Attempt, GenerationResult
 from capplan.executor.run_extra import require_litellm
 from capplan.executor.send_observer import Send, current_observer, new_request_id
-from capplan.executor.retrying import RetryContext, default_retrying, probe_retrying
+from capplan.executor.retrying import RetryContext, controlled, default_retrying, probe_retrying
 from capplan.executor.timeout_retry import DEFAULT_TIMEOUT_RETRIES, call_with_timeout_retry
 from capplan.executor.transport import missing_key_message
 
@@ -299,13 +299,13 @@ class Client:
             probe_stats=probe_stats, role=role, model=self.plan.model.model_id, redact=self.redactor.text,
             rules=self.failure_rules, retry_after_max_s=self.plan.binding.binding.retry_after_max_s,
         )
-        controller = probe_retrying(self._probe, context) if self._probe else default_retrying(log.sleep, context)
+        # the probe's controller starts its budget's clock when made; the default one is made only if an attempt fails
+        controller = (probe_retrying(self._probe, context) if self._probe
+                      else functools.partial(default_retrying, log.sleep, context))
         kwargs = self._own_kwargs(completion, built.kwargs)
         key_index: int | None = None
         try:
-            for attempt in controller:
-                with attempt:
-                    response, key_index = self._call_rotating(completion, kwargs, log)
+            response, key_index = controlled(controller, lambda: self._call_rotating(completion, kwargs, log))
             result = self.parser.parse(response, built, latency_s=log.latency_s)
         except Exception as exc:
             log.attach(exc)

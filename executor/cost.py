@@ -101,6 +101,8 @@ def _upstream_cost(response: Any) -> tuple[Any, str | None]:
 
 
 def _get(obj: Any, name: str) -> Any:
+    if type(obj) is dict:  # the direct transport's answers: a plain dict, no ABC check needed
+        return obj.get(name)
     if isinstance(obj, Mapping):
         return obj.get(name)
     try:

@@ -153,6 +153,8 @@ def _response_id(response: Any) -> str | None:
 
 def _get(obj: Any, name: str) -> Any:
     # litellm objects answer attribute access; the offline mock and recorded bodies are dicts
+    if type(obj) is dict:  # the direct transport's answers: a plain dict, no ABC check needed
+        return obj.get(name)
     if isinstance(obj, Mapping):
         return obj.get(name)
     return getattr(obj, name, None)

@@ -24,9 +24,11 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import tenacity
 
+from capplan.core.reference_mode import reference_mode
 from capplan.executor.binding import DEFAULT_RETRY_AFTER_MAX_S, FailureRule
 from capplan.executor.errors import ApiTimeoutError, CredentialSpentError, ProviderConnectionError, ProviderTimeoutError
 from capplan.executor.loop_errors import configuration_problem
@@ -38,6 +40,7 @@ log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 5
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
+T = TypeVar("T")
 _TRANSIENT_LITELLM = (
     "APIConnectionError",
     "Timeout",
@@ -120,6 +123,56 @@ class RetryContext:
     rules: tuple[FailureRule, ...] = ()
     #: The binding's cap on a provider's Retry-After.
     retry_after_max_s: float = DEFAULT_RETRY_AFTER_MAX_S
+
+
+def controlled(controller: tenacity.Retrying | Callable[[], tenacity.Retrying], attempt: Callable[[], T]) -> T:
+    """What ``attempt()`` returns under ``controller``: ``for step in controller: with step: result = attempt()``.
+
+    Seam *first attempt* (off in the reference mode, which runs that loop as written;
+    ``benchmarks/trial_loop.py``: building tenacity's controller and stepping its state machine around
+    an attempt that succeeds cost more than any other part of a call's bookkeeping, and nearly every
+    call succeeds at once): the first attempt runs at once. A success is returned: the loop's next
+    step would only read the result back. A failure goes onto the controller's call state as the
+    loop's attempt records it, and the controller's own steps take over from there (retry, stop,
+    wait, ``before_sleep``, re-raise), as in the loop. ``controller`` may be a function that makes
+    it, called only then: for a controller whose decisions read no clock of their own (the default
+    one's count attempts), when it is made changes nothing it decides; one that reads a clock when
+    made (the probe's per-call budget) is passed made.
+    """
+    if reference_mode():
+        steps = controller if isinstance(controller, tenacity.Retrying) else controller()
+        results: list[T] = []
+        for step in steps:
+            with step:
+                results.append(attempt())
+        return results[-1]
+    # a made controller is begun before the attempt, as its own loop begins it
+    begun = _begun(controller) if isinstance(controller, tenacity.Retrying) else None
+    try:
+        return attempt()
+    except BaseException:  # noqa: BLE001 - as tenacity's attempt does: the controller decides what is raised
+        failure = sys.exc_info()
+    if begun is None:
+        assert not isinstance(controller, tenacity.Retrying)
+        begun = _begun(controller())
+    made, state = begun
+    state.set_exception(failure)  # type: ignore[arg-type]  # an exception was being handled
+    while True:
+        do = made.iter(retry_state=state)
+        if isinstance(do, tenacity.DoAttempt):
+            with tenacity.AttemptManager(retry_state=state):
+                result = attempt()
+        elif isinstance(do, tenacity.DoSleep):
+            state.prepare_for_next_attempt()
+            made.sleep(do)
+        else:
+            return result  # the controller returned: the last attempt succeeded
+
+
+def _begun(controller: tenacity.Retrying) -> tuple[tenacity.Retrying, tenacity.RetryCallState]:
+    """``controller`` begun, with the call state its own loop makes next."""
+    controller.begin()
+    return controller, tenacity.RetryCallState(controller, fn=None, args=(), kwargs={})
 
 
 def default_retrying(sleep: Callable[[float], None], context: RetryContext | None = None) -> tenacity.Retrying:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from capplan.executor.provider_bounds import quoted, token_count_problem
+from capplan.executor.provider_bounds import MAX_TOKENS, quoted, token_count_problem
 
 logger = logging.getLogger("capplan.usage")
 
@@ -126,6 +126,8 @@ def extract_openrouter_generation_id(response: Any) -> str | None:
 def _get(obj: Any, name: str) -> Any:
     if obj is None:
         return None
+    if type(obj) is dict:  # the direct transport's answers: a plain dict, no ABC check needed
+        return obj.get(name)
     if isinstance(obj, Mapping):
         return obj.get(name)
     try:
@@ -138,6 +140,8 @@ def _count(container: Any, name: str, path: str, problems: list[str]) -> int | N
     value = _get(container, name)
     if value is None:
         return 0
+    if type(value) is int and 0 <= value <= MAX_TOKENS:  # what nearly every answer holds: a count in bounds
+        return value
     why = token_count_problem(value)
     if why is None:
         return int(value)

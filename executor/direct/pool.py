@@ -33,11 +33,13 @@ because a connection must never be shared across processes. A failure is raised 
 
 from __future__ import annotations
 
+import email.parser
 import http.client
 import importlib.metadata
 import importlib.util
 import io
 import os
+import re
 import select
 import ssl
 import threading
@@ -210,6 +212,76 @@ class _DeadlineReader(io.RawIOBase):
         super().close()
 
 
+#: A header block every line of which is ``name: value`` in printable ASCII (tabs allowed in the value),
+#: ended by an empty line: the email parser reads each such line as the one header it plainly is.
+_PLAIN_HEADER_BLOCK = re.compile(rb"(?:[!-9;-~]+:[\t -~]*\r?\n)*\r?\n")
+
+
+def header_message(lines: list[bytes]) -> http.client.HTTPMessage:
+    """The header lines ``http.client`` read (bounded in length and count) as the message it would make of them.
+
+    Seam *header block parse* (``benchmarks/trial_loop.py``: the email parser ``http.client`` hands the
+    block to was the largest cost of reading an answer, for a few plain lines): a block of plain
+    ``name: value`` lines is split here, each header as the email parser reads it (the name before the
+    first colon, the value after it less leading blanks and the line end); anything else (folded
+    lines, stray carriage returns, bytes outside printable ASCII, a line with no name, an end of file
+    before the empty line) goes to the email parser, as does every block in the reference mode.
+    """
+    block = b"".join(lines)
+    if reference_mode() or _PLAIN_HEADER_BLOCK.fullmatch(block) is None:
+        return email.parser.Parser(_class=http.client.HTTPMessage).parsestr(block.decode("iso-8859-1"))
+    message = http.client.HTTPMessage()
+    for line in lines[:-1]:
+        name, _, value = line.decode("ascii").partition(":")
+        message.set_raw(name, value.lstrip(" \t").rstrip("\r\n"))
+    message.set_payload("")  # as the email parser leaves a block with no body after it
+    return message
+
+
+class _Response(http.client.HTTPResponse):
+    """``http.client``'s answer, its header block parsed by :func:`header_message`."""
+
+    def begin(self) -> None:
+        # http.client.HTTPResponse.begin (3.11 to 3.13) but for the header block's parse
+        if self.headers is not None:
+            return  # already begun
+        while True:  # skip any 100 Continue answers, their headers read within http.client's bounds
+            version, status, reason = self._read_status()
+            if status != http.client.CONTINUE:
+                break
+            http.client._read_headers(self.fp)
+        self.code = self.status = status
+        self.reason = reason.strip()
+        if version in ("HTTP/1.0", "HTTP/0.9"):
+            self.version = 10
+        elif version.startswith("HTTP/1."):
+            self.version = 11
+        else:
+            raise http.client.UnknownProtocol(version)
+        self.headers = self.msg = header_message(http.client._read_headers(self.fp))
+        transfer_encoding = self.headers.get("transfer-encoding")
+        if transfer_encoding and transfer_encoding.lower() == "chunked":
+            self.chunked = True
+            self.chunk_left = None
+        else:
+            self.chunked = False
+        self.will_close = self._check_close()
+        self.length = None
+        length = self.headers.get("content-length")
+        if length and not self.chunked:
+            try:
+                self.length = int(length)
+            except ValueError:
+                self.length = None
+            else:
+                if self.length < 0:  # a negative length is no length
+                    self.length = None
+        if status in (http.client.NO_CONTENT, http.client.NOT_MODIFIED) or 100 <= status < 200 or self._method == "HEAD":
+            self.length = 0
+        if not self.will_close and not self.chunked and self.length is None:
+            self.will_close = True  # no length to end it: the body runs to the connection's close
+
+
 class _Connections:
     """Idle kept-alive ``http.client`` connections to one origin; any thread takes one, sends, gives it back."""
 
@@ -230,6 +302,7 @@ class _Connections:
                 self._host, self._port, timeout=left, context=self._context)
         else:
             connection = http.client.HTTPConnection(self._host, self._port, timeout=left)
+        connection.response_class = _Response
         connection.connect()  # connecting (and the TLS handshake) within the time left
         connection.sock = _DeadlineSocket(connection.sock)
         return connection

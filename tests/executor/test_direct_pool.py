@@ -197,3 +197,28 @@ def test_credentials_in_the_endpoint_url_go_as_basic_auth_and_never_into_an_erro
 def test_a_url_of_another_scheme_is_refused() -> None:
     with pytest.raises(pool.WireBroken, match="unsupported URL scheme"):
         pool.send("ftp://127.0.0.1/v1/chat/completions", BODY, HEADERS, 1.0)
+
+
+#: header blocks as a provider may send them: plain ones, and every shape the email parser reads its own way
+HEADER_BLOCKS = (
+    b"Content-Type: application/json\r\nContent-Length: 12\r\nX-A:  b  \r\nx-a:c\r\nEmpty:\r\nT:\tv\t\r\n\r\n",
+    b"\r\n", b"A: b\nC: d\n\n", b"A: b\r\n folded\r\n\r\n", b"A: b\rC: d\r\n\r\n", b":x\r\nB: c\r\n\r\n",
+    b"A: \xe9\xff\r\n\r\n", b"A b: c\r\nD: e\r\n\r\n", b"From x: y\r\n\r\n", b"A: b\r\n", b"A: b\x0bc\r\n\r\n",
+    b"A: b\x85c\r\n\r\n", b"no colon\r\nA: b\r\n\r\n",
+)
+
+
+@pytest.mark.parametrize("block", HEADER_BLOCKS)
+def test_a_header_block_reads_as_the_email_parser_reads_it(block: bytes) -> None:
+    import email.parser
+    import http.client
+    import io
+
+    lines = http.client._read_headers(io.BytesIO(block))  # what the answer reader hands over
+    fast = pool.header_message(lines)
+    plain = email.parser.Parser(_class=http.client.HTTPMessage).parsestr(b"".join(lines).decode("iso-8859-1"))
+    assert type(fast) is type(plain)
+    assert fast.items() == plain.items()
+    for name in ("a", "content-length", "x-a", "missing"):
+        assert fast.get(name) == plain.get(name) and fast.get_all(name) == plain.get_all(name)
+    assert fast.get_payload() == plain.get_payload()

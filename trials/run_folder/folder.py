@@ -679,8 +679,8 @@ class RunFolder:
         stamp = {"run_id": self.run_id, "user_plan_fingerprint": self._user_plans.get(
             str(key), records.run_line.get("user_plan_fingerprint"))}
         # the line must read back before anything of the trial is written
-        self._readable(json.dumps({**records.run_line, **stamp, "attempt": 1}, sort_keys=True, ensure_ascii=False),
-                       key)
+        first_text = json.dumps({**records.run_line, **stamp, "attempt": 1}, sort_keys=True, ensure_ascii=False)
+        first_line = self._readable(first_text, key)
         if renderer is not None:
             trajectory, metrics = renderer.render((records.trajectory, records.metrics))
         else:
@@ -690,8 +690,11 @@ class RunFolder:
         with self._lock:
             attempt = self.journal.attempt_of(str(key)) if self.journal is not None else lines.attempts(str(key)) + 1
             data = {**records.run_line, **stamp, "attempt": attempt}
-            text = json.dumps(data, sort_keys=True, ensure_ascii=False)
-            line = self._readable(text, key)
+            if attempt == 1:  # the line checked above, to the byte: not encoded and read back twice
+                text, line = first_text, first_line
+            else:
+                text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+                line = self._readable(text, key)
             if self.journal is not None:
                 self.journal.raise_failure()
                 # before the line: an end line without its runs.jsonl line is read as a trial that died
