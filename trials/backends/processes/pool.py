@@ -32,6 +32,7 @@ from capplan.trials.outcome import TerminationReason
 from capplan.trials.run_folder.budget import BudgetSpent
 from capplan.trials.run_folder.call_journal import CallJournal
 from capplan.trials.run_folder.confined import ConfinedPathError
+from capplan.trials.run_folder.recording import redact_records
 from capplan.trials.runner import unstarted_records
 from capplan.trials.spec import TrialRecords, TrialSpec
 
@@ -278,7 +279,8 @@ class ProcessPool:
         if kind == "done":
             del self.in_flight[event[2]]
             process.load -= 1
-            records: TrialRecords = event[3]
+            # the worker scrubbed them against what it knows; this process's clients may know more
+            records: TrialRecords = redact_records(event[3])
             lost = self.lost.pop(str(records.key), 0)
             yield records if not lost else _with_lost(records, lost)
         elif kind == "failed":
