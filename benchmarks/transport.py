@@ -25,7 +25,8 @@ Throughput: 500 trials x 6 turns at ``--concurrency 32`` through ``capplan trial
 command, in this process, after a warm-up run so that no figure includes importing litellm)
 against a loopback server answering after 50 ms, then 8 ms, once with a plan compiled for the
 direct transport and once with the same model compiled with ``transport: litellm``. The ratio is
-the run's wall time over the ideal ``trials x turns x latency / concurrency``; each row is run
+the run's wall time over the ideal ``trials x turns x latency / concurrency``, in one process
+(``--workers 1``: ``benchmarks/trial_loop.py --workers-only`` has the rows for 2 and all workers); each row is run
 ``--repeats`` times (3 by default) and reports the median with the range, because on a shared
 2-core machine the same run's CPU varies by a fifth from one minute to the next. Target at 50 ms:
 direct at most 1.6x.
@@ -265,7 +266,8 @@ def trial_run(pack: Path, plan: Path, out: Path, base: str, trials: int, concurr
 
     started, cpu = time.perf_counter(), time.process_time()
     done = CliRunner().invoke(main, ["trial", "run", str(pack), "--plan", str(plan), "--out", str(out), "--trials",
-                                     str(trials), "--concurrency", str(concurrency), "--api-base", base])
+                                     str(trials), "--concurrency", str(concurrency), "--api-base", base,
+                                     "--workers", "1"])
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     if done.exit_code != 0:
         raise SystemExit(f"capplan trial run failed ({done.exit_code}):\n{done.output}")

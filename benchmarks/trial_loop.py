@@ -37,9 +37,15 @@ Measured in one run:
   and the plan's own direct transport: gpt-5 compiled onto chat completions against the chat
   server, and the bundled gpt-5 plan against the Responses server. Wall time (and its ratio to the
   ideal) and this process's CPU per turn (every thread) for each, and Responses over chat;
+* worker processes (``trial run --workers N``) — the same 500 trials at ``--concurrency 32`` through
+  the real driver, backend and run folder, at 50 ms and at 8 ms, with 1, 2, 4 … workers up to every
+  usable core: wall time over the ideal and the CPU per turn of this process and its workers
+  together (their start included), for gpt-5 on chat completions through the direct transport and,
+  beside it, the keep-alive floor sender (``benchmarks/keep_alive_sender.py``, imported by each
+  worker). The peer row, the same workload through inspect_ai, is ``benchmarks/inspect_row.py``.
 
 Run from the project root:  python benchmarks/trial_loop.py [--trials 500] [--concurrency 32]
-                            [--turn-cost-only | --responses-only | --bfcl]
+                            [--turn-cost-only | --responses-only | --workers-only | --bfcl]
                             [--reference-cost [--reference-rounds N]]
 
 ``--reference-cost`` runs the chosen workload once per mode and prints what the reference mode
@@ -50,18 +56,14 @@ from __future__ import annotations
 
 import argparse
 import copy
-import http.client
 import io
-import json
 import os
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.pop("LLM_PROXY_BASE_URL", None)
 
+from benchmarks.keep_alive_sender import KeepAliveCompletion  # noqa: E402
 from capplan.executor import client as client_module  # noqa: E402
 from capplan.executor.plan import Plan  # noqa: E402
 from tests.executor.plans import make_plan  # noqa: E402
@@ -139,31 +142,6 @@ def loop_overhead(task: Path, plan: Plan, trials: int) -> tuple[float, float]:
     return statistics.median(runner_per_turn), statistics.median(executor_per_turn)
 
 
-class KeepAliveCompletion:
-    """A ``completion`` that POSTs the kwargs' JSON body to the loopback server, one connection per thread."""
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-
-    def __call__(self, **kwargs: Any) -> dict[str, Any]:
-        base = urllib.parse.urlsplit(kwargs["api_base"])
-        body = json.dumps({k: kwargs[k] for k in ("model", "messages", "tools") if k in kwargs})
-        for attempt in (1, 2):  # a kept-alive connection the server has closed gets one fresh retry
-            conn = getattr(self._local, "conn", None)
-            if conn is None:
-                conn = self._local.conn = http.client.HTTPConnection(base.hostname, base.port, timeout=30)
-            try:
-                conn.request("POST", base.path + "/chat/completions", body, {"Content-Type": "application/json"})
-                answer: dict[str, Any] = json.loads(conn.getresponse().read())
-                return answer
-            except (ConnectionError, http.client.HTTPException):
-                conn.close()
-                self._local.conn = None
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-
 def litellm_call_cpu_ms(calls: int = 300) -> float:
     """litellm.completion's CPU per call (every thread of this process, its background logging
     included), against a loopback server in another process with no added latency."""
@@ -189,19 +167,31 @@ def litellm_call_cpu_ms(calls: int = 300) -> float:
 
 
 def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
-               completion: Any = None, server_module: str = CHAT_SERVER) -> tuple[float, int, float]:
-    """(wall seconds, turns run, CPU seconds of this process) for ``trials`` trials against a 50 ms loopback server."""
-    server = subprocess.Popen([sys.executable, "-m", server_module, str(LATENCY_S)], cwd=ROOT,
+               completion: Any = None, server_module: str = CHAT_SERVER, *, latency_s: float = LATENCY_S,
+               workers: int = 1, completion_factory: str | None = None) -> tuple[float, int, float]:
+    """(wall seconds, turns run, CPU seconds) for ``trials`` trials against a loopback server answering
+    after ``latency_s``. CPU: this process's, every thread, plus the worker processes' (``workers > 1``:
+    ``trial run --workers``, each worker's start-up included; one process is warmed up first)."""
+    server = subprocess.Popen([sys.executable, "-m", server_module, str(latency_s)], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
         base = server.stdout.readline().strip()
         specs = [spec_for(task, plan, index=i, api_base=base) for i in range(trials)]
-        backend = LocalBackend(RunContext(completion=completion))
-        run_trial(spec_for(task, plan, index=trials + 1, api_base=base), backend.context)  # import litellm, warm up
+        if workers == 1:
+            backend = LocalBackend(RunContext(completion=completion))
+            run_trial(spec_for(task, plan, index=trials + 1, api_base=base), backend.context)  # import litellm, warm up
+        else:
+            backend = LocalBackend(workers=workers, completion_factory=completion_factory)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
         started, cpu = time.perf_counter(), time.process_time()
         drive(specs, RunFolder(out), backend, concurrency=concurrency, max_cost=None, progress=Progress(io.StringIO()))
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        # the workers have exited and been waited for when drive returns; the server has not
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu += (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+        if workers > 1:
+            assert backend.stats is not None and backend.stats.workers == workers, backend.stats
     finally:
         server.kill()
         server.wait(timeout=10)
@@ -210,6 +200,39 @@ def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
         assert line["termination_reason"] == "user_stop", line
         turns += int(line["turns"])  # type: ignore[call-overload]
     return wall, turns, cpu
+
+
+#: the latencies of the worker-count rows: a provider's typical answer, and a fast one that makes the runner's CPU show
+CURVE_LATENCIES_S = (0.05, 0.008)
+FLOOR_SENDER = "benchmarks.keep_alive_sender:keep_alive_for"
+
+
+def worker_counts() -> list[int]:
+    """1, 2, 4, 8 … up to every usable core, and every usable core (what ``trial run`` takes by default)."""
+    from capplan.trials.backends.local import usable_cores
+
+    cores = usable_cores()
+    return sorted({cores, *(2**k for k in range(cores.bit_length()) if 2**k <= cores)})
+
+
+def workers_curve(folder: Path, task: Path, plans: dict[str, Plan], trials: int, concurrency: int) -> None:
+    """Wall over the ideal and CPU per turn for 1, 2 and all workers at 50 and 8 ms: gpt-5 on chat through
+    the direct transport (the real path), and the keep-alive floor sender beside it, measured in one run."""
+    senders = (("gpt-5 on chat, direct transport", plans["chat"], None, None),
+               ("keep-alive floor sender", make_plan("openai", "agent-model", key="bench"), KeepAliveCompletion(),
+                FLOOR_SENDER))
+    for latency in CURVE_LATENCIES_S:
+        ideal = trials * TURNS * latency / concurrency
+        for label, plan, completion, factory in senders:
+            cells = []
+            for workers in worker_counts():
+                out = folder / f"curve-{latency}-{label.split()[0]}-{workers}"
+                wall, turns, cpu = throughput(task, plan, trials, concurrency, out, completion, latency_s=latency,
+                                              workers=workers, completion_factory=factory)
+                assert turns == trials * TURNS, turns
+                cells.append(f"{workers} worker(s) {wall / ideal:.2f}x, CPU {cpu / turns * 1e3:.3f} ms/turn")
+            print(f"workers ({label}), {trials} trials x {TURNS} turns at concurrency {concurrency}, "
+                  f"{latency * 1e3:.0f} ms (ideal {ideal:.2f} s): " + "; ".join(cells), flush=True)
 
 
 #: History lengths the turn-cost row reports, and how near a turn's history must be to count.
@@ -361,6 +384,9 @@ def main() -> None:
     parser.add_argument("--turn-cost-only", action="store_true", help="Only the turn-cost rows.")
     parser.add_argument("--responses-only", action="store_true",
                         help="Only the gpt-5 rows: turn cost and throughput, chat completions vs Responses.")
+    parser.add_argument("--workers-only", action="store_true",
+                        help="Only the worker-count rows: 1, 2, 4 … and all workers at 50 and 8 ms, gpt-5 on chat "
+                             "through the direct transport and the keep-alive floor sender.")
     parser.add_argument("--bfcl", action="store_true",
                         help="Only the BFCL row: the 200 imported multi_turn_base tasks against a scripted agent with "
                              "50 ms latency at --concurrency 16 (benchmarks/bfcl_trial_loop.py; needs bfcl-eval).")
@@ -387,6 +413,9 @@ def main() -> None:
         task = write_task(Path(tmp) / "pack", turns=["add one", "and one more", "thanks, that's all"])
         plan = make_plan("openai", "agent-model", key="bench")
         gpt5 = gpt5_plans(Path(tmp) / "gpt5")
+        if args.workers_only:
+            workers_curve(Path(tmp), task, gpt5, args.trials, args.concurrency)
+            return
         if not args.responses_only:
             print_turn_cost(turn_cost(Path(tmp) / "long", plan),
                             turn_cost(Path(tmp) / "long-no-copy", plan, skip_copy=True))
@@ -412,6 +441,7 @@ def main() -> None:
             print(f"throughput ({label}): {args.trials} trials x {TURNS} turns at concurrency {args.concurrency}: "
                   f"{wall:.2f} s vs ideal {ideal:.2f} s = {wall / ideal:.2f}x (target <= 1.3)")
         chat_vs_responses(Path(tmp), task, gpt5, args.trials, args.concurrency)
+        workers_curve(Path(tmp), task, gpt5, args.trials, args.concurrency)
         cpu_ms = litellm_call_cpu_ms()
         floor = args.trials * TURNS * cpu_ms / 1e3
         print(f"  litellm.completion alone: {cpu_ms:.2f} ms of CPU per call (all threads, serial, no added latency); "

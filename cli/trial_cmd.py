@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +81,11 @@ def trial_cmd() -> None:
               help="--backend ray: the cluster to join: 'auto', 'ray://HOST:PORT' (Ray client) or the head's "
                    "'HOST:PORT'; without it a local cluster is started for the run.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="--backend ray: worker processes (one CPU each); --concurrency is split among them. "
-                   "Default: one per cluster CPU, at most --concurrency.")
+              help="Worker processes running the trials, --concurrency split among them (one process's turns "
+                   "share one interpreter lock: past a few hundred turns a second its core, not the provider, sets "
+                   "the pace). local: default $CAPPLAN_WORKERS, else one per usable core; 1 runs the trials in this "
+                   "process; never more than --concurrency or the trials to run. ray: one CPU each; default one "
+                   "per cluster CPU, at most --concurrency.")
 @click.option("--config", "run_config", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
               help="Run config (as for capplan compile) whose run policies apply: rate_limit_probe (absorb 429s "
                    "at a fixed interval; telemetry in the run folder's probe.json) on every backend; rate_limits "
@@ -347,11 +351,10 @@ def _backend_options(backend: str, address: str | None, workers: int | None, con
     """The Ray backend's options; on any other backend they are a usage error, never ignored."""
     from capplan.trials.usage_problem import UsageProblem
 
-    given = [name for name, value in (("--address", address), ("--workers", workers)) if value is not None]
     if backend != "ray":
-        if given:
-            raise UsageProblem(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to --backend ray")
-        return {}
+        if address is not None:
+            raise UsageProblem("--address applies only to --backend ray")
+        return {"workers": workers if workers is not None else _workers_from_environment()}
     from capplan.cli.trial_limits import load_rate_limits
     from capplan.executor.plan import Plan
     from capplan.trials.backends.cluster.session import check_address
@@ -363,6 +366,27 @@ def _backend_options(backend: str, address: str | None, workers: int | None, con
         plans = {s.plan_fingerprint: s.plan_json for s in specs}
         limits = load_rate_limits(config, [Plan.model_validate_json(text) for text in plans.values()])
     return {"address": address, "workers": workers, "limits": limits}
+
+
+#: the local backend's default worker count when --workers is not given (unset: one per usable core)
+WORKERS_VARIABLE = "CAPPLAN_WORKERS"
+
+
+def _workers_from_environment() -> int | None:
+    """``$CAPPLAN_WORKERS`` as a worker count (None when unset: the backend takes one per usable core)."""
+    from capplan.trials.usage_problem import UsageProblem
+
+    text = os.environ.get(WORKERS_VARIABLE)
+    if text is None or not text.strip():
+        return None
+    try:
+        count = int(text.strip())
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise UsageProblem(f"${WORKERS_VARIABLE}={text!r} is not a worker count; set it to a whole number >= 1 "
+                           "(1 runs the trials in this process), or unset it for one per usable core")
+    return count
 
 
 # ``capplan trial report`` and ``capplan trial view``: runs read back, compared and shown, a module of their own

@@ -17,6 +17,12 @@ from capplan.core import reference_mode
 from tests import reference_run
 from tests.fake_provider import FakeProvider
 
+# ``trial run`` defaults to one worker process per core, and a worker process does not see what a
+# test patched in this one (fake senders, clocks). Tests run the trials in the test's own process
+# unless they ask for workers (``--workers 2``: tests/trials/test_worker_processes.py); the command
+# lines a test starts as subprocesses inherit the same default.
+os.environ.setdefault("CAPPLAN_WORKERS", "1")
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(

@@ -56,10 +56,13 @@ def run(tasks: Sequence[str | os.PathLike[str]], plans: Sequence[str | os.PathLi
         out: str | os.PathLike[str], user_plan: str | os.PathLike[str] | None = None, trials: int = 1,
         concurrency: int = 4, max_turns: int | None = None, max_cost: float | None = None,
         api_base: str | None = None, user_api_base: str | None = None, retry_aborted: bool = False,
-        show_progress: bool = False, notify: Callable[[str], None] | None = None) -> RunResult:
+        show_progress: bool = False, notify: Callable[[str], None] | None = None,
+        workers: int | None = 1) -> RunResult:
     """Run every task (task files, or folders of them) against every plan, ``trials`` times each, into ``out``.
 
     Re-running the same call on the same ``out`` resumes it (finished trials are skipped).
+    ``workers``: processes running the trials, as ``trial run --workers`` (1, the default: this
+    process; None: one per usable core).
     ``show_progress`` draws the command's progress line on stderr; ``notify`` receives the
     notes the command prints (a skipped non-task file, a torn line set aside).
     """
@@ -69,6 +72,11 @@ def run(tasks: Sequence[str | os.PathLike[str]], plans: Sequence[str | os.PathLi
     from capplan.trials.run_folder.folder import RunFolder
     from capplan.trials.tasks.task_paths import expand_task_paths
 
+    if workers is not None and workers < 1:
+        from capplan.trials.usage_problem import UsageProblem
+
+        raise UsageProblem(f"workers={workers}: give a whole number >= 1 (1 runs the trials in this process), "
+                           "or None for one per usable core")
     tell = notify or (lambda _text: None)
     task_paths = expand_task_paths([Path(t) for t in tasks], tell)
     request = RunRequest(tasks=task_paths, plans=[Path(p) for p in plans], out=Path(out),
@@ -80,7 +88,7 @@ def run(tasks: Sequence[str | os.PathLike[str]], plans: Sequence[str | os.PathLi
     folder.check(specs, settings=settings)
     _require_credentials(request)
     progress = Progress() if show_progress else Progress(io.StringIO(), live=False)
-    outcome = drive(specs, folder, load_backend("local"), concurrency=concurrency, max_cost=max_cost,
+    outcome = drive(specs, folder, load_backend("local", workers=workers), concurrency=concurrency, max_cost=max_cost,
                     progress=progress, retry_aborted=retry_aborted, settings=settings,
                     command=["capplan.trials.run"])
     return RunResult(out=request.out, finished=outcome.finished, skipped=outcome.skipped,

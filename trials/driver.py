@@ -10,8 +10,6 @@ at their next turn as ``interrupted`` (they rerun on resume); a second one exits
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import signal
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from capplan.core.diagnostics import Diagnostic, InputError
-from capplan.core.reference_mode import reference_mode
 from capplan.executor.plan import Plan
 from capplan.executor.probe import RateLimitProbeConfig
+from capplan.core.young_collections import young_collections_spaced
 from capplan.trials.backends import Backend
 from capplan.trials.run_folder.budget import Budget
 from capplan.trials.outcome import TerminationReason, TrialStatus, counts_against_model, status_for
@@ -265,7 +263,7 @@ def _drive(specs: list[TrialSpec], folder: RunFolder, backend: Backend, *, concu
         folder.journal.budget = budget
     started: set[str] = set()
     if todo:
-        backend.prepare(todo)
+        backend.prepare(todo, concurrency=concurrency)
     progress.begin(total=len(specs), already=outcome.skipped, spent=outcome.spent_usd,
                    again=len(again & {str(s.key) for s in specs}))
 
@@ -472,35 +470,6 @@ class _Writer:
     def _close_renderer(self) -> None:
         if self.renderer is not None:
             self.renderer.close()
-
-
-#: How many new container objects the young generation holds before it is collected while trials
-#: run (CPython's default is 700).
-YOUNG_COLLECTION_THRESHOLD = 10_000
-
-
-@contextlib.contextmanager
-def young_collections_spaced() -> Iterator[None]:
-    """The cyclic collector's young generation collected every 10 000 allocations, not 700, for a drive.
-
-    A running trial allocates tens of thousands of short-lived containers per turn (requests,
-    parsed responses, records), almost all freed by reference counting; at the default threshold
-    the collector walks the young ones every 700 of them to find nothing, and each tenth walk
-    climbs into the older generations: a tenth of a concurrent run's CPU, under the one GIL the
-    trials share. At 10 000 the walks are a fourteenth as many and the garbage they do find waits
-    a little longer. The previous setting comes back when the drive ends; a threshold someone set
-    higher (or 0, collection off) is left as it is, and the reference mode leaves CPython's.
-    """
-    previous = gc.get_threshold()
-    if previous[0] == 0 or previous[0] >= YOUNG_COLLECTION_THRESHOLD or reference_mode():
-        yield
-        return
-    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *previous[1:])
-    try:
-        yield
-    finally:
-        if gc.get_threshold()[0] == YOUNG_COLLECTION_THRESHOLD:  # unless the caller changed it meanwhile
-            gc.set_threshold(*previous)
 
 
 def _end_quietly(folder: RunFolder, unfinished: Sequence[TrialKey], spend: dict[str, float | None],

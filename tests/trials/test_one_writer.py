@@ -132,7 +132,7 @@ def test_the_lock_file_is_never_a_link_or_a_folder(tmp_path: Path, plant: str) -
 class _NeverRun:
     """A backend that fails the test if the drive ever reaches it."""
 
-    def prepare(self, specs: object) -> None:
+    def prepare(self, specs: object, *, concurrency: int | None = None) -> None:
         raise AssertionError("a refused drive prepared its backend")
 
     def run(self, specs: object, **kwargs: object) -> Iterator[object]:

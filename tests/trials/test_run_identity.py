@@ -253,8 +253,8 @@ class _StopsAfterFirst:
 
         self.inner = LocalBackend(RunContext(sleep=lambda s: None))
 
-    def prepare(self, specs: object) -> None:
-        self.inner.prepare(specs)  # type: ignore[arg-type]
+    def prepare(self, specs: object, *, concurrency: int | None = None) -> None:
+        self.inner.prepare(specs, concurrency=concurrency)  # type: ignore[arg-type]
 
     def run(self, specs: object, *, concurrency: int, stop: object) -> object:
         import dataclasses

@@ -262,7 +262,7 @@ class _InterruptsTheSecond:
 
     name = "interrupts-the-second"
 
-    def prepare(self, specs: Any) -> None:
+    def prepare(self, specs: Any, *, concurrency: int | None = None) -> None:
         pass
 
     def run(self, specs: Any, *, concurrency: int, stop: threading.Event) -> Iterator[TrialRecords]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from capplan.trials.driver import YOUNG_COLLECTION_THRESHOLD, young_collections_spaced
+from capplan.core.young_collections import YOUNG_COLLECTION_THRESHOLD, young_collections_spaced
 from tests.cli_runner import invoke
 
 

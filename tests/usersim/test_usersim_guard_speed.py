@@ -46,6 +46,10 @@ def load_benchmark() -> ModuleType:
 def detector_patterns() -> Iterator[tuple[str, re.Pattern[str]]]:
     for name in DETECTOR_MODULES:
         module = importlib.import_module(name)
+        # patterns a detector compiles on first use rather than at import
+        lazy = getattr(module, "compiled_patterns", None)
+        for attr, pattern in (lazy() if lazy is not None else {}).items():
+            yield f"{name}.{attr}", pattern
         for attr, value in vars(module).items():
             values = value if isinstance(value, tuple) else (value,)
             for item in values:

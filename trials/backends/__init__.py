@@ -34,8 +34,9 @@ class Backend(Protocol):
 
     name: str
 
-    def prepare(self, specs: Sequence[TrialSpec]) -> None:
-        """Called once with every spec the run may start, before ``run`` (a cluster ships their code)."""
+    def prepare(self, specs: Sequence[TrialSpec], *, concurrency: int | None = None) -> None:
+        """Called once with every spec the run may start, and the run's concurrency, before ``run`` (a
+        cluster ships their code; the local backend starts its worker processes)."""
         ...
 
     def run(self, specs: Iterable[TrialSpec], *, concurrency: int, stop: threading.Event) -> Iterator[TrialRecords]:

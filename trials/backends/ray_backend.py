@@ -29,7 +29,7 @@ import queue
 import threading
 import time
 import uuid
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,7 @@ from capplan.executor.plan import Plan
 from capplan.executor.rate_limits import RateLimits
 from capplan.core.redaction import redact_text
 from capplan.trials.run_folder.call_journal import CallJournal
+from capplan.trials.backends.feed import Feed
 from capplan.trials.backends.cluster.credentials import credential_names, secret_names
 from capplan.trials.backends.cluster.gateway_check import check_gateway
 from capplan.trials.backends.cluster.limiter_actor import start_limiter
@@ -148,7 +149,7 @@ class RayBackend:
         """Where the workers' drained calls are journalled (None: nowhere)."""
         self.journal = journal
 
-    def prepare(self, specs: Sequence[TrialSpec]) -> None:
+    def prepare(self, specs: Sequence[TrialSpec], *, concurrency: int | None = None) -> None:
         """Join the cluster with the task environments in its runtime env; check every node's credentials
         and that every node resolves the gateway (``LLM_PROXY_*``) as the driver does."""
         if not specs or self._session is not None:
@@ -213,7 +214,7 @@ class _Drive:
         self.in_flight: dict[Any, _Attempt] = {}
         self.plan_refs: dict[str, Any] = {}
         self.lost: Counter[str] = Counter()
-        self.retry: deque[TrialSpec] = deque()
+        self.feed = Feed(iter(()))  # the run's, from run()
         self.arrivals = _Arrivals(self.ray)
         self.journal = backend.journal
         self.drains: dict[Any, int] = {}  # pending drain_calls() -> worker
@@ -228,8 +229,9 @@ class _Drive:
         return identities
 
     def run(self, first: TrialSpec, pending: Iterator[TrialSpec]) -> Iterator[TrialRecords]:
-        self.retry.append(first)
-        exhausted = stopping = False
+        feed = self.feed = Feed(pending)
+        feed.retry.append(first)
+        stopping = False
         try:
             while True:
                 if self.stop.is_set() and not stopping:
@@ -237,14 +239,11 @@ class _Drive:
                     for actor in self.actors:
                         actor.stop.remote()
                 while not stopping and (worker := self._free_worker()) is not None:
-                    spec = self.retry.popleft() if self.retry else None
-                    if spec is None and not exhausted:
-                        spec = next(pending, None)
-                        exhausted = spec is None
+                    spec = feed.next()
                     if spec is None:
                         break
                     self._submit(spec, worker)
-                if not self.in_flight and (stopping or exhausted and not self.retry):
+                if not self.in_flight and (stopping or feed.done):
                     return
                 self._check_restarted()
                 self._drain()
@@ -348,7 +347,7 @@ class _Drive:
             if attempt.worker not in self.restarting:
                 self.restarting[attempt.worker] = self.actors[attempt.worker].ready.remote()
             if not stopping:
-                self.retry.append(attempt.spec)
+                self.feed.retry.append(attempt.spec)
             return None
         self.identities[attempt.worker] = result.worker
         if self.journal is not None:

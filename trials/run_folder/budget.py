@@ -23,6 +23,8 @@ class BudgetSpent(Terminal):
     """A send refused because ``--max-cost`` is reached: the trial ends interrupted (it reruns on resume)."""
 
     def __init__(self, committed: float, budget: float) -> None:
+        self.committed = committed
+        self.budget = budget  # a worker process raises it again from these two
         super().__init__(TerminationReason.INTERRUPTED,
                          f"the run's --max-cost ${budget} was reached (${committed:.6f} committed); the call was not sent")
 

@@ -121,7 +121,8 @@ def new_execution_id() -> str:
     return uuid.uuid4().hex
 
 
-def _call_data(call: CallRecord) -> dict[str, Any]:
+def call_data(call: CallRecord) -> dict[str, Any]:
+    """``call`` as its journal line carries it (a worker process sends this, not the record)."""
     data = call.model_dump(mode="json")
     if data.get("cost_usd") is not None:
         data["cost_usd"] = round_usd(data["cost_usd"])
@@ -172,6 +173,13 @@ class CallJournal:
             opened = self._open[key] = _Open(new_execution_id(), self._next_attempt(key))
         return _FileLog(self, key, opened)
 
+    def begin_execution(self, key: str) -> str:
+        """A new execution of trial ``key`` run by a worker process of this run: its id, for
+        :meth:`announce` and :meth:`record` (the worker's sends and calls reach them through a pipe)."""
+        with self._lock:
+            opened = self._open[key] = _Open(new_execution_id(), self._next_attempt(key))
+        return opened.execution
+
     def attempt_of(self, key: str) -> int:
         """The attempt trial ``key``'s runs.jsonl line is to carry: its open execution's, else a new number."""
         with self._lock:
@@ -191,7 +199,7 @@ class CallJournal:
 
         ``request_id`` names the send line it answers (None: the call made no send).
         """
-        data = _call_data(call) if isinstance(call, CallRecord) else dict(call)
+        data = call_data(call) if isinstance(call, CallRecord) else dict(call)
         if self.budget is not None:
             cost = data.get("cost_usd")
             self.budget.settle(request_id, float(cost) if isinstance(cost, (int, float)) else None,
@@ -219,10 +227,16 @@ class CallJournal:
     def sent(self, key: str, execution: str, role: str, turn: int, send: Send) -> None:
         """A send of this process's trial: reserved against the budget (which may refuse it), then journalled."""
         worst = worst_case_usd(send.plan, send.kwargs) if send.plan is not None and self.budget is not None else None
+        self.announce(key, execution, role, turn, send.request_id, send.attempt, worst)
+
+    def announce(self, key: str, execution: str, role: str, turn: int, request_id: str, attempt: int,
+                 worst_usd: float | None) -> None:
+        """A send about to go out, its worst case already known (a worker process works it out from the
+        request, which never leaves it): reserved against the budget (which may refuse it), then journalled."""
         if self.budget is not None:
             # unbounded plans are refused with --max-cost before the run starts; a 0 here cannot happen there
-            self.budget.reserve(send.request_id, worst if worst is not None else 0.0)
-        self.send(key, execution, role, turn, send.request_id, send.attempt, worst)
+            self.budget.reserve(request_id, worst_usd if worst_usd is not None else 0.0)
+        self.send(key, execution, role, turn, request_id, attempt, worst_usd)
 
     def _attempt_for(self, key: str, execution: str) -> int:
         with self._lock:
@@ -340,7 +354,7 @@ class CallBuffer:
 
     def add(self, key: str, execution: str, call: CallRecord, request_id: str | None = None) -> None:
         with self._lock:
-            self._entries.append({"key": key, "execution": execution, "call": _call_data(call),
+            self._entries.append({"key": key, "execution": execution, "call": call_data(call),
                                   "request_id": request_id})
 
     def add_send(self, key: str, execution: str, role: str, turn: int, send: Send) -> None:

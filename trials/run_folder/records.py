@@ -354,7 +354,7 @@ class Metrics(_Record):
     grade: Grade
     lost_attempts: int = Field(
         0, description="Attempts of this trial that died with their worker or node and were rerun from the start "
-        "(Ray backend); their calls are not in `calls`."
+        "(Ray backend, or a worker process of `trial run --workers N`); their calls are not in `calls`."
     )
 
 

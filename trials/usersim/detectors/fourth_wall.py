@@ -69,9 +69,10 @@ quantifier over overlapping classes), so a 100 KB reply is inspected in linear t
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from capplan.trials.usersim.detectors import context
 from capplan.trials.usersim.detectors.base import Finding, bounded_excerpt
@@ -342,26 +343,47 @@ def _combined(rules: tuple[_Rule, ...]) -> re.Pattern[str]:
     return re.compile(rf"[{''.join(trie)}](?<!\w.)(?:{'|'.join(lead_branches)})")
 
 
-_SCAN = _combined(_RULES)
-_STANDALONE = tuple(re.compile(rf"(?<!\w){''.join(rule.path)}") for rule in _RULES)
-# Rules share the combined pattern's groups: a capture inside a rule would shift them.
-if _SCAN.groups != len(_RULES):
-    raise RuntimeError("a fourth-wall rule must not contain a capturing group")
-_RULE_OF_GROUP = {_SCAN.groupindex[f"r{index}"]: index for index in range(len(_RULES))}
-# For each rule, the later rules that could open at the same word and might not share its
-# veto, tried when it is vetoed.
-_FALLBACKS = tuple(
-    tuple(
-        (_STANDALONE[other], _RULES[other])
-        for other in range(index + 1, len(_RULES))
-        if _RULES[other].lead == rule.lead
-        and (
-            _RULES[other].rejected_by != rule.rejected_by
-            or _RULES[other].rejected_after != rule.rejected_after
+class _Compiled(NamedTuple):
+    """The rules as patterns: the combined scan, each rule alone, and the fallbacks of each."""
+
+    scan: re.Pattern[str]
+    standalone: tuple[re.Pattern[str], ...]
+    rule_of_group: dict[int, int]
+    # For each rule, the later rules that could open at the same word and might not share its
+    # veto, tried when it is vetoed.
+    fallbacks: tuple[tuple[tuple[re.Pattern[str], _Rule], ...], ...]
+
+
+@functools.cache
+def _compiled() -> _Compiled:
+    # compiled on the first reply a guard inspects, not at import: the patterns take a large share of
+    # the trial runner's import, which every ``trial run`` (and each of its worker processes) pays,
+    # while only runs with a simulated user ever inspect a reply
+    scan = _combined(_RULES)
+    standalone = tuple(re.compile(rf"(?<!\w){''.join(rule.path)}") for rule in _RULES)
+    # Rules share the combined pattern's groups: a capture inside a rule would shift them.
+    if scan.groups != len(_RULES):
+        raise RuntimeError("a fourth-wall rule must not contain a capturing group")
+    fallbacks = tuple(
+        tuple(
+            (standalone[other], _RULES[other])
+            for other in range(index + 1, len(_RULES))
+            if _RULES[other].lead == rule.lead
+            and (
+                _RULES[other].rejected_by != rule.rejected_by
+                or _RULES[other].rejected_after != rule.rejected_after
+            )
         )
+        for index, rule in enumerate(_RULES)
     )
-    for index, rule in enumerate(_RULES)
-)
+    return _Compiled(scan, standalone, {scan.groupindex[f"r{index}"]: index for index in range(len(_RULES))}, fallbacks)
+
+
+def compiled_patterns() -> dict[str, re.Pattern[str]]:
+    """Every pattern the detector matches with, by name (compiled now if not yet): what the guard's
+    worst-case test bounds."""
+    compiled = _compiled()
+    return {"scan": compiled.scan, **{f"standalone[{i}]": p for i, p in enumerate(compiled.standalone)}}
 
 
 def _stands(folded: str, before: str, end: int, rule: _Rule) -> bool:
@@ -378,19 +400,20 @@ def _stands(folded: str, before: str, end: int, rule: _Rule) -> bool:
 
 
 def _first_rule_frame(folded: str) -> tuple[int, int, str] | None:
+    compiled = _compiled()
     position = 0
     while True:
-        match = _SCAN.search(folded, position)
+        match = compiled.scan.search(folded, position)
         if match is None:
             return None
         start = match.start()
-        first = _RULE_OF_GROUP[match.lastindex or 0]
+        first = compiled.rule_of_group[match.lastindex or 0]
         rule = _RULES[first]
         before = folded[max(0, start - context.WINDOW) : start]
         if _stands(folded, before, match.end(), rule):
             return start, match.end(), rule.reason
         # A vetoed frame must not hide a different rule opening at the same word.
-        for pattern, other_rule in _FALLBACKS[first]:
+        for pattern, other_rule in compiled.fallbacks[first]:
             other = pattern.match(folded, start)
             if other is not None and _stands(folded, before, other.end(), other_rule):
                 return start, other.end(), other_rule.reason
