@@ -15,13 +15,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
 from capplan.core import reference_mode as switch
+from tests.mode_switch import mode
 from capplan.core.canonical import canonical_bytes, fast_canonical_bytes, reference_canonical_bytes
 from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.core.errors import UserError
@@ -47,15 +47,6 @@ from tests.trials.test_call_journal_cache import _line, _shape
 REPO = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
 
-@contextmanager
-def mode(on: bool) -> Iterator[None]:
-    """This process in the reference mode (``on``) or the fast one, as if ``CAPPLAN_REFERENCE`` said so."""
-    saved = switch._decided
-    switch._decided = on
-    try:
-        yield
-    finally:
-        switch._decided = saved
 
 
 def both(run: Callable[[], T]) -> tuple[T, T]:

@@ -11,26 +11,17 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from capplan.core import reference_mode as switch
+from tests.mode_switch import mode
 from capplan.executor.errors import ProviderHTTPError, ProviderRateLimitError
 from capplan.executor.probe import RateLimitProbeConfig
 from capplan.executor.retrying import RetryContext, controlled, default_retrying, probe_retrying
 
 
-@contextmanager
-def mode(on: bool) -> Iterator[None]:
-    saved = switch._decided
-    switch._decided = on
-    try:
-        yield
-    finally:
-        switch._decided = saved
 
 
 def _server_error() -> Exception:
