@@ -339,3 +339,20 @@ def test_workers_exit_when_the_command_that_started_them_is_killed(tmp_path: Pat
             fake.release()
             if proc.poll() is None:
                 proc.kill()
+
+
+def test_how_many_workers_a_run_gets() -> None:
+    from capplan.trials.backends.local import usable_cores
+    from capplan.trials.runner import RunContext
+    from tests.mode_switch import mode
+
+    cores = usable_cores()
+    assert cores >= 1
+    assert LocalBackend().worker_count(8) == 1  # the Python API's and a test's default: this process
+    assert LocalBackend(workers=None).worker_count(10_000) == cores  # trial run's default: one per core
+    assert LocalBackend(workers=None).worker_count(1) == 1  # never more than the trials in flight
+    assert LocalBackend(workers=4).worker_count(3) == 3
+    assert LocalBackend(RunContext(), workers=4).worker_count(8) == 1  # a caller's context lives here
+    with mode(True):
+        assert LocalBackend(workers=None).worker_count(8) == 1  # the reference mode's default: the plain path
+        assert LocalBackend(workers=3).worker_count(8) == 3  # asked for: still honoured
