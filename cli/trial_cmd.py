@@ -384,7 +384,8 @@ def _workers_from_environment() -> int | None:
     except ValueError:
         count = 0
     if count < 1:
-        raise UsageProblem(f"${WORKERS_VARIABLE}={text!r} is not a worker count; set it to a whole number >= 1 "
+        shown = text if len(text) <= 40 else text[:40] + "…"
+        raise UsageProblem(f"${WORKERS_VARIABLE}={shown!r} is not a worker count; set it to a whole number >= 1 "
                            "(1 runs the trials in this process), or unset it for one per usable core")
     return count
 

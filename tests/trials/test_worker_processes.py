@@ -221,11 +221,13 @@ def test_workers_from_the_environment_and_their_refusals(tmp_path: Path, monkeyp
     plan.write_bytes(direct_plan().to_bytes())
     args = ["trial", "run", str(task), "--plan", str(plan), "--out", str(tmp_path / "run"),
             "--api-base", "http://127.0.0.1:9"]
-    for bad in ("0", "two", "-3"):
+    for bad in ("0", "two", "-3", "1.5", "9" * 5000):  # past int()'s digit limit: refused, not a traceback
         monkeypatch.setenv("CAPPLAN_WORKERS", bad)
         result = invoke(*args)
         assert result.exit_code == 2, result.output
-        assert f"$CAPPLAN_WORKERS={bad!r} is not a worker count" in result.output
+        shown = bad if len(bad) <= 40 else bad[:40] + "…"
+        assert f"$CAPPLAN_WORKERS={shown!r} is not a worker count" in result.output
+        assert "Traceback" not in result.output and len(result.output) < 1000
         assert not (tmp_path / "run").exists()
     monkeypatch.setenv("CAPPLAN_WORKERS", "1")
     result = invoke(*args, "--address", "auto")

@@ -8,7 +8,7 @@ back to the front.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from capplan.trials.spec import TrialSpec
 
@@ -35,3 +35,11 @@ class Feed:
     def done(self) -> bool:
         """Nothing is left to start: the feed is exhausted and no attempt waits to run again."""
         return self.exhausted and not self.retry
+
+    def fill(self, free: Callable[[], int | None], submit: Callable[[TrialSpec, int], None]) -> None:
+        """Start specs while ``free()`` names a worker with room, each on that worker, until none is left now."""
+        while (worker := free()) is not None:
+            spec = self.next()
+            if spec is None:
+                return
+            submit(spec, worker)

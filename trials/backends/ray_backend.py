@@ -238,11 +238,8 @@ class _Drive:
                     stopping = True
                     for actor in self.actors:
                         actor.stop.remote()
-                while not stopping and (worker := self._free_worker()) is not None:
-                    spec = feed.next()
-                    if spec is None:
-                        break
-                    self._submit(spec, worker)
+                if not stopping:
+                    feed.fill(self._free_worker, self._submit)
                 if not self.in_flight and (stopping or feed.done):
                     return
                 self._check_restarted()

@@ -147,11 +147,8 @@ class ProcessPool:
                 if stop.is_set() and not stopping:
                     stopping = True
                     self._broadcast(("stop",))
-                while not stopping and len(self.in_flight) < concurrency and (worker := self._free()) is not None:
-                    spec = feed.next()
-                    if spec is None:
-                        break
-                    self._submit(spec, worker)
+                if not stopping:
+                    feed.fill(lambda: self._free() if len(self.in_flight) < concurrency else None, self._submit)
                 if not self.in_flight and (stopping or feed.done):
                     return
                 try:
