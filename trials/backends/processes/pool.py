@@ -261,11 +261,11 @@ class ProcessPool:
             pass  # it died waiting: the reader sees its end next
 
     def _journal_call(self, message: tuple[Any, ...]) -> None:
-        _, token, call, request_id = message
+        _, token, call, cost_usd, answered, request_id = message
         if self.journal is not None:
             trial = self.in_flight[token]
             try:
-                self.journal.record(str(trial.spec.key), trial.execution, call, request_id)
+                self.journal.record_encoded(str(trial.spec.key), trial.execution, call, cost_usd, answered, request_id)
             except ConfinedPathError:
                 pass  # kept as journal.failure; the driver stops the run with it
 

@@ -10,7 +10,8 @@ execution)``; an answer to a send: ``("granted", request_id)``,
 ``("refused", request_id, committed, max_cost)`` (``--max-cost`` reached) or ``("stopped",
 request_id)`` (the run is stopping: the send is not made); ``("stop",)``. Messages out: ``("ready",
 pid)``; ``("send", token, role, turn, request_id, attempt, worst_usd)`` before each send (the trial's
-thread waits for the answer); ``("call", token, call, request_id)`` as each call is recorded;
+thread waits for the answer); ``("call", token, call, cost_usd, answered, request_id)`` as each call
+is recorded (``call``: the record's JSON text, which the journal line carries as it is);
 ``("done", token, records)``; ``("failed", token, text)`` for a trial that raised (a harness defect:
 the run stops on it).
 
@@ -42,7 +43,8 @@ from capplan.executor.plan import Plan
 from capplan.executor.send_observer import Send
 from capplan.trials.backends.processes.channel import Channel
 from capplan.trials.run_folder.budget import BudgetSpent
-from capplan.trials.run_folder.call_journal import call_data, journalled
+from capplan.trials.run_folder.call_journal import call_data, journalled, settlement
+from capplan.trials.run_folder.journal_lines import call_text
 from capplan.trials.run_folder.recording import redact_records
 from capplan.trials.run_folder.records import CallRecord
 from capplan.trials.outcome import TerminationReason
@@ -103,7 +105,10 @@ class _PipeLog:
             raise Terminal(TerminationReason.INTERRUPTED, "the run was interrupted")
 
     def record(self, call: CallRecord, request_id: str | None = None) -> None:
-        self.channel.send(("call", self.token, call_data(call), request_id))
+        data = call_data(call)
+        cost, answered = settlement(data)
+        # encoded here, on the worker's core: the command's process puts the text into its line as it is
+        self.channel.send(("call", self.token, call_text(data), cost, answered, request_id))
 
 
 class Worker:
