@@ -277,7 +277,7 @@ class ProcessPool:
             del self.in_flight[event[2]]
             process.load -= 1
             # the worker scrubbed them against what it knows; this process's clients may know more
-            records: TrialRecords = redact_records(event[3])
+            records: TrialRecords = redact_records(event[3], texts=event[4])
             lost = self.lost.pop(str(records.key), 0)
             yield records if not lost else _with_lost(records, lost)
         elif kind == "failed":
