@@ -11,6 +11,8 @@ descriptor of the root with ``O_NOFOLLOW``: a link anywhere below the root is re
 followed, even if it appears between the check and the write. Atomic writes create their
 temporary file in the same real folder and rename it there, relative to that folder's
 descriptor. Only the root itself is taken as given (``--out`` may well be a link the user made).
+A writer that writes into the same folders again and again (a run, a trial folder per trial) keeps
+their descriptors in :class:`OpenFolders` instead of walking from the root each time.
 
 Every refusal is a :class:`ConfinedPathError`, which renders as a located diagnostic.
 """
@@ -22,11 +24,13 @@ import os
 import re
 import secrets
 import stat
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from capplan.core.reference_mode import speed_memo
+from capplan.core.reference_mode import reference_mode, speed_memo
 from capplan.core.diagnostics import Diagnostic
 from capplan.core.safe_names import UnsafeName, name_problem
 
@@ -237,6 +241,129 @@ def write_atomic_many(root: Path, folder: Sequence[str], files: Sequence[tuple[s
             _replace_in(dir_fd, name, data, root.joinpath(*folder, name), mode)
 
 
+class OpenFolders:
+    """The folders one writer writes a new sub-folder into again and again, each walked once (seam *open folders*).
+
+    A run writes every trial's files into a folder of its own, ``trials/<plan>/<task>/<index>``. Walked
+    from the root for each trial (the path resolved, then a descriptor per component, links refused)
+    that is some thirty system calls per trial on the writer's thread, each a chance to lose the GIL the
+    running trials share: about a tenth of a local run's CPU per turn (``benchmarks/trial_loop.py``).
+    Here the folder *holding* the written one (``trials/<plan>/<task>``) is resolved, checked and walked
+    exactly as :func:`write_atomic_many` does it, once, and its descriptor kept; each write then opens
+    only its own last folder from that descriptor (``O_NOFOLLOW``: a link is refused). A link planted
+    above a kept folder later is never followed: the kept descriptor is the real folder that was
+    checked. A write that fails through a kept descriptor (the folder was removed meanwhile) walks
+    again from the root, as a write without it does.
+
+    At most ``limit`` descriptors are kept (the least recently used one is closed past it; one in use is
+    closed when its write ends). :meth:`close` closes them all; a later write opens what it needs again.
+    The reference mode keeps none and walks every time.
+    """
+
+    def __init__(self, root: Path, limit: int = 64) -> None:
+        self.root = root
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[str, ...], _Kept] = OrderedDict()
+
+    def write_atomic_many(self, folder: Sequence[str], files: Sequence[tuple[str, bytes]], *,
+                          mode: int = 0o600) -> None:
+        """:func:`write_atomic_many` under this writer's root, the folder's parent walked once per run."""
+        if not files or len(folder) < 2 or reference_mode():
+            write_atomic_many(self.root, folder, files, mode=mode)
+            return
+        for name, _ in files:
+            _check_parts(self.root, (*folder, name))
+        parent = tuple(folder[:-1])
+        kept = self._take(parent)
+        try:
+            try:
+                _write_in(kept.fd, folder[-1], files, self.root.joinpath(*folder), mode)
+                return
+            except ConfinedPathError as exc:
+                if exc.code == "run-folder-symlink":
+                    confined_path(self.root, *folder)  # a link that leads out is worded as a walk words it
+                if exc.code != "out-unwritable":
+                    raise  # a link, a file where a folder belongs: the same refusal a walk gives
+                self._forget(parent, kept)  # removed or moved meanwhile: walk again, as a write without it does
+        finally:
+            self._give_back(kept)
+        write_atomic_many(self.root, folder, files, mode=mode)
+
+    def close(self) -> None:
+        """Close every kept descriptor (one in use is closed when its write ends)."""
+        with self._lock:
+            kept, self._kept = list(self._kept.values()), OrderedDict()
+        for entry in kept:
+            self._retire(entry)
+
+    def _take(self, parent: tuple[str, ...]) -> _Kept:
+        with self._lock:
+            entry = self._kept.get(parent)
+            if entry is not None:
+                self._kept.move_to_end(parent)
+                entry.users += 1
+                return entry
+        confined_path(self.root, *parent)  # resolved and checked once, as write_atomic_many does each time
+        with _existing_parent_fd(self.root, (*parent, "x")) as dir_fd:
+            fd = os.dup(dir_fd)  # kept past the walk, which closes its own descriptors
+        entry = _Kept(fd, users=1)
+        with self._lock:
+            if parent in self._kept:  # another writer opened it meanwhile: keep one
+                entry.retired = True
+            else:
+                self._kept[parent] = entry
+                while len(self._kept) > self.limit:
+                    _, oldest = self._kept.popitem(last=False)
+                    self._retire_locked(oldest)
+        return entry
+
+    def _give_back(self, entry: _Kept) -> None:
+        with self._lock:
+            entry.users -= 1
+            if entry.retired and entry.users == 0 and entry.fd >= 0:
+                os.close(entry.fd)
+                entry.fd = -1
+
+    def _forget(self, parent: tuple[str, ...], entry: _Kept) -> None:
+        with self._lock:
+            if self._kept.get(parent) is entry:
+                del self._kept[parent]
+            entry.retired = True
+
+    def _retire(self, entry: _Kept) -> None:
+        with self._lock:
+            self._retire_locked(entry)
+
+    @staticmethod
+    def _retire_locked(entry: _Kept) -> None:
+        entry.retired = True
+        if entry.users == 0 and entry.fd >= 0:
+            os.close(entry.fd)
+            entry.fd = -1
+
+
+class _Kept:
+    """One kept folder descriptor and how many writes are using it now."""
+
+    __slots__ = ("fd", "users", "retired")
+
+    def __init__(self, fd: int, users: int) -> None:
+        self.fd = fd
+        self.users = users
+        self.retired = False
+
+
+def _write_in(parent_fd: int, name: str, files: Sequence[tuple[str, bytes]], shown: Path, mode: int) -> None:
+    """``files`` written atomically into the folder ``name`` under ``parent_fd`` (created if missing, never a link)."""
+    dir_fd = _open_dir(parent_fd, name, shown, create=True)
+    try:
+        for file_name, data in files:
+            _replace_in(dir_fd, file_name, data, shown / file_name, mode)
+    finally:
+        os.close(dir_fd)
+
+
 def _replace_in(dir_fd: int, name: str, data: bytes, shown: Path, mode: int) -> None:
     """Write ``name`` under ``dir_fd`` through a temporary file renamed over it."""
     _refuse_unless_regular(dir_fd, name, shown)
@@ -375,6 +502,13 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def folder_exists(root: Path, folder: Sequence[str]) -> bool:
+    """Whether ``root/folder…`` exists as a real folder; a link or a file on the way is refused, as a write refuses it."""
+    confined_path(root, *folder)
+    with _parent_fd(root, (*folder, "x"), create=False) as dir_fd:
+        return dir_fd is not None
 
 
 def remove_leftovers(root: Path, folder: Sequence[str], names: re.Pattern[str]) -> list[str]:

@@ -110,6 +110,14 @@ def redact_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 _LEAVES = frozenset({int, float, bool, type(None)})
 
 
+def check_text(value: Any) -> str | None:
+    """``value`` as the JSON text :meth:`Redactor.may_change` searches; None when it is not JSON data."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
 class Redactor:
     """Replaces known credential values in text."""
 
@@ -171,7 +179,7 @@ class Redactor:
             return [self.value(v) for v in value]
         return value
 
-    def may_change(self, value: Any) -> bool:
+    def may_change(self, value: Any, text: str | None = None) -> bool:
         """Whether :meth:`value` could find anything to replace in ``value``; False only when it would not.
 
         One search instead of a walk (seam *record redaction check*; always True in the reference mode,
@@ -181,13 +189,14 @@ class Redactor:
         userinfo or a key-like parameter is worth a walk (a string that holds one shows it in the text,
         escaped as JSON escapes it). A match the walk finds nothing for (one spanning two strings, or in
         a non-string key) costs the walk, never a different answer; so does a value that is not JSON data.
+        ``text``: ``value``'s :func:`check_text`, when the process that made ``value`` wrote it already.
         """
         if reference_mode():
             return True
-        try:
-            text = json.dumps(value, ensure_ascii=False)
-        except (TypeError, ValueError, RecursionError):  # not JSON data after all: the walk says what it holds
-            return True
+        if text is None:
+            text = check_text(value)
+            if text is None:  # not JSON data after all: the walk says what it holds
+                return True
         # each URL pattern needs a literal its text must hold: a substring test rules most texts out at once
         return ((self._json_pattern is not None and self._json_pattern.search(text) is not None)
                 or ("=" in text and _URL_KEY_PARAM.search(text) is not None)

@@ -27,16 +27,15 @@ from tests.cli_runner import invoke
 #: the child for a kill between the two files: SIGKILLs itself at its Nth runs.jsonl append (argv[1])
 KILL_AT_RUN_LINE = """
 import os, signal, sys
-from capplan.trials.run_folder import confined
-appended = confined.append
+from capplan.trials.run_folder.folder import RunFolder
+appended = RunFolder._append_run_line
 at, count = int(sys.argv[1]), [0]
-def append(root, parts, data):
-    if parts == ("runs.jsonl",):
-        count[0] += 1
-        if count[0] == at:
-            os.kill(os.getpid(), signal.SIGKILL)
-    return appended(root, parts, data)
-confined.append = append
+def append(self, data):
+    count[0] += 1
+    if count[0] == at:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return appended(self, data)
+RunFolder._append_run_line = append
 sys.argv = ["capplan", *sys.argv[2:]]
 from capplan.cli import main
 main()

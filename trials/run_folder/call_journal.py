@@ -72,6 +72,7 @@ from capplan.trials.run_folder import confined
 from capplan.trials.run_folder.budget import Budget
 from capplan.trials.run_folder.confined import ConfinedPathError
 from capplan.trials.run_folder.costs import known_cost, round_usd, unknown_cost_calls
+from capplan.trials.run_folder.journal_lines import call_line, call_text, dumps, send_line
 from capplan.trials.run_folder.records import CallRecord
 
 JOURNAL_FILE = "calls.jsonl"
@@ -129,9 +130,10 @@ def call_data(call: CallRecord) -> dict[str, Any]:
     return data
 
 
-def _key_parts(key: str) -> tuple[str, str, int]:
-    plan_key, task_id, index = key.split("/")
-    return plan_key, task_id, int(index)
+def settlement(data: Mapping[str, Any]) -> tuple[float | None, bool]:
+    """(cost or None when unknown, whether it was answered) of a call line's record: what settles its send."""
+    cost = data.get("cost_usd")
+    return (float(cost) if isinstance(cost, (int, float)) else None), data.get("outcome") != "failed"
 
 
 @dataclass
@@ -200,29 +202,24 @@ class CallJournal:
         ``request_id`` names the send line it answers (None: the call made no send).
         """
         data = call_data(call) if isinstance(call, CallRecord) else dict(call)
+        cost, answered = settlement(data)
+        self.record_encoded(key, execution, call_text(data), cost, answered, request_id)
+
+    def record_encoded(self, key: str, execution: str, call: str, cost_usd: float | None, answered: bool,
+                       request_id: str | None = None) -> None:
+        """:meth:`record` of a call whose record is already encoded (``call``: its :func:`call_text`, made by the
+        worker process that ran it); ``cost_usd`` and ``answered`` settle its send against the budget."""
         if self.budget is not None:
-            cost = data.get("cost_usd")
-            self.budget.settle(request_id, float(cost) if isinstance(cost, (int, float)) else None,
-                               answered=data.get("outcome") != "failed")
+            self.budget.settle(request_id, cost_usd, answered=answered)
         attempt = self._attempt_for(key, execution)
-        plan_key, task_id, index = _key_parts(key)
-        line = {"kind": "call", "run_id": self.run_id, "execution": execution, "key": key,
-                "plan_key": plan_key, "task_id": task_id, "index": index, "attempt": attempt,
-                "at": round(time.time(), 3), "call": data}
-        if request_id is not None:
-            line["request_id"] = request_id
-        self._append(line)
+        self._append_text(call_line(self.run_id, execution, key, attempt, round(time.time(), 3), call, request_id))
 
     def send(self, key: str, execution: str, role: str, turn: int, request_id: str, attempt: int,
              worst_usd: float | None) -> None:
         """Append the intent of one send of ``execution`` before it goes out (``worst_usd``: what it may cost)."""
         run_attempt = self._attempt_for(key, execution)
-        plan_key, task_id, index = _key_parts(key)
-        self._append({"kind": "send", "run_id": self.run_id, "execution": execution, "key": key,
-                      "plan_key": plan_key, "task_id": task_id, "index": index, "attempt": run_attempt,
-                      "at": round(time.time(), 3),
-                      "send": {"request_id": request_id, "role": role, "turn": turn, "attempt": attempt,
-                               "max_usd": round_usd(worst_usd) if worst_usd is not None else None}})
+        self._append_text(send_line(self.run_id, execution, key, run_attempt, round(time.time(), 3), request_id, role,
+                                    turn, attempt, round_usd(worst_usd) if worst_usd is not None else None))
 
     def sent(self, key: str, execution: str, role: str, turn: int, send: Send) -> None:
         """A send of this process's trial: reserved against the budget (which may refuse it), then journalled."""
@@ -306,7 +303,10 @@ class CallJournal:
                 self._fd = None
 
     def _append(self, data: dict[str, Any]) -> None:
-        text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+        self._append_text(dumps(data))
+
+    def _append_text(self, line: str) -> None:
+        text = line + "\n"
         try:
             with self._write_lock:
                 if self._fd is None:

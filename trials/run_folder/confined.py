@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from capplan.core.confined_write import (
     ConfinedPathError,
+    OpenFolders,
     append,
     atomic_write,
     check_segment,
     confined_path,
     create_new,
+    folder_exists,
     open_append,
     read_bytes,
     remove_leftovers,
@@ -24,9 +26,9 @@ from capplan.core.confined_write import (
 )
 from capplan.core.safe_names import UnsafeName
 
-__all__ = ["ConfinedPathError", "append", "atomic_write", "check_segment", "confined_path", "create_new",
-           "open_append", "read_bytes", "remove_leftovers", "trial_parts", "truncate", "write_all", "write_atomic",
-           "write_atomic_many"]
+__all__ = ["ConfinedPathError", "OpenFolders", "append", "atomic_write", "check_segment", "confined_path",
+           "create_new", "folder_exists", "open_append", "read_bytes", "remove_leftovers", "trial_parts", "truncate",
+           "write_all", "write_atomic", "write_atomic_many"]
 
 
 def trial_parts(plan_key: object, task_id: object, index: object) -> tuple[str, str, str, str]:

@@ -203,6 +203,9 @@ class RunFolder:
         self._user_plans: dict[str, str | None] = {}
         self._journal_read = JournalCache()  # read back several times as a run ends; parsed once
         self._writer: folder_lock.FolderLock | None = None  # held from open() to release()
+        # the folders holding trial folders, walked once per invocation; runs.jsonl opened once, as the journal is
+        self._folders = confined.OpenFolders(root)
+        self._runs_fd: int | None = None
 
     # -- reading and checking ------------------------------------------------------------
 
@@ -601,8 +604,11 @@ class RunFolder:
         if cut >= 0:  # a kill mid-append: the next line must not be glued to the fragment
             confined.truncate(self.root, (JOURNAL_FILE,), cut)
         confined.remove_leftovers(self.root, (), _TOP_LEFTOVERS)
-        for folder in sorted({trial_parts(s.plan_key, s.task_id, s.index) for s in specs}):
-            confined.remove_leftovers(self.root, folder, _TRIAL_LEFTOVERS)
+        trial_folders = sorted({trial_parts(s.plan_key, s.task_id, s.index) for s in specs})
+        # a new run has no trials folder yet, so none of its trial folders can hold leftovers: one look, not one per trial
+        if trial_folders and confined.folder_exists(self.root, trial_folders[0][:1]):
+            for folder in trial_folders:
+                confined.remove_leftovers(self.root, folder, _TRIAL_LEFTOVERS)
         data = self._read_manifest().model_dump(mode="json")
         now = utc_now()
         data["version"] = 2
@@ -638,6 +644,7 @@ class RunFolder:
 
     def release(self) -> None:
         """Let the next writer in (the driver calls it when the run ends; a process's end does it too)."""
+        self._close_files()
         if self._writer is not None:
             self._writer.release()
 
@@ -685,7 +692,7 @@ class RunFolder:
             trajectory, metrics = renderer.render((records.trajectory, records.metrics))
         else:
             trajectory, metrics = dump_yaml(records.trajectory), dump_yaml(records.metrics)
-        confined.write_atomic_many(self.root, folder, (("trajectory.yaml", trajectory), ("metrics.yaml", metrics)))
+        self._folders.write_atomic_many(folder, (("trajectory.yaml", trajectory), ("metrics.yaml", metrics)))
         lines = self._contents()
         with self._lock:
             attempt = self.journal.attempt_of(str(key)) if self.journal is not None else lines.attempts(str(key)) + 1
@@ -699,9 +706,27 @@ class RunFolder:
                 self.journal.raise_failure()
                 # before the line: an end line without its runs.jsonl line is read as a trial that died
                 self.journal.written(str(key), data["attempt"])
-            confined.append(self.root, (RUNS_FILE,), (text + "\n").encode("utf-8"))
+            self._append_run_line((text + "\n").encode("utf-8"))
             lines.complete += 1
             lines.add(_Entry(lines.complete, line))
+
+    def _append_run_line(self, data: bytes) -> None:
+        """One line appended to ``runs.jsonl`` with one ``write``; the file is walked, checked and opened once
+        per invocation (as :func:`confined.append` checks it), not once per trial (called under the lock)."""
+        if self._runs_fd is None:
+            self._runs_fd = confined.open_append(self.root, (RUNS_FILE,))
+        try:
+            confined.write_all(self._runs_fd, data)
+        except OSError as exc:
+            raise ConfinedPathError(self.runs, "out-unwritable", f"cannot append to it: {exc.strerror or exc}") from None
+
+    def _close_files(self) -> None:
+        """The invocation is over: what it kept open is closed (a stray late write opens it again)."""
+        self._folders.close()
+        with self._lock:
+            if self._runs_fd is not None:
+                os.close(self._runs_fd)
+                self._runs_fd = None
 
     def _readable(self, text: str, key: TrialKey) -> RunLine:
         """``text`` as the run line of trial ``key``, validated exactly as it will be read back."""
@@ -744,6 +769,7 @@ class RunFolder:
         self._write_manifest(data)
         if self.journal is not None:
             self.journal.close()  # the invocation is over; a stray late call reopens it
+        self._close_files()
 
     def clear_interrupted(self) -> None:
         """Every trial finished: nothing is left to rerun; the invocation's end is recorded."""

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any, Literal
 
-from capplan.core.redaction import Redactor, process_redactor
+from capplan.core.redaction import Redactor, check_text, process_redactor
 from capplan.executor.attempts import attempts_of
 from capplan.executor.cost import has_token_counts
 from capplan.executor.responses_response import KNOWN_ITEMS, UnknownOutputItemError
@@ -57,7 +57,23 @@ def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
     return _KEYISH.sub("<redacted>", text)
 
 
-def redact_records(records: TrialRecords, redactor: Redactor | None = None) -> TrialRecords:
+#: a finished trial's trajectory, metrics and probe census as :func:`capplan.core.redaction.check_text` writes
+#: them (None: not JSON data, or no probe census)
+RecordTexts = tuple[str | None, str | None, str | None]
+
+
+def record_texts(records: TrialRecords) -> RecordTexts:
+    """The texts :func:`redact_records` searches for ``records``, written where the records were made.
+
+    A worker process sends them with its (already redacted) records, so the run's writer searches
+    them for what it knows instead of encoding every finished trial's records again.
+    """
+    return (check_text(records.trajectory), check_text(records.metrics),
+            check_text(records.probe) if records.probe is not None else None)
+
+
+def redact_records(records: TrialRecords, redactor: Redactor | None = None, *,
+                   texts: RecordTexts | None = None) -> TrialRecords:
     """``records`` with every known credential value replaced in the trajectory, the metrics and the probe census.
 
     By value only: the shape net of :func:`scrub` stays on the texts it already covers (errors, tool
@@ -68,17 +84,18 @@ def redact_records(records: TrialRecords, redactor: Redactor | None = None) -> T
     still resume).
     """
     redactor = redactor if redactor is not None else process_redactor()
+    trajectory_text, metrics_text, probe_text = texts if texts is not None else (None, None, None)
 
-    def clean(data: dict[str, Any]) -> dict[str, Any]:
+    def clean(data: dict[str, Any], text: str | None) -> dict[str, Any]:
         # one search over the whole file's JSON text first: a trial's records seldom hold anything to redact
-        if not redactor.may_change(data):
+        if not redactor.may_change(data, text):
             return data
         out: dict[str, Any] = {k: v if k == "trial" else redactor.value(v) for k, v in data.items()}
         return out
 
     return dataclasses.replace(
-        records, trajectory=clean(records.trajectory), metrics=clean(records.metrics),
-        probe=clean(records.probe) if records.probe is not None else None,
+        records, trajectory=clean(records.trajectory, trajectory_text), metrics=clean(records.metrics, metrics_text),
+        probe=clean(records.probe, probe_text) if records.probe is not None else None,
     )
 
 

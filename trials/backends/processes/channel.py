@@ -9,6 +9,7 @@ both directions. Both ends are this run's own code, so pickle carries only what 
 from __future__ import annotations
 
 import os
+import pickle
 import socket
 import threading
 from multiprocessing.connection import Connection
@@ -31,12 +32,15 @@ class Channel:
 
     def send(self, message: tuple[Any, ...]) -> None:
         """Send one message whole (raises ``OSError`` once the other end is gone)."""
+        # plain pickle, not Connection.send's ForkingPickler (a new pickler and its reducer table per message,
+        # for sockets and descriptors neither end ever sends): a send of every worker goes through here
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         with self._send_lock:
-            self._connection.send(message)
+            self._connection.send_bytes(data)
 
     def recv(self) -> tuple[Any, ...]:
         """The next message; raises ``EOFError`` once the other end closed or died."""
-        message: tuple[Any, ...] = self._connection.recv()
+        message: tuple[Any, ...] = pickle.loads(self._connection.recv_bytes())
         return message
 
     def finish(self) -> None:

@@ -261,11 +261,11 @@ class ProcessPool:
             pass  # it died waiting: the reader sees its end next
 
     def _journal_call(self, message: tuple[Any, ...]) -> None:
-        _, token, call, request_id = message
+        _, token, call, cost_usd, answered, request_id = message
         if self.journal is not None:
             trial = self.in_flight[token]
             try:
-                self.journal.record(str(trial.spec.key), trial.execution, call, request_id)
+                self.journal.record_encoded(str(trial.spec.key), trial.execution, call, cost_usd, answered, request_id)
             except ConfinedPathError:
                 pass  # kept as journal.failure; the driver stops the run with it
 
@@ -277,7 +277,7 @@ class ProcessPool:
             del self.in_flight[event[2]]
             process.load -= 1
             # the worker scrubbed them against what it knows; this process's clients may know more
-            records: TrialRecords = redact_records(event[3])
+            records: TrialRecords = redact_records(event[3], texts=event[4])
             lost = self.lost.pop(str(records.key), 0)
             yield records if not lost else _with_lost(records, lost)
         elif kind == "failed":

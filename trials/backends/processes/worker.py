@@ -10,9 +10,11 @@ execution)``; an answer to a send: ``("granted", request_id)``,
 ``("refused", request_id, committed, max_cost)`` (``--max-cost`` reached) or ``("stopped",
 request_id)`` (the run is stopping: the send is not made); ``("stop",)``. Messages out: ``("ready",
 pid)``; ``("send", token, role, turn, request_id, attempt, worst_usd)`` before each send (the trial's
-thread waits for the answer); ``("call", token, call, request_id)`` as each call is recorded;
-``("done", token, records)``; ``("failed", token, text)`` for a trial that raised (a harness defect:
-the run stops on it).
+thread waits for the answer); ``("call", token, call, cost_usd, answered, request_id)`` as each call
+is recorded (``call``: the record's JSON text, which the journal line carries as it is);
+``("done", token, records, texts)`` (``texts``: the records' JSON texts the driver's redaction
+check searches, :func:`~capplan.trials.run_folder.recording.record_texts`); ``("failed", token,
+text)`` for a trial that raised (a harness defect: the run stops on it).
 
 The worker writes nothing. Its records leave redacted against every credential its clients hold,
 and so do its stdout and stderr. Ctrl-C is the driver's to handle: the worker runs in its own
@@ -42,8 +44,9 @@ from capplan.executor.plan import Plan
 from capplan.executor.send_observer import Send
 from capplan.trials.backends.processes.channel import Channel
 from capplan.trials.run_folder.budget import BudgetSpent
-from capplan.trials.run_folder.call_journal import call_data, journalled
-from capplan.trials.run_folder.recording import redact_records
+from capplan.trials.run_folder.call_journal import call_data, journalled, settlement
+from capplan.trials.run_folder.journal_lines import call_text
+from capplan.trials.run_folder.recording import record_texts, redact_records
 from capplan.trials.run_folder.records import CallRecord
 from capplan.trials.outcome import TerminationReason
 from capplan.trials.runner import RunContext, run_trial
@@ -103,7 +106,10 @@ class _PipeLog:
             raise Terminal(TerminationReason.INTERRUPTED, "the run was interrupted")
 
     def record(self, call: CallRecord, request_id: str | None = None) -> None:
-        self.channel.send(("call", self.token, call_data(call), request_id))
+        data = call_data(call)
+        cost, answered = settlement(data)
+        # encoded here, on the worker's core: the command's process puts the text into its line as it is
+        self.channel.send(("call", self.token, call_text(data), cost, answered, request_id))
 
 
 class Worker:
@@ -147,10 +153,12 @@ class Worker:
         try:
             with journalled(log):
                 records = redact_records(run_trial(spec, self.context))
+                # the texts the driver's redaction check searches, written here on the worker's core
+                texts = record_texts(records)
         except BaseException:  # run_trial never raises for a trial's failure: this is a defect, the run stops
             self.channel.send(("failed", token, redact_text(traceback.format_exc())))
             return
-        self.channel.send(("done", token, records))
+        self.channel.send(("done", token, records, texts))
 
 
 def _completion_factory(target: str) -> Callable[[Plan], Completion]:
