@@ -25,6 +25,7 @@ import re
 import secrets
 import stat
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -265,6 +266,8 @@ class OpenFolders:
         self.limit = limit
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[str, ...], _Kept] = OrderedDict()
+        # a writer dropped without close() (a caller of the Python API) leaves no descriptor behind
+        weakref.finalize(self, _close_all, self._kept)
 
     def write_atomic_many(self, folder: Sequence[str], files: Sequence[tuple[str, bytes]], *,
                           mode: int = 0o600) -> None:
@@ -293,7 +296,8 @@ class OpenFolders:
     def close(self) -> None:
         """Close every kept descriptor (one in use is closed when its write ends)."""
         with self._lock:
-            kept, self._kept = list(self._kept.values()), OrderedDict()
+            kept = list(self._kept.values())
+            self._kept.clear()
         for entry in kept:
             self._retire(entry)
 
@@ -341,6 +345,15 @@ class OpenFolders:
         if entry.users == 0 and entry.fd >= 0:
             os.close(entry.fd)
             entry.fd = -1
+
+
+def _close_all(kept: OrderedDict[tuple[str, ...], _Kept]) -> None:
+    """Close what a collected :class:`OpenFolders` still kept (no write can be using it any more)."""
+    for entry in kept.values():
+        if entry.fd >= 0:
+            os.close(entry.fd)
+            entry.fd = -1
+    kept.clear()
 
 
 class _Kept:

@@ -72,6 +72,7 @@ def test_a_link_planted_as_a_trial_folder_after_its_parent_was_kept_is_refused(t
     folders.close()
 
 
+@mode(False)  # the reference mode keeps nothing: it walks, and refuses the link
 def test_a_link_planted_above_a_kept_folder_is_never_followed(tmp_path: Path) -> None:
     root, outside = tmp_path / "run", tmp_path / "outside"
     (outside / "count").mkdir(parents=True)
@@ -129,6 +130,7 @@ def test_a_folder_removed_while_kept_is_walked_again_and_made_anew(tmp_path: Pat
 
 
 @needs_proc
+@mode(False)
 def test_at_most_limit_descriptors_are_kept_and_close_closes_them(tmp_path: Path) -> None:
     root = tmp_path / "run"
     root.mkdir()
@@ -157,3 +159,19 @@ def test_the_reference_mode_keeps_nothing(tmp_path: Path) -> None:
         assert open_descriptors() - before == {str((root / "trials" / "plan" / "count").resolve())}
     folders.close()
     assert sorted(tree(root)) == sorted(f"trials/plan/count/{i}/{n}" for i in "01" for n, _ in FILES)
+
+
+@needs_proc
+@mode(False)
+def test_a_writer_dropped_without_close_leaves_no_descriptor(tmp_path: Path) -> None:
+    import gc
+
+    root = tmp_path / "run"
+    root.mkdir()
+    before = open_descriptors()
+    folders = OpenFolders(root)
+    folders.write_atomic_many(("trials", "plan", "count", "0"), FILES)
+    assert open_descriptors() - before  # kept while the writer lives
+    del folders
+    gc.collect()
+    assert open_descriptors() - before == set()
