@@ -35,6 +35,13 @@ def open_descriptors() -> set[str]:
 needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd")
 
 
+def new_root(tmp_path: Path) -> tuple[Path, set[str]]:
+    """An empty run folder, and the folder descriptors this process holds before any writer opens one."""
+    root = tmp_path / "run"
+    root.mkdir()
+    return root, open_descriptors()
+
+
 def tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
@@ -132,9 +139,7 @@ def test_a_folder_removed_while_kept_is_walked_again_and_made_anew(tmp_path: Pat
 @needs_proc
 @mode(False)
 def test_at_most_limit_descriptors_are_kept_and_close_closes_them(tmp_path: Path) -> None:
-    root = tmp_path / "run"
-    root.mkdir()
-    before = open_descriptors()
+    root, before = new_root(tmp_path)
     folders = OpenFolders(root, limit=2)
     for task in ("a", "b", "c", "a", "d"):
         folders.write_atomic_many(("trials", "plan", task, "0"), FILES)
@@ -147,9 +152,7 @@ def test_at_most_limit_descriptors_are_kept_and_close_closes_them(tmp_path: Path
 
 @needs_proc
 def test_the_reference_mode_keeps_nothing(tmp_path: Path) -> None:
-    root = tmp_path / "run"
-    root.mkdir()
-    before = open_descriptors()
+    root, before = new_root(tmp_path)
     folders = OpenFolders(root)
     with mode(True):
         folders.write_atomic_many(("trials", "plan", "count", "0"), FILES)
@@ -166,9 +169,7 @@ def test_the_reference_mode_keeps_nothing(tmp_path: Path) -> None:
 def test_a_writer_dropped_without_close_leaves_no_descriptor(tmp_path: Path) -> None:
     import gc
 
-    root = tmp_path / "run"
-    root.mkdir()
-    before = open_descriptors()
+    root, before = new_root(tmp_path)
     folders = OpenFolders(root)
     folders.write_atomic_many(("trials", "plan", "count", "0"), FILES)
     assert open_descriptors() - before  # kept while the writer lives
