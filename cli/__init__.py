@@ -76,6 +76,10 @@ class LazyGroup(click.Group):
             command: click.Command = getattr(sys.modules[module_name], attr)
             return command
         with _collector_paused_for_imports():
+            # before the command's models are built: pydantic looks its plugins up on the first one
+            from capplan.core.entry_points import answer_pydantic_plugin_lookup
+
+            answer_pydantic_plugin_lookup()
             command = getattr(importlib.import_module(module_name), attr)
         return command
 

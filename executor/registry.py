@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from capplan.core.entry_points import POLICY_GROUP, Found, entry_points_in
 from capplan.core.errors import UserError
 
 #: the entry-point group third-party policies register in
-ENTRY_POINT_GROUP = "capplan.policies"
+ENTRY_POINT_GROUP = POLICY_GROUP
 
 #: The nine slots, in the order a plan lists them.
 SLOTS: tuple[str, ...] = (
@@ -138,16 +138,15 @@ class _Origin:
     is read only for the message, not for every entry point on every start-up.
     """
 
-    def __init__(self, ep: EntryPoint) -> None:
-        self._ep = ep
+    def __init__(self, found: Found) -> None:
+        self._found = found
 
     def __str__(self) -> str:
-        dist = self._ep.dist
-        return f"{dist.name if dist else '?'} ({ENTRY_POINT_GROUP})"
+        return f"{self._found.distribution()} ({ENTRY_POINT_GROUP})"
 
 
-def _entry_points() -> list[EntryPoint]:
-    return list(entry_points(group=ENTRY_POINT_GROUP))
+def _entry_points() -> tuple[Found, ...]:
+    return entry_points_in(ENTRY_POINT_GROUP)
 
 
 # not a speed memo (it stays in the reference mode): the registry is read once, so every plan and

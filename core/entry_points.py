@@ -1,0 +1,207 @@
+"""Entry points of the installed distributions, for the groups capplan reads, found in one pass.
+
+Seam *entry points* (``benchmarks/compiler_speed.py``, the start-up rows). Two lookups read every
+installed distribution's ``entry_points.txt`` on each start: capplan's policy registry (group
+``capplan.policies``) and pydantic's plugin lookup (group ``pydantic``, on the first model it builds).
+Through :mod:`importlib.metadata` each one builds a distribution object, a path object and an entry
+point object for every line of every distribution: about 21 ms apiece with 179 distributions
+installed, about a twelfth of ``capplan lint``. One pass over the same folders reads each file once
+with a plain ``open`` and keeps only the wanted groups (about 3 ms), and answers both lookups.
+
+What it finds is what :func:`importlib.metadata.entry_points` finds, in the same order:
+
+- the folders of ``sys.path`` in order, each listed once (``""`` is the current folder);
+- in each, every child whose name ends with ``.dist-info`` or ``.egg-info`` (any case), grouped by
+  the normalized name before the first ``-`` in the order the names first appear;
+- the first distribution of each normalized name wins (a later copy of it is shadowed);
+- its ``entry_points.txt`` read as importlib reads it: lines stripped, blank and ``#`` lines
+  skipped, ``[group]`` headers, ``name = value`` split at the first ``=``.
+
+Whatever the pass does not model is handed to :mod:`importlib.metadata` whole: a ``sys.path`` entry
+that is a file (a zip), a folder named ``*.egg``, a finder on ``sys.meta_path`` other than the path
+finder that finds distributions, a metadata folder whose suffix is not spelled exactly
+``.dist-info`` / ``.egg-info``, a line it cannot split, a file that is not UTF-8. The reference
+mode always asks :mod:`importlib.metadata`; ``tests/core/test_entry_points.py`` compares both
+sides on this environment and on made-up ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import os
+import re
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+from capplan.core.reference_mode import reference_mode
+
+#: the group capplan's policy registry reads
+POLICY_GROUP = "capplan.policies"
+#: the group pydantic reads its plugins from (``pydantic.plugin._loader``)
+PYDANTIC_GROUP = "pydantic"
+#: pydantic's own switch for its plugins; when a user set it, pydantic's reading of it stands
+PYDANTIC_DISABLE_VARIABLE = "PYDANTIC_DISABLE_PLUGINS"
+
+_SUFFIXES = (".dist-info", ".egg-info")
+
+
+class Found(NamedTuple):
+    """One entry point: ``name = value`` under ``[group]`` of the distribution at ``folder``."""
+
+    name: str
+    value: str
+    group: str
+    folder: str | None  # the metadata folder; None when importlib.metadata found it
+    origin_name: str | None = None  # the distribution's name when importlib.metadata gave it
+
+    def distribution(self) -> str:
+        """The distribution's name from its metadata, for messages only (parsing METADATA costs)."""
+        if self.origin_name is not None:
+            return self.origin_name
+        if self.folder is None:
+            return "?"
+        from importlib.metadata import PathDistribution
+
+        name = PathDistribution(Path(self.folder)).name
+        return name if isinstance(name, str) else "?"
+
+
+class _Unmodelled(Exception):
+    """Something the pass does not model: importlib.metadata answers instead."""
+
+
+def entry_points_in(group: str) -> tuple[Found, ...]:
+    """The entry points of ``group``, in the order :func:`importlib.metadata.entry_points` gives them.
+
+    Read afresh on every call (the policy registry keeps its own union once built)."""
+    return found_groups(frozenset({group})).get(group, ())
+
+
+def found_groups(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
+    """Each of ``groups`` with its entry points (a group with none is absent)."""
+    if not reference_mode():
+        try:
+            return _scan(groups)
+        except _Unmodelled:
+            pass
+    return _by_importlib(groups)
+
+
+def _by_importlib(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
+    from importlib.metadata import entry_points
+
+    out: dict[str, tuple[Found, ...]] = {}
+    for group in sorted(groups):
+        found = tuple(Found(ep.name, ep.value, ep.group, None, _dist_name(ep)) for ep in entry_points(group=group))
+        if found:
+            out[group] = found
+    return out
+
+
+def _dist_name(ep: object) -> str | None:
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", None) if dist is not None else None
+    return name if isinstance(name, str) else None
+
+
+def _scan(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
+    for finder in sys.meta_path:
+        if getattr(finder, "find_distributions", None) is not None and finder is not importlib.machinery.PathFinder:
+            raise _Unmodelled(f"{finder!r} finds distributions")
+    seen: set[str] = set()
+    out: dict[str, list[Found]] = {}
+    for entry in sys.path:
+        for name, folder in _metadata_folders(entry):
+            if name in seen:
+                continue  # shadowed by a distribution of the same name earlier on the path
+            seen.add(name)
+            for found in _entries(folder, groups):
+                out.setdefault(found.group, []).append(found)
+    return {group: tuple(found) for group, found in out.items()}
+
+
+def _metadata_folders(entry: str) -> list[tuple[str, str]]:
+    """``(normalized name, folder)`` of each metadata folder in the ``sys.path`` entry, grouped by name."""
+    if not isinstance(entry, str):
+        raise _Unmodelled(f"sys.path holds {entry!r}")
+    root = entry or "."
+    if os.path.basename(entry).lower().endswith(".egg"):
+        raise _Unmodelled(f"{entry} is an egg")
+    try:
+        children = os.listdir(root)
+    except OSError:
+        if os.path.isfile(root):
+            raise _Unmodelled(f"{entry} is a file (a zip?)") from None
+        return []  # absent, or not a folder: importlib finds nothing there either
+    grouped: dict[str, list[str]] = {}
+    for child in children:
+        low = child.lower()
+        if not low.endswith(_SUFFIXES):
+            continue
+        if not child.endswith(_SUFFIXES):
+            raise _Unmodelled(f"{child}: importlib names it from its METADATA")
+        name = _normalize(low.rpartition(".")[0].partition("-")[0])
+        if not name:
+            raise _Unmodelled(f"{child}: importlib names it from its METADATA")
+        grouped.setdefault(name, []).append(child)
+    return [(name, os.path.join(entry, child)) for name, children_ in grouped.items() for child in children_]
+
+
+def _normalize(name: str) -> str:
+    # importlib.metadata.Prepared.normalize: PEP 503 with "_" for the separator
+    return re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
+
+
+def _entries(folder: str, groups: frozenset[str]) -> list[Found]:
+    try:
+        with open(os.path.join(folder, "entry_points.txt"), encoding="utf-8") as handle:
+            text = handle.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        return []  # importlib reads such a distribution as having no entry points
+    except (OSError, UnicodeDecodeError):
+        raise _Unmodelled(f"{folder}: entry_points.txt unreadable") from None
+    found: list[Found] = []
+    group: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            group = line.strip("[]")
+            continue
+        if group is None:
+            continue
+        name, sep, value = line.partition("=")
+        if not sep:
+            raise _Unmodelled(f"{folder}: {line!r} has no '='")  # importlib raises; let it say so
+        if group in groups:
+            found.append(Found(name.strip(), value.strip(), group, folder))
+    return found
+
+
+def answer_pydantic_plugin_lookup() -> None:
+    """Tell pydantic it has no plugins when none is installed, so it does not look again.
+
+    pydantic looks its plugins up once per process, on the first model it builds, by reading the
+    ``pydantic`` group of every distribution (``pydantic.plugin._loader.get_plugins``). Where the
+    pass finds no entry point in that group, that lookup would find none either: its memo is set to
+    what it would have found (no plugins). Where one is installed, or ``PYDANTIC_DISABLE_PLUGINS``
+    is set, or pydantic has looked already, or pydantic keeps its memo elsewhere, nothing is
+    touched and pydantic looks as it always does. Not in the reference mode.
+    """
+    if reference_mode() or PYDANTIC_DISABLE_VARIABLE in os.environ:
+        return
+    try:
+        loader = importlib.import_module("pydantic.plugin._loader")
+    except ImportError:
+        return
+    if getattr(loader, "_plugins", False) is not None or getattr(loader, "_loading_plugins", True) is not False:
+        return
+    try:
+        found = _scan(frozenset({PYDANTIC_GROUP}))
+    except _Unmodelled:
+        return
+    if not found:
+        vars(loader)["_plugins"] = {}  # the module's memo, as get_plugins leaves it after finding none

@@ -1,0 +1,254 @@
+"""The one-pass entry-point scan (seam *entry points*) finds what importlib.metadata finds, in its
+order, or hands the question to it; and pydantic is told it has no plugins only when it has none."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capplan.core import entry_points as scan
+
+REPO = Path(__file__).resolve().parents[2]
+GROUPS = frozenset({"capplan.policies", "pydantic", "console_scripts", "pytest11", "acme"})
+
+
+def _importlib_view(groups: frozenset[str]) -> dict[str, list[tuple[str, str, str]]]:
+    from importlib.metadata import entry_points
+
+    out = {}
+    for group in sorted(groups):
+        found = [(ep.name, ep.value, ep.group) for ep in entry_points(group=group)]
+        if found:
+            out[group] = found
+    return out
+
+
+def _fast_view(groups: frozenset[str]) -> dict[str, list[tuple[str, str, str]]]:
+    return {group: [(f.name, f.value, f.group) for f in found] for group, found in scan._scan(groups).items()}
+
+
+def _dist(site: Path, folder: str, text: str | None, name: str | None = None) -> Path:
+    info = site / folder
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name or folder.split('-')[0]}\nVersion: 1.0\n",
+                                   encoding="utf-8")
+    if text is not None:
+        (info / "entry_points.txt").write_text(text, encoding="utf-8")
+    return info
+
+
+@pytest.fixture
+def sites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path]]:
+    """Two folders of distributions, first and last on sys.path."""
+    first, last = tmp_path / "first", tmp_path / "last"
+    first.mkdir()
+    last.mkdir()
+    monkeypatch.setattr(sys, "path", [str(first), *sys.path, str(last)])
+    yield first, last
+
+
+def test_this_environment_reads_the_same_both_ways() -> None:
+    assert _fast_view(GROUPS) == _importlib_view(GROUPS)
+    assert "console_scripts" in _fast_view(GROUPS)  # pytest's own, at least: the comparison is not of two empties
+
+
+def test_names_shadowing_order_and_file_syntax_match_importlib(sites: tuple[Path, Path],
+                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, last = sites
+    _dist(first, "acme_tools-2.0.dist-info",
+          "# a comment\n\nstray = before:any_group\n[acme]\n  b =  mod:B  \na=mod:A\n; not a comment = to importlib\n"
+          "[console_scripts]\nacme = acme.cli:main\n[acme]\nc = x = y\n")
+    _dist(last, "Acme.Tools-1.0.dist-info", "[acme]\nshadowed = old:Old\n")  # same normalized name: shadowed
+    _dist(first, "zeta-1.0.dist-info", "[acme]\nz = zeta:Z\n")
+    _dist(first, "zeta-0.9.dist-info", "[acme]\nolder = zeta:Older\n")  # same folder, same name
+    _dist(first, "plain.dist-info", "[acme]\nplain = plain:P\n")
+    _dist(first, "legacy-1.0.egg-info", "[acme]\nlegacy = legacy:L\n")
+    _dist(first, "nofile-1.0.dist-info", None)
+    (first / "oldstyle-1.0.egg-info").write_text("Metadata-Version: 1.0\nName: oldstyle\n", encoding="utf-8")
+    (first / "not_metadata").mkdir()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path / "absent"), "__a_path_hook_marker__"])
+    fast, reference = _fast_view(GROUPS), _importlib_view(GROUPS)
+    assert fast == reference
+    names = [name for name, _, _ in fast["acme"]]
+    assert "shadowed" not in names and {"a", "b", "c", "plain", "legacy"} <= set(names)
+    assert ("z" in names) != ("older" in names)  # one zeta: the first the folder lists
+    assert ("c", "x = y", "acme") in fast["acme"]
+
+
+def test_the_current_folder_is_read_for_an_empty_path_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _dist(tmp_path, "here-1.0.dist-info", "[acme]\nhere = here:H\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", *sys.path])
+    assert _fast_view(GROUPS) == _importlib_view(GROUPS)
+    assert ("here", "here:H", "acme") in _fast_view(GROUPS)["acme"]
+
+
+@pytest.mark.parametrize("case", ["zip", "egg", "suffix-case", "no-equals", "not-utf8", "finder"])
+def test_what_the_pass_does_not_model_is_handed_to_importlib(case: str, sites: tuple[Path, Path], tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    first, _ = sites
+    _dist(first, "ok-1.0.dist-info", "[acme]\nok = ok:Ok\n")
+    if case == "zip":
+        import zipfile
+
+        archive = tmp_path / "dists.zip"
+        with zipfile.ZipFile(archive, "w") as zf:
+            zf.writestr("zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n")
+            zf.writestr("zipped-1.0.dist-info/entry_points.txt", "[acme]\nzipped = z:Z\n")
+        monkeypatch.setattr(sys, "path", [str(archive), *sys.path])
+    elif case == "egg":
+        egg = tmp_path / "thing-1.0.egg"
+        _dist(egg, "EGG-INFO", "[acme]\negg = egg:E\n", name="thing")
+        monkeypatch.setattr(sys, "path", [str(egg), *sys.path])
+    elif case == "suffix-case":
+        _dist(first, "Loud-1.0.DIST-INFO", "[acme]\nloud = loud:L\n", name="loud")
+    elif case == "no-equals":
+        _dist(first, "broken-1.0.dist-info", "[acme]\njust a word\n")
+    elif case == "not-utf8":
+        (_dist(first, "latin-1.0.dist-info", None) / "entry_points.txt").write_bytes(b"[acme]\nn\xe9 = x:Y\n")
+    else:
+        monkeypatch.setattr(sys, "meta_path", [_Finder(tmp_path), *sys.meta_path])
+    with pytest.raises(scan._Unmodelled):
+        scan._scan(GROUPS)
+    if case in ("no-equals", "not-utf8"):
+        with pytest.raises(Exception) as by_importlib:
+            _importlib_view(GROUPS)
+        with pytest.raises(Exception) as by_seam:  # importlib's own error, raised by importlib
+            scan.found_groups(GROUPS)
+        assert type(by_seam.value) is type(by_importlib.value) and str(by_seam.value) == str(by_importlib.value)
+        return
+    via_seam = {g: [(f.name, f.value, f.group) for f in found] for g, found in scan.found_groups(GROUPS).items()}
+    assert via_seam == _importlib_view(GROUPS)
+    assert len(via_seam["acme"]) == 2  # ok, and the one only importlib reads
+
+
+class _Finder:
+    """A meta-path finder that also finds distributions (as some installers' finders do)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.info = _dist(folder / "elsewhere", "found_by_finder-1.0.dist-info", "[acme]\nfinder = f:F\n")
+
+    def find_spec(self, *args: Any) -> None:
+        return None
+
+    def find_distributions(self, context: Any = None) -> Iterator[Any]:
+        from importlib.metadata import PathDistribution
+
+        yield PathDistribution(self.info)
+
+
+def test_the_origin_of_an_entry_is_its_distribution_name(sites: tuple[Path, Path]) -> None:
+    first, _ = sites
+    _dist(first, "acme_tools-2.0.dist-info", "[acme]\na = mod:A\n", name="Acme-Tools")
+    (found,) = scan._scan(frozenset({"acme"}))["acme"]
+    assert found.distribution() == "Acme-Tools"
+    (by_importlib,) = scan._by_importlib(frozenset({"acme"}))["acme"]
+    assert by_importlib.distribution() == "Acme-Tools"
+
+
+def test_the_reference_mode_asks_importlib(sites: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    first, _ = sites
+    _dist(first, "acme_tools-2.0.dist-info", "[acme]\na = mod:A\n")
+    monkeypatch.setattr(scan, "reference_mode", lambda: True)
+    monkeypatch.setattr(scan, "_scan", _must_not_run)
+    assert [f.name for f in scan.entry_points_in("acme")] == ["a"]
+
+
+def _must_not_run(*args: Any) -> Any:
+    raise AssertionError("the one-pass scan ran in the reference mode")
+
+
+def test_only_the_path_finder_is_trusted_to_find_distributions() -> None:
+    assert any(f is importlib.machinery.PathFinder for f in sys.meta_path)
+
+
+PLUGIN = '''
+calls = []
+
+
+class Plugin:
+    def new_schema_validator(self, schema, schema_type, schema_type_path, schema_kind, config, plugin_settings):
+        calls.append(schema_type_path)
+        return None, None, None
+
+
+plugin = Plugin()
+'''
+
+PROBE = textwrap.dedent('''
+    import json, os, sys
+    from capplan.core.entry_points import answer_pydantic_plugin_lookup
+    import importlib.metadata as metadata
+    answer_pydantic_plugin_lookup()
+    import pydantic.plugin._loader as loader
+    answered = loader._plugins
+    real = metadata.entry_points
+    asked = []
+    metadata.entry_points = lambda **kw: asked.append(kw) or real(**kw)
+    loader.entry_points = metadata.entry_points
+    from pydantic import BaseModel
+    class One(BaseModel):
+        name: str
+    One.model_validate({"name": "x"})
+    calls = sys.modules["probe_plugin"].calls if "probe_plugin" in sys.modules else None
+    print(json.dumps({"answered": None if answered is None else sorted(answered), "pydantic_looked": bool(asked),
+                      "plugin_calls": calls}))
+''')
+
+
+def _probe(tmp_path: Path, *, plugin: bool, env: dict[str, str] | None = None) -> dict[str, Any]:
+    import json
+
+    site = tmp_path / "site"
+    site.mkdir()
+    if plugin:
+        (site / "probe_plugin.py").write_text(PLUGIN, encoding="utf-8")
+        _dist(site, "probe_plugin-1.0.dist-info", "[pydantic]\nprobe = probe_plugin:plugin\n")
+    base = {k: v for k, v in os.environ.items() if k not in ("PYDANTIC_DISABLE_PLUGINS", "CAPPLAN_REFERENCE")}
+    run = subprocess.run([sys.executable, "-c", PROBE], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={**base, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]), **(env or {})})
+    assert run.returncode == 0, run.stderr
+    result: dict[str, Any] = json.loads(run.stdout)
+    return result
+
+
+def test_pydantic_is_told_it_has_no_plugins_when_none_is_installed(tmp_path: Path) -> None:
+    assert _probe(tmp_path, plugin=False) == {"answered": [], "pydantic_looked": False, "plugin_calls": None}
+
+
+def test_an_installed_pydantic_plugin_is_still_found_and_called(tmp_path: Path) -> None:
+    result = _probe(tmp_path, plugin=True)
+    assert result["answered"] is None and result["pydantic_looked"] is True
+    assert result["plugin_calls"] and any("One" in path for path in result["plugin_calls"])
+
+
+@pytest.mark.parametrize("env", [{"PYDANTIC_DISABLE_PLUGINS": "probe"}, {"CAPPLAN_REFERENCE": "1"}])
+def test_a_users_plugin_switch_and_the_reference_mode_leave_pydantic_to_look(tmp_path: Path,
+                                                                             env: dict[str, str]) -> None:
+    result = _probe(tmp_path, plugin=False, env=env)
+    assert result["answered"] is None
+
+
+def test_the_cli_runs_an_installed_pydantic_plugin(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "probe_plugin.py").write_text(PLUGIN.replace("calls.append(schema_type_path)",
+                                                         "calls.append(schema_type_path)\n"
+                                                         "        open(__file__ + '.called', 'a').close()"),
+                                          encoding="utf-8")
+    _dist(site, "probe_plugin-1.0.dist-info", "[pydantic]\nprobe = probe_plugin:plugin\n")
+    overlay = site / "overlay.yaml"
+    overlay.write_text('presets:\n  acme:\n    match: ["acme-*"]\n', encoding="utf-8")
+    base = {k: v for k, v in os.environ.items() if k not in ("PYDANTIC_DISABLE_PLUGINS", "CAPPLAN_REFERENCE")}
+    run = subprocess.run([sys.executable, "-m", "capplan.cli", "lint", str(overlay)], cwd=site, capture_output=True,
+                         text=True, timeout=120, env={**base, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])})
+    assert run.returncode == 0, run.stderr
+    assert (site / "probe_plugin.py.called").exists()
