@@ -1,0 +1,67 @@
+"""Linting an overlay builds the preset sections' and the provider binding's validators first (seam
+*shared sections*): the same diagnostics, byte for byte, as each file's validator building its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+OVERLAY = """\
+presets:
+  vendor_model:
+    match: ["model-*"]
+    reasoning_codec: openai
+    params:
+      temperature: hot
+      supports_seed: sometimes
+      param_value_rules:
+        tool_choice:
+          auto: {action: explode, evidence: "2026-08-01, vendor API has no auto"}
+    responses_api: {store: maybe}
+bindings:
+  openai:
+    base_url: 12
+    failure_rules: [{status: "x"}]
+"""
+
+
+def _lint(overlay: Path, reference: bool) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CAPPLAN_REFERENCE"}
+    if reference:
+        env["CAPPLAN_REFERENCE"] = "1"
+    return subprocess.run([sys.executable, "-m", "capplan.cli", "lint", "--format", "json", str(overlay)],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+@pytest.mark.parametrize("text", [OVERLAY, OVERLAY.split("bindings:")[0], "presets: {}\n"])
+def test_an_overlays_diagnostics_do_not_depend_on_the_build_order(text: str, tmp_path: Path) -> None:
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(text, encoding="utf-8")
+    fast, reference = _lint(overlay, reference=False), _lint(overlay, reference=True)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (reference.returncode, reference.stdout, reference.stderr)
+    if text == OVERLAY:
+        assert fast.returncode == 2 and fast.stdout.count('"severity": "error"') >= 5, fast.stdout
+
+
+def test_the_sections_are_built_before_the_overlay_is_read(tmp_path: Path) -> None:
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(OVERLAY, encoding="utf-8")
+    probe = (
+        "import sys\n"
+        "from capplan.compiler.lint import lint_file\n"
+        "from capplan.compiler.inputs.preset_file import PresetEntry\n"
+        "from capplan.executor.binding import ProviderBinding\n"
+        f"lint_file(__import__('pathlib').Path({str(overlay)!r}))\n"
+        "print(PresetEntry.__pydantic_complete__, ProviderBinding.__pydantic_complete__)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CAPPLAN_REFERENCE"}
+    for reference, expected in ((False, "True True"), (True, "False False")):
+        if reference:
+            env["CAPPLAN_REFERENCE"] = "1"
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == expected
