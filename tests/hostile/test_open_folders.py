@@ -176,3 +176,24 @@ def test_a_writer_dropped_without_close_leaves_no_descriptor(tmp_path: Path) -> 
     del folders
     gc.collect()
     assert open_descriptors() - before == set()
+
+
+@needs_proc
+def test_a_run_folder_dropped_without_release_closes_its_runs_file(tmp_path: Path) -> None:
+    import gc
+
+    from capplan.trials.run_folder.folder import RUNS_FILE, RunFolder
+
+    root, _ = new_root(tmp_path)
+    runs = str((root / RUNS_FILE).resolve())
+
+    def held() -> bool:
+        return any(os.path.realpath(f"/proc/self/fd/{fd}") == runs for fd in os.listdir("/proc/self/fd"))
+
+    folder = RunFolder(root)
+    folder._append_run_line(b"{}\n")  # the one append seam; a Python API caller writes through it without drive()
+    assert held()
+    del folder
+    gc.collect()
+    assert not held()
+    assert (root / RUNS_FILE).read_bytes() == b"{}\n"

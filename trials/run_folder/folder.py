@@ -50,6 +50,7 @@ import os
 import re
 import stat
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,18 @@ _NEW_FOLDER_HINT = "choose a new --out (a missing or empty folder), or the folde
 _TMP = r"\.(?:{names})\.[A-Za-z0-9_]{{6,32}}\.tmp"
 _TOP_LEFTOVERS = re.compile(_TMP.format(names="|".join(re.escape(n) for n in TOP_FILES if n != RUNS_FILE)))
 _TRIAL_LEFTOVERS = re.compile(_TMP.format(names="|".join(re.escape(n) for n in TRIAL_FILES)))
+
+
+class _KeptDescriptor:
+    """One descriptor kept open across writes (``runs.jsonl``'s), closed once however it is closed."""
+
+    def __init__(self) -> None:
+        self.fd: int | None = None
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
 
 
 class RunFolderError(InputError):
@@ -205,7 +218,9 @@ class RunFolder:
         self._writer: folder_lock.FolderLock | None = None  # held from open() to release()
         # the folders holding trial folders, walked once per invocation; runs.jsonl opened once, as the journal is
         self._folders = confined.OpenFolders(root)
-        self._runs_fd: int | None = None
+        self._runs = _KeptDescriptor()
+        # a folder written through without drive() (the Python API) and dropped closes it too
+        weakref.finalize(self, self._runs.close)
 
     # -- reading and checking ------------------------------------------------------------
 
@@ -713,10 +728,10 @@ class RunFolder:
     def _append_run_line(self, data: bytes) -> None:
         """One line appended to ``runs.jsonl`` with one ``write``; the file is walked, checked and opened once
         per invocation (as :func:`confined.append` checks it), not once per trial (called under the lock)."""
-        if self._runs_fd is None:
-            self._runs_fd = confined.open_append(self.root, (RUNS_FILE,))
+        if self._runs.fd is None:
+            self._runs.fd = confined.open_append(self.root, (RUNS_FILE,))
         try:
-            confined.write_all(self._runs_fd, data)
+            confined.write_all(self._runs.fd, data)
         except OSError as exc:
             raise ConfinedPathError(self.runs, "out-unwritable", f"cannot append to it: {exc.strerror or exc}") from None
 
@@ -724,9 +739,7 @@ class RunFolder:
         """The invocation is over: what it kept open is closed (a stray late write opens it again)."""
         self._folders.close()
         with self._lock:
-            if self._runs_fd is not None:
-                os.close(self._runs_fd)
-                self._runs_fd = None
+            self._runs.close()
 
     def _readable(self, text: str, key: TrialKey) -> RunLine:
         """``text`` as the run line of trial ``key``, validated exactly as it will be read back."""
