@@ -72,13 +72,16 @@ def test_names_shadowing_order_and_file_syntax_match_importlib(sites: tuple[Path
     _dist(first, "plain.dist-info", "[acme]\nplain = plain:P\n")
     _dist(first, "legacy-1.0.egg-info", "[acme]\nlegacy = legacy:L\n")
     _dist(first, "nofile-1.0.dist-info", None)
+    (_dist(first, "windows-1.0.dist-info", None) / "entry_points.txt").write_bytes(b"[acme]\r\ncrlf = w:W\r\n")
+    (_dist(first, "oldmac-1.0.dist-info", None) / "entry_points.txt").write_bytes(b"[acme]\rcr = m:M\r")
+    (first / "folder-1.0.dist-info" / "entry_points.txt").mkdir(parents=True)  # not a file: no entry points
     (first / "oldstyle-1.0.egg-info").write_text("Metadata-Version: 1.0\nName: oldstyle\n", encoding="utf-8")
     (first / "not_metadata").mkdir()
     monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path / "absent"), "__a_path_hook_marker__"])
     fast, reference = _fast_view(GROUPS), _importlib_view(GROUPS)
     assert fast == reference
     names = [name for name, _, _ in fast["acme"]]
-    assert "shadowed" not in names and {"a", "b", "c", "plain", "legacy"} <= set(names)
+    assert "shadowed" not in names and {"a", "b", "c", "plain", "legacy", "crlf", "cr"} <= set(names)
     assert ("z" in names) != ("older" in names)  # one zeta: the first the folder lists
     assert ("c", "x = y", "acme") in fast["acme"]
 
