@@ -117,15 +117,19 @@ providers:
     assert [(s.param, s.requested, s.sent) for s in built.value_substitutions] == [("parallel_tool_calls", True, False)]
 
 
-def test_a_rejected_parallel_tool_calls_default_fails_at_compile_time(write: Callable[[str, str], Path]) -> None:
-    overlay = write("ops.yaml", """
+#: an overlay refusing parallel_tool_calls=true on openai (test_streamed_compile uses it too)
+REJECTS_PARALLEL_CALLS = """
 providers:
   openai:
     params:
       param_value_rules:
         parallel_tool_calls:
           true: {action: reject, evidence: "2026-11-30 probe"}
-""")
+"""
+
+
+def test_a_rejected_parallel_tool_calls_default_fails_at_compile_time(write: Callable[[str, str], Path]) -> None:
+    overlay = write("ops.yaml", REJECTS_PARALLEL_CALLS)
     run = write("run.yaml", "models:\n  m: {provider: openai, name: gpt-x, parallel_tool_calls: true}\n")
     with pytest.raises(InputError, match="rejected-value"):
         compile_paths(run_config=run, overlays=[overlay])

@@ -12,16 +12,16 @@ import pytest
 
 OVERLAY = """\
 presets:
-  vendor_model:
-    match: ["model-*"]
-    reasoning_codec: openai
+  acme_chat:
+    responses_api: {store: maybe}
     params:
-      temperature: hot
       supports_seed: sometimes
+      temperature: hot
       param_value_rules:
         tool_choice:
           auto: {action: explode, evidence: "2026-08-01, vendor API has no auto"}
-    responses_api: {store: maybe}
+    match: ["acme-*"]
+    reasoning_codec: openai
 bindings:
   openai:
     base_url: 12

@@ -15,17 +15,11 @@ from capplan.compiler.plan_output import PlanSetWriter, write_plan_set
 from capplan.core.diagnostics import InputError
 from capplan.core.reference_mode import reference_mode
 from capplan.executor.plan import Plan
+from tests.compiler.test_call_settings import REJECTS_PARALLEL_CALLS
 from tests.compiler.test_cli import invoke
 
 #: an overlay refusing parallel_tool_calls=true on openai, and a run whose third model asks for it
-REFUSING = """
-providers:
-  openai:
-    params:
-      param_value_rules:
-        parallel_tool_calls:
-          true: {action: reject, evidence: "2026-11-30 probe"}
-"""
+REFUSING = REJECTS_PARALLEL_CALLS
 RUN = ("models:\n  a: {provider: openai, name: gpt-x}\n  b: {provider: anthropic, name: claude-opus-4.7}\n"
        "  c: {provider: openai, name: gpt-y, parallel_tool_calls: true}\n  d: {provider: openai, name: gpt-z}\n")
 
