@@ -22,7 +22,7 @@ What it finds is what :func:`importlib.metadata.entry_points` finds, in the same
 
 Whatever the pass does not model is handed to :mod:`importlib.metadata` whole: a ``sys.path`` entry
 that is a file (a zip), a folder named ``*.egg``, a finder on ``sys.meta_path`` other than the path
-finder that finds distributions, a metadata folder whose suffix is not spelled exactly
+finder that finds distributions (the ``importlib_metadata`` backport installs one when imported), a metadata folder whose suffix is not spelled exactly
 ``.dist-info`` / ``.egg-info``, a line it cannot split, a file that is not UTF-8. The reference
 mode always asks :mod:`importlib.metadata`; ``tests/registry/test_entry_point_scan.py`` compares
 both sides on this environment and on made-up ones.
@@ -104,8 +104,12 @@ def _by_importlib(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
 
 
 def _scan(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
+    path_finder = importlib.machinery.PathFinder
+    if getattr(path_finder, "find_distributions", None) is None:
+        # the importlib_metadata backport, once imported, takes this over from the standard library
+        raise _Unmodelled("the standard path finder does not find distributions here")
     for finder in sys.meta_path:
-        if getattr(finder, "find_distributions", None) is not None and finder is not importlib.machinery.PathFinder:
+        if getattr(finder, "find_distributions", None) is not None and finder is not path_finder:
             raise _Unmodelled(f"{finder!r} finds distributions")
     seen: set[str] = set()
     out: dict[str, list[Found]] = {}

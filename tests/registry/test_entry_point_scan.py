@@ -45,6 +45,25 @@ def _dist(site: Path, folder: str, text: str | None, name: str | None = None) ->
     return info
 
 
+@pytest.fixture(autouse=True)
+def only_the_path_finder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both sides read under the standard library's finders, as a capplan command starts.
+
+    A package imported earlier in this test process may have changed them: the ``importlib_metadata``
+    backport, once imported, adds a finder of its own to ``sys.meta_path`` and takes the standard
+    path finder's ``find_distributions`` away. The pass then hands every question to importlib
+    (``test_the_importlib_metadata_backport_hands_the_question_to_importlib``); here the standard
+    arrangement is put back for the test.
+    """
+    from importlib.metadata import MetadataPathFinder
+
+    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path if f is importlib.machinery.PathFinder
+                                           or getattr(f, "find_distributions", None) is None])
+    if getattr(importlib.machinery.PathFinder, "find_distributions", None) is None:
+        monkeypatch.setattr(importlib.machinery.PathFinder, "find_distributions",
+                            staticmethod(MetadataPathFinder.find_distributions), raising=False)
+
+
 @pytest.fixture
 def sites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path]]:
     """Two folders of distributions, first and last on sys.path."""
@@ -255,3 +274,28 @@ def test_the_cli_runs_an_installed_pydantic_plugin(tmp_path: Path) -> None:
                          text=True, timeout=120, env={**base, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])})
     assert run.returncode == 0, run.stderr
     assert (site / "probe_plugin.py.called").exists()
+
+
+def test_the_importlib_metadata_backport_hands_the_question_to_importlib(tmp_path: Path) -> None:
+    import json
+
+    probe = textwrap.dedent("""
+        import json, sys
+        import importlib_metadata  # installs its finder, takes the standard path finder's away
+        from capplan.core import entry_points as scan
+        try:
+            scan._scan(frozenset({"console_scripts"}))
+            handed = False
+        except scan._Unmodelled:
+            handed = True
+        found = [(f.name, f.value) for f in scan.entry_points_in("console_scripts")]
+        import importlib.metadata as metadata
+        print(json.dumps({"handed": handed, "same": found == [(e.name, e.value) for e in
+                          metadata.entry_points(group="console_scripts")], "some": bool(found)}))
+    """)
+    pytest.importorskip("importlib_metadata")
+    env = {k: v for k, v in os.environ.items() if k != "CAPPLAN_REFERENCE"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          env={**env, "PYTHONPATH": str(REPO)}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"handed": True, "same": True, "some": True}
