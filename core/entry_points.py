@@ -22,10 +22,14 @@ What it finds is what :func:`importlib.metadata.entry_points` finds, in the same
 
 Whatever the pass does not model is handed to :mod:`importlib.metadata` whole: a ``sys.path`` entry
 that is a file (a zip), a folder named ``*.egg``, a finder on ``sys.meta_path`` other than the path
-finder that finds distributions (the ``importlib_metadata`` backport installs one when imported), a metadata folder whose suffix is not spelled exactly
-``.dist-info`` / ``.egg-info``, a line it cannot split, a file that is not UTF-8. The reference
-mode always asks :mod:`importlib.metadata`; ``tests/registry/test_entry_point_scan.py`` compares
-both sides on this environment and on made-up ones.
+finder that finds distributions (the ``importlib_metadata`` backport installs one when imported), a
+metadata folder whose suffix is not spelled exactly ``.dist-info`` / ``.egg-info``.
+
+A file importlib cannot read (a line under a group that is not ``name = value``, bytes that are
+not UTF-8) makes importlib raise a bare ``TypeError`` or ``UnicodeDecodeError``; both modes report it
+instead as :class:`EntryPointsUnreadable`, naming the file and line. The reference mode always asks
+:mod:`importlib.metadata`; ``tests/registry/test_entry_point_scan.py`` compares both sides on this
+environment and on made-up ones.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from capplan.core.errors import UserError
 from capplan.core.reference_mode import reference_mode
 
 #: the group capplan's policy registry reads
@@ -74,6 +79,19 @@ class _Unmodelled(Exception):
     """Something the pass does not model: importlib.metadata answers instead."""
 
 
+class EntryPointsUnreadable(UserError):
+    """An installed distribution's ``entry_points.txt`` that importlib.metadata cannot read.
+
+    importlib.metadata reads every installed distribution's file, whichever group is asked for, and
+    raises a bare ``TypeError`` or ``UnicodeDecodeError`` on a line that is not ``name = value`` or
+    on bytes that are not UTF-8. pydantic's plugin lookup and capplan's policy registry both ask, so
+    one such file stops every command. A broken installation, not an input: the file and line are
+    named, and the fix is to reinstall or remove the distribution.
+    """
+
+    code = "ENTRY_POINTS"
+
+
 def entry_points_in(group: str) -> tuple[Found, ...]:
     """The entry points of ``group``, in the order :func:`importlib.metadata.entry_points` gives them.
 
@@ -82,7 +100,9 @@ def entry_points_in(group: str) -> tuple[Found, ...]:
 
 
 def found_groups(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
-    """Each of ``groups`` with its entry points (a group with none is absent)."""
+    """Each of ``groups`` with its entry points (a group with none is absent).
+
+    :class:`EntryPointsUnreadable` for a file importlib.metadata cannot read, in both modes."""
     if not reference_mode():
         try:
             return _scan(groups)
@@ -96,8 +116,12 @@ def _by_importlib(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
 
     out: dict[str, tuple[Found, ...]] = {}
     for group in sorted(groups):
-        found = tuple(Found(ep.name, ep.value, ep.group, None, getattr(ep, "dist", None))
-                      for ep in entry_points(group=group))
+        try:
+            listed = list(entry_points(group=group))
+        except (TypeError, ValueError):
+            _locate_unreadable()  # raises the located error when the pass finds the file
+            raise
+        found = tuple(Found(ep.name, ep.value, ep.group, None, getattr(ep, "dist", None)) for ep in listed)
         if found:
             out[group] = found
     return out
@@ -121,6 +145,20 @@ def _scan(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
             for found in _entries(folder, groups):
                 out.setdefault(found.group, []).append(found)
     return {group: tuple(found) for group, found in out.items()}
+
+
+def _locate_unreadable() -> None:
+    """Raise :class:`EntryPointsUnreadable` for the file importlib.metadata just failed on, if the pass finds it."""
+    seen: set[str] = set()
+    for entry in sys.path:
+        try:
+            folders = _metadata_folders(entry)
+        except _Unmodelled:
+            continue
+        for name, folder in folders:
+            if name not in seen:
+                seen.add(name)
+                _entries(folder, frozenset())
 
 
 def _metadata_folders(entry: str) -> list[tuple[str, str]]:
@@ -156,15 +194,21 @@ def _normalize(name: str) -> str:
 
 
 def _entries(folder: str, groups: frozenset[str]) -> list[Found]:
+    path = os.path.join(folder, "entry_points.txt")
     try:
-        text = _read(os.path.join(folder, "entry_points.txt")).decode("utf-8")
+        raw_bytes = _read(path)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
         return []  # importlib reads such a distribution as having no entry points
-    except (OSError, UnicodeDecodeError):
-        raise _Unmodelled(f"{folder}: entry_points.txt unreadable") from None
+    except OSError:
+        raise _Unmodelled(f"{path} unreadable") from None
+    try:
+        text = raw_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = raw_bytes.count(b"\n", 0, exc.start) + 1
+        raise _unreadable(path, lineno, "the file is not UTF-8 text (its first bad byte is on this line)") from None
     found: list[Found] = []
     group: str | None = None
-    for raw in text.splitlines():
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -175,10 +219,18 @@ def _entries(folder: str, groups: frozenset[str]) -> list[Found]:
             continue
         name, sep, value = line.partition("=")
         if not sep:
-            raise _Unmodelled(f"{folder}: {line!r} has no '='")  # importlib raises; let it say so
+            raise _unreadable(path, lineno, f"{line[:80]!r} under [{group[:80]}] is not 'name = value'")
         if group in groups:
             found.append(Found(name.strip(), value.strip(), group, folder))
     return found
+
+
+def _unreadable(path: str, lineno: int, what: str) -> EntryPointsUnreadable:
+    return EntryPointsUnreadable(
+        f"{what}: importlib.metadata cannot read this installed distribution's entry points, "
+        "and pydantic's plugin lookup and capplan's policy registry read every distribution's",
+        location=f"{path}:{lineno}",
+        hint=f"reinstall or remove the distribution installed as {os.path.dirname(path)}")
 
 
 def _read(path: str) -> bytes:
@@ -203,9 +255,13 @@ def answer_pydantic_plugin_lookup() -> None:
     pass finds no entry point in that group, that lookup would find none either: its memo is set to
     what it would have found (no plugins). Where one is installed, or ``PYDANTIC_DISABLE_PLUGINS``
     is set, or pydantic has looked already, or pydantic keeps its memo elsewhere, nothing is
-    touched and pydantic looks as it always does. Not in the reference mode.
+    touched and pydantic looks as it always does. The reference mode asks importlib.metadata and
+    leaves pydantic to look itself.
+
+    An ``entry_points.txt`` importlib.metadata cannot read would stop pydantic's lookup with a bare
+    ``TypeError``: it is reported here instead, located (:class:`EntryPointsUnreadable`), in both modes.
     """
-    if reference_mode() or PYDANTIC_DISABLE_VARIABLE in os.environ:
+    if PYDANTIC_DISABLE_VARIABLE in os.environ:
         return
     try:
         loader = importlib.import_module("pydantic.plugin._loader")
@@ -213,9 +269,6 @@ def answer_pydantic_plugin_lookup() -> None:
         return
     if getattr(loader, "_plugins", False) is not None or getattr(loader, "_loading_plugins", True) is not False:
         return
-    try:
-        found = _scan(frozenset({PYDANTIC_GROUP}))
-    except _Unmodelled:
-        return
-    if not found:
+    found = found_groups(frozenset({PYDANTIC_GROUP}))
+    if not found and not reference_mode():
         vars(loader)["_plugins"] = {}  # the module's memo, as get_plugins leaves it after finding none
