@@ -2,8 +2,9 @@
 
 - `capplan lint` on one overlay and `capplan compile` of the whole catalogue, each as whole
   processes, against `python -c "import pydantic, ruamel.yaml, click"` (target: compile <= 2.5x),
-  in wall time and in the child's CPU time (user+sys; steadier than wall on a loaded machine). The verdict is on the paired CPU ratio: the median over rounds of the two
-  commands' CPU in the same round (see ``paired``). With PYTHONDONTWRITEBYTECODE set, run `python -m compileall -q core compiler
+  in wall time and in the child's CPU time (user+sys; steadier than wall on a loaded machine).
+  The verdict is on the paired CPU ratio: the median over rounds of the two commands' CPU in the
+  same round (see ``paired``). With PYTHONDONTWRITEBYTECODE set, run `python -m compileall -q core compiler
   executor cli trials evals presets` first, or every run compiles capplan from source.
   Beside them, the same baseline plus validating one one-field pydantic model: the baseline's
   `import pydantic` is lazy (no `BaseModel`, no validator machinery, no plugin lookup), so this

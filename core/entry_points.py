@@ -1,4 +1,4 @@
-"""Entry points of the installed distributions, for the groups capplan reads, found in one pass.
+"""Entry points of the installed distributions, for the groups capplan reads, found in one pass over them.
 
 Seam *entry points* (``benchmarks/compiler_speed.py``, the start-up rows). Two lookups read every
 installed distribution's ``entry_points.txt`` on each start: capplan's policy registry (group
@@ -39,6 +39,7 @@ import importlib.machinery
 import os
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -135,30 +136,35 @@ def _scan(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
     for finder in sys.meta_path:
         if getattr(finder, "find_distributions", None) is not None and finder is not path_finder:
             raise _Unmodelled(f"{finder!r} finds distributions")
-    seen: set[str] = set()
     out: dict[str, list[Found]] = {}
-    for entry in sys.path:
-        for name, folder in _metadata_folders(entry):
-            if name in seen:
-                continue  # shadowed by a distribution of the same name earlier on the path
-            seen.add(name)
-            for found in _entries(folder, groups):
-                out.setdefault(found.group, []).append(found)
+    for folder in _distribution_folders(skip_unmodelled=False):
+        for found in _entries(folder, groups):
+            out.setdefault(found.group, []).append(found)
     return {group: tuple(found) for group, found in out.items()}
 
 
 def _locate_unreadable() -> None:
     """Raise :class:`EntryPointsUnreadable` for the file importlib.metadata just failed on, if the pass finds it."""
+    for folder in _distribution_folders(skip_unmodelled=True):
+        _entries(folder, frozenset())
+
+
+def _distribution_folders(*, skip_unmodelled: bool) -> Iterator[str]:
+    """The metadata folder of each distribution importlib reads, in its order: a later one of a
+    name already seen is shadowed. ``skip_unmodelled``: pass over a ``sys.path`` entry the pass does
+    not model instead of raising :class:`_Unmodelled`."""
     seen: set[str] = set()
     for entry in sys.path:
         try:
             folders = _metadata_folders(entry)
         except _Unmodelled:
+            if not skip_unmodelled:
+                raise
             continue
         for name, folder in folders:
             if name not in seen:
                 seen.add(name)
-                _entries(folder, frozenset())
+                yield folder
 
 
 def _metadata_folders(entry: str) -> list[tuple[str, str]]:
@@ -179,11 +185,9 @@ def _metadata_folders(entry: str) -> list[tuple[str, str]]:
         low = child.lower()
         if not low.endswith(_SUFFIXES):
             continue
-        if not child.endswith(_SUFFIXES):
-            raise _Unmodelled(f"{child}: importlib names it from its METADATA")
         name = _normalize(low.rpartition(".")[0].partition("-")[0])
-        if not name:
-            raise _Unmodelled(f"{child}: importlib names it from its METADATA")
+        if not child.endswith(_SUFFIXES) or not name:  # importlib names such a folder from its METADATA
+            raise _Unmodelled(f"{child}: named by its METADATA")
         grouped.setdefault(name, []).append(child)
     return [(name, os.path.join(entry, child)) for name, children_ in grouped.items() for child in children_]
 

@@ -144,6 +144,7 @@ def test_what_the_pass_does_not_model_is_handed_to_importlib(case: str, sites: t
 @pytest.mark.parametrize(("text", "line", "what"), [
     (b"[console_scripts]\nok = a:b\njust a word\n", 3, "'just a word' under [console_scripts] is not 'name = value'"),
     (b"[acme]\nok = a:b\nn\xe9 = x:Y\n", 3, "the file is not UTF-8 text (its first bad byte is on this line)"),
+    (b"[console_scripts]\nok = a:b\n[acm", 3, "'[acm' under [console_scripts] is not 'name = value'"),  # cut short
 ])
 @pytest.mark.parametrize("reference", [False, True])
 def test_a_file_importlib_cannot_read_is_named_with_its_line_in_both_modes(
@@ -337,3 +338,9 @@ def test_the_cli_names_a_broken_installed_file_instead_of_a_traceback(tmp_path: 
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
     assert run.stderr.startswith(f"{broken}:2: error[ENTRY_POINTS]: 'just a word' under [console_scripts] is not "
                                  "'name = value'"), run.stderr
+    out = tmp_path / "plans"
+    compiled = subprocess.run([sys.executable, "-m", "capplan.cli", "compile", "--out", str(out)], cwd=site,
+                              capture_output=True, text=True, timeout=120,
+                              env={**base, **env, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])})
+    assert compiled.returncode == 2 and "Traceback" not in compiled.stderr, compiled.stderr
+    assert f"{broken}:2: error[ENTRY_POINTS]" in compiled.stderr and not out.exists()  # nothing written
