@@ -77,7 +77,7 @@ class LazyGroup(click.Group):
             return command
         with _collector_paused_for_imports():
             # before the command's models are built: pydantic looks its plugins up on the first one
-            from capplan.core.entry_points import answer_pydantic_plugin_lookup
+            from capplan.core.pydantic_plugins import answer_pydantic_plugin_lookup
 
             answer_pydantic_plugin_lookup()
             command = getattr(importlib.import_module(module_name), attr)

@@ -13,7 +13,10 @@ would refuse) goes to ``packaging``, which also gives the refusal for malformed 
 from __future__ import annotations
 
 import operator
+import os
 from collections.abc import Callable
+
+from capplan.core.entry_points import distribution_folder
 
 # longest first, so that ">=" is not read as ">" followed by "=..."
 _OPERATORS: tuple[tuple[str, Callable[[tuple[int, ...], tuple[int, ...]], bool]], ...] = (
@@ -81,15 +84,42 @@ def installed_version() -> str:
     ``Distribution.version`` parses the whole METADATA file as an e-mail message, and importing
     the e-mail parser is most of its cost; the ``Version`` header is one line of the header block,
     so it is read directly, and the full parse is kept for a file where that line is not found.
+    The metadata folder is the one importlib.metadata would read, found by the entry-point pass
+    (:func:`capplan.core.entry_points.distribution_folder`), so that importlib.metadata itself is
+    imported only where the pass cannot say or the line is not there.
     """
+    folder = distribution_folder("capplan")
+    if folder is not None:
+        version = _version_header(_metadata_text(folder))
+        if version is not None:
+            return version
     from importlib.metadata import distribution
 
     dist = distribution("capplan")
-    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    return _version_header(dist.read_text("METADATA") or dist.read_text("PKG-INFO") or "") or str(dist.version)
+
+
+def _metadata_text(folder: str) -> str:
+    # what Distribution.read_text("METADATA") or read_text("PKG-INFO") gives; a file importlib would
+    # fail on (not UTF-8) reads as empty here, so that importlib.metadata is asked and fails as before
+    for name in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                text = handle.read()
+        except UnicodeDecodeError:
+            return ""
+        except OSError:
+            continue
+        if text:
+            return text
+    return ""
+
+
+def _version_header(text: str) -> str | None:
     for line in text.splitlines():
         if not line.strip():
             break  # the header block ends at the first blank line
         name, sep, value = line.partition(":")
         if sep and name.strip().lower() == "version" and value.strip():
             return value.strip()
-    return str(dist.version)
+    return None

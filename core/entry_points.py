@@ -8,7 +8,11 @@ point object for every line of every distribution: about 21 ms apiece with 179 d
 installed, together about a tenth of ``capplan lint``. A pass over the same folders reads each
 ``entry_points.txt`` with ``os.open`` and keeps only the wanted groups (about 4.5 ms here); the
 registry reads its group through it, and pydantic's lookup is answered from it when it would find
-nothing (:func:`answer_pydantic_plugin_lookup`).
+nothing (:mod:`capplan.core.pydantic_plugins`). The same walk finds the metadata folder
+:func:`importlib.metadata.distribution` would read (:func:`distribution_folder`: capplan's own
+version, which ``compile`` checks against the data's ``requires_capplan``), so a command that asks
+nothing else of importlib.metadata does not import it (about 35 ms: the e-mail parser, ``zipfile``,
+``csv``).
 
 What it finds is what :func:`importlib.metadata.entry_points` finds, in the same order:
 
@@ -48,10 +52,6 @@ from capplan.core.reference_mode import reference_mode
 
 #: the group capplan's policy registry reads
 POLICY_GROUP = "capplan.policies"
-#: the group pydantic reads its plugins from (``pydantic.plugin._loader``)
-PYDANTIC_GROUP = "pydantic"
-#: pydantic's own switch for its plugins; when a user set it, pydantic's reading of it stands
-PYDANTIC_DISABLE_VARIABLE = "PYDANTIC_DISABLE_PLUGINS"
 
 _SUFFIXES = (".dist-info", ".egg-info")
 
@@ -128,7 +128,26 @@ def _by_importlib(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
     return out
 
 
-def _scan(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
+def distribution_folder(name: str) -> str | None:
+    """The metadata folder :func:`importlib.metadata.distribution` reads for ``name``: the first one
+    of that normalized name along ``sys.path``. None in the reference mode, where the pass does not
+    model what is installed, or where it finds none: ask importlib.metadata then (which raises
+    ``PackageNotFoundError`` for none)."""
+    if reference_mode():
+        return None
+    wanted = _normalize(name.lower())
+    try:
+        _only_the_path_finder()
+        for entry in sys.path:
+            for found, folder in _metadata_folders(entry):
+                if found == wanted:
+                    return folder
+    except _Unmodelled:
+        pass
+    return None
+
+
+def _only_the_path_finder() -> None:
     path_finder = importlib.machinery.PathFinder
     if getattr(path_finder, "find_distributions", None) is None:
         # the importlib_metadata backport, once imported, takes this over from the standard library
@@ -136,6 +155,10 @@ def _scan(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
     for finder in sys.meta_path:
         if getattr(finder, "find_distributions", None) is not None and finder is not path_finder:
             raise _Unmodelled(f"{finder!r} finds distributions")
+
+
+def _scan(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
+    _only_the_path_finder()
     out: dict[str, list[Found]] = {}
     for folder in _distribution_folders(skip_unmodelled=False):
         for found in _entries(folder, groups):
@@ -249,30 +272,3 @@ def _read(path: str) -> bytes:
     finally:
         os.close(fd)
     return b"".join(chunks)
-
-
-def answer_pydantic_plugin_lookup() -> None:
-    """Tell pydantic it has no plugins when none is installed, so it does not look again.
-
-    pydantic looks its plugins up once per process, on the first model it builds, by reading the
-    ``pydantic`` group of every distribution (``pydantic.plugin._loader.get_plugins``). Where the
-    pass finds no entry point in that group, that lookup would find none either: its memo is set to
-    what it would have found (no plugins). Where one is installed, or ``PYDANTIC_DISABLE_PLUGINS``
-    is set, or pydantic has looked already, or pydantic keeps its memo elsewhere, nothing is
-    touched and pydantic looks as it always does. The reference mode asks importlib.metadata and
-    leaves pydantic to look itself.
-
-    An ``entry_points.txt`` importlib.metadata cannot read would stop pydantic's lookup with a bare
-    ``TypeError``: it is reported here instead, located (:class:`EntryPointsUnreadable`), in both modes.
-    """
-    if PYDANTIC_DISABLE_VARIABLE in os.environ:
-        return
-    try:
-        loader = importlib.import_module("pydantic.plugin._loader")
-    except ImportError:
-        return
-    if getattr(loader, "_plugins", False) is not None or getattr(loader, "_loading_plugins", True) is not False:
-        return
-    found = found_groups(frozenset({PYDANTIC_GROUP}))
-    if not found and not reference_mode():
-        vars(loader)["_plugins"] = {}  # the module's memo, as get_plugins leaves it after finding none

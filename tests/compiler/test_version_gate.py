@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,43 @@ def test_installed_version_is_the_distributions() -> None:
     from importlib.metadata import version
 
     assert installed_version() == version("capplan")
+
+
+def _capplan_dist(site: Path, folder: str, metadata: bytes) -> None:
+    (site / folder).mkdir(parents=True)
+    (site / folder / "METADATA").write_bytes(metadata)
+
+
+@pytest.mark.parametrize("reference", [False, True])
+def test_the_version_read_is_the_one_importlib_reads_along_sys_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     reference: bool) -> None:
+    from importlib.metadata import version
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    _capplan_dist(second, "capplan-7.0.dist-info", b"Metadata-Version: 2.1\nName: capplan\nVersion: 7.0\n")
+    _capplan_dist(first, "CapPlan-9.1.2.dist-info", b"Metadata-Version: 2.1\nName: CapPlan\nVersion: 9.1.2\n\nVersion: 0\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "absent"), str(first), str(second), *sys.path])
+    monkeypatch.setattr("capplan.core.entry_points.reference_mode", lambda: reference)
+    assert installed_version() == version("capplan") == "9.1.2"
+
+
+def test_metadata_without_a_version_line_is_asked_of_importlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import version
+
+    site = tmp_path / "site"
+    _capplan_dist(site, "capplan-3.0.egg-info", b"Metadata-Version: 2.1\nName: capplan\n")
+    (site / "capplan-3.0.egg-info" / "METADATA").unlink()
+    (site / "capplan-3.0.egg-info" / "PKG-INFO").write_bytes(b"Metadata-Version: 1.0\nName: capplan\n")
+    monkeypatch.setattr(sys, "path", [str(site), *sys.path])
+    assert installed_version() == str(version("capplan"))  # both read the same headers: no Version, "None"
+
+
+def test_metadata_that_is_not_utf8_fails_as_importlib_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    _capplan_dist(site, "capplan-1.0.dist-info", b"Metadata-Version: 2.1\nName: capplan\nVersion: 1.\xff\n")
+    monkeypatch.setattr(sys, "path", [str(site), *sys.path])
+    with pytest.raises(UnicodeDecodeError):
+        installed_version()
 
 
 def test_a_malformed_requires_capplan_is_a_located_error(tmp_path: Path) -> None:

@@ -227,7 +227,7 @@ plugin = Plugin()
 
 PROBE = textwrap.dedent('''
     import json, os, sys
-    from capplan.core.entry_points import answer_pydantic_plugin_lookup
+    from capplan.core.pydantic_plugins import answer_pydantic_plugin_lookup
     import importlib.metadata as metadata
     answer_pydantic_plugin_lookup()
     import pydantic.plugin._loader as loader
