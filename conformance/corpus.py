@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from capplan.core.default_factories import empty_dict
 from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
 from capplan.core.pydantic_errors import parse
 from capplan.core.yaml_source import SourceFile, read_bundled, read_source
@@ -55,7 +56,7 @@ class Rule(_Model):
     routes: tuple[Route, ...] = Field(min_length=1, description="The routes that enforce it.")
     models: tuple[str, ...] = Field(("*",), min_length=1, description="Globs on the model as the route is sent it.")
     check: str = Field(min_length=1, description="The emulator predicate that finds the condition in a request.")
-    params: dict[str, Any] = Field(default_factory=dict, description="The predicate's parameters.")
+    params: dict[str, Any] = Field(default_factory=empty_dict, description="The predicate's parameters.")
     status: int = Field(ge=200, le=599, description="The HTTP status the provider answers: 4xx/5xx, or 200 for a "
                         "refusal the route returns as a failed completion (OpenRouter's MALFORMED_FUNCTION_CALL).")
     error: dict[str, Any] = Field(description="The error body the provider answers; strings may hold {field} placeholders.")

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from capplan.core.default_factories import empty_list
 from capplan.core.diagnostics import Diagnostic, InputError, errors_only
 from capplan.core.input_limits import MAX_CONFIG_BYTES, InputLimitError, read_limited
 from capplan.core.yaml_source import Loc, SourceFile, limit_diagnostic, read_source
@@ -59,7 +60,7 @@ class ProjectFile(_Strict):
     """``capplan.yaml``: paths are relative to the folder the file is in (the project root)."""
 
     run_config: RelPath | None = Field(None, description="Run config naming the models (--config).")
-    overlays: list[RelPath] = Field(default_factory=list, description="Operator overlay files, in order (--presets-file).")
+    overlays: list[RelPath] = Field(default_factory=empty_list, description="Operator overlay files, in order (--presets-file).")
     data: RelPath | None = Field(None, description="Base data folder instead of the bundled one (--data).")
     plans: RelPath | None = Field(None, description="Folder compile writes plans to (compile --out).")
     golden: RelPath | None = Field(None, description="Golden plans folder (compile --check / --update-golden).")

@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from capplan.core.default_factories import empty_dict, empty_list
 from capplan.core.input_limits import MAX_REQUEST_BYTES, InputLimitError, read_limited
 from capplan.core.strict_json import StrictJSONError, loads_strict
 from capplan.executor.content_checks import base64_problem, image_url_problem
@@ -150,7 +151,7 @@ class ReasoningBlockIn(_Model):
     signature: str | None = Field(None, description="The provider's signature over the block, verbatim.")
     encrypted_data: str | None = Field(None, description="Opaque payload of redacted / encrypted blocks, verbatim.")
     extras: dict[str, Any] = Field(
-        default_factory=dict,
+        default_factory=empty_dict,
         description="Provider keys with no field above (e.g. OpenRouter's id / format / index), replayed verbatim.",
     )
     origin: ReasoningOriginIn | None = Field(
@@ -169,10 +170,10 @@ class ReasoningBlockIn(_Model):
 class ReasoningIn(_Model):
     """The reasoning an earlier assistant turn returned, for replay."""
 
-    blocks: list[ReasoningBlockIn] = Field(default_factory=list)
+    blocks: list[ReasoningBlockIn] = Field(default_factory=empty_list)
     summary: str | None = None
     signatures: list[str] = Field(
-        default_factory=list, description="Message-level signatures (e.g. Gemini thought signatures), verbatim."
+        default_factory=empty_list, description="Message-level signatures (e.g. Gemini thought signatures), verbatim."
     )
     signatures_origin: ReasoningOriginIn | None = Field(
         None, description="Where the signatures were made; they are replayed only to that origin (without one: as given)."
@@ -213,7 +214,7 @@ class AssistantMessage(_Model):
 
     role: Literal["assistant"]
     content: str | None = Field(None, description="The reply text; null or empty on a pure tool-call turn.")
-    tool_calls: list[ToolCallIn] = Field(default_factory=list)
+    tool_calls: list[ToolCallIn] = Field(default_factory=empty_list)
     reasoning: ReasoningIn | None = Field(None, description="Reasoning blocks to replay on this turn.")
 
     @model_validator(mode="after")
@@ -241,7 +242,7 @@ class ToolMessage(_Model):
     role: Literal["tool"]
     tool_call_id: str = Field(min_length=1)
     content: str
-    images: list[ToolImage] = Field(default_factory=list, description="Images the tool returned with its text.")
+    images: list[ToolImage] = Field(default_factory=empty_list, description="Images the tool returned with its text.")
 
 
 Message = Annotated[UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")]
@@ -317,7 +318,7 @@ class ChatRequest(_Model):
 
     system: str | None = Field(None, description="The system prompt before any policy enriches it.")
     messages: list[Message] = Field(min_length=1, description="The conversation, oldest first; no system role.")
-    tools: list[ToolSpec] = Field(default_factory=list, description="Tools the model may call.")
+    tools: list[ToolSpec] = Field(default_factory=empty_list, description="Tools the model may call.")
     # numbers are strict: a quoted "0.5" or a true is a mistake in the file, not a value to coerce
     temperature: float | None = Field(
         None, ge=0, le=MAX_TEMPERATURE, strict=True, description="Overrides the plan's default temperature."

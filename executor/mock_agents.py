@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from capplan.core.default_factories import empty_dict
 from capplan.core.reference_mode import speed_memo
 from capplan.core.yaml_source import read_source
 
@@ -51,7 +52,7 @@ class Step(_Data):
     """One answer: a tool call (``call`` and its ``arguments``) or a text (``say``)."""
 
     call: str | None = Field(None, min_length=1, description="The tool to call.")
-    arguments: dict[str, Any] = Field(default_factory=dict, description="The tool call's arguments.")
+    arguments: dict[str, Any] = Field(default_factory=empty_dict, description="The tool call's arguments.")
     say: str | None = Field(None, min_length=1, description="A text reply.")
 
     @model_validator(mode="after")

@@ -29,6 +29,7 @@ from capplan.executor.reasoning import ReasoningConfig
 from capplan.core.safe_names import name_problem
 from capplan.executor.value_rules import ValueRule
 from capplan.executor.wire_dialect import CHAT_PATH, TransportName, WireProtocol
+from capplan.core.default_factories import empty_dict
 from capplan.core.value_types import (
     MAX_TOKENS,
     CharCount,
@@ -90,7 +91,7 @@ class PolicyRef(_Frozen):
     """A policy by registry name, with the constructor parameters the layers gave it."""
 
     name: str = Field(description="Registry name within the slot.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Constructor keyword arguments.")
+    params: dict[str, Any] = Field(default_factory=empty_dict, description="Constructor keyword arguments.")
 
     @field_validator("params")
     @classmethod
@@ -230,9 +231,9 @@ class WireRoute(_Frozen):
                                            "binding's own.")
     key_envs: tuple[str, ...] = Field((), description="Variables the key is read from when the binding names none.")
     path: str = Field(CHAT_PATH, description="Appended to the base URL.")
-    headers: dict[str, HeaderValue] = Field(default_factory=dict, description="Static request headers (no secret).")
-    body: dict[str, Any] = Field(default_factory=dict, description="Fields every request body carries.")
-    renames: dict[str, str] = Field(default_factory=dict, description="Body keys sent under another name "
+    headers: dict[str, HeaderValue] = Field(default_factory=empty_dict, description="Static request headers (no secret).")
+    body: dict[str, Any] = Field(default_factory=empty_dict, description="Fields every request body carries.")
+    renames: dict[str, str] = Field(default_factory=empty_dict, description="Body keys sent under another name "
                                     "(max_tokens -> max_completion_tokens on OpenAI reasoning models).")
     system_role: Literal["system", "user"] = Field("system", description="The role a system message is sent with.")
     evidence: str | None = Field(None, description="Why the route speaks this protocol, when a preset chose it "

@@ -10,6 +10,8 @@ holds them, so a limits file never carries a credential.
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from capplan.core.default_factories import empty_dict
+
 
 class _Strict(BaseModel):
     # strict and finite: a run config is untrusted input (`max_concurrent: '8'` or `.inf` is a mistake)
@@ -29,11 +31,11 @@ class RateLimits(_Strict):
     """The run's limits; a provider or key not listed is not limited (429s still slow it down)."""
 
     providers: dict[str, CallLimit] = Field(
-        default_factory=dict,
+        default_factory=empty_dict,
         description="Provider (the plan's providers.yaml binding key, e.g. openrouter) → its limit.",
     )
     keys: dict[str, CallLimit] = Field(
-        default_factory=dict,
+        default_factory=empty_dict,
         description="Credential env-var name (e.g. OPENROUTER_API_KEY, never its value) → the limit of that key.",
     )
     rate_limited_pause_s: float = Field(

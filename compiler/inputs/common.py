@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from capplan.core import value_types
+from capplan.core.default_factories import empty_dict
 
 
 class Strict(BaseModel):
@@ -41,7 +42,7 @@ class PolicyValueModel(Strict):
     """A policy for a slot, by registry name, with constructor parameters."""
 
     name: str = Field(min_length=1, description="Registry name within the slot (see `capplan policies`).")
-    params: dict[str, Any] = Field(default_factory=dict, description="Constructor keyword arguments.")
+    params: dict[str, Any] = Field(default_factory=empty_dict, description="Constructor keyword arguments.")
 
 
 PolicyValue = Annotated[

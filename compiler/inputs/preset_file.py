@@ -19,6 +19,7 @@ from capplan.compiler.inputs.common import (
     TokenCount,
     TurnCount,
 )
+from capplan.core.default_factories import empty_dict
 from capplan.executor.registry import SLOTS
 from capplan.executor.value_rules import ValueRule
 
@@ -154,9 +155,9 @@ class PresetFile(Strict):
     """``model_presets.yaml``: the bundled (or --data) base file."""
 
     default: PresetBody | None = Field(None, description="The base layer every model starts from.")
-    presets: dict[str, PresetEntry] = Field(default_factory=dict, description="Ordered; first match wins.")
+    presets: dict[str, PresetEntry] = Field(default_factory=empty_dict, description="Ordered; first match wins.")
     providers: dict[str, PresetBody] = Field(
-        default_factory=dict, description="Overlay per provider (first '/' segment, lower-cased), after the preset."
+        default_factory=empty_dict, description="Overlay per provider (first '/' segment, lower-cased), after the preset."
     )
     requires_capplan: str | None = Field(
         None, description="PEP 440 specifier of capplan versions this data targets, e.g. '>=0.1,<1'."

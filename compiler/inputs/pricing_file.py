@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from capplan.compiler.inputs.common import MAX_PRICE, Strict
+from capplan.core.default_factories import empty_dict
 
 
 class PriceModel(Strict):
@@ -23,7 +24,7 @@ class PriceModel(Strict):
 class PricingFile(Strict):
     """The pricing table."""
 
-    meta: dict[str, Any] = Field(default_factory=dict, alias="_meta", description="Where the prices came from.")
+    meta: dict[str, Any] = Field(default_factory=empty_dict, alias="_meta", description="Where the prices came from.")
     models: dict[str, PriceModel] = Field(description="Model id → prices.")
 
 

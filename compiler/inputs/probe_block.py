@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from capplan.compiler.inputs.common import Strict
+from capplan.core.default_factories import empty_dict
 from capplan.core.value_types import http_url_problem
 
 #: the wire protocols a probe asks (``capplan.probes.runner.PROBED_PROTOCOLS``)
@@ -70,7 +71,7 @@ class ProbedRoute(Strict):
     capplan_version: OneLine = Field(description="The capplan version that probed.")
     plan: OneLine | None = Field(None, description="The model key of the plan that was probed (informational).")
     values: dict[RulableParam, dict[Any, ProbedValue]] = Field(
-        default_factory=dict, description="Parameter → value (keyed as param_value_rules keys it) → what the "
+        default_factory=empty_dict, description="Parameter → value (keyed as param_value_rules keys it) → what the "
         "route answered.")
 
     @field_validator("date", mode="before")

@@ -20,19 +20,13 @@ from capplan.compiler.inputs.preset_file import UpstreamName
 from capplan.executor.probe import RateLimitProbeConfig
 from capplan.executor.rate_limits import RateLimits
 from capplan.executor.reasoning import ReasoningConfig
-
-
-def _no_upstreams() -> list[str]:
-    # a function of ours, not `list`: pydantic reads a default factory's signature, and for a
-    # builtin that means parsing its text signature with tokenize, whose first use compiles a
-    # large regex, a measurable share of every `capplan compile`
-    return []
+from capplan.core.default_factories import empty_list
 
 
 class OpenRouterUserConfig(Strict):
     """The user's `openrouter:` block; merged field by field with the preset's defaults."""
 
-    provider_order: list[UpstreamName] = Field(default_factory=_no_upstreams, description="Upstreams to pin; empty defers to the preset.")
+    provider_order: list[UpstreamName] = Field(default_factory=empty_list, description="Upstreams to pin; empty defers to the preset.")
     allow_fallbacks: bool = Field(True, description="Whether OpenRouter may fall back beyond the pin.")
     referer: HeaderValue | None = Field(None, description="HTTP-Referer attribution header; unset defers to the preset.")
     title: HeaderValue | None = Field(None, description="X-Title attribution header; unset defers to the preset.")

@@ -18,9 +18,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from capplan.core.default_factories import empty_dict, empty_list
 from capplan.executor.provider_bounds import cost_problem, quoted, token_count_problem
-from capplan.trials.run_folder.confined import check_segment
 from capplan.trials.outcome import TerminationReason, TrialStatus
+from capplan.trials.run_folder.confined import check_segment
 
 FORMAT_VERSION = 1
 
@@ -132,7 +133,7 @@ class TurnCheckpoint(_Record):
                                                      "not be encoded (state_error says why).")
     state_error: str | None = Field(None, description="Why the state could not be read or encoded, naming the "
                                                       "component and attribute.")
-    tool_outputs: list[str] = Field(default_factory=list,
+    tool_outputs: list[str] = Field(default_factory=empty_list,
                                     description="The full (untruncated, redacted) text outputs of this turn's tool calls.")
 
 
@@ -167,20 +168,20 @@ class Trajectory(_Record):
     parser_errors: list[ParserErrorRecord]
     schema_violations: list[dict[str, Any]]
     unread_output: list[UnreadOutputRecord] = Field(
-        default_factory=list, description="Output items of answers capplan could not interpret, each whole and "
+        default_factory=empty_list, description="Output items of answers capplan could not interpret, each whole and "
                                           "redacted (the call failed: the trial ended error).")
     final_state: dict[str, Any] | None
     final_state_error: str | None = Field(None, description="Why the final state could not be read or encoded.")
     user_tools: list[dict[str, Any]] = Field(
-        default_factory=list, description="The user's own tools (dual control), as the simulator was offered them.")
+        default_factory=empty_list, description="The user's own tools (dual control), as the simulator was offered them.")
     user_tool_calls: list[ToolCallRecord] = Field(
-        default_factory=list, description="The calls the simulated user made with its own tools, apart from the "
+        default_factory=empty_list, description="The calls the simulated user made with its own tools, apart from the "
                                           "agent's (each requestor: user); the agent never saw them.")
     final_user_state: dict[str, Any] | None = Field(
         None, description="The user's own components' state at the end ({component: {attr: value}}); null when the "
                           "user has none or it could not be read.")
-    checkpoints: list[TurnCheckpoint] = Field(default_factory=list, description="One per user turn, in order.")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="The task's metadata, as its file gives it.")
+    checkpoints: list[TurnCheckpoint] = Field(default_factory=empty_list, description="One per user turn, in order.")
+    metadata: dict[str, Any] = Field(default_factory=empty_dict, description="The task's metadata, as its file gives it.")
     termination: Termination
 
 
@@ -263,7 +264,7 @@ class CallRecord(_Record):
     gateway_route_kind: Literal["exact", "wildcard", "untranslated", "direct"] | None = None
     key_index: int | None = Field(None, description="The rotation key's index that served it (never the key).")
     response_problems: list[str] = Field(
-        default_factory=list, description="What the provider's answer reported out of bounds (a negative or "
+        default_factory=empty_list, description="What the provider's answer reported out of bounds (a negative or "
         "non-finite cost, an absurd token count), one line each; the call's cost is then unknown.")
     retry_after_s: float | None = Field(
         None, ge=0, allow_inf_nan=False,
@@ -285,7 +286,7 @@ class GraderResult(_Record):
     passed: bool
     score: float | None = Field(None, allow_inf_nan=False, description="A custom grader's score, when it gives one.")
     detail: Any = None
-    reasons: list[str] = Field(default_factory=list, description="One line per failed check: which turn, which key "
+    reasons: list[str] = Field(default_factory=empty_list, description="One line per failed check: which turn, which key "
                                                                  "or output, expected against actual.")
 
 
@@ -293,7 +294,7 @@ class Grade(_Record):
     """All graders' verdicts; ``passed`` is None when the task has no grader or the trial was not gradeable."""
 
     passed: bool | None
-    graders: list[GraderResult] = Field(default_factory=list)
+    graders: list[GraderResult] = Field(default_factory=empty_list)
     note: str | None = Field(
         None, description="Why the trial was not graded, or why it counts as not passed without a grader's verdict "
         "(no agent completion, a harness error in the denominator)."
@@ -305,7 +306,7 @@ class UserSimulatorFailureRecord(_Record):
 
     kind: Literal["reply_refused", "looped", "ended_early"]
     detail: str = Field(max_length=2000)
-    codes: list[str] = Field(default_factory=list, max_length=64,
+    codes: list[str] = Field(default_factory=empty_list, max_length=64,
                              description="The reply guard's detector:reason codes (reply_refused), never the reply.")
 
 
@@ -345,11 +346,11 @@ class Metrics(_Record):
     latency_s: float = Field(description="Summed provider latency of every attempt, backoff waits included.")
     wait_s: float = Field(0.0, description="The backoff waits inside latency_s.")
     retries: dict[str, int] = Field(
-        default_factory=dict, description="Retries by class: the loop's (empty_completion, parser_error, "
+        default_factory=empty_dict, description="Retries by class: the loop's (empty_completion, parser_error, "
         "output_length, api_error) and the transport's (transport_rate_limit, transport_server_error, "
         "transport_timeout, transport_connection, …).")
     openrouter_generation_ids: list[str] = Field(
-        default_factory=list, description="Every OpenRouter generation id of the trial's calls, in call order.")
+        default_factory=empty_list, description="Every OpenRouter generation id of the trial's calls, in call order.")
     wall_s: float
     grade: Grade
     lost_attempts: int = Field(
@@ -616,18 +617,18 @@ class RunManifest(_Record):
     started_at: str | None = Field(None, description="When the first invocation started (UTC).")
     ended_at: str | None = Field(None, description="When the latest invocation ended (UTC); null while running.")
     command: list[str] | None = Field(None, description="The first invocation's command line, redacted.")
-    invocations: list[RunInvocation] = Field(default_factory=list)
-    plans: dict[str, str] = Field(default_factory=dict, description="Model key -> plan fingerprint.")
-    tasks: dict[str, RunTask] = Field(default_factory=dict, description="Task id -> the task file.")
+    invocations: list[RunInvocation] = Field(default_factory=empty_list)
+    plans: dict[str, str] = Field(default_factory=empty_dict, description="Model key -> plan fingerprint.")
+    tasks: dict[str, RunTask] = Field(default_factory=empty_dict, description="Task id -> the task file.")
     settings: RunSettings | None = Field(None, description="Null in run.json files of older capplan versions.")
-    interrupted: list[str] = Field(default_factory=list,
+    interrupted: list[str] = Field(default_factory=empty_list,
                                    description="Trial keys that did not finish; the next run of the command runs them.")
     interrupted_spend: list[RunInterruptedSpend] = Field(
-        default_factory=list, description="Every interrupted trial attempt's spend so far, across invocations.")
+        default_factory=empty_list, description="Every interrupted trial attempt's spend so far, across invocations.")
     interrupted_spend_usd: float = Field(0.0, ge=0, allow_inf_nan=False,
                                          description="The sum of interrupted_spend (unknown costs count as 0).")
     died_in_flight: list[RunDiedSpend] = Field(
-        default_factory=list, description="Trial attempts whose process died mid-trial (their calls are only in "
+        default_factory=empty_list, description="Trial attempts whose process died mid-trial (their calls are only in "
                                           "calls.jsonl), with what they had spent; recomputed from the journal.")
     died_in_flight_usd: float = Field(0.0, ge=0, allow_inf_nan=False,
                                       description="The known part of died_in_flight's spend (unknown costs apart).")
@@ -727,7 +728,7 @@ class SummaryRow(_Record):
     mean_turns: float | None = None
     total_calls: int | None = None
     mean_calls: float | None = None
-    retries: dict[str, int] = Field(default_factory=dict, description="Retries by class, summed over trials: the "
+    retries: dict[str, int] = Field(default_factory=empty_dict, description="Retries by class, summed over trials: the "
                                     "loop's (empty_completion, parser_error, output_length, api_error) and the "
                                     "transport's (transport_rate_limit, transport_server_error, transport_timeout, "
                                     "transport_connection, …).")

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, model_validator
 
+from capplan.core.default_factories import empty_dict, empty_list
 from capplan.core.safe_names import check_name
 from capplan.trials.tasks.code_refs import DISTRIBUTION_NAME
 
@@ -107,24 +108,24 @@ class SetupCall(_Model):
     """A method called once on a component right after it is constructed (e.g. loading a scenario)."""
 
     method: str = Field(pattern=_IDENTIFIER, description="The component's method to call.")
-    args: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments for it.")
+    args: dict[str, Any] = Field(default_factory=empty_dict, description="Keyword arguments for it.")
 
 
 class EnvironmentComponent(_Model):
     """One class of a task's environment; its public methods are tools."""
 
     ref: CodeRef
-    args: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments for the constructor.")
+    args: dict[str, Any] = Field(default_factory=empty_dict, description="Keyword arguments for the constructor.")
     name: str | None = Field(None, pattern=_IDENTIFIER,
                              description="The component's key in the state (default: the class name).")
     setup: SetupCall | None = Field(None, description="A method called once after construction.")
     peers: dict[Annotated[str, Field(pattern=_IDENTIFIER)], Annotated[str, Field(pattern=_IDENTIFIER)]] = Field(
-        default_factory=dict, max_length=16,
+        default_factory=empty_dict, max_length=16,
         description="User components only: constructor keyword arguments given the trial's agent-side components "
                     "by name ({parameter: component name}), for a user's world that shares state with the agent's "
                     "(a phone and the carrier's line).")
     ignore_methods: list[Annotated[str, Field(pattern=_IDENTIFIER)]] = Field(
-        default_factory=list, description="Public methods that are not tools (lint does not ask for them to be declared).")
+        default_factory=empty_list, description="Public methods that are not tools (lint does not ask for them to be declared).")
 
     @property
     def component_name(self) -> str:
@@ -160,16 +161,16 @@ class LlmUser(_Model):
         None, description="An authored first user turn, delivered verbatim instead of a generated opening."
     )
     stop_signals: dict[Annotated[str, Field(min_length=1, max_length=64)], UserEnd] = Field(
-        default_factory=dict, max_length=16,  # each simulated turn is searched for every one
+        default_factory=empty_dict, max_length=16,  # each simulated turn is searched for every one
         description="Texts besides ###STOP### that end the conversation when a simulated user turn contains one, each "
                     "with the termination reason it ends the trial with (e.g. τ²-bench's ###TRANSFER###: "
                     "user_transfer). ###STOP### is checked first.")
     tools: Annotated[list[TaskTool], Field(max_length=MAX_USER_TOOLS)] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="The user's own tools (dual control): each a public method of one of the user's environment "
                     "components; the simulator calls them in its own tool loop, the agent never sees them.")
     environment: Annotated[list[EnvironmentComponent], Field(max_length=MAX_USER_COMPONENTS)] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="The user's own environment components: built fresh per trial after the agent's, their state "
                     "recorded apart (final_user_state); the agent cannot call or read them.")
     max_tool_steps: Annotated[StrictInt, Field(gt=0, le=MAX_USER_TOOL_STEPS)] = Field(
@@ -195,7 +196,7 @@ class ExpectedAction(_Model):
 
     name: str = Field(pattern=_NAME, description="The tool that must have been called.")
     arguments: dict[str, Any] = Field(
-        default_factory=dict, description="Arguments the call must have carried (each listed key must match exactly)."
+        default_factory=empty_dict, description="Arguments the call must have carried (each listed key must match exactly)."
     )
 
 
@@ -207,7 +208,7 @@ class GraderFunction(_Model):
     """A custom grader: a function, its keyword arguments, and when it runs."""
 
     ref: CodeRef
-    args: dict[str, Any] = Field(default_factory=dict, description="Extra keyword arguments the function receives.")
+    args: dict[str, Any] = Field(default_factory=empty_dict, description="Extra keyword arguments the function receives.")
     when: Literal["end", "each_turn"] = Field(
         "end", description="end: once, on the final state; each_turn: on every user turn's checkpoint as well.")
 
@@ -270,12 +271,12 @@ class TaskFile(_Model):
         "One fresh set per trial.",
     )
     requires: Annotated[list[Annotated[str, Field(pattern=DISTRIBUTION_NAME)]], Field(max_length=64)] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="Installed distributions (as pip names them, e.g. bfcl-eval) whose modules the task's refs may "
                     "name; a ref outside the task file's folder must be a module of one of them, never of the "
                     "standard library or anything else on sys.path.")
     environment_args: dict[str, Any] = Field(
-        default_factory=dict, description="Keyword arguments for the constructor (the string form of environment).")
+        default_factory=empty_dict, description="Keyword arguments for the constructor (the string form of environment).")
     tools: list[TaskTool] = Field(min_length=1, description="The tools offered to the agent.")
     user: User
     max_turns: Annotated[StrictInt, Field(gt=0, le=MAX_TASK_TURNS)] | None = Field(
@@ -292,7 +293,7 @@ class TaskFile(_Model):
         None, description="Seconds a tool call may take before it ends with an Error: result (a tool's own "
                           "timeout_s wins).")
     metadata: dict[str, Any] = Field(
-        default_factory=dict, description="Free-form data recorded with the trial and passed to graders.")
+        default_factory=empty_dict, description="Free-form data recorded with the trial and passed to graders.")
     grader: Grader | None = Field(None, description="How the trial is graded; absent means ungraded.")
     # where the file was read from: its environment and grader modules are looked up there
     _folder: Path | None = PrivateAttr(default=None)

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from capplan.core.default_factories import empty_dict
 from capplan.executor.policies.reasoning_codec.base import ReasoningCodec, ReplayScope, reasoning_text
 from capplan.executor.policies.reasoning_codec.openrouter import OPENROUTER_TEXT_TYPE
 from capplan.executor.policy_params import PolicyParams
@@ -72,7 +73,7 @@ class ReasoningContentCodec(ReasoningCodec):
             None, min_length=1, description="The route (provider key) the evidence was measured or ruled on; "
             "set by the compiler from by_route or a measurement.")
         by_route: dict[str, RouteEvidence] = Field(
-            default_factory=dict, description="Per route (provider key): the replay scope and its evidence. The "
+            default_factory=empty_dict, description="Per route (provider key): the replay scope and its evidence. The "
             "compiler keeps the plan's own route's entry and warns when there is none; a plan never carries it.")
 
     def __init__(self, replay: ReplayScope = "all_turns", evidence: str | None = None,
