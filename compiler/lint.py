@@ -13,10 +13,11 @@ from capplan.compiler.bundled_index import lookup
 from capplan.compiler.checks import Block, blocks_of, check_bindings, check_blocks
 from capplan.compiler.credential_checks import foreign_key_warnings
 from capplan.core.diagnostics import Diagnostic, InputError, did_you_mean
-from capplan.core.reference_mode import reference_mode
 from capplan.compiler.inputs.overlay_file import OverlayFile
 from capplan.compiler.inputs.preset_file import PresetFile
 from capplan.compiler.matching import candidates_of
+from capplan.compiler.shared_sections import binding_section, preset_sections
+from capplan.core.build_order import build_first
 from capplan.compiler.loading import CATALOGUE_FILE, PRESETS_FILE, PROVIDERS_FILE, Loaded, bundled_dir, display_path, load_file
 from capplan.core.yaml_fast import read_fast_source
 from capplan.core.yaml_source import read_bundled
@@ -124,23 +125,9 @@ def lint_file(path: Path, kind: str = "auto", data_dir: Path | None = None,
 
 
 def _shared_sections_first() -> None:
-    """Build the preset sections' and the provider binding's validators on their own, before an overlay's.
-
-    Linting an overlay builds three validators that hold the same sections: the overlay's, then
-    the base presets' and providers' (:func:`_overlay_against_base`). pydantic reuses, inside a
-    model's validator, the validator of a section model already built, and builds a deferred one
-    anew inside each model that holds it: built first, each section is built once (the three
-    validators took 37 ms, 27 ms so; ``benchmarks/compiler_speed.py``, lint row). Seam *shared
-    sections*; the reference mode leaves each validator to build its own.
-    """
-    if reference_mode():
-        return
-    from capplan.compiler.inputs.preset_file import ParamsBlock, PresetBody, PresetEntry
-    from capplan.executor.binding import ProviderBinding
-
-    for section in (ParamsBlock, PresetBody, PresetEntry, ProviderBinding):
-        if not section.__pydantic_complete__:
-            section.model_rebuild()
+    """The preset sections' and the provider binding's validators, built before an overlay's
+    (:mod:`capplan.compiler.shared_sections`)."""
+    build_first(*preset_sections(), *binding_section())
 
 
 def once_each(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:

@@ -155,6 +155,8 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
     from capplan.compiler.inputs.pricing_file import PricingFile
     from capplan.compiler.inputs.providers_file import ProvidersFile
     from capplan.compiler.inputs.run_config import RunConfig
+    from capplan.compiler.shared_sections import binding_section, preset_sections, run_config_sections
+    from capplan.core.build_order import build_first
 
     base = data_dir or bundled_dir()
     label = None if data_dir else "bundled"
@@ -168,9 +170,12 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
         problems.extend(diags)
         return loaded
 
+    # sections held by more than one of the models below, built once first (seam *shared sections*)
+    build_first(*(preset_sections() if overlays else ()), *binding_section())
     presets = one(base / PRESETS_FILE, PresetFile, label, "data")
     providers = one(base / PROVIDERS_FILE, ProvidersFile, label, "data")
     pricing = one(base / PRICING_FILE, PricingFile, label, "data")
+    build_first(*run_config_sections())
     if run_config is not None:
         run = one(run_config, RunConfig, None)
         role = "run_config"

@@ -5,7 +5,12 @@
 
 from pydantic import ConfigDict, RootModel
 
+from capplan.core.build_order import build_first
 from capplan.executor.binding import ProviderBinding
+
+# the parametrized root model below is built as the class is created, holding the binding: built
+# first, the binding is built once (seam *shared sections*), not again on its own later
+build_first(ProviderBinding)
 
 
 class ProvidersFile(RootModel[dict[str, ProviderBinding]]):
