@@ -91,8 +91,11 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         # the one place an exception becomes a message and an exit status (capplan.cli.errors)
         from capplan.cli.errors import errors_reported
+        from capplan.core.entry_points import POLICY_GROUP, one_pass_for
+        from capplan.core.pydantic_plugins import PYDANTIC_GROUP
 
-        with errors_reported(lambda: _command_path(ctx)):
+        # pydantic's plugins and capplan's policies: what is installed, read once per command
+        with errors_reported(lambda: _command_path(ctx)), one_pass_for(frozenset({PYDANTIC_GROUP, POLICY_GROUP})):
             return super().invoke(ctx)
 
     def format_commands(self, ctx: click.Context, formatter: Any) -> None:

@@ -8,7 +8,8 @@ point object for every line of every distribution: about 21 ms apiece with 179 d
 installed, together about a tenth of ``capplan lint``. A pass over the same folders reads each
 ``entry_points.txt`` with ``os.open`` and keeps only the wanted groups (about 4.5 ms here); the
 registry reads its group through it, and pydantic's lookup is answered from it when it would find
-nothing (:mod:`capplan.core.pydantic_plugins`). The same walk finds the metadata folder
+nothing (:mod:`capplan.core.pydantic_plugins`). A CLI command reads both groups in one pass
+(:func:`one_pass_for`). The same walk finds the metadata folder
 :func:`importlib.metadata.distribution` would read (:func:`distribution_folder`: capplan's own
 version, which ``compile`` checks against the data's ``requires_capplan``), so a command that asks
 nothing else of importlib.metadata does not import it (about 35 ms: the e-mail parser, ``zipfile``,
@@ -44,6 +45,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -103,7 +105,44 @@ def entry_points_in(group: str) -> tuple[Found, ...]:
 def found_groups(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
     """Each of ``groups`` with its entry points (a group with none is absent).
 
+    Inside :func:`one_pass_for` groups that cover them, answered from that block's one pass.
     :class:`EntryPointsUnreadable` for a file importlib.metadata cannot read, in both modes."""
+    shared = _one_pass
+    if shared is not None and groups <= shared.groups and not reference_mode():
+        if shared.found is None:
+            shared.found = _lookup(shared.groups)
+        return {group: found for group, found in shared.found.items() if group in groups}
+    return _lookup(groups)
+
+
+class _OnePass:
+    def __init__(self, groups: frozenset[str]) -> None:
+        self.groups = groups
+        self.found: dict[str, tuple[Found, ...]] | None = None
+
+
+_one_pass: _OnePass | None = None
+
+
+@contextmanager
+def one_pass_for(groups: frozenset[str]) -> Iterator[None]:
+    """Within the block, the first lookup of any of ``groups`` reads all of them in one pass over
+    the distributions, and later lookups of them are answered from it.
+
+    A command reads two groups a few milliseconds apart (pydantic's plugins before its module is
+    imported, the policy registry when it first resolves a name); the CLI holds one block for the
+    length of a command, so what is installed is read once per command, as fresh as before. Outside
+    a block, and in the reference mode, every lookup reads afresh.
+    """
+    global _one_pass
+    previous, _one_pass = _one_pass, _OnePass(groups)
+    try:
+        yield
+    finally:
+        _one_pass = previous
+
+
+def _lookup(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
     if not reference_mode():
         try:
             return _scan(groups)

@@ -344,3 +344,81 @@ def test_the_cli_names_a_broken_installed_file_instead_of_a_traceback(tmp_path: 
                               env={**base, **env, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])})
     assert compiled.returncode == 2 and "Traceback" not in compiled.stderr, compiled.stderr
     assert f"{broken}:2: error[ENTRY_POINTS]" in compiled.stderr and not out.exists()  # nothing written
+
+
+def _counting_scans(monkeypatch: pytest.MonkeyPatch) -> list[frozenset[str]]:
+    scans: list[frozenset[str]] = []
+    real = scan._scan
+
+    def counted(groups: frozenset[str]) -> dict[str, tuple[scan.Found, ...]]:
+        scans.append(groups)
+        return real(groups)
+
+    monkeypatch.setattr(scan, "_scan", counted)
+    return scans
+
+
+def test_a_block_reads_its_groups_in_one_pass_and_answers_each_lookup_from_it(
+        sites: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    first, _ = sites
+    _dist(first, "acme_tools-2.0.dist-info", "[acme]\na = mod:A\n[pydantic]\np = plug:P\n")
+    fresh = {group: scan.found_groups(frozenset({group})) for group in ("acme", "pydantic", "console_scripts")}
+    scans = _counting_scans(monkeypatch)
+    with scan.one_pass_for(frozenset({"acme", "pydantic"})):
+        assert scan.found_groups(frozenset({"pydantic"})) == fresh["pydantic"]
+        assert scan.found_groups(frozenset({"acme"})) == fresh["acme"]
+        assert scan.entry_points_in("acme") == fresh["acme"]["acme"]
+        assert scans == [frozenset({"acme", "pydantic"})]
+        assert scan.found_groups(frozenset({"console_scripts"})) == fresh["console_scripts"]  # not covered: read
+        assert len(scans) == 2
+    scan.found_groups(frozenset({"acme"}))  # after the block: read afresh
+    assert len(scans) == 3
+
+
+def test_outside_a_block_and_in_the_reference_mode_every_lookup_reads_afresh(
+        sites: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    first, _ = sites
+    _dist(first, "acme_tools-2.0.dist-info", "[acme]\na = mod:A\n")
+    scans = _counting_scans(monkeypatch)
+    scan.found_groups(frozenset({"acme"}))
+    scan.found_groups(frozenset({"acme"}))
+    assert len(scans) == 2
+    monkeypatch.setattr(scan, "reference_mode", lambda: True)
+    asked: list[frozenset[str]] = []
+    real = scan._by_importlib
+    monkeypatch.setattr(scan, "_by_importlib", lambda groups: asked.append(groups) or real(groups))
+    with scan.one_pass_for(frozenset({"acme"})):
+        assert [f.name for f in scan.entry_points_in("acme")] == ["a"]
+        assert [f.name for f in scan.entry_points_in("acme")] == ["a"]
+    assert len(asked) == 2 and len(scans) == 2
+
+
+def test_a_broken_file_found_in_a_block_is_reported_on_every_lookup(sites: tuple[Path, Path]) -> None:
+    first, _ = sites
+    _dist(first, "broken-1.0.dist-info", "[acme]\njust a word\n")
+    with scan.one_pass_for(frozenset({"acme", "pydantic"})):
+        for group in ("pydantic", "acme"):
+            with pytest.raises(scan.EntryPointsUnreadable):
+                scan.found_groups(frozenset({group}))
+
+
+def test_a_command_reads_what_is_installed_once(tmp_path: Path) -> None:
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text('presets:\n  acme:\n    match: ["acme-*"]\n    reasoning_codec: openai\n', encoding="utf-8")
+    probe = textwrap.dedent(f'''
+        import sys
+        from capplan.core import entry_points
+        scans = []
+        real = entry_points._scan
+        entry_points._scan = lambda groups: scans.append(sorted(groups)) or real(groups)
+        from capplan.cli import main
+        sys.argv = ["capplan", "lint", {str(overlay)!r}]
+        try:
+            main()
+        except SystemExit as done:
+            print(done.code, scans, file=sys.stderr)
+    ''')
+    base = {k: v for k, v in os.environ.items() if k not in ("PYDANTIC_DISABLE_PLUGINS", "CAPPLAN_REFERENCE")}
+    run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={**base, "PYTHONPATH": str(REPO)})
+    assert run.stderr.strip().splitlines()[-1] == "0 [['capplan.policies', 'pydantic']]", run.stderr
