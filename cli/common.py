@@ -98,7 +98,7 @@ def read_project(ctx: click.Context, explicit: Path | None, ignore: bool) -> Non
     in a project with a broken file). A broken project file stops them, but ``lint``, which
     reports its problems with the rest.
     """
-    from capplan.core.project_file import PROJECT_COMMANDS, find_project_file, load_project, project_defaults
+    from capplan.core.project_lookup import PROJECT_COMMANDS, find_project_file
 
     ctx.meta[_PROJECT_KEY] = None
     if ctx.invoked_subcommand not in PROJECT_COMMANDS:
@@ -106,6 +106,8 @@ def read_project(ctx: click.Context, explicit: Path | None, ignore: bool) -> Non
     path = None if ignore else (explicit or find_project_file())
     if path is None:
         return
+    from capplan.core.project_file import load_project, project_defaults
+
     shown = _shown(path)
     project, problems = load_project(path, shown)
     ctx.meta[_PROJECT_KEY] = (path, project)
@@ -156,7 +158,7 @@ def note_project_in_help(command: click.Command) -> None:
     The epilog is reset on every invocation, so one process running several (tests) never shows
     another's file.
     """
-    from capplan.core.project_file import PROJECT_COMMANDS
+    from capplan.core.project_lookup import PROJECT_COMMANDS
 
     note = project_note()
     stack: list[tuple[click.Command, object]] = [(command, PROJECT_COMMANDS.get(command.name or ""))]

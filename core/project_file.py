@@ -24,14 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from capplan.core.default_factories import empty_list
 from capplan.core.diagnostics import Diagnostic, InputError, errors_only
 from capplan.core.input_limits import MAX_CONFIG_BYTES, InputLimitError, read_limited
+from capplan.core.project_lookup import PYPROJECT
 from capplan.core.yaml_source import Loc, SourceFile, limit_diagnostic, read_source
 
-#: the commands that take defaults from the project file (a group: which of its subcommands do)
-PROJECT_COMMANDS: dict[str, Any] = {"compile": True, "explain": True, "diff": True, "lint": True,
-                                    "trial": {"run": True, "report": True, "view": True}}
-
-PROJECT_FILE = "capplan.yaml"
-PYPROJECT = "pyproject.toml"
 
 #: a path in the project file: relative, POSIX separators, never empty
 RelPath = Annotated[str, StringConstraints(min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f]+$")]
@@ -84,32 +79,6 @@ class Project:
             return Path(os.path.relpath(full))
         except ValueError:  # another drive (Windows)
             return full
-
-
-def find_project_file(start: Path | None = None) -> Path | None:
-    """The nearest ``capplan.yaml`` or ``pyproject.toml`` with ``[tool.capplan]``, from ``start`` up.
-
-    The walk ends at the filesystem root, or after the first folder that holds ``.git``.
-    """
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / PROJECT_FILE
-        if candidate.is_file():
-            return candidate
-        pyproject = folder / PYPROJECT
-        if pyproject.is_file() and _has_capplan_table(pyproject):
-            return pyproject
-        if (folder / ".git").exists():
-            return None
-    return None
-
-
-def _has_capplan_table(path: Path) -> bool:
-    try:
-        text = read_limited(path, MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
-    except (OSError, InputLimitError):
-        return False
-    return re.search(r"^\s*\[\s*tool\s*\.\s*capplan\s*(\]|\.)", text, re.MULTILINE) is not None
 
 
 def read_project_source(path: Path, display: str | None = None) -> SourceFile:

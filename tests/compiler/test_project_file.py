@@ -229,6 +229,21 @@ def test_the_walk_up_stops_at_the_git_root(tmp_path: Path) -> None:
     assert (checkout / "plans/mock-echo.json").is_file() and not (checkout / "never-used").exists()
 
 
+@pytest.mark.parametrize("with_file", [False, True])
+def test_the_project_files_models_are_loaded_only_when_there_is_a_file(tmp_path: Path, with_file: bool) -> None:
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    if with_file:
+        (checkout / "capplan.yaml").write_text("plans: built\n")
+    probe = ("import sys\nfrom capplan.cli import main\nsys.argv = ['capplan', 'compile', '--model', 'mock-echo']\n"
+             "try:\n    main()\nexcept SystemExit as done:\n"
+             "    print(done.code, 'capplan.core.project_file' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=checkout, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.split()[-2:] == ["0", str(with_file)], done.stdout + done.stderr
+    assert (checkout / ("built" if with_file else "plans") / "mock-echo.json").is_file()
+
+
 PLANTED = "sk-or-v1-" + "9f3a" * 12  # shaped like a real key: must never be echoed
 
 
