@@ -12,7 +12,6 @@ from pydantic import BaseModel
 from capplan.compiler.bundled_index import lookup
 from capplan.compiler.checks import blocks_of, check_bindings, check_blocks
 from capplan.compiler.credential_checks import foreign_key_warnings
-from capplan.compiler.inputs.overlay_file import OverlayFile
 from capplan.compiler.inputs.preset_file import PresetFile
 from capplan.compiler.project_root import find_project_root, stable_name
 from capplan.compiler.value_checks import check_rate_limit_names
@@ -25,6 +24,7 @@ from capplan.core.yaml_source import SourceFile, limit_diagnostic, read_bundled,
 from capplan.presets import data_dir as presets_data_dir
 
 if TYPE_CHECKING:  # imported where used, so linting one overlay does not load every format
+    from capplan.compiler.inputs.overlay_file import OverlayFile
     from capplan.compiler.inputs.pricing_file import PricingFile
     from capplan.compiler.inputs.providers_file import ProvidersFile
     from capplan.compiler.inputs.run_config import RunConfig
@@ -187,7 +187,11 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
         configured = run.model.engine.presets_file
         for rel in [configured] if isinstance(configured, str) else (configured or []):
             overlay_paths.insert(0, (run_config.parent / rel))
-    loaded_overlays = [o for o in (one(p, OverlayFile, None) for p in overlay_paths) if o is not None]
+    loaded_overlays: list[Loaded[OverlayFile]] = []
+    if overlay_paths:  # the overlay's models are imported only when there is one to read
+        from capplan.compiler.inputs.overlay_file import OverlayFile
+
+        loaded_overlays = [o for o in (one(p, OverlayFile, None) for p in overlay_paths) if o is not None]
 
     if presets is not None:
         m = presets.model
@@ -222,6 +226,7 @@ def _compilable_parts(inputs: Inputs) -> Inputs:
     report the binding missing, which is not the problem.
     """
     from capplan.compiler.inputs.providers_file import binding_key
+    from capplan.compiler.inputs.overlay_file import OverlayFile
     from capplan.compiler.inputs.run_config import RunConfig
     from capplan.compiler.partial_model import without_broken_blocks
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
 from capplan.core.diagnostics import Diagnostic
-from capplan.compiler.inputs.overlay_file import OverlayFile
 from capplan.compiler.inputs.preset_file import PresetEntry, PresetFile
 from capplan.compiler.loading import Loaded
 from capplan.core.yaml_source import SourceFile
+
+if TYPE_CHECKING:  # the overlay's models are imported where an overlay is read
+    from capplan.compiler.inputs.overlay_file import OverlayFile
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capplan.core.diagnostics import Diagnostic
-from capplan.compiler.inputs.overlay_file import LitellmModelDecl
 from capplan.compiler.inputs.pricing_file import normalize_model_name
 from capplan.compiler.inputs.preset_file import KNOB_KEYS, SLOT_KEYS
 from capplan.compiler.inputs.providers_file import binding_key
@@ -37,6 +36,9 @@ from capplan.executor.plan import (
 from capplan.executor.registry import DEFAULT_POLICY
 from capplan.executor.value_rules import PARAM_CHOICES, ValueRule, value_key
 from capplan.executor.wire_dialect import is_responses
+
+if TYPE_CHECKING:  # the overlay's models are imported where an overlay is read
+    from capplan.compiler.inputs.overlay_file import LitellmModelDecl
 
 
 @dataclass(frozen=True)

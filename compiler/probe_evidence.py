@@ -38,8 +38,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from capplan.compiler.inputs.overlay_file import OverlayFile
-from capplan.compiler.inputs.probe_block import ProbedRoute, ProbedValue
 from capplan.compiler.loading import Inputs, Loaded
 from capplan.compiler.probe_routes import BLOCK, RouteKey, entry_key
 from capplan.core.diagnostics import Diagnostic
@@ -47,6 +45,8 @@ from capplan.core.yaml_source import Loc
 from capplan.executor.value_rules import rule_value_problem, value_key
 
 if TYPE_CHECKING:  # lint judges the block without paying for the plan model
+    from capplan.compiler.inputs.overlay_file import OverlayFile
+    from capplan.compiler.inputs.probe_block import ProbedRoute, ProbedValue
     from capplan.executor.plan import ModelIdentity, Plan, Provenance, WireRoute
     from capplan.executor.value_rules import ValueRule
 

@@ -7,12 +7,15 @@ the loaded inputs) so that loading an overlay can check its block without import
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from capplan.compiler.inputs.overlay_file import OverlayFile
-from capplan.compiler.inputs.probe_block import ProbedRoute
 from capplan.core.diagnostics import Diagnostic, did_you_mean
 from capplan.core.yaml_source import SourceFile
 from capplan.executor.value_rules import PARAM_CHOICES, rule_value_problem, value_key
+
+if TYPE_CHECKING:  # the overlay's models are imported where an overlay is read
+    from capplan.compiler.inputs.overlay_file import OverlayFile
+    from capplan.compiler.inputs.probe_block import ProbedRoute
 
 BLOCK = "probe_evidence"
 

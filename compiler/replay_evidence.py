@@ -38,12 +38,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from capplan.compiler.inputs.overlay_file import OverlayFile, ReplayMeasurement
 from capplan.compiler.loading import Inputs, Loaded
 from capplan.core.diagnostics import Diagnostic
 from capplan.core.yaml_source import SourceFile
 
 if TYPE_CHECKING:  # lint judges evidence without paying for the plan model
+    from capplan.compiler.inputs.overlay_file import OverlayFile, ReplayMeasurement
     from capplan.compiler.provenance_lines import Located
     from capplan.executor.plan import ModelIdentity, Provenance
 

@@ -11,12 +11,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from capplan.core.diagnostics import Diagnostic, did_you_mean
-from capplan.compiler.inputs.overlay_file import OverlayFile
 from capplan.compiler.matching import glob_match
 from capplan.compiler.inputs.providers_file import binding_key
 from capplan.compiler.loading import Loaded
 
 if TYPE_CHECKING:  # annotations only: plain lint never builds a plan nor reads a run config
+    from capplan.compiler.inputs.overlay_file import OverlayFile
     from capplan.compiler.inputs.run_config import ModelConfig
     from capplan.executor.plan import Plan
 
