@@ -4,9 +4,7 @@ command line maps exceptions to messages and exit codes in exactly one place (ca
 
 from __future__ import annotations
 
-import importlib
 import json
-import pkgutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from capplan.core.diagnostics import Diagnostic, InputError
 from capplan.core.errors import ExitCode, UserError
 from capplan.core.redaction import register_secrets
 from tests.cli_runner import invoke
+from tests.layer_modules import import_layers
 
 REPO = Path(__file__).resolve().parents[1]
 MOCK = REPO / "golden" / "plans" / "mock-echo.json"
@@ -30,16 +29,7 @@ CANARY = "sk-canary-error-model-7f3a9c2e51"
 
 
 def _import_layers() -> None:
-    for layer in LAYERS:
-        package = importlib.import_module(f"capplan.{layer}")
-        for info in pkgutil.walk_packages(package.__path__, f"capplan.{layer}."):
-            if info.name.endswith(".__main__"):  # runs the command line when imported
-                continue
-            try:
-                importlib.import_module(info.name)
-            except ModuleNotFoundError as exc:  # an optional extra (ray) that is not installed
-                if (exc.name or "").startswith("capplan"):
-                    raise
+    import_layers(LAYERS)
 
 
 def _subclasses(cls: type[UserError]) -> Iterator[type[UserError]]:

@@ -7,29 +7,19 @@ regex on every start of the command that builds the model.
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
 from collections.abc import Iterator
 
 from pydantic import BaseModel
 
 from capplan.core.default_factories import empty_dict, empty_list
+from tests.layer_modules import import_layers
 
 LAYERS = ("core", "compiler", "executor", "trials", "probes", "conformance", "evals", "cli")
 
 
 def _import_everything() -> None:
-    for layer in LAYERS:
-        package = importlib.import_module(f"capplan.{layer}")
-        for info in pkgutil.walk_packages(package.__path__, f"capplan.{layer}."):
-            if info.name.endswith(".__main__"):  # runs its command line when imported
-                continue
-            try:
-                importlib.import_module(info.name)
-            except ModuleNotFoundError as exc:  # an optional extra (ray) that is not installed
-                if (exc.name or "").startswith("capplan"):
-                    raise
+    import_layers(LAYERS)
 
 
 def _models(cls: type[BaseModel]) -> Iterator[type[BaseModel]]:
