@@ -13,15 +13,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 OVERLAY_MODULES = ("capplan.compiler.inputs.overlay_file", "capplan.compiler.inputs.probe_block")
 
-PROBE = """
+PROBE = f"""
 import json, sys
 from capplan.cli import main
 sys.argv = ["capplan", "compile", *sys.argv[1:]]
 try:
     main()
 except SystemExit as done:
-    print(json.dumps([done.code, [m for m in %r if m in sys.modules]]))
-""" % (OVERLAY_MODULES,)
+    print(json.dumps([done.code, [m for m in {OVERLAY_MODULES!r} if m in sys.modules]]))
+"""
 
 
 def _compile(tmp_path: Path, *args: str) -> tuple[int, list[str], str]:
