@@ -155,7 +155,7 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
     from capplan.compiler.inputs.pricing_file import PricingFile
     from capplan.compiler.inputs.providers_file import ProvidersFile
     from capplan.compiler.inputs.run_config import RunConfig
-    from capplan.compiler.shared_sections import binding_section, preset_sections, run_config_sections
+    from capplan.compiler.shared_sections import preset_sections, run_config_sections
     from capplan.core.build_order import build_first
 
     base = data_dir or bundled_dir()
@@ -170,8 +170,10 @@ def load_inputs(*, data_dir: Path | None, run_config: Path | None, overlays: lis
         problems.extend(diags)
         return loaded
 
-    # sections held by more than one of the models below, built once first (seam *shared sections*)
-    build_first(*(preset_sections() if overlays else ()), *binding_section())
+    # sections held by more than one of the models below, built once first (seam *shared sections*;
+    # the provider binding is built as providers_file is imported, above)
+    if overlays:
+        build_first(*preset_sections())
     presets = one(base / PRESETS_FILE, PresetFile, label, "data")
     providers = one(base / PROVIDERS_FILE, ProvidersFile, label, "data")
     pricing = one(base / PRICING_FILE, PricingFile, label, "data")

@@ -46,6 +46,7 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -107,7 +108,7 @@ def found_groups(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:
 
     Inside :func:`one_pass_for` groups that cover them, answered from that block's one pass.
     :class:`EntryPointsUnreadable` for a file importlib.metadata cannot read, in both modes."""
-    shared = _one_pass
+    shared = _ONE_PASS.get()
     if shared is not None and groups <= shared.groups and not reference_mode():
         if shared.found is None:
             shared.found = _lookup(shared.groups)
@@ -121,7 +122,9 @@ class _OnePass:
         self.found: dict[str, tuple[Found, ...]] | None = None
 
 
-_one_pass: _OnePass | None = None
+# per thread (a context variable): a command run on another thread of the same process, or a
+# thread the command starts, neither sees nor ends this block
+_ONE_PASS: ContextVar[_OnePass | None] = ContextVar("capplan_entry_points_one_pass", default=None)
 
 
 @contextmanager
@@ -134,12 +137,11 @@ def one_pass_for(groups: frozenset[str]) -> Iterator[None]:
     length of a command, so what is installed is read once per command, as fresh as before. Outside
     a block, and in the reference mode, every lookup reads afresh.
     """
-    global _one_pass
-    previous, _one_pass = _one_pass, _OnePass(groups)
+    token = _ONE_PASS.set(_OnePass(groups))
     try:
         yield
     finally:
-        _one_pass = previous
+        _ONE_PASS.reset(token)
 
 
 def _lookup(groups: frozenset[str]) -> dict[str, tuple[Found, ...]]:

@@ -422,3 +422,33 @@ def test_a_command_reads_what_is_installed_once(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                          env={**base, "PYTHONPATH": str(REPO)})
     assert run.stderr.strip().splitlines()[-1] == "0 [['capplan.policies', 'pydantic']]", run.stderr
+
+
+def test_a_block_is_its_own_threads_and_ends_with_it(sites: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    first, _ = sites
+    _dist(first, "acme_tools-2.0.dist-info", "[acme]\na = mod:A\n")
+    scans = _counting_scans(monkeypatch)
+    inside, leave = threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def other_command() -> None:  # a second command on another thread, ending after this one's block
+        with scan.one_pass_for(frozenset({"acme"})):
+            scan.found_groups(frozenset({"acme"}))
+            inside.set()
+            assert leave.wait(30)
+            seen.append(len(scans))
+
+    worker = threading.Thread(target=other_command)
+    with scan.one_pass_for(frozenset({"acme"})):
+        worker.start()
+        assert inside.wait(30)
+        scan.found_groups(frozenset({"acme"}))
+        scan.found_groups(frozenset({"acme"}))
+        assert len(scans) == 2  # one pass for each thread's block, none shared
+    leave.set()
+    worker.join(30)
+    assert not worker.is_alive() and seen == [2]
+    scan.found_groups(frozenset({"acme"}))  # both blocks over: no memo left behind, read afresh
+    assert len(scans) == 3
