@@ -43,6 +43,7 @@ from capplan.core.input_limits import (
     read_limited,
 )
 from capplan.core.reference_mode import reference_mode, speed_memo
+from capplan.core.yaml_import import import_yaml
 from capplan.core.yaml_source import Loc, SourceFile, parse_with_libyaml, read_source, source_from_bytes
 
 _NULL = frozenset({"", "~", "null", "Null", "NULL"})
@@ -139,7 +140,7 @@ def fast_data(raw: bytes, positions: dict[Loc, tuple[int, int]] | None = None) -
     if reference_mode():
         return None
     try:
-        import yaml
+        yaml = import_yaml()
     except ImportError:
         return None
     loader_cls = getattr(yaml, "CSafeLoader", None)

@@ -15,6 +15,7 @@ from typing import Any
 
 from capplan.core.diagnostics import Diagnostic, InputError, Severity
 from capplan.core.reference_mode import reference_mode
+from capplan.core.yaml_import import import_yaml
 from capplan.core.input_limits import (
     MAX_ALIAS_EXPANSION,
     MAX_ALIASES,
@@ -182,7 +183,7 @@ def read_bundled(path: Path, display: str, shipped: Callable[[str], Parsed | Non
 def parse_with_libyaml(raw: bytes) -> Parsed | None:
     """Data and positions of a bundled YAML file by libyaml (~25x faster than ruamel); None when
     libyaml is missing or the text is not a mapping it reads (the careful reader then says why)."""
-    import yaml
+    yaml = import_yaml()
 
     loader_cls = getattr(yaml, "CSafeLoader", None)
     if loader_cls is None:
@@ -206,7 +207,7 @@ def parse_with_libyaml(raw: bytes) -> Parsed | None:
 
 def _libyaml_positions(loader: Any, node: Any, loc: Loc, positions: dict[Loc, tuple[int, int]]) -> None:
     """Record where every key and item sits, as the ruamel reader does (1-based)."""
-    import yaml
+    yaml = import_yaml()
 
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
