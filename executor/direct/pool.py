@@ -5,7 +5,8 @@ reference mode, :mod:`capplan.core.reference_mode`, always the second: seam *htt
 
 - **HTTP/1.1 on the standard library's** ``http.client``: a stack of idle kept-alive connections
   per origin; a call takes one (or opens one), sends, reads the whole answer and puts it back
-  unless the server said it closes. This is every route in the common case (OpenAI, OpenRouter,
+  unless the server said it closes. A plain request's head is written here and goes out with its body in
+  one send (:mod:`capplan.executor.direct.request_head`). This is every route in the common case (OpenAI, OpenRouter,
   xAI, Azure AI, self-hosted endpoints, gateways) and the cheap one: measured by
   ``benchmarks/transport.py`` with 32 threads calling a loopback server at once, about 0.25 ms of
   CPU per call against 1.0 ms for a shared ``httpx.Client``, whose request and response models,
@@ -51,6 +52,7 @@ from typing import Any, Protocol
 from urllib.parse import SplitResult, urlsplit
 
 from capplan.core.reference_mode import reference_mode, speed_memo
+from capplan.executor.direct.request_head import plain_head
 from capplan.executor.direct.bounded_body import (
     BodyLimits,
     BodyTooLarge,
@@ -336,8 +338,7 @@ class _Connections:
             sock = connection.sock
             if isinstance(sock, _DeadlineSocket):  # every connection _open made
                 sock.deadline = deadline
-            connection.request("POST", target, body=content, headers=_with_agent(headers))
-            response = connection.getresponse()
+            response = _request(connection, target, content, _with_agent(headers))
             body = read_body(response.read1, response.getheader("content-encoding"), response.status, limits, deadline)
             response.close()  # read to its end; read1 does not mark it done, and the connection asks before reuse
         except TimeoutError as exc:  # socket.timeout is TimeoutError; so is DeadlinePassed
@@ -371,6 +372,31 @@ class _Connections:
     def idle(self) -> int:
         with self._lock:
             return len(self._idle)
+
+
+def _request(connection: http.client.HTTPConnection, target: str, content: bytes,
+             headers: dict[str, str]) -> http.client.HTTPResponse:
+    """POST ``content`` on ``connection`` and read the answer's status line and headers.
+
+    A plain request's head (:func:`~capplan.executor.direct.request_head.plain_head`) goes out in
+    one send with the body and the answer is read as ``getresponse`` reads it, through the
+    public ``HTTPResponse(sock, method=...)``; the connection's own state machine is left idle,
+    as ``getresponse`` leaves it. Any other request is ``http.client``'s ``request`` and ``getresponse``.
+    """
+    sock = connection.sock
+    head = plain_head(connection.host, connection.port, connection.default_port, target, len(content), headers) \
+        if sock is not None else None
+    if head is None:
+        connection.request("POST", target, body=content, headers=headers)
+        return connection.getresponse()
+    sock.sendall(head + content)
+    response = _Response(sock, method="POST")
+    try:
+        response.begin()
+    except BaseException:
+        response.close()
+        raise
+    return response
 
 
 def _close(connection: http.client.HTTPConnection | None) -> None:
