@@ -42,6 +42,7 @@ from pydantic import TypeAdapter
 
 from capplan.core.reference_mode import reference_mode
 from capplan.executor.policies.schema_sanitizer import ToolSchemaError
+from capplan.executor.plain_validity import QuickValidator, quick_check
 
 if TYPE_CHECKING:
     from capplan.executor.messages import ToolSpec
@@ -154,7 +155,8 @@ class PreparedTools:
         with self._lock:
             if self._validators is None:
                 self._validators = {
-                    name: validators.validator_for(schema, default=validators.Draft202012Validator)(schema)
+                    name: QuickValidator(validators.validator_for(schema, default=validators.Draft202012Validator)(schema),
+                                         quick_check(schema))
                     for name, schema in self.schemas.items()
                 }
             return self._validators
