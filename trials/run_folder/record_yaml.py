@@ -98,8 +98,15 @@ class RecordDumper(_Base):  # type: ignore[misc]
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         # the safe resolver has no path resolvers: a scalar's tag depends on its text and `implicit` only
-        if kind is ScalarNode and type(value) is str and len(value) <= _CACHED_SCALAR_LEN:
-            return _resolve_scalar(value, implicit if type(implicit) is tuple else tuple(implicit))
+        if kind is ScalarNode and type(value) is str:
+            # the emitter asks twice per scalar; PyYAML's resolver answers the default tag without a
+            # regex when the scalar is not to be read as plain, or when no implicit resolver is filed
+            # under its first character (and none under every character)
+            resolvers = self.yaml_implicit_resolvers
+            if not implicit[0] or (value[:1] not in resolvers and None not in resolvers):
+                return self.DEFAULT_SCALAR_TAG
+            if len(value) <= _CACHED_SCALAR_LEN:
+                return _resolve_scalar(value, implicit if type(implicit) is tuple else tuple(implicit))
         return super().resolve(kind, value, implicit)
 
     # without path resolvers PyYAML's own versions return at once; the emitter calls them for every node
