@@ -28,8 +28,9 @@ from capplan.core.reference_mode import reference_mode
 _YAML = "yaml"
 #: the compiled pattern's names copied onto a LazyPattern once it is compiled (read without __getattr__ after)
 _COPIED = ("match", "search", "fullmatch", "sub", "subn", "split", "findall", "finditer")
-#: one import with the stand-in at a time: a second thread waits, then finds yaml imported
-_IMPORTING = threading.Lock()
+#: one import with the stand-in at a time: a second thread waits, then finds yaml imported (reentrant: an
+#: import hook that asks for yaml while yaml is importing gets the module as far as it is, as `import` gives it)
+_IMPORTING = threading.RLock()
 
 Compile = Callable[..., "re.Pattern[Any]"]
 
