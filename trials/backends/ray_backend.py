@@ -53,6 +53,8 @@ from capplan.trials.tasks.taskfile import TaskFile, is_path_ref
 _POLL_S = 0.2
 #: How often the driver drains the workers' call buffers into calls.jsonl.
 _DRAIN_S = 0.25
+#: How long a finished trial waits for its worker's drains under way to be journalled first (seconds).
+_SETTLE_S = 5.0
 
 
 @dataclass
@@ -262,13 +264,7 @@ class _Drive:
             self.ray.wait(list(self.drains), num_returns=len(self.drains), timeout=5)
         if self.drains:
             ready, _ = self.ray.wait(list(self.drains), num_returns=len(self.drains), timeout=0)
-            for ref in ready:
-                del self.drains[ref]
-                try:
-                    entries = self.ray.get(ref)
-                except self.ray.exceptions.RayError:
-                    continue  # the worker died: its undrained calls die with it (the drained ones are counted)
-                self.journal.extend(entries)
+            self._journal_drained(ready)
         now = time.monotonic()
         if final or (not self.drains and now - self.last_drain >= _DRAIN_S):
             self.last_drain = now
@@ -278,6 +274,33 @@ class _Drive:
             if final:
                 self.ray.wait(list(self.drains), num_returns=len(self.drains), timeout=5)
                 self._drain()
+
+    def _settle_drains(self, worker: int) -> None:
+        """Journal the drains of ``worker`` still under way, before a trial it ran is written.
+
+        A drain the worker answered while the trial ran holds the trial's earlier calls, and the
+        trial's result only those made after it. Were the result journalled and the trial written
+        first, a trial whose every call was drained would get no end line, and its calls, arriving
+        later, would open a new attempt that never ends: spend counted again as died in flight.
+        Waited for up to ``_SETTLE_S``: a drain still out then is journalled when it comes, as before.
+        """
+        assert self.journal is not None
+        refs = [ref for ref, owner in self.drains.items() if owner == worker]
+        if not refs:
+            return
+        ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=_SETTLE_S)
+        self._journal_drained(ready)
+
+    def _journal_drained(self, ready: list[Any]) -> None:
+        """Append the entries of the finished drains ``ready`` to the journal, in the order given."""
+        assert self.journal is not None
+        for ref in ready:
+            del self.drains[ref]
+            try:
+                entries = self.ray.get(ref)
+            except self.ray.exceptions.RayError:
+                continue  # the worker died: its undrained calls die with it (the drained ones are counted)
+            self.journal.extend(entries)
 
     def _arrived(self) -> list[tuple[Any, float]]:
         """What arrived: waits up to the poll interval for one result, then takes every other one already in."""
@@ -348,6 +371,7 @@ class _Drive:
             return None
         self.identities[attempt.worker] = result.worker
         if self.journal is not None:
+            self._settle_drains(attempt.worker)
             self.journal.extend(result.calls)  # before the driver writes the trial (its end line names them)
         stats = self.backend.stats
         stats.by_node[result.worker.node] += 1
