@@ -31,10 +31,9 @@ def _http_client_bytes(host: str, port: int, target: str, headers: dict[str, str
             host, port)
         connection.sock = ours
         connection.request("POST", target, body=BODY, headers=headers)
-        ours.shutdown(socket.SHUT_WR)
-        reader.join(timeout=10)
     finally:
-        ours.close()
+        ours.close()  # the reader sees the end, sent or refused, and returns before its socket is closed
+        reader.join(timeout=10)
         theirs.close()
     assert not reader.is_alive()
     return b"".join(got)
