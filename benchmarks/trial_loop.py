@@ -42,10 +42,12 @@ Measured in one run:
   usable core: wall time over the ideal and the CPU per turn of this process and its workers
   together (their start included), for gpt-5 on chat completions through the direct transport and,
   beside it, the keep-alive floor sender (``benchmarks/keep_alive_sender.py``, imported by each
-  worker). The peer row, the same workload through inspect_ai, is ``benchmarks/inspect_row.py``.
+  worker; ``--repeats N`` runs each cell N times and prints the medians with their range). The peer
+  row, the same workload through inspect_ai, is ``benchmarks/inspect_row.py``; where the CPU of a turn
+  goes, part by part, is ``benchmarks/turn_breakdown.py``.
 
 Run from the project root:  python benchmarks/trial_loop.py [--trials 500] [--concurrency 32]
-                            [--turn-cost-only | --responses-only | --workers-only | --bfcl]
+                            [--turn-cost-only | --responses-only | --workers-only [--repeats N] | --bfcl]
                             [--reference-cost [--reference-rounds N]]
 
 ``--reference-cost`` runs the chosen workload once per mode and prints what the reference mode
@@ -215,9 +217,13 @@ def worker_counts() -> list[int]:
     return sorted({cores, *(2**k for k in range(cores.bit_length()) if 2**k <= cores)})
 
 
-def workers_curve(folder: Path, task: Path, plans: dict[str, Plan], trials: int, concurrency: int) -> None:
+def workers_curve(folder: Path, task: Path, plans: dict[str, Plan], trials: int, concurrency: int,
+                  repeats: int = 1) -> None:
     """Wall over the ideal and CPU per turn for 1, 2 and all workers at 50 and 8 ms: gpt-5 on chat through
-    the direct transport (the real path), and the keep-alive floor sender beside it, measured in one run."""
+    the direct transport (the real path), and the keep-alive floor sender beside it, measured in one run.
+
+    With ``repeats`` > 1 each cell is run that many times and its medians are printed with their range:
+    on a shared 2-core machine one run's CPU per turn moves by a tenth or more from one minute to the next."""
     senders = (("gpt-5 on chat, direct transport", plans["chat"], None, None),
                ("keep-alive floor sender", make_plan("openai", "agent-model", key="bench"), KeepAliveCompletion(),
                 FLOOR_SENDER))
@@ -226,13 +232,26 @@ def workers_curve(folder: Path, task: Path, plans: dict[str, Plan], trials: int,
         for label, plan, completion, factory in senders:
             cells = []
             for workers in worker_counts():
-                out = folder / f"curve-{latency}-{label.split()[0]}-{workers}"
-                wall, turns, cpu = throughput(task, plan, trials, concurrency, out, completion, latency_s=latency,
-                                              workers=workers, completion_factory=factory)
-                assert turns == trials * TURNS, turns
-                cells.append(f"{workers} worker(s) {wall / ideal:.2f}x, CPU {cpu / turns * 1e3:.3f} ms/turn")
+                ratios, per_turn = [], []
+                for repeat in range(repeats):
+                    out = folder / f"curve-{latency}-{label.split()[0]}-{workers}-{repeat}"
+                    wall, turns, cpu = throughput(task, plan, trials, concurrency, out, completion, latency_s=latency,
+                                                  workers=workers, completion_factory=factory)
+                    assert turns == trials * TURNS, turns
+                    ratios.append(wall / ideal)
+                    per_turn.append(cpu / turns * 1e3)
+                cells.append(f"{workers} worker(s) {_median_range(ratios, '.2f', 'x')}, "
+                             f"CPU {_median_range(per_turn, '.3f', ' ms/turn')}")
             print(f"workers ({label}), {trials} trials x {TURNS} turns at concurrency {concurrency}, "
                   f"{latency * 1e3:.0f} ms (ideal {ideal:.2f} s): " + "; ".join(cells), flush=True)
+
+
+def _median_range(values: list[float], spec: str, unit: str) -> str:
+    """``values``' median, and its range when there is more than one."""
+    middle = f"{statistics.median(values):{spec}}{unit}"
+    if len(values) == 1:
+        return middle
+    return f"{middle} ({min(values):{spec}}-{max(values):{spec}})"
 
 
 #: History lengths the turn-cost row reports, and how near a turn's history must be to count.
@@ -384,6 +403,8 @@ def main() -> None:
     parser.add_argument("--turn-cost-only", action="store_true", help="Only the turn-cost rows.")
     parser.add_argument("--responses-only", action="store_true",
                         help="Only the gpt-5 rows: turn cost and throughput, chat completions vs Responses.")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of each worker-count cell; the median and the range are printed (default 1)")
     parser.add_argument("--workers-only", action="store_true",
                         help="Only the worker-count rows: 1, 2, 4 … and all workers at 50 and 8 ms, gpt-5 on chat "
                              "through the direct transport and the keep-alive floor sender.")
@@ -396,6 +417,8 @@ def main() -> None:
                              "(benchmarks/reference_cost.py)")
     parser.add_argument("--reference-rounds", type=int, default=1, help="rounds of --reference-cost (medians)")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     if args.reference_cost:
         from benchmarks.reference_cost import report
 
@@ -414,7 +437,7 @@ def main() -> None:
         plan = make_plan("openai", "agent-model", key="bench")
         gpt5 = gpt5_plans(Path(tmp) / "gpt5")
         if args.workers_only:
-            workers_curve(Path(tmp), task, gpt5, args.trials, args.concurrency)
+            workers_curve(Path(tmp), task, gpt5, args.trials, args.concurrency, args.repeats)
             return
         if not args.responses_only:
             print_turn_cost(turn_cost(Path(tmp) / "long", plan),
@@ -441,7 +464,7 @@ def main() -> None:
             print(f"throughput ({label}): {args.trials} trials x {TURNS} turns at concurrency {args.concurrency}: "
                   f"{wall:.2f} s vs ideal {ideal:.2f} s = {wall / ideal:.2f}x (target <= 1.3)")
         chat_vs_responses(Path(tmp), task, gpt5, args.trials, args.concurrency)
-        workers_curve(Path(tmp), task, gpt5, args.trials, args.concurrency)
+        workers_curve(Path(tmp), task, gpt5, args.trials, args.concurrency, args.repeats)
         cpu_ms = litellm_call_cpu_ms()
         floor = args.trials * TURNS * cpu_ms / 1e3
         print(f"  litellm.completion alone: {cpu_ms:.2f} ms of CPU per call (all threads, serial, no added latency); "
