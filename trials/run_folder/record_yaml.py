@@ -9,6 +9,7 @@ builtin types (``dict``, ``list``, ``str``, ``int``, ``float``, ``bool``, ``None
 very nodes the generic representer builds (same tags, styles, aliases for a container seen twice),
 and remembers the resolution of short scalars; anything else goes through PyYAML unchanged. The
 bytes written are identical to ``yaml.dump(..., Dumper=CSafeDumper)`` (tests/trials/test_record_yaml.py).
+A record of plain data skips the nodes altogether: :mod:`.record_emitter` writes it straight.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from capplan.core.reference_mode import reference_mode, speed_memo
+from capplan.trials.run_folder.record_emitter import emit_records_yaml
 
 try:
     _Base: type[yaml.SafeDumper] = yaml.CSafeDumper
@@ -124,7 +126,14 @@ assert not yaml.SafeDumper.yaml_path_resolvers, "path resolvers would make a sca
 
 def dump_records_yaml(data: Any) -> bytes:
     """``data`` as the YAML of a trial record: block style, keys in order, UTF-8, lines up to 120."""
-    # seam "record dumper": the reference mode uses PyYAML's own representer (the same bytes, a test holds it)
-    dumper = _Base if reference_mode() else RecordDumper
+    # seam "record dumper": plain data is written straight (record_emitter), anything else with less Python
+    # per node; the reference mode uses PyYAML's own representer (the same bytes, tests hold it)
+    if reference_mode():
+        dumper = _Base
+    else:
+        direct = emit_records_yaml(data)
+        if direct is not None:
+            return direct.encode("utf-8")
+        dumper = RecordDumper
     text: str = yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=120)
     return text.encode("utf-8")
