@@ -48,7 +48,7 @@ Measured in one run:
 
 Run from the project root:  python benchmarks/trial_loop.py [--trials 500] [--concurrency 32]
                             [--turn-cost-only | --responses-only | --workers-only [--repeats N] | --bfcl]
-                            [--reference-cost [--reference-rounds N]]
+                            [--reference-cost [--reference-rounds N]] [--work-dir DIR]
 
 ``--reference-cost`` runs the chosen workload once per mode and prints what the reference mode
 (every speed-only path off) costs against the fast one (``benchmarks/reference_cost.py``).
@@ -416,6 +416,10 @@ def main() -> None:
                              "each in a child process, and print the reference/fast ratios of wall and CPU time "
                              "(benchmarks/reference_cost.py)")
     parser.add_argument("--reference-rounds", type=int, default=1, help="rounds of --reference-cost (medians)")
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="the folder the task files and run folders are made in (default: the system's temp "
+                             "folder). A run folder's files cost what creating files costs there: put it where users' "
+                             "runs go (the project folder) when the temp folder is a slower file system")
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -427,12 +431,12 @@ def main() -> None:
     if args.bfcl:
         from benchmarks.bfcl_trial_loop import TRANSPORTS, bfcl_row, print_bfcl_row
 
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory(dir=args.work_dir) as tmp:
             for name in TRANSPORTS:
                 print_bfcl_row(bfcl_row(Path(tmp) / name, concurrency=16, transport=name), 16, name)
         return
     os.environ.setdefault("OPENAI_API_KEY", "sk-benchmark-loopback")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=args.work_dir) as tmp:
         task = write_task(Path(tmp) / "pack", turns=["add one", "and one more", "thanks, that's all"])
         plan = make_plan("openai", "agent-model", key="bench")
         gpt5 = gpt5_plans(Path(tmp) / "gpt5")

@@ -21,6 +21,7 @@ first); the whole is the same figure ``trial_loop.py`` prints. The rows
 are a map for the next saving, not a target: ``benchmarks/trial_loop.py`` holds the targets.
 
 Run from the project root:  python benchmarks/turn_breakdown.py [--trials 500] [--concurrency 32] [--latency-ms 8]
+                            [--work-dir DIR]
 """
 
 from __future__ import annotations
@@ -123,6 +124,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency-ms", type=float, default=8.0, help="the loopback server's answer delay")
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="the folder the run folder is made in (default: the system's temp folder; see "
+                             "benchmarks/trial_loop.py --help)")
     args = parser.parse_args()
     if args.trials < 1 or args.concurrency < 1 or args.latency_ms < 0:
         parser.error("--trials and --concurrency must be at least 1, --latency-ms at least 0")
@@ -134,7 +138,7 @@ def main() -> None:
                               (call_journal.CallJournal, "send", _INSIDE[3]),
                               (call_journal.CallJournal, "record", _INSIDE[4]), (runner._Trial, "_records", _INSIDE[5])):
         _timed(owner, name, part)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=args.work_dir) as tmp:
         task = trial_loop.write_task(Path(tmp) / "pack", turns=["add one", "and one more", "thanks, that's all"])
         plan = trial_loop.gpt5_plans(Path(tmp) / "gpt5")["chat"]
         main_started = time.thread_time()
