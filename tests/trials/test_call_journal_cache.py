@@ -6,8 +6,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from capplan.core.diagnostics import Diagnostic
-from capplan.trials.run_folder.call_journal import JOURNAL_FILE, Journal, JournalCache, read_journal
+from capplan.trials.run_folder import call_journal, confined
+from capplan.trials.run_folder.call_journal import JOURNAL_FILE, Journal, JournalCache, call_data, read_journal
+from capplan.trials.run_folder.confined import ConfinedPathError
+from capplan.trials.run_folder.folder import RunFolder
+from capplan.trials.run_folder.journal_lines import call_text
+from capplan.trials.run_folder.records import CallRecord, UsageRecord
+from capplan.trials.spec import TrialSpec
+from tests.mode_switch import mode
+from tests.trials.helpers import mock_plan, spec_for, write_task
 
 
 def _line(execution: str, key: str, kind: str = "call", **extra: Any) -> bytes:
@@ -80,3 +90,134 @@ def test_a_missing_journal_reads_as_empty_and_forgets_the_last_read(tmp_path: Pa
     path.write_bytes(_line("e1", "m/t/0"))
     a, da, b, db = _both(tmp_path, cache)
     assert (a, da) == (b, db) and a[3] == 1
+
+
+# -- lines this process appends: followed as they are written, never parsed back ------------------------
+
+
+def _normal(journal: Journal) -> Any:
+    """``_shape`` with each call record as its parsed object (the memo keeps records it appended as text)."""
+    return ({e: (x.key, x.attempt, [(n, json.loads(c) if isinstance(c, str) else c) for n, c in x.calls], x.ends,
+                 x.last_at, x.sends, x.answered) for e, x in journal.executions.items()},
+            journal.good_bytes, journal.torn_lineno, journal.lines)
+
+
+def _record(cost: float | None, role: str = "agent") -> CallRecord:
+    return CallRecord(role=role, turn=0, outcome="accepted", status="ok",  # type: ignore[arg-type]
+                      usage=UsageRecord(prompt_tokens=10, completion_tokens=2), cost_usd=cost,
+                      cost_source="unknown" if cost is None else "pricing", latency_s=0.01)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> tuple[RunFolder, list[TrialSpec]]:
+    task = write_task(tmp_path / "pack")
+    specs = [spec_for(task, mock_plan(), index=i) for i in range(4)]
+    opened = RunFolder(tmp_path / "run")
+    opened.open(specs)
+    return opened, specs
+
+
+def _journal_a_run(opened: RunFolder, specs: list[TrialSpec]) -> None:
+    """Every kind of line, as trials and worker processes make them: some executions end, some die."""
+    journal = opened.journal
+    assert journal is not None
+    keys = [str(s.key) for s in specs]
+    first = journal.begin(keys[0])
+    first.record(_record(0.002))
+    first.record(_record(None, role="user"), request_id="r-user")
+    journal.written(keys[0], 1)
+    worker = journal.begin_execution(keys[1])  # a worker process's execution: its records arrive as text
+    journal.announce(keys[1], worker, "agent", 0, "r1", 1, 0.5)
+    journal.record_encoded(keys[1], worker, call_text(call_data(_record(0.25))), 0.25, True, "r1")
+    journal.announce(keys[1], worker, "agent", 1, "r2", 1, None)  # never answered: died in flight
+    dead = journal.begin(keys[2])
+    dead.record(_record(0.001))
+    journal.lost(keys[2])
+    interrupted = journal.begin(keys[3])
+    interrupted.record(_record(0.003))
+    journal.interrupted(keys[3], "2026-01-01T00:00:00Z")
+
+
+def test_lines_this_process_appends_read_back_as_a_full_read_of_the_file(
+        folder: tuple[RunFolder, list[TrialSpec]], monkeypatch: pytest.MonkeyPatch) -> None:
+    opened, specs = folder
+    parsed: list[int] = []
+    original = call_journal._take_line
+
+    def counted(journal: Journal, chunk: bytes, lineno: int) -> str | None:
+        parsed.append(lineno)
+        return original(journal, chunk, lineno)
+
+    monkeypatch.setattr(call_journal, "_take_line", counted)
+    with mode(False):
+        _journal_a_run(opened, specs)
+        followed = opened._journal_read.read(opened.root, [])
+        assert parsed == []  # every line was followed as it was written
+        assert _normal(followed) == _normal(read_journal(opened.root, []))
+        assert followed.lines == 10 and parsed == list(range(1, 11))  # the full read above parsed them
+        assert opened.died_in_flight() == RunFolder(opened.root).died_in_flight()
+        # no runs.jsonl line or run.json entry names any of them: all four died in flight, the lost one too
+        assert [d.key for d in opened.died_in_flight()] == [str(s.key) for s in specs]
+
+
+def test_a_line_another_writer_appended_makes_the_next_read_parse_the_file(
+        folder: tuple[RunFolder, list[TrialSpec]], monkeypatch: pytest.MonkeyPatch) -> None:
+    opened, specs = folder
+    with mode(False):
+        _journal_a_run(opened, specs)
+        opened._journal_read.read(opened.root, [])
+        assert opened.journal is not None
+        opened.journal.begin(str(specs[0].key)).record(_record(0.004))
+        with (opened.root / JOURNAL_FILE).open("ab") as f:  # between this process's lines
+            f.write(_line("stranger", str(specs[1].key)))
+        opened.journal.begin(str(specs[3].key)).record(_record(0.005))
+        parsed: list[int] = []
+        original = call_journal._take_line
+        monkeypatch.setattr(call_journal, "_take_line",
+                            lambda j, c, n: parsed.append(n) or original(j, c, n))  # type: ignore[func-returns-value]
+        followed = opened._journal_read.read(opened.root, [])
+        assert parsed == list(range(1, 14))  # the digest did not match: parsed from the start
+        assert _normal(followed) == _normal(read_journal(opened.root, []))
+        assert "stranger" in followed.executions
+
+
+def test_a_failed_append_and_an_overlong_line_are_left_to_a_full_read(
+        folder: tuple[RunFolder, list[TrialSpec]], monkeypatch: pytest.MonkeyPatch) -> None:
+    opened, specs = folder
+    journal = opened.journal
+    assert journal is not None
+    cache = opened._journal_read
+    with mode(False):
+        cache.read(opened.root, [])
+        writes = confined.write_all
+
+        def torn(fd: int, data: bytes) -> None:
+            writes(fd, data[:10])  # part of the line reaches the file
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(confined, "write_all", torn)
+        journal.begin(str(specs[0].key)).record(_record(0.001))
+        assert isinstance(journal.failure, ConfinedPathError)  # kept for the driver to stop the run with
+        monkeypatch.setattr(confined, "write_all", writes)
+        journal.begin(str(specs[1].key)).record(_record(0.002))
+        found: list[Diagnostic] = []
+        assert cache._journal is None  # forgotten: nothing appended since is trusted
+        cache.read(opened.root, found)
+        assert [d.message for d in found] == ["is not a JSON line"]  # the torn bytes joined the next line
+        (opened.root / JOURNAL_FILE).write_bytes(b"")
+        cache.read(opened.root, [])
+        worker = journal.begin_execution(str(specs[2].key))
+        journal.record_encoded(str(specs[2].key), worker, json.dumps({"role": "agent", "note": "x" * (70 << 10)}),
+                               None, True)
+        assert cache._journal is None  # over the line limit: a read must see (and refuse) it
+        found = []
+        cache.read(opened.root, found)
+        assert [d.message for d in found][0].startswith("is ") and "bytes long" in found[0].message
+
+
+def test_the_reference_mode_follows_nothing(folder: tuple[RunFolder, list[TrialSpec]]) -> None:
+    opened, specs = folder
+    with mode(True):
+        _journal_a_run(opened, specs)
+        assert opened._journal_read._followed == []
+        assert _normal(opened._journal_read.read(opened.root, [])) == _normal(read_journal(opened.root, []))

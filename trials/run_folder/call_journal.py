@@ -166,6 +166,8 @@ class CallJournal:
         # opened (and its path checked) once, on the first line: a call's line is then one write
         self._fd: int | None = None
         self._write_lock = threading.Lock()
+        #: told of every line as it is appended (the run folder's read-back memo), in the file's order
+        self.follower: JournalCache | None = None
 
     # -- opening executions and recording calls -------------------------------------------
 
@@ -212,14 +214,21 @@ class CallJournal:
         if self.budget is not None:
             self.budget.settle(request_id, cost_usd, answered=answered)
         attempt = self._attempt_for(key, execution)
-        self._append_text(call_line(self.run_id, execution, key, attempt, round(time.time(), 3), call, request_id))
+        at = round(time.time(), 3)
+        # what the memo keeps of the line: the call record stays text until a read needs it (a death)
+        kept = {"kind": "call", "execution": execution, "key": key, "attempt": attempt, "at": at,
+                "call": CallText(call), "request_id": request_id}
+        self._append_text(call_line(self.run_id, execution, key, attempt, at, call, request_id), kept)
 
     def send(self, key: str, execution: str, role: str, turn: int, request_id: str, attempt: int,
              worst_usd: float | None) -> None:
         """Append the intent of one send of ``execution`` before it goes out (``worst_usd``: what it may cost)."""
         run_attempt = self._attempt_for(key, execution)
+        worst = round_usd(worst_usd) if worst_usd is not None else None
+        kept = {"kind": "send", "execution": execution, "key": key, "attempt": run_attempt,
+                "send": {"request_id": request_id, "role": role, "max_usd": worst}}
         self._append_text(send_line(self.run_id, execution, key, run_attempt, round(time.time(), 3), request_id, role,
-                                    turn, attempt, round_usd(worst_usd) if worst_usd is not None else None))
+                                    turn, attempt, worst), kept)
 
     def sent(self, key: str, execution: str, role: str, turn: int, send: Send) -> None:
         """A send of this process's trial: reserved against the budget (which may refuse it), then journalled."""
@@ -303,19 +312,26 @@ class CallJournal:
                 self._fd = None
 
     def _append(self, data: dict[str, Any]) -> None:
-        self._append_text(dumps(data))
+        self._append_text(dumps(data), data)
 
-    def _append_text(self, line: str) -> None:
+    def _append_text(self, line: str, kept: dict[str, Any]) -> None:
+        """Append ``line``; ``kept``: the values of it a read back uses, for the follower."""
         text = line + "\n"
         try:
             with self._write_lock:
                 if self._fd is None:
                     self._fd = confined.open_append(self.root, (JOURNAL_FILE,))
+                data = text.encode("utf-8")
+                follower = self.follower
                 try:
-                    confined.write_all(self._fd, text.encode("utf-8"))
+                    confined.write_all(self._fd, data)
                 except OSError as exc:
+                    if follower is not None:
+                        follower.forget()  # part of the line may be in the file
                     raise ConfinedPathError(self.root / JOURNAL_FILE, "out-unwritable",
                                             f"cannot append to it: {exc.strerror or exc}") from None
+                if follower is not None:
+                    follower.follow(data, kept)
         except ConfinedPathError as exc:
             # a trial's thread must not die of it: the driver raises it before the next trial is written
             if self.failure is None:
@@ -449,22 +465,32 @@ class DiedSpend:
                 "user_tokens": self.user_tokens}
 
 
+class CallText(str):
+    """A call record's JSON text (:func:`call_text`), kept unparsed by :class:`JournalCache` until a read needs it."""
+
+
 class JournalCache:
     """The last clean read of ``calls.jsonl`` (no bad line, no torn tail), for :func:`read_journal` to resume.
 
     The journal only grows, and a run reads it back several times as it ends (run.json's and the
     summary's spend of trials that died in flight): a read whose first bytes are exactly the bytes
     parsed before (compared by digest, so a rewritten file is parsed again from its start) parses
-    only the lines added since. Thread-safe; the journal it hands out is extended by the next read.
-    Seam *journal memo* (a run's end reads it several times, ``benchmarks/trial_loop.py``); the
-    reference mode (:mod:`capplan.core.reference_mode`) parses the whole file on every read.
+    only the lines added since. The run folder's :class:`CallJournal` also tells it of each line it
+    appends (:meth:`follow`, in the file's order): those lines' bytes join the digest as they are
+    written and their values are taken as they are, so reading back a long run's journal as it
+    ends parses none of this process's lines (a call's record stays text unless its execution
+    died). Thread-safe; the journal it hands out is extended by the next read. Seam *journal
+    memo* (a run's end reads it several times, ``benchmarks/trial_loop.py``); the reference mode
+    (:mod:`capplan.core.reference_mode`) parses the whole file on every read.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._size = 0
-        self._digest = b""
+        self._digest = hashlib.blake2b()
         self._journal: Journal | None = None
+        #: lines appended since the last read, as :meth:`follow` was told them (their bytes are in the digest)
+        self._followed: list[dict[str, Any]] = []
 
     def read(self, root: Path, found: list[Diagnostic]) -> Journal:
         if reference_mode():
@@ -472,19 +498,55 @@ class JournalCache:
         with self._lock:
             raw = confined.read_bytes(root, (JOURNAL_FILE,))
             start: tuple[Journal, int] | None = None
+            followed, self._followed = self._followed, []
             if raw is not None and self._journal is not None and self._size <= len(raw) \
-                    and hashlib.blake2b(memoryview(raw)[:self._size]).digest() == self._digest:
-                start = (self._journal, self._size)
+                    and hashlib.blake2b(memoryview(raw)[:self._size]).digest() == self._digest.digest():
+                journal = self._journal
+                for data in followed:  # lines this process appended, as it wrote them: nothing to parse
+                    journal.lines += 1
+                    if _apply_line(journal, data, journal.lines) is not None:
+                        break  # never for a line CallJournal wrote; parsed from the start, the file says what is wrong
+                else:
+                    journal.good_bytes = self._size
+                    start = (journal, self._size)
             self._journal = None
             if raw is None:
+                self._remember(Journal(), b"")  # lines appended from now on are followed
                 return Journal()
             before = len(found)
             journal = _parse_journal(root, raw, found, start)
             if len(found) == before and not journal.torn_lineno:
-                self._size = journal.good_bytes
-                self._digest = hashlib.blake2b(memoryview(raw)[:self._size]).digest()
-                self._journal = journal
+                if start is None:
+                    self._remember(journal, memoryview(raw)[:journal.good_bytes])
+                else:  # the digest holds the bytes up to where the parse began
+                    self._digest.update(memoryview(raw)[self._size:journal.good_bytes])
+                    self._journal, self._size = journal, journal.good_bytes
             return journal
+
+    def follow(self, written: bytes, data: dict[str, Any]) -> None:
+        """``written`` (one complete line, ``data`` its values) was just appended to the journal by this process."""
+        if reference_mode():
+            return
+        with self._lock:
+            if self._journal is None:
+                return  # nothing read to extend: the next read parses the file
+            if len(written) - 1 > MAX_JOURNAL_LINE_BYTES:
+                self._journal, self._followed = None, []  # a read must see it (and refuse it)
+                return
+            self._followed.append(data)
+            self._digest.update(written)
+            self._size += len(written)
+
+    def forget(self) -> None:
+        """An append failed part-way: the next read parses the file from its start."""
+        with self._lock:
+            self._journal = None
+            self._followed = []
+
+    def _remember(self, journal: Journal, parsed: bytes | memoryview) -> None:
+        self._journal = journal
+        self._size = len(parsed)
+        self._digest = hashlib.blake2b(parsed)
 
 
 def read_journal(root: Path, found: list[Diagnostic]) -> Journal:
@@ -527,6 +589,11 @@ def _take_line(journal: Journal, chunk: bytes, lineno: int) -> str | None:
         return "is not a JSON line"
     if not isinstance(data, dict):
         return "must be a JSON object"
+    return _apply_line(journal, data, lineno)
+
+
+def _apply_line(journal: Journal, data: dict[str, Any], lineno: int) -> str | None:
+    """Line ``lineno``'s values taken into ``journal``; what is wrong with them, if anything."""
     kind = data.get("kind")
     execution, key, attempt = data.get("execution"), data.get("key"), data.get("attempt")
     if not (isinstance(execution, str) and isinstance(key, str) and key.count("/") == 2
@@ -545,7 +612,8 @@ def _take_line(journal: Journal, chunk: bytes, lineno: int) -> str | None:
                                            else None)
         return None
     if kind == "call":
-        if not isinstance(data.get("call"), dict):
+        call = data.get("call")
+        if not (isinstance(call, dict) or (type(call) is CallText and call.startswith("{"))):
             return "a call line must hold its call record as an object"
         request_id = data.get("request_id")
         if request_id is not None and not isinstance(request_id, str):
@@ -582,7 +650,7 @@ def died_in_flight(journal: Journal, written: Callable[[str, int], bool],
         calls = []
         for lineno, raw in entry.calls:
             try:
-                calls.append(CallRecord.model_validate(raw))
+                calls.append(CallRecord.model_validate(json.loads(raw) if type(raw) is CallText else raw))
             except ValidationError as exc:
                 first = exc.errors(include_input=False)[0]
                 if found is not None:

@@ -646,6 +646,7 @@ class RunFolder:
         journalled = self._journalled_attempts()
         self.journal = CallJournal(self.root, self.run_id,
                                    lambda key: max(lines.attempts(key), journalled.get(key, 0)))
+        self.journal.follower = self._journal_read  # its lines join the read-back memo as they are written
         return self.finished()
 
     def _hold_writer(self) -> None:
