@@ -140,3 +140,13 @@ def test_the_records_dumper_uses_it_and_writes_the_same_bytes(monkeypatch: pytes
     with mode(True):
         assert dump_records_yaml(data) == expected
     assert calls == []  # the reference mode leaves it out
+
+
+@pytest.mark.parametrize("separator", ["\n", "\n\n", "\u2028", "\n\u2029\n"])
+def test_long_multi_line_text_as_messages_carry_it(separator: str) -> None:
+    # paragraphs of prose, some lines far past the width, quotes to double: the shape of a model's answer
+    words = ["the", "order", "it's", "refund", "'quoted'", "a", "flight", "x" * 130, "ok."]
+    lines = [" ".join(words[(i * 7 + j) % len(words)] for j in range(3 + i % 40)) for i in range(60)]
+    text = separator.join(lines)
+    _same({"messages": [{"role": "assistant", "content": text}, {"role": "user", "content": text + separator}],
+           "deep": {"a": {"b": [{"content": text}]}}})

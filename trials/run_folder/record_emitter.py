@@ -8,7 +8,8 @@ in block style, so the layout is fixed and only a scalar's style needs choosing.
 writes that layout directly, choosing each scalar's style and folding long lines by libyaml's
 rules (``yaml_emitter_analyze_scalar``, ``yaml_emitter_select_scalar_style`` and the plain,
 single- and double-quoted writers of libyaml's ``emitter.c``, with ``allow_unicode`` and a width
-of 120), in about a sixth of the time.
+of 120): ``benchmarks/record_yaml.py`` measures 0.14x the CPU of the node path for the trial-loop
+benchmark's trial, 0.46x for a mixed trajectory and 0.88x for a long-text one here.
 
 It answers None (the caller then uses PyYAML, as before) for anything outside that: a value of
 another type or a subclass, a key that is not a ``str`` or that libyaml would write as a complex
@@ -48,8 +49,8 @@ _EDGES = " \n\r\x85\u2028\u2029"
 #: everything beyond the BMP): the scalar can only be double-quoted
 _SPECIAL = re.compile(r"[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
 _LINE_BREAK = re.compile(f"[{_BREAKS}]")
-#: a space next to a line break: neither plain nor single-quoted can keep it
-_SPACE_AT_BREAK = re.compile(f" [{_BREAKS}]|[{_BREAKS}] ")
+#: a space next to a line or paragraph separator (CR and NEL are special already)
+_SPACE_AT_SEPARATOR = re.compile(r" [\u2028\u2029]|[\u2028\u2029] ")
 #: what makes a plain scalar unreadable in block context (libyaml's ``block_indicators``)
 _BLOCK_INDICATOR = re.compile(
     "\\A(?:---|\\.\\.\\.|[#,\\[\\]{}&*!|>'\"%@`]|[?-](?:[" + _BLANKZ + "]|\\Z))"
@@ -58,9 +59,8 @@ _BLOCK_INDICATOR = re.compile(
 _DOUBLE_ESCAPED = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
 _SHORT_ESCAPES = {0x00: "0", 0x07: "a", 0x08: "b", 0x09: "t", 0x0A: "n", 0x0B: "v", 0x0C: "f", 0x0D: "r",
                   0x1B: "e", 0x22: '"', 0x5C: "\\", 0x85: "N", 0xA0: "_", 0x2028: "L", 0x2029: "P"}
-#: a single-quoted scalar's pieces: a word, a run of spaces, a run of line breaks
-_SINGLE_PIECE = re.compile(r"[^ \n\u2028\u2029]+| +|[\n\u2028\u2029]+")
-_DOUBLE_PIECE = re.compile("[^ ]+| +")
+#: the line breaks a single-quoted scalar may hold (the others are not printable: double-quoted), in runs
+_BREAK_RUN = re.compile(r"([\n\u2028\u2029]+)")
 
 _PLAIN, _SINGLE, _DOUBLE = "", "'", '"'
 
@@ -225,13 +225,20 @@ def _style(value: str) -> str:
     string, else single-quoted where that can hold it, else double-quoted."""
     if not value:
         return _SINGLE  # empty: the plain form is null
-    special = _SPECIAL.search(value) is not None
-    single_ok = not special and _SPACE_AT_BREAK.search(value) is None
+    single_ok = _single_ok(value)
     if (single_ok and value[0] not in _EDGES and value[-1] not in _EDGES and _LINE_BREAK.search(value) is None
             and _BLOCK_INDICATOR.search(value) is None and _reads_as_str(value)):
         return _PLAIN
     return _SINGLE if single_ok else _DOUBLE
 
+
+
+def _single_ok(value: str) -> bool:
+    """Whether single quotes can hold ``value``: nothing special, and no space next to a line break (one
+    pass of a character class and two substring searches: a long message's text is scanned a few times)."""
+    if _SPECIAL.search(value) is not None or " \n" in value or "\n " in value:
+        return False
+    return not (("\u2028" in value or "\u2029" in value) and _SPACE_AT_SEPARATOR.search(value))
 
 
 def _reads_as_str(value: str) -> bool:
@@ -249,91 +256,94 @@ def _resolve(value: str) -> str:
 
 
 def _plain(value: str, column: int, indent: int) -> str:
-    """A plain scalar (no line breaks, no leading or trailing space), folded at single spaces past WIDTH."""
-    words = value.split(" ")
-    out = [" ", words[0]]
-    column += 1 + len(words[0])
-    previous = words[0]
-    for word in words[1:]:
-        # a space folds when the line is full, it follows no space and no space follows it
-        if column > WIDTH and previous and word:
-            out.append("\n" + " " * indent)
-            column = indent
-        else:
-            out.append(" ")
-            column += 1
-        out.append(word)
-        column += len(word)
-        previous = word
-    return "".join(out)
+    """A plain scalar (no line breaks, no leading or trailing space) after ``column`` characters, its space included."""
+    return " " + _folded(value, column + 1, indent, double=False)
 
 
 def _single_quoted(value: str, column: int, indent: int) -> str:
-    """A single-quoted scalar: ``'`` doubled, a line break written twice (once for a run), folded at a
-    single space past WIDTH that is neither the first nor the last character."""
-    out = [" '"]
+    """A single-quoted scalar: ``'`` doubled, a run of line breaks written after one more line break when it
+    starts with one, each line after a break indented, long lines folded."""
+    text = value.replace("'", "''")
     column += 2
-    last = len(value) - 1
-    breaks = False
+    if "\u2028" in text or "\u2029" in text:
+        return " '" + _separated_lines(text, column, indent) + "'"
+    lines = text.split("\n")  # a run of k line feeds leaves k - 1 empty lines between two texts
+    first = lines[0]
+    out = [" '", first if column + len(first) <= WIDTH else _folded(first, column, indent, double=False)]
     pad = " " * indent
-    for piece in _SINGLE_PIECE.finditer(value):
-        text = piece.group()
-        first = text[0]
-        if first == " ":
-            start = piece.start()
-            if len(text) == 1 and column > WIDTH and start != 0 and start != last:
-                out.append("\n" + pad)
-                column = indent
-            else:
-                out.append(text)
-                column += len(text)
-        elif first in _EDGES:  # a line break (a space was answered above)
-            for char in text:
-                if not breaks and char == "\n":
-                    out.append("\n")
-                out.append(char)  # a line separator is written as it is and starts a line
-                breaks = True
-            column = 0
-        else:
-            if breaks:
-                out.append(pad)
-                column = indent
-                breaks = False
-            text = text.replace("'", "''")
-            out.append(text)
-            column += len(text)
-    if breaks:
-        out.append(pad)
+    last = len(lines) - 1
+    breaks = 0
+    for index in range(1, last + 1):
+        line = lines[index]
+        breaks += 1
+        if not line and index < last:
+            continue  # another line feed follows
+        # a run of line feeds is written with one more, and the next line (or the closing quote) is indented
+        out.append("\n" * (breaks + 1) + pad)
+        breaks = 0
+        if line:
+            out.append(line if indent + len(line) <= WIDTH else _folded(line, indent, indent, double=False))
     out.append("'")
     return "".join(out)
 
 
-def _double_quoted(value: str, column: int, indent: int) -> str:
-    """A double-quoted scalar: escapes, folded at a space past WIDTH that follows no space and is neither
-    the first nor the last character (a ``\\`` keeps a space that starts the next line)."""
-    out = [' "']
-    column += 2
-    last = len(value) - 1
-    pad = "\n" + " " * indent
-    for piece in _DOUBLE_PIECE.finditer(value):
-        text = piece.group()
-        if text[0] != " ":
-            text = _DOUBLE_ESCAPED.sub(_escape, text)
-            out.append(text)
-            column += len(text)
+def _separated_lines(text: str, column: int, indent: int) -> str:
+    """:func:`_single_quoted`'s body where a line or paragraph separator breaks lines too: written as it is,
+    a run of breaks after one more line feed only when it starts with one."""
+    out = []
+    pad = " " * indent
+    for index, part in enumerate(_BREAK_RUN.split(text)):  # text, then a run of breaks, then text...
+        if index % 2:
+            out.append("\n" + part if part[0] == "\n" else part)
             continue
-        start = piece.start()
-        if column > WIDTH and start != 0 and start != last:
-            out.append(pad)
+        if index:
+            out.append(pad)  # every line after a break starts at the indent, the last one (before ') too
             column = indent
-            if len(text) > 1:
-                out.append("\\")
-                column += 1
-            text = text[1:]
-        out.append(text)  # the rest of the run follows a space: never folded
-        column += len(text)
-    out.append('"')
+        if part:
+            out.append(_folded(part, column, indent, double=False))
     return "".join(out)
+
+
+def _double_quoted(value: str, column: int, indent: int) -> str:
+    """A double-quoted scalar: escapes, long lines folded (a ``\\`` keeps a space that starts the next line)."""
+    return ' "' + _folded(_DOUBLE_ESCAPED.sub(_escape, value), column + 2, indent, double=True) + '"'
+
+
+def _folded(text: str, column: int, indent: int, *, double: bool) -> str:
+    """``text`` (one line as written, its first character at ``column``) folded as libyaml folds it: at a space
+    past WIDTH that follows no space and is not the first character; plain and single-quoted also want no
+    space after it and a character after it, double-quoted only that it is not the last character."""
+    end = len(text)
+    # the first index a fold may happen at: the one whose column is past WIDTH
+    candidate = max(WIDTH - column + 1, 1)
+    if candidate >= end:
+        return text
+    pieces: list[str] = []
+    start = 0
+    newline = "\n" + " " * indent
+    while True:
+        at = text.find(" ", candidate)
+        if at < 0:
+            break
+        if double:
+            folds = text[at - 1] != " " and at != end - 1
+        else:
+            folds = text[at - 1] != " " and at + 1 < end and text[at + 1] != " "
+        if not folds:
+            candidate = at + 1  # later spaces are further past WIDTH: the next one is the next candidate
+            continue
+        pieces.append(text[start:at])
+        pieces.append(newline)
+        line_column = indent
+        if double and text[at + 1] == " ":
+            pieces.append("\\")  # the space after the fold would be read as folding: escaped
+            line_column += 1
+        start = at + 1
+        candidate = start + max(WIDTH - line_column + 1, 1)
+        if candidate >= end:
+            break
+    pieces.append(text[start:])
+    return "".join(pieces)
 
 
 def _escape(match: re.Match[str]) -> str:
