@@ -1,13 +1,17 @@
 """A trial's record YAML rendered on a helper process, off the GIL the running trials share.
 
 Turning a finished trial's records into ``trajectory.yaml`` and ``metrics.yaml`` is pure Python
-work: about 0.2 ms of CPU for a six-turn trial of plain data (:mod:`.record_emitter`), and about
-2 ms, a sixth of what the whole trial costs, for one that takes PyYAML's nodes (a value of another
-type, the reference mode) or for a long trajectory. In a local run every trial
-thread shares one GIL with the run-folder writers, so that rendering slows the trials down
-exactly when the run is busiest (seam *render helper*: with the GC tuning, about a fifth less
-CPU per turn at ``--concurrency 32``, ``benchmarks/transport.py``; the reference mode renders
-here). :class:`RecordRenderer` sends the records (pickled: a few
+work: about 2 ms of CPU for a six-turn trial through PyYAML's nodes (a value of another type, the
+reference mode; every trial before :mod:`.record_emitter`), a sixth of what the whole trial costs,
+and about 1.3 ms for each 110 KiB of long text written straight (``benchmarks/record_yaml.py``). In
+a local run every trial thread shares one GIL with the run-folder writers, so that rendering slows
+the trials down exactly when the run is busiest (seam *render helper*: with the GC tuning, about a
+fifth less CPU per turn at ``--concurrency 32``, ``benchmarks/transport.py``, when every trial took
+the nodes; the reference mode renders here). Short trials of plain data now take about 0.2 ms
+written straight, about what sending them here and back costs: for the trial-loop benchmark's
+trials the helper no longer changes the CPU per turn (``benchmarks/turn_breakdown.py``, within the
+5% this machine varies by); it still keeps long trajectories off the GIL. :class:`RecordRenderer`
+sends the records (pickled: a few
 microseconds) to one helper process, ``python -m capplan.trials.run_folder.render_process``, which renders
 them with :func:`capplan.trials.run_folder.record_yaml.dump_records_yaml` on another core and sends the
 bytes back. The files are the same bytes either way (``tests/trials/test_render_process.py``).
