@@ -150,3 +150,25 @@ def test_long_multi_line_text_as_messages_carry_it(separator: str) -> None:
     text = separator.join(lines)
     _same({"messages": [{"role": "assistant", "content": text}, {"role": "user", "content": text + separator}],
            "deep": {"a": {"b": [{"content": text}]}}})
+
+
+def test_the_escape_table_is_the_complement_of_the_printable_class() -> None:
+    escaped = {code for code in (*range(0xD800), *range(0xE000, 0x10000))
+               if record_emitter._DOUBLE_ESCAPED.match(chr(code))}
+    assert set(record_emitter._BASIC_ESCAPES) == escaped
+
+
+@pytest.mark.parametrize("text", [
+    " " * 5000, "a" + " " * 5000 + "b", ("word " * 30 + "   ") * 200, "\t" * 5000, ("x\t" * 60 + " ") * 100,
+    "\n" * 3000, ("line\n\n\n" * 500), "\x00\x01\x7f\x85" * 2000, "\U0001f642 " * 3000, ("\u2028 x" * 500),
+])
+def test_long_runs_of_what_a_hostile_provider_may_send(text: str) -> None:
+    _same({"content": text, "nested": [{"content": text}]})
+
+
+def test_a_document_with_more_text_than_the_bound_is_left_to_pyyaml() -> None:
+    half = "word " * (record_emitter.MAX_TEXT // 10)
+    assert emit_records_yaml({"a": half, "b": half}) is not None
+    over = {"a": half, "b": half, "c": "x" * 10}
+    assert emit_records_yaml(over) is None
+    assert dump_records_yaml(over) == _libyaml(over).encode("utf-8")

@@ -13,8 +13,8 @@ benchmark's trial, 0.46x for a mixed trajectory and 0.88x for a long-text one he
 
 It answers None (the caller then uses PyYAML, as before) for anything outside that: a value of
 another type or a subclass, a key that is not a ``str`` or that libyaml would write as a complex
-(``? ``) key, a container met twice (PyYAML writes an alias), a string with a lone surrogate, and
-nesting deeper than :data:`MAX_DEPTH`. ``tests/trials/test_record_emitter.py`` compares its
+(``? ``) key, a container met twice (PyYAML writes an alias), a string with a lone surrogate,
+nesting deeper than :data:`MAX_DEPTH`, and more text than :data:`MAX_TEXT`. ``tests/trials/test_record_emitter.py`` compares its
 output with ``yaml.dump(..., Dumper=CSafeDumper)`` on generated and edge-case documents.
 """
 
@@ -32,6 +32,10 @@ from capplan.core.reference_mode import speed_memo
 WIDTH = 120
 #: deeper documents go through PyYAML (records are a few levels deep; this bounds the recursion)
 MAX_DEPTH = 64
+#: a document whose strings hold more characters than this goes through PyYAML: past a few hundred KiB the
+#: C emitter is as fast on ordinary text, and much faster on text built to make Python work per character
+#: (a long run of double spaces, emoji, control characters): this bounds what such text costs here
+MAX_TEXT = 256 << 10
 #: libyaml writes a key after ``? `` when its UTF-8 is longer than this
 _SIMPLE_KEY_BYTES = 128
 #: scalars up to this length have their rendering remembered (keys, roles, enums, ids repeat)
@@ -59,14 +63,38 @@ _BLOCK_INDICATOR = re.compile(
 _DOUBLE_ESCAPED = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
 _SHORT_ESCAPES = {0x00: "0", 0x07: "a", 0x08: "b", 0x09: "t", 0x0A: "n", 0x0B: "v", 0x0C: "f", 0x0D: "r",
                   0x1B: "e", 0x22: '"', 0x5C: "\\", 0x85: "N", 0xA0: "_", 0x2028: "L", 0x2029: "P"}
+#: beyond the basic plane (every such character is escaped) or a lone surrogate (PyYAML cannot encode it)
+_WIDE_OR_SURROGATE = re.compile(r"([\ud800-\udfff\U00010000-\U0010ffff])")
 #: the line breaks a single-quoted scalar may hold (the others are not printable: double-quoted), in runs
 _BREAK_RUN = re.compile(r"([\n\u2028\u2029]+)")
+_SPACES = re.compile(" +")
 
 _PLAIN, _SINGLE, _DOUBLE = "", "'", '"'
 
 
 class _Declined(Exception):
     """The document holds something this writer leaves to PyYAML."""
+
+
+class _Walk:
+    """One document's walk: the containers met (a second meeting is an alias) and the text still allowed."""
+
+    __slots__ = ("seen", "text_left")
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.text_left = MAX_TEXT
+
+    def enter(self, container: object, depth: int) -> None:
+        if depth > MAX_DEPTH or id(container) in self.seen:
+            raise _Declined
+        self.seen.add(id(container))
+
+    def take(self, text: str) -> str:
+        self.text_left -= len(text)
+        if self.text_left < 0:
+            raise _Declined
+        return text
 
 
 def emit_records_yaml(data: Any) -> str | None:
@@ -78,18 +106,16 @@ def emit_records_yaml(data: Any) -> str | None:
         return "{}\n"
     out: list[str] = []
     try:
-        _mapping(data, 0, "", out, set(), 0)
+        _mapping(data, 0, "", out, _Walk(), 0)
     except _Declined:
         return None
     out.append("\n")
     return "".join(out)
 
 
-def _mapping(data: dict[Any, Any], indent: int, lead: str, out: list[str], seen: set[int], depth: int) -> None:
+def _mapping(data: dict[Any, Any], indent: int, lead: str, out: list[str], walk: _Walk, depth: int) -> None:
     """A non-empty block mapping whose keys start at ``indent``; ``lead`` goes before the first key."""
-    if depth > MAX_DEPTH or id(data) in seen:
-        raise _Declined
-    seen.add(id(data))
+    walk.enter(data, depth)
     newline = "\n" + " " * indent
     inner = indent + 2
     for key, value in data.items():
@@ -103,26 +129,24 @@ def _mapping(data: dict[Any, Any], indent: int, lead: str, out: list[str], seen:
         lead = newline
         kind = type(value)
         if kind is str:
-            out.append(_scalar(value, indent + len(text), inner))
+            out.append(_scalar(walk.take(value), indent + len(text), inner))
         elif kind is dict:
             if value:
-                _mapping(value, inner, "\n" + " " * inner, out, seen, depth + 1)
+                _mapping(value, inner, "\n" + " " * inner, out, walk, depth + 1)
             else:
                 out.append(" {}")
         elif kind is list:
             if value:
-                _sequence(value, indent, newline, out, seen, depth + 1)  # libyaml does not indent it
+                _sequence(value, indent, newline, out, walk, depth + 1)  # libyaml does not indent it
             else:
                 out.append(" []")
         else:
             out.append(_other_scalar(value, kind))
 
 
-def _sequence(data: list[Any], indent: int, lead: str, out: list[str], seen: set[int], depth: int) -> None:
+def _sequence(data: list[Any], indent: int, lead: str, out: list[str], walk: _Walk, depth: int) -> None:
     """A non-empty block sequence whose dashes are at ``indent``; ``lead`` goes before the first dash."""
-    if depth > MAX_DEPTH or id(data) in seen:
-        raise _Declined
-    seen.add(id(data))
+    walk.enter(data, depth)
     newline = "\n" + " " * indent
     inner = indent + 2
     for item in data:
@@ -131,15 +155,15 @@ def _sequence(data: list[Any], indent: int, lead: str, out: list[str], seen: set
         lead = newline
         kind = type(item)
         if kind is str:
-            out.append(_scalar(item, indent + 1, inner))
+            out.append(_scalar(walk.take(item), indent + 1, inner))
         elif kind is dict:
             if item:
-                _mapping(item, inner, " ", out, seen, depth + 1)
+                _mapping(item, inner, " ", out, walk, depth + 1)
             else:
                 out.append(" {}")
         elif kind is list:
             if item:
-                _sequence(item, inner, " ", out, seen, depth + 1)
+                _sequence(item, inner, " ", out, walk, depth + 1)
             else:
                 out.append(" []")
         else:
@@ -217,7 +241,7 @@ def _unfolded(value: str, style: str) -> str:
         return value
     if style is _SINGLE:
         return "'" + value.replace("'", "''") + "'"
-    return '"' + _DOUBLE_ESCAPED.sub(_escape, value) + '"'
+    return '"' + _escaped(value) + '"'
 
 
 def _style(value: str) -> str:
@@ -230,7 +254,6 @@ def _style(value: str) -> str:
             and _BLOCK_INDICATOR.search(value) is None and _reads_as_str(value)):
         return _PLAIN
     return _SINGLE if single_ok else _DOUBLE
-
 
 
 def _single_ok(value: str) -> bool:
@@ -306,7 +329,7 @@ def _separated_lines(text: str, column: int, indent: int) -> str:
 
 def _double_quoted(value: str, column: int, indent: int) -> str:
     """A double-quoted scalar: escapes, long lines folded (a ``\\`` keeps a space that starts the next line)."""
-    return ' "' + _folded(_DOUBLE_ESCAPED.sub(_escape, value), column + 2, indent, double=True) + '"'
+    return ' "' + _folded(_escaped(value), column + 2, indent, double=True) + '"'
 
 
 def _folded(text: str, column: int, indent: int, *, double: bool) -> str:
@@ -325,17 +348,22 @@ def _folded(text: str, column: int, indent: int, *, double: bool) -> str:
         at = text.find(" ", candidate)
         if at < 0:
             break
+        if text[at - 1] == " ":  # within a run of spaces, only its first may fold: the run is skipped at once
+            candidate = _SPACES.match(text, at).end()  # type: ignore[union-attr]
+            continue
+        following = at + 1 < end and text[at + 1] == " "
         if double:
-            folds = text[at - 1] != " " and at != end - 1
+            folds = at != end - 1
         else:
-            folds = text[at - 1] != " " and at + 1 < end and text[at + 1] != " "
+            folds = at + 1 < end and not following
         if not folds:
-            candidate = at + 1  # later spaces are further past WIDTH: the next one is the next candidate
+            # later spaces are further past WIDTH: the next one after this run is the next candidate
+            candidate = _SPACES.match(text, at).end() if following else at + 1  # type: ignore[union-attr]
             continue
         pieces.append(text[start:at])
         pieces.append(newline)
         line_column = indent
-        if double and text[at + 1] == " ":
+        if double and following:
             pieces.append("\\")  # the space after the fold would be read as folding: escaped
             line_column += 1
         start = at + 1
@@ -346,8 +374,25 @@ def _folded(text: str, column: int, indent: int, *, double: bool) -> str:
     return "".join(pieces)
 
 
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
+def _escaped(value: str) -> str:
+    """``value``'s double-quoted text: each escaped character in the basic plane through one table (a
+    hostile text of control characters costs what a translation costs), the rest one by one."""
+    text = value.translate(_BASIC_ESCAPES)
+    if _WIDE_OR_SURROGATE.search(text) is None:
+        return text
+    parts = _WIDE_OR_SURROGATE.split(text)  # text, a character to escape, text...
+    parts[1::2] = [_WIDE_ESCAPES.get(char) or _wide_escape(char) for char in parts[1::2]]
+    return "".join(parts)
+
+
+def _wide_escape(char: str) -> str:
+    escape = _escape_code(ord(char))
+    if len(_WIDE_ESCAPES) < _MEMO_SIZE:
+        _WIDE_ESCAPES[char] = escape
+    return escape
+
+
+def _escape_code(code: int) -> str:
     short = _SHORT_ESCAPES.get(code)
     if short is not None:
         return "\\" + short
@@ -362,5 +407,11 @@ def _escape(match: re.Match[str]) -> str:
 
 #: one instance answers every resolution: it depends on the class's tables only
 _RESOLVER = yaml.SafeDumper(None)
+#: every character of the basic plane a double-quoted scalar escapes (surrogates apart: declined), and its
+#: escape: C0 controls, ``"``, ``\``, DEL and C1 controls, the line and paragraph separators, the BOM, U+FFFE/F
+#: (the complement of ``_DOUBLE_ESCAPED``'s class; a test compares them)
+_BASIC_ESCAPES = {code: _escape_code(code) for code in (*range(0x20), 0x22, 0x5C, *range(0x7F, 0xA0), 0x2028, 0x2029,
+                                                        0xFEFF, 0xFFFE, 0xFFFF)}
 _KEYS: dict[str, str] = {}
 _VALUES: dict[str, str] = {}
+_WIDE_ESCAPES: dict[str, str] = {}
