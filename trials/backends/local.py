@@ -19,9 +19,10 @@ given by the caller (a test's fake sender) lives in this process, so it runs the
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from capplan.core.reference_mode import reference_mode
 from capplan.trials.backends.processes.pool import PoolOptions, ProcessPool, ProcessRunStats
@@ -92,23 +93,26 @@ class LocalBackend:
         context = self.context or RunContext()
         context.cancel = stop
         pending = iter(specs)
-        running: set[Future[TrialRecords]] = set()
+        running = 0
+        # each trial's future lands here as it finishes: taking the next one costs the same however many run
+        finished: queue.SimpleQueue[Future[TrialRecords]] = queue.SimpleQueue()
         pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="trial")
         wait_for_trials = True
         try:
             exhausted = False
             while True:
-                while not exhausted and not stop.is_set() and len(running) < concurrency:
+                while not exhausted and not stop.is_set() and running < concurrency:
                     spec = next(pending, None)
                     if spec is None:
                         exhausted = True
                         break
                     log = self.journal.begin(str(spec.key)) if self.journal is not None else None
-                    running.add(pool.submit(_run_journalled, spec, context, log))
+                    pool.submit(_run_journalled, spec, context, log).add_done_callback(finished.put)
+                    running += 1
                 if not running:
                     return
-                done, running = _wait(running)
-                for future in done:
+                for future in _take_finished(finished):
+                    running -= 1
                     yield redact_records(future.result())
         except KeyboardInterrupt:
             # a second Ctrl-C ends the run now: running trials are left behind (the driver records them unfinished)
@@ -129,9 +133,16 @@ def _run_journalled(spec: TrialSpec, context: RunContext, log: CallLog | None) -
         return run_trial(spec, context)
 
 
-def _wait(running: set[Future[TrialRecords]]) -> tuple[set[Future[TrialRecords]], set[Future[TrialRecords]]]:
-    # a bounded wait keeps the generator responsive to Ctrl-C in the consuming thread
+def _take_finished(finished: queue.SimpleQueue[Future[TrialRecords]]) -> list[Future[TrialRecords]]:
+    """The trials finished by now, at least one (waited for)."""
     while True:
-        done, rest = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
-        if done:
-            return set(done), set(rest)
+        try:
+            first = finished.get(timeout=0.2)  # a bounded wait keeps the generator responsive to Ctrl-C
+        except queue.Empty:
+            continue
+        done = [first]
+        while True:
+            try:
+                done.append(finished.get_nowait())
+            except queue.Empty:
+                return done
