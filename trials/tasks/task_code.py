@@ -66,13 +66,22 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds:g}"
 
 
+def _held_lock() -> threading.Lock:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
 @dataclass
 class _Job:
     what: str
     function: Callable[..., Any]
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
-    done: threading.Event = field(default_factory=threading.Event)
+    #: held until the call returns: the worker releases it once, the waiting trial acquires it (a bare lock, not
+    #: an Event, whose Condition makes and waits on one more lock per wait: every tool call waits here)
+    done: threading.Lock = field(default_factory=_held_lock)
+    finished: bool = False
     value: Any = None
     failure: tuple[str, str] | None = None
 
@@ -97,7 +106,8 @@ class _Worker:
             except BaseException as exc:  # task code: SystemExit, KeyboardInterrupt, GeneratorExit included
                 job.failure = (type(exc).__name__, _message(exc))
             finally:
-                job.done.set()
+                job.finished = True
+                job.done.release()
             self.current = None
 
 
@@ -145,20 +155,20 @@ class TaskCodeRunner:
     def _wait(self, job: _Job, timeout_s: float) -> bool:
         """Whether the job finished in time; False on timeout or cancel."""
         if self.cancel is None:
-            return job.done.wait(timeout_s)
+            return job.done.acquire(timeout=timeout_s) or job.finished
         deadline = time.monotonic() + timeout_s
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return job.done.is_set()
-            if job.done.wait(min(CANCEL_POLL_S, remaining)):
+                return job.finished
+            if job.done.acquire(timeout=min(CANCEL_POLL_S, remaining)):
                 return True
             if self.cancel.is_set():
                 return False
 
     def abandoned_running(self) -> list[str]:
         """What the calls that timed out and are still running were (``what`` of each), oldest first."""
-        return [job.what for _, job in self._abandoned if not job.done.is_set()]
+        return [job.what for _, job in self._abandoned if not job.finished]
 
     def close(self) -> None:
         """Stop the live worker (abandoned ones stop on their own when their call returns)."""
