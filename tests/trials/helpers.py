@@ -8,6 +8,7 @@ from typing import Any
 
 from capplan.executor.plan import Plan
 from tests.executor.plans import make_plan
+from capplan.trials.run_folder.folder import RunFolder
 from capplan.trials.spec import TrialSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,3 +96,12 @@ def openai_plan(*, loop: dict[str, Any] | None = None, key: str = "agent", prici
 
 def mock_plan(key: str = "mock-agent") -> Plan:
     return make_plan("mock", "echo-1", key=key)
+
+
+def opened_run_folder(tmp_path: Path, *, trials: int) -> tuple[RunFolder, list[TrialSpec]]:
+    """A run folder opened for ``trials`` trials of the counter task on the mock plan (its journal ready)."""
+    task = write_task(tmp_path / "pack")
+    specs = [spec_for(task, mock_plan(), index=i) for i in range(trials)]
+    folder = RunFolder(tmp_path / "run")
+    folder.open(specs)
+    return folder, specs

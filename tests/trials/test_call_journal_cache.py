@@ -14,10 +14,11 @@ from capplan.trials.run_folder.call_journal import JOURNAL_FILE, Journal, Journa
 from capplan.trials.run_folder.confined import ConfinedPathError
 from capplan.trials.run_folder.folder import RunFolder
 from capplan.trials.run_folder.journal_lines import call_text
-from capplan.trials.run_folder.records import CallRecord, UsageRecord
+from capplan.trials.run_folder.records import CallRecord
 from capplan.trials.spec import TrialSpec
 from tests.mode_switch import mode
-from tests.trials.helpers import mock_plan, spec_for, write_task
+from tests.trials.helpers import opened_run_folder
+from tests.trials.test_call_journal_folder import call
 
 
 def _line(execution: str, key: str, kind: str = "call", **extra: Any) -> bytes:
@@ -103,18 +104,12 @@ def _normal(journal: Journal) -> Any:
 
 
 def _record(cost: float | None, role: str = "agent") -> CallRecord:
-    return CallRecord(role=role, turn=0, outcome="accepted", status="ok",  # type: ignore[arg-type]
-                      usage=UsageRecord(prompt_tokens=10, completion_tokens=2), cost_usd=cost,
-                      cost_source="unknown" if cost is None else "pricing", latency_s=0.01)
+    return call(cost, role=role)
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> tuple[RunFolder, list[TrialSpec]]:
-    task = write_task(tmp_path / "pack")
-    specs = [spec_for(task, mock_plan(), index=i) for i in range(4)]
-    opened = RunFolder(tmp_path / "run")
-    opened.open(specs)
-    return opened, specs
+    return opened_run_folder(tmp_path, trials=4)
 
 
 def _journal_a_run(opened: RunFolder, specs: list[TrialSpec]) -> None:

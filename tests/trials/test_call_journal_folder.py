@@ -18,7 +18,7 @@ from capplan.trials.run_folder.recording import MetricsSink
 from capplan.trials.run_folder.folder import RunFolder, RunFolderError
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialSpec
-from tests.trials.helpers import mock_plan, spec_for, write_task
+from tests.trials.helpers import opened_run_folder
 
 
 def call(cost: float | None, *, role: str = "agent", status: str = "ok") -> CallRecord:
@@ -30,11 +30,7 @@ def call(cost: float | None, *, role: str = "agent", status: str = "ok") -> Call
 
 @pytest.fixture
 def opened(tmp_path: Path) -> tuple[RunFolder, list[TrialSpec]]:
-    task = write_task(tmp_path / "pack")
-    specs = [spec_for(task, mock_plan(), index=i) for i in range(2)]
-    folder = RunFolder(tmp_path / "run")
-    folder.open(specs)
-    return folder, specs
+    return opened_run_folder(tmp_path, trials=2)
 
 
 def test_an_unclosed_execution_is_died_in_flight_with_its_split_and_unknown_cost(
