@@ -421,6 +421,8 @@ def main() -> None:
                              "folder). A run folder's files cost what creating files costs there: put it where users' "
                              "runs go (the project folder) when the temp folder is a slower file system")
     args = parser.parse_args()
+    if args.work_dir is not None and not args.work_dir.is_dir():
+        parser.error(f"--work-dir {args.work_dir}: not a folder (make it first, or leave --work-dir out)")
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     if args.reference_cost:

@@ -128,6 +128,8 @@ def main() -> None:
                         help="the folder the run folder is made in (default: the system's temp folder; see "
                              "benchmarks/trial_loop.py --help)")
     args = parser.parse_args()
+    if args.work_dir is not None and not args.work_dir.is_dir():
+        parser.error(f"--work-dir {args.work_dir}: not a folder (make it first, or leave --work-dir out)")
     if args.trials < 1 or args.concurrency < 1 or args.latency_ms < 0:
         parser.error("--trials and --concurrency must be at least 1, --latency-ms at least 0")
     os.environ.setdefault("OPENAI_API_KEY", "sk-benchmark-loopback")

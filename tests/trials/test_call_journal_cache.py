@@ -14,7 +14,6 @@ from capplan.trials.run_folder.call_journal import JOURNAL_FILE, Journal, Journa
 from capplan.trials.run_folder.confined import ConfinedPathError
 from capplan.trials.run_folder.folder import RunFolder
 from capplan.trials.run_folder.journal_lines import call_text
-from capplan.trials.run_folder.records import CallRecord
 from capplan.trials.spec import TrialSpec
 from tests.mode_switch import mode
 from tests.trials.helpers import opened_run_folder
@@ -103,10 +102,6 @@ def _normal(journal: Journal) -> Any:
             journal.good_bytes, journal.torn_lineno, journal.lines)
 
 
-def _record(cost: float | None, role: str = "agent") -> CallRecord:
-    return call(cost, role=role)
-
-
 @pytest.fixture
 def folder(tmp_path: Path) -> tuple[RunFolder, list[TrialSpec]]:
     return opened_run_folder(tmp_path, trials=4)
@@ -118,18 +113,18 @@ def _journal_a_run(opened: RunFolder, specs: list[TrialSpec]) -> None:
     assert journal is not None
     keys = [str(s.key) for s in specs]
     first = journal.begin(keys[0])
-    first.record(_record(0.002))
-    first.record(_record(None, role="user"), request_id="r-user")
+    first.record(call(0.002))
+    first.record(call(None, role="user"), request_id="r-user")
     journal.written(keys[0], 1)
     worker = journal.begin_execution(keys[1])  # a worker process's execution: its records arrive as text
     journal.announce(keys[1], worker, "agent", 0, "r1", 1, 0.5)
-    journal.record_encoded(keys[1], worker, call_text(call_data(_record(0.25))), 0.25, True, "r1")
+    journal.record_encoded(keys[1], worker, call_text(call_data(call(0.25))), 0.25, True, "r1")
     journal.announce(keys[1], worker, "agent", 1, "r2", 1, None)  # never answered: died in flight
     dead = journal.begin(keys[2])
-    dead.record(_record(0.001))
+    dead.record(call(0.001))
     journal.lost(keys[2])
     interrupted = journal.begin(keys[3])
-    interrupted.record(_record(0.003))
+    interrupted.record(call(0.003))
     journal.interrupted(keys[3], "2026-01-01T00:00:00Z")
 
 
@@ -162,10 +157,10 @@ def test_a_line_another_writer_appended_makes_the_next_read_parse_the_file(
         _journal_a_run(opened, specs)
         opened._journal_read.read(opened.root, [])
         assert opened.journal is not None
-        opened.journal.begin(str(specs[0].key)).record(_record(0.004))
+        opened.journal.begin(str(specs[0].key)).record(call(0.004))
         with (opened.root / JOURNAL_FILE).open("ab") as f:  # between this process's lines
             f.write(_line("stranger", str(specs[1].key)))
-        opened.journal.begin(str(specs[3].key)).record(_record(0.005))
+        opened.journal.begin(str(specs[3].key)).record(call(0.005))
         parsed: list[int] = []
         original = call_journal._take_line
         monkeypatch.setattr(call_journal, "_take_line",
@@ -191,10 +186,10 @@ def test_a_failed_append_and_an_overlong_line_are_left_to_a_full_read(
             raise OSError(28, "No space left on device")
 
         monkeypatch.setattr(confined, "write_all", torn)
-        journal.begin(str(specs[0].key)).record(_record(0.001))
+        journal.begin(str(specs[0].key)).record(call(0.001))
         assert isinstance(journal.failure, ConfinedPathError)  # kept for the driver to stop the run with
         monkeypatch.setattr(confined, "write_all", writes)
-        journal.begin(str(specs[1].key)).record(_record(0.002))
+        journal.begin(str(specs[1].key)).record(call(0.002))
         found: list[Diagnostic] = []
         assert cache._journal is None  # forgotten: nothing appended since is trusted
         cache.read(opened.root, found)
