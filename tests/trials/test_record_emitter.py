@@ -172,3 +172,10 @@ def test_a_document_with_more_text_than_the_bound_is_left_to_pyyaml() -> None:
     over = {"a": half, "b": half, "c": "x" * 10}
     assert emit_records_yaml(over) is None
     assert dump_records_yaml(over) == _libyaml(over).encode("utf-8")
+
+
+def test_a_smaller_text_bound_counts_every_string_value_and_item() -> None:
+    document = {"a": "x" * 10, "b": ["y" * 5, {"c": "z" * 5}], "n": 3}  # 20 characters of text; keys not counted
+    assert emit_records_yaml(document, 20) == dump_records_yaml(document).decode("utf-8")
+    assert emit_records_yaml(document, 19) is None
+    assert emit_records_yaml(document, record_emitter.MAX_TEXT * 2) == emit_records_yaml(document)  # capped

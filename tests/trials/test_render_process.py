@@ -29,9 +29,52 @@ TRAJECTORY = {"messages": [{"role": "user", "content": "add one ünïcødé 🙂
               "usage": {"input_tokens": 12, "output_tokens": 3, "cost_usd": None}}
 
 
+#: the bound a run uses (the tests below send everything to the helper unless they restore it)
+HERE_MAX_TEXT = render_process.HERE_MAX_TEXT
+
 #: how long a test waits for a helper (or a stand-in) to start: generous, a loaded 2-core machine
 #: can take seconds to start an interpreter; a test that passes never waits this long
 HELPER_START_TIMEOUT_S = 120.0
+
+
+@pytest.fixture(autouse=True)
+def everything_to_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the helper: no document is written in this process unless they say so."""
+    monkeypatch.setattr(render_process, "HERE_MAX_TEXT", -1)
+
+
+def _long(text_chars: int) -> dict[str, Any]:
+    """A trajectory whose strings hold ``text_chars`` characters in all."""
+    return {"messages": [{"role": "user", "content": "x" * (text_chars - len("user"))}]}
+
+
+def test_short_documents_are_written_here_and_never_start_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(render_process, "HERE_MAX_TEXT", HERE_MAX_TEXT)
+    renderer = RecordRenderer()
+    try:
+        documents = [TRAJECTORY, {"usage": {"input_tokens": 1}}, _long(HERE_MAX_TEXT)]
+        assert renderer.render(documents) == [dump_records_yaml(d) for d in documents]
+        assert (renderer.rendered_here, renderer.rendered_by_helper) == (3, 0)
+        assert renderer._process is None and renderer.gave_up is None  # never started
+    finally:
+        renderer.close()
+
+
+def test_a_long_document_starts_the_helper_and_goes_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(render_process, "HERE_MAX_TEXT", HERE_MAX_TEXT)
+    long = _long(HERE_MAX_TEXT + 1)
+    renderer = RecordRenderer()
+    try:
+        # the first long document starts the helper; a run does not wait for it: that one is written here
+        assert renderer.render([long]) == [dump_records_yaml(long)]
+        assert renderer._process is not None and renderer.rendered_here == 1
+        assert renderer.wait_ready(HELPER_START_TIMEOUT_S), f"the helper never said it was ready ({renderer.gave_up})"
+        shared = {"a": [1]}
+        documents = [TRAJECTORY, long, {"x": shared, "y": shared}, {"usage": None}]  # an alias: PyYAML's, on the helper
+        assert renderer.render(documents) == [dump_records_yaml(d) for d in documents]
+        assert (renderer.rendered_here, renderer.rendered_by_helper) == (1 + 2, 2)
+    finally:
+        renderer.close()
 
 
 @pytest.fixture
@@ -233,8 +276,9 @@ def test_a_helper_that_does_not_answer_is_given_up_on_in_time(monkeypatch: pytes
 def test_a_helper_that_cannot_start_leaves_rendering_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     renderer = RecordRenderer()
+    assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]  # the first document starts it
     assert renderer.gave_up is not None and "could not be started" in renderer.gave_up
-    assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]
+    assert renderer.rendered_here == 1
     renderer.close()
 
 
@@ -270,12 +314,38 @@ def test_a_run_of_many_trials_writes_its_records_through_the_helper(tmp_path: Pa
         assert dump_records_yaml(records) == trajectory.read_bytes()
 
 
+def test_a_run_of_short_trials_writes_them_here_and_never_starts_the_helper(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.trials.helpers import write_task
+    from tests.trials.test_cli_offline import MOCK_PLAN
+
+    monkeypatch.setattr(render_process, "HERE_MAX_TEXT", HERE_MAX_TEXT)
+    made: list[RecordRenderer] = []
+    original = RecordRenderer.__init__
+
+    def spy(self: RecordRenderer) -> None:
+        original(self)
+        made.append(self)
+
+    monkeypatch.setattr(RecordRenderer, "__init__", spy)
+    task = write_task(tmp_path / "pack", turns=["add one", "thanks, that's all"])
+    trials = render_process.MIN_TRIALS
+    done = invoke("trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(tmp_path / "run"),
+                  "--trials", str(trials), "--concurrency", "4")
+    assert done.exit_code == 0, done.output
+    assert len(made) == 1 and not made[0]._started and made[0].gave_up is None
+    assert (made[0].rendered_by_helper, made[0].rendered_here) == (0, 2 * trials)
+    for trajectory in (tmp_path / "run").glob("trials/*/*/*/trajectory.yaml"):
+        assert dump_records_yaml(yaml.safe_load(trajectory.read_bytes())) == trajectory.read_bytes()
+
+
 def test_a_platform_whose_pipes_cannot_be_made_non_blocking_renders_here(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(fd: int, blocking: bool) -> None:
         raise OSError("not on this platform")
 
     monkeypatch.setattr(render_process.os, "set_blocking", refuse)
     renderer = RecordRenderer()
+    assert renderer.wait_ready(0.0) is False  # starts it
     assert renderer.gave_up is not None and "non-blocking" in renderer.gave_up
     assert renderer._process is None  # the helper it started was stopped
     assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]

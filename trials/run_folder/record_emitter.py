@@ -81,9 +81,9 @@ class _Walk:
 
     __slots__ = ("seen", "text_left")
 
-    def __init__(self) -> None:
+    def __init__(self, max_text: int) -> None:
         self.seen: set[int] = set()
-        self.text_left = MAX_TEXT
+        self.text_left = max_text
 
     def enter(self, container: object, depth: int) -> None:
         if depth > MAX_DEPTH or id(container) in self.seen:
@@ -97,16 +97,19 @@ class _Walk:
         return text
 
 
-def emit_records_yaml(data: Any) -> str | None:
+def emit_records_yaml(data: Any, max_text: int = MAX_TEXT) -> str | None:
     """``data`` (a ``dict``) as ``yaml.dump(data, Dumper=CSafeDumper, sort_keys=False, allow_unicode=True,
-    width=120)`` writes it, or None where that takes PyYAML (see the module's docstring)."""
+    width=120)`` writes it, or None where that takes PyYAML (see the module's docstring).
+
+    ``max_text``: None, too, for a document whose strings hold more characters than this (at most
+    :data:`MAX_TEXT`; the render helper sends longer ones to its own process); the walk stops there."""
     if type(data) is not dict:
         return None
     if not data:
         return "{}\n"
     out: list[str] = []
     try:
-        _mapping(data, 0, "", out, _Walk(), 0)
+        _mapping(data, 0, "", out, _Walk(min(max_text, MAX_TEXT)), 0)
     except _Declined:
         return None
     out.append("\n")

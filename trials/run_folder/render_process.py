@@ -1,20 +1,18 @@
-"""A trial's record YAML rendered on a helper process, off the GIL the running trials share.
+"""A trial's long record YAML rendered on a helper process, off the GIL the running trials share.
 
 Turning a finished trial's records into ``trajectory.yaml`` and ``metrics.yaml`` is pure Python
-work: about 2 ms of CPU for a six-turn trial through PyYAML's nodes (a value of another type, the
-reference mode; every trial before :mod:`.record_emitter`), a sixth of what the whole trial costs,
-and about 1.3 ms for each 110 KiB of long text written straight (``benchmarks/record_yaml.py``). In
-a local run every trial thread shares one GIL with the run-folder writers, so that rendering slows
-the trials down exactly when the run is busiest (seam *render helper*: with the GC tuning, about a
-fifth less CPU per turn at ``--concurrency 32``, ``benchmarks/transport.py``, when every trial took
-the nodes; the reference mode renders here). Short trials of plain data now take about 0.2 ms
-written straight, about what sending them here and back costs: for the trial-loop benchmark's
-trials the helper no longer changes the CPU per turn (``benchmarks/turn_breakdown.py``, within the
-5% this machine varies by); it still keeps long trajectories off the GIL. :class:`RecordRenderer`
-sends the records (pickled: a few
-microseconds) to one helper process, ``python -m capplan.trials.run_folder.render_process``, which renders
-them with :func:`capplan.trials.run_folder.record_yaml.dump_records_yaml` on another core and sends the
-bytes back. The files are the same bytes either way (``tests/trials/test_render_process.py``).
+work. A six-turn trial of plain data takes about 0.1 ms written straight (:mod:`.record_emitter`),
+less than sending it to a helper and back, so :class:`RecordRenderer` writes such documents in this
+process: with the helper taking every trial, the trial-loop benchmark spent about a tenth more CPU
+per turn (``benchmarks/turn_breakdown.py``). Long text costs about 1.3 ms per 110 KiB, and a value
+of another type goes through PyYAML's nodes (about 2 ms for that same trial); in a local run every
+trial thread shares one GIL with the run-folder writers, so that rendering slows the trials down
+exactly when the run is busiest. A document with more than :data:`HERE_MAX_TEXT` characters of
+text, or one the straight writer declines, is sent (pickled: a few microseconds) to one helper
+process, ``python -m capplan.trials.run_folder.render_process``, started for the first such
+document, which renders it with :func:`capplan.trials.run_folder.record_yaml.dump_records_yaml`
+on another core and sends the bytes back (seam *render helper*; the reference mode renders
+everything here). The files are the same bytes either way (``tests/trials/test_render_process.py``).
 
 What can go through the helper is plain data only: its unpickler refuses every global (a class,
 a function, an enum), so nothing a task file names is ever imported there; a document holding
@@ -23,8 +21,8 @@ an optimisation and never a new way to fail: when it cannot be started, is not r
 answers late or answers garbage, the records are rendered here (and after a failure the helper
 is not used again in this run; :attr:`RecordRenderer.gave_up` says why). It ignores Ctrl-C (the
 run decides when to stop) and exits when its input closes, so it never outlives the run. A run
-never waits for the helper to start; :meth:`RecordRenderer.wait_ready` (tests, benchmarks) does,
-for a bounded time, so that what they measure does not depend on how loaded the machine is.
+never waits for the helper to start; :meth:`RecordRenderer.wait_ready` (tests, benchmarks) starts it
+if no document has, and waits for it for a bounded time, so that what they measure does not depend on how loaded the machine is.
 
 Protocol, both ways over the helper's stdin/stdout: the helper writes ``R`` once it is ready;
 a request is an 8-byte big-endian length and a pickled list of documents; a reply is a status
@@ -48,11 +46,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from capplan.core.reference_mode import reference_mode
+from capplan.trials.run_folder.record_emitter import emit_records_yaml
 from capplan.trials.run_folder.record_yaml import dump_records_yaml
 
 #: Runs with fewer trials to write render them in-process: the helper's start (~60 ms of CPU on
 #: another core) would cost more than the rendering it takes over.
 MIN_TRIALS = 16
+#: A document with at most this many characters of text (and plain data only) is written in this
+#: process: straight, that costs less than sending it to the helper and back (a six-turn trial's two
+#: files, about 0.1 ms); longer ones, up to a few ms each, go to the helper.
+HERE_MAX_TEXT = 32 << 10
 #: How long one exchange may take before the helper is given up on, plus a second per this many
 #: bytes of request (a huge trajectory takes the helper as long as it would take this process).
 EXCHANGE_TIMEOUT_S = 30.0
@@ -84,6 +87,8 @@ class RecordRenderer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
+        self._started = False
+        self._closed = False
         self._ready = False
         #: why the helper is not used (any more); None while it is, or may be once ready
         self.gave_up: str | None = None
@@ -92,35 +97,38 @@ class RecordRenderer:
         self.rendered_here = 0
         if reference_mode():  # seam "render helper": rendered in this process, the plain way
             self.gave_up = "the reference mode renders in this process (CAPPLAN_REFERENCE=1)"
-            return
-        try:
-            self._process = subprocess.Popen(
-                [sys.executable, *HELPER_ARGS], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_helper_environment(), close_fds=True)
-        except OSError as exc:
-            self.gave_up = f"the helper process could not be started: {exc.strerror or exc}"
-            return
-        assert self._process.stdin is not None
-        try:
-            os.set_blocking(self._process.stdin.fileno(), False)  # writes wait in select, with a deadline
-        except (AttributeError, OSError) as exc:  # a platform whose pipes cannot be made non-blocking
-            self._give_up(f"the helper's input could not be made non-blocking: {exc}")
 
     def render(self, documents: Sequence[Any]) -> list[bytes]:
-        """Each document's YAML (:func:`dump_records_yaml`); raises only what that raises."""
-        parts = self._by_helper(documents)
-        if parts is not None:
-            return parts
-        parts = [dump_records_yaml(document) for document in documents]
+        """Each document's YAML (:func:`dump_records_yaml`); raises only what that raises.
+
+        A document of plain data with at most :data:`HERE_MAX_TEXT` characters of text is written
+        here (:func:`emit_records_yaml`: cheaper than the exchange); the others go to the helper,
+        which is started for the first of them.
+        """
+        parts: list[bytes | None] = [None] * len(documents)
+        if self.gave_up is None and HERE_MAX_TEXT >= 0:  # the reference mode has given up: PyYAML's bytes
+            for index, document in enumerate(documents):
+                direct = emit_records_yaml(document, HERE_MAX_TEXT)
+                if direct is not None:
+                    parts[index] = direct.encode("utf-8")
+        left = [index for index, part in enumerate(parts) if part is None]
+        here = len(documents) - len(left)
+        if left:
+            rendered = self._by_helper([documents[index] for index in left])
+            if rendered is None:
+                rendered = [dump_records_yaml(documents[index]) for index in left]
+                here += len(left)
+            for index, part in zip(left, rendered):
+                parts[index] = part
         with self._lock:
-            self.rendered_here += len(parts)
-        return parts
+            self.rendered_here += here
+        return [part for part in parts if part is not None]
 
     def _by_helper(self, documents: Sequence[Any]) -> list[bytes] | None:
         """The helper's rendering, or None when this process should render them."""
         with self._lock:
-            process = self._process
-            if process is None or self.gave_up is not None:
+            process = self._started_process()
+            if process is None:
                 return None
             assert process.stdin is not None and process.stdout is not None
             try:
@@ -154,8 +162,8 @@ class RecordRenderer:
         and benchmarks that must know the helper takes the next request, whatever the machine's load.
         """
         with self._lock:
-            process = self._process
-            if process is None or self.gave_up is not None:
+            process = self._started_process()
+            if process is None:
                 return False
             assert process.stdout is not None
             try:
@@ -163,6 +171,27 @@ class RecordRenderer:
             except (OSError, ValueError, _HelperFailed) as exc:
                 self._give_up(f"the helper process failed: {exc}")
                 return False
+
+    def _started_process(self) -> subprocess.Popen[bytes] | None:
+        """The helper, started on the first call (under the lock); None once given up on or closed."""
+        if not self._started and not self._closed and self.gave_up is None:
+            self._started = True
+            self._start()
+        return self._process if self.gave_up is None and not self._closed else None
+
+    def _start(self) -> None:
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, *HELPER_ARGS], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_helper_environment(), close_fds=True)
+        except OSError as exc:
+            self.gave_up = f"the helper process could not be started: {exc.strerror or exc}"
+            return
+        assert self._process.stdin is not None
+        try:
+            os.set_blocking(self._process.stdin.fileno(), False)  # writes wait in select, with a deadline
+        except (AttributeError, OSError) as exc:  # a platform whose pipes cannot be made non-blocking
+            self._give_up(f"the helper's input could not be made non-blocking: {exc}")
 
     def _take_ready(self, stdout: IO[bytes], timeout_s: float) -> bool:
         """Whether the helper has said it is ready, reading its ``R`` if it is waiting within ``timeout_s``."""
@@ -180,8 +209,9 @@ class RecordRenderer:
         self._stop(kill=True)
 
     def close(self) -> None:
-        """Stop the helper (it exits once its input closes); bounded, never raises."""
+        """Stop the helper (it exits once its input closes); bounded, never raises. It is not started again."""
         with self._lock:
+            self._closed = True
             self._stop(kill=False)
 
     def _stop(self, *, kill: bool) -> None:
