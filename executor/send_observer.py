@@ -10,12 +10,13 @@ the exception is the call's.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from capplan.core.ids import uuid4_hex
 
 if TYPE_CHECKING:
     from capplan.executor.plan import Plan
@@ -58,4 +59,4 @@ def current_observer() -> SendObserver | None:
 
 
 def new_request_id() -> str:
-    return uuid.uuid4().hex
+    return uuid4_hex()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from capplan.core.ids import uuid4_text
 from capplan.core.dotenv_file import DotenvError, read_dotenv, read_dotenv_text
 from capplan.core.input_limits import MAX_CONFIG_BYTES, MAX_NESTING, InputLimitError, check_flow_nesting
 from capplan.executor.binding import FailureRule
@@ -115,21 +115,6 @@ class GatewayConfig:
     def secret_values(self) -> tuple[str, ...]:
         """The same values as :meth:`credential_values` (the older name)."""
         return self.credential_values()
-
-
-#: Request ids need uniqueness, not secrecy: a private generator seeded from the OS (and reseeded
-#: in every forked child, so parallel workers never share a sequence) costs a fraction of uuid4's
-#: os.urandom call per request. Private, so nobody's random.seed() can make ids repeat.
-_IDS = random.Random()
-os.register_at_fork(after_in_child=_IDS.seed)
-_VERSION_VARIANT_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
-_VERSION_VARIANT_SET = (0x4000 << 64) | (0x8000 << 48)
-
-
-def uuid4_text() -> str:
-    """A random (version 4) UUID in canonical text form; the gateway's per-request id."""
-    h = "%032x" % ((_IDS.getrandbits(128) & _VERSION_VARIANT_CLEAR) | _VERSION_VARIANT_SET)
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 #: The container secrets payload the spec's runner container gets: a JSON object of names to strings.

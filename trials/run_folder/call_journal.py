@@ -54,7 +54,6 @@ import math
 import os
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -64,6 +63,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from capplan.core.ids import uuid4_hex
 from capplan.core.diagnostics import Diagnostic
 from capplan.core.reference_mode import reference_mode
 from capplan.executor.cost_bound import worst_case_usd
@@ -119,7 +119,7 @@ def current_log() -> CallLog | None:
 
 
 def new_execution_id() -> str:
-    return uuid.uuid4().hex
+    return uuid4_hex()
 
 
 def call_data(call: CallRecord) -> dict[str, Any]:
