@@ -282,8 +282,8 @@ def test_a_helper_that_cannot_start_leaves_rendering_here(monkeypatch: pytest.Mo
     renderer.close()
 
 
-def test_a_run_of_many_trials_writes_its_records_through_the_helper(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def _run_many_trials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, wait_for_the_helper: bool) -> RecordRenderer:
+    """``trial run`` of just enough short trials for a renderer; the one it made (files checked)."""
     from tests.trials.helpers import write_task
     from tests.trials.test_cli_offline import MOCK_PLAN
 
@@ -294,49 +294,38 @@ def test_a_run_of_many_trials_writes_its_records_through_the_helper(tmp_path: Pa
     def spy(self: RecordRenderer) -> None:
         original(self)
         made.append(self)
-        # the run renders in-process while the helper starts, so a run that ends before the helper
-        # is up (a loaded machine) would render nothing through it: wait for it, bounded, first
-        ready.append(self.wait_ready(HELPER_START_TIMEOUT_S))
+        if wait_for_the_helper:
+            # the run renders in-process while the helper starts, so a run that ends before the helper
+            # is up (a loaded machine) would render nothing through it: wait for it, bounded, first
+            ready.append(self.wait_ready(HELPER_START_TIMEOUT_S))
 
     monkeypatch.setattr(RecordRenderer, "__init__", spy)
     task = write_task(tmp_path / "pack", turns=["add one", "thanks, that's all"])
-    trials = render_process.MIN_TRIALS
     done = invoke("trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(tmp_path / "run"),
-                  "--trials", str(trials), "--concurrency", "4")
+                  "--trials", str(render_process.MIN_TRIALS), "--concurrency", "4")
     assert done.exit_code == 0, done.output
-    assert ready == [True], made[0].gave_up
-    assert len(made) == 1 and made[0]._process is None  # closed when the run ended
-    assert made[0].gave_up is None
+    assert len(made) == 1 and ready == ([True] if wait_for_the_helper else []), made[0].gave_up
+    assert made[0].gave_up is None and made[0]._process is None  # closed when the run ended
+    trajectories = list((tmp_path / "run").glob("trials/*/*/*/trajectory.yaml"))
+    assert len(trajectories) == render_process.MIN_TRIALS
+    for trajectory in trajectories:
+        assert dump_records_yaml(yaml.safe_load(trajectory.read_bytes())) == trajectory.read_bytes()
+    return made[0]
+
+
+def test_a_run_of_many_trials_writes_its_records_through_the_helper(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    renderer = _run_many_trials(tmp_path, monkeypatch, wait_for_the_helper=True)
     # every trial's trajectory.yaml and metrics.yaml went through the helper
-    assert (made[0].rendered_by_helper, made[0].rendered_here) == (2 * trials, 0)
-    for trajectory in (tmp_path / "run").glob("trials/*/*/*/trajectory.yaml"):
-        records = yaml.safe_load(trajectory.read_bytes())
-        assert dump_records_yaml(records) == trajectory.read_bytes()
+    assert (renderer.rendered_by_helper, renderer.rendered_here) == (2 * render_process.MIN_TRIALS, 0)
 
 
 def test_a_run_of_short_trials_writes_them_here_and_never_starts_the_helper(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.trials.helpers import write_task
-    from tests.trials.test_cli_offline import MOCK_PLAN
-
     monkeypatch.setattr(render_process, "HERE_MAX_TEXT", HERE_MAX_TEXT)
-    made: list[RecordRenderer] = []
-    original = RecordRenderer.__init__
-
-    def spy(self: RecordRenderer) -> None:
-        original(self)
-        made.append(self)
-
-    monkeypatch.setattr(RecordRenderer, "__init__", spy)
-    task = write_task(tmp_path / "pack", turns=["add one", "thanks, that's all"])
-    trials = render_process.MIN_TRIALS
-    done = invoke("trial", "run", str(task), "--plan", str(MOCK_PLAN), "--out", str(tmp_path / "run"),
-                  "--trials", str(trials), "--concurrency", "4")
-    assert done.exit_code == 0, done.output
-    assert len(made) == 1 and not made[0]._started and made[0].gave_up is None
-    assert (made[0].rendered_by_helper, made[0].rendered_here) == (0, 2 * trials)
-    for trajectory in (tmp_path / "run").glob("trials/*/*/*/trajectory.yaml"):
-        assert dump_records_yaml(yaml.safe_load(trajectory.read_bytes())) == trajectory.read_bytes()
+    renderer = _run_many_trials(tmp_path, monkeypatch, wait_for_the_helper=False)
+    assert not renderer._started
+    assert (renderer.rendered_by_helper, renderer.rendered_here) == (0, 2 * render_process.MIN_TRIALS)
 
 
 def test_a_platform_whose_pipes_cannot_be_made_non_blocking_renders_here(monkeypatch: pytest.MonkeyPatch) -> None:
