@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from capplan.core.ids import uuid4_text
 from capplan.core.dotenv_file import DotenvError, read_dotenv, read_dotenv_text
+from capplan.core.ids import uuid4_text
 from capplan.core.input_limits import MAX_CONFIG_BYTES, MAX_NESTING, InputLimitError, check_flow_nesting
 from capplan.executor.binding import FailureRule
 from capplan.executor.errors import GatewayError

@@ -63,8 +63,8 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from capplan.core.ids import uuid4_hex
 from capplan.core.diagnostics import Diagnostic
+from capplan.core.ids import uuid4_hex
 from capplan.core.reference_mode import reference_mode
 from capplan.executor.cost_bound import worst_case_usd
 from capplan.executor.send_observer import Send
