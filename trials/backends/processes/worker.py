@@ -59,15 +59,27 @@ MODES = ("none", "journal", "budget")
 _ANSWER_S = 300.0
 
 
+class _Answer:
+    """One send's answer: held until the driver's arrives (a bare lock, not an Event, whose Condition makes
+    and waits on one more lock per wait: every send of a journalled run waits here)."""
+
+    __slots__ = ("arrived", "message")
+
+    def __init__(self) -> None:
+        self.arrived = threading.Lock()
+        self.arrived.acquire()
+        self.message: tuple[Any, ...] = ()
+
+
 class _Answers:
     """The driver's answers to sends, handed to the trial thread waiting on each."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._waiting: dict[str, tuple[threading.Event, list[tuple[Any, ...]]]] = {}
+        self._waiting: dict[str, _Answer] = {}
 
-    def expect(self, request_id: str) -> tuple[threading.Event, list[tuple[Any, ...]]]:
-        slot: tuple[threading.Event, list[tuple[Any, ...]]] = (threading.Event(), [])
+    def expect(self, request_id: str) -> _Answer:
+        slot = _Answer()
         with self._lock:
             self._waiting[request_id] = slot
         return slot
@@ -76,8 +88,8 @@ class _Answers:
         with self._lock:
             slot = self._waiting.pop(request_id, None)
         if slot is not None:
-            slot[1].append(answer)
-            slot[0].set()
+            slot.message = answer
+            slot.arrived.release()
 
 
 class _PipeLog:
@@ -94,14 +106,15 @@ class _PipeLog:
     def send(self, role: str, turn: int, send: Send) -> None:
         # the worst case is worked out here: the request never leaves this process
         worst = worst_case_usd(send.plan, send.kwargs) if self.budgeted and send.plan is not None else None
-        event, answer = self.answers.expect(send.request_id)
+        slot = self.answers.expect(send.request_id)
         self.channel.send(("send", self.token, role, turn, send.request_id, send.attempt, worst))
-        if not event.wait(_ANSWER_S):
+        if not slot.arrived.acquire(timeout=_ANSWER_S):
             raise RuntimeError(f"the run's driver did not journal a send within {_ANSWER_S:.0f} s")
-        if answer[0][0] == "refused":
-            _, _, committed, max_cost = answer[0]
+        answer = slot.message
+        if answer[0] == "refused":
+            _, _, committed, max_cost = answer
             raise BudgetSpent(committed, max_cost)
-        if answer[0][0] == "stopped":
+        if answer[0] == "stopped":
             self.cancel.set()  # the stop message may still be on its way: every trial here ends now
             raise Terminal(TerminationReason.INTERRUPTED, "the run was interrupted")
 
