@@ -3,10 +3,10 @@
 Turning a finished trial's records into ``trajectory.yaml`` and ``metrics.yaml`` is pure Python
 work. A six-turn trial of plain data takes about 0.1 ms written straight (:mod:`.record_emitter`),
 less than sending it to a helper and back, so :class:`RecordRenderer` writes such documents in this
-process: with the helper taking every trial, the trial-loop benchmark spent about a tenth more CPU
-per turn (``benchmarks/turn_breakdown.py``). Long text costs about 1.3 ms per 110 KiB, and a value
-of another type goes through PyYAML's nodes (about 2 ms for that same trial); in a local run every
-trial thread shares one GIL with the run-folder writers, so that rendering slows the trials down
+process: with the helper taking every trial, ``benchmarks/trial_loop.py``'s 8 ms row spent about
+3% more CPU per turn (both ways alternated in one process). Long text costs about 1.3 ms per 110
+KiB, and a value of another type goes through PyYAML's nodes (about 2 ms for that same trial); in
+a local run every trial thread shares one GIL with the run-folder writers, so that rendering slows the trials down
 exactly when the run is busiest. A document with more than :data:`HERE_MAX_TEXT` characters of
 text, or one the straight writer declines, is sent (pickled: a few microseconds) to one helper
 process, ``python -m capplan.trials.run_folder.render_process``, started for the first such
@@ -21,8 +21,9 @@ an optimisation and never a new way to fail: when it cannot be started, is not r
 answers late or answers garbage, the records are rendered here (and after a failure the helper
 is not used again in this run; :attr:`RecordRenderer.gave_up` says why). It ignores Ctrl-C (the
 run decides when to stop) and exits when its input closes, so it never outlives the run. A run
-never waits for the helper to start; :meth:`RecordRenderer.wait_ready` (tests, benchmarks) starts it
-if no document has, and waits for it for a bounded time, so that what they measure does not depend on how loaded the machine is.
+never waits for the helper to start; :meth:`RecordRenderer.wait_ready` (tests, benchmarks) starts
+it if no document has, and waits for it for a bounded time, so that what they measure does not
+depend on how loaded the machine is.
 
 Protocol, both ways over the helper's stdin/stdout: the helper writes ``R`` once it is ready;
 a request is an 8-byte big-endian length and a pickled list of documents; a reply is a status
