@@ -3,14 +3,14 @@
 Turning a finished trial's records into ``trajectory.yaml`` and ``metrics.yaml`` is pure Python
 work. A six-turn trial of plain data takes about 0.1 ms written straight (:mod:`.record_emitter`),
 less than sending it to a helper and back, so :class:`RecordRenderer` writes such documents in this
-process: with the helper taking every trial, ``benchmarks/trial_loop.py``'s 8 ms row spent about
-3% more CPU per turn (both ways alternated in one process). Long text costs about 1.3 ms per 110
-KiB, and a value of another type goes through PyYAML's nodes (about 2 ms for that same trial); in
-a local run every trial thread shares one GIL with the run-folder writers, so that rendering
-slows the trials down exactly when the run is busiest. A document with more than :data:`HERE_MAX_TEXT` characters of
-text, or one the straight writer declines, is sent (pickled: a few microseconds) to one helper
-process, ``python -m capplan.trials.run_folder.render_process``, started for the first such
-document, which renders it with :func:`capplan.trials.run_folder.record_yaml.dump_records_yaml`
+process: with the helper taking every trial, ``benchmarks/trial_loop.py``'s 8 ms row spent about 3%
+more CPU per turn (both ways alternated in one process). Long text costs about 1.3 ms per 110 KiB,
+and a value of another type goes through PyYAML's nodes (about 2 ms for that same trial); in a local
+run every trial thread shares one GIL with the run-folder writers, so that rendering slows the
+trials down exactly when the run is busiest. A document with more than :data:`HERE_MAX_TEXT`
+characters of text, or one the straight writer declines, is sent (pickled: a few microseconds) to
+one helper process, ``python -m capplan.trials.run_folder.render_process``, started for the first
+such document, which renders it with :func:`capplan.trials.run_folder.record_yaml.dump_records_yaml`
 on another core and sends the bytes back (seam *render helper*; the reference mode renders
 everything here). The files are the same bytes either way (``tests/trials/test_render_process.py``).
 
