@@ -54,9 +54,11 @@ from capplan.trials.run_folder.record_yaml import dump_records_yaml
 #: another core) would cost more than the rendering it takes over.
 MIN_TRIALS = 16
 #: A document with at most this many characters of text (and plain data only) is written in this
-#: process: straight, that costs less than sending it to the helper and back (a six-turn trial's two
-#: files, about 0.1 ms); longer ones, up to a few ms each, go to the helper.
-HERE_MAX_TEXT = 32 << 10
+#: process: straight, ordinary text costs about 10 us per KiB here, less than sending it to the helper
+#: and back up to about this bound; text built to make the writer work per character (emoji, runs of
+#: spaces, control characters) costs up to about 0.27 ms per KiB, so this also bounds what a hostile
+#: provider's answer costs the run's own process (about 4 ms). Longer documents go to the helper.
+HERE_MAX_TEXT = 16 << 10
 #: How long one exchange may take before the helper is given up on, plus a second per this many
 #: bytes of request (a huge trajectory takes the helper as long as it would take this process).
 EXCHANGE_TIMEOUT_S = 30.0
