@@ -179,3 +179,10 @@ def test_a_smaller_text_bound_counts_every_string_value_and_item() -> None:
     assert emit_records_yaml(document, 20) == dump_records_yaml(document).decode("utf-8")
     assert emit_records_yaml(document, 19) is None
     assert emit_records_yaml(document, record_emitter.MAX_TEXT * 2) == emit_records_yaml(document)  # capped
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0, 0.1, 100.0, 1e16, 1e17, -1e17, 1e-05, 1.5e-07, 5e-324, 2.5e-308,
+                                   1.7976931348623157e308, 123456789012345678.0, float("nan"), float("inf"),
+                                   float("-inf"), 3.0000000000000004, -2.5])
+def test_floats_are_spelled_as_pyyaml_spells_them(value: float) -> None:
+    _same({"value": value, "items": [value, {"nested": value}]})

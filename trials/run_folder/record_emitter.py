@@ -189,9 +189,20 @@ def _other_scalar(value: Any, kind: type) -> str:
 
 
 def _float_text(value: float) -> str | None:
-    # PyYAML's own spelling (nan, inf, an exponent without a dot); plain as long as it reads back as a float
-    text: str = yaml.SafeDumper.represent_float(_RESOLVER, value).value
-    return text if _RESOLVER.resolve(ScalarNode, text, (True, False)) == _FLOAT else None
+    """PyYAML's spelling of a float (``.nan``, ``.inf``, ``-.inf``; else its ``repr``, always lower case, with
+    ``.0`` put before an exponent that has no dot), or None where that text would not read back as a float."""
+    if value != value:
+        text = ".nan"
+    elif value == _INF:
+        text = ".inf"
+    elif value == -_INF:
+        text = "-.inf"
+    else:
+        text = repr(value)
+        if "." not in text and "e" in text:
+            text = text.replace("e", ".0e", 1)
+    # every such text starts with a sign, a digit or a dot, where the float resolver is the one tried first
+    return text if _FLOAT_TEXT.match(text) else None
 
 
 def _scalar(value: str, column: int, indent: int) -> str:
@@ -410,6 +421,12 @@ def _escape_code(code: int) -> str:
 
 #: one instance answers every resolution: it depends on the class's tables only
 _RESOLVER = yaml.SafeDumper(None)
+_INF = float("inf")
+#: the safe resolver's float pattern, read from its table, and proof that it decides before any other
+#: resolver for every character a float's text can start with
+_FLOAT_TEXT = next(regexp for tag, regexp in yaml.SafeDumper.yaml_implicit_resolvers["1"] if tag == _FLOAT)
+assert None not in yaml.SafeDumper.yaml_implicit_resolvers and all(
+    yaml.SafeDumper.yaml_implicit_resolvers[first][0] == (_FLOAT, _FLOAT_TEXT) for first in "-+.0123456789")
 #: every character of the basic plane a double-quoted scalar escapes (surrogates apart: declined), and its
 #: escape: C0 controls, ``"``, ``\``, DEL and C1 controls, the line and paragraph separators, the BOM, U+FFFE/F
 #: (the complement of ``_DOUBLE_ESCAPED``'s class; a test compares them)
