@@ -9,7 +9,8 @@ run once through the real driver, backend and run folder with ``--workers 1``, a
   (the loop, the executor, the transport, journalling each send and call, making the records), the
   task-code workers (environment, tools, state, grader), the run folder's writer thread (one
   trial's files and runs.jsonl line), and the main thread (the driver, the backend's feed);
-* the record render helper's process, from ``RUSAGE_CHILDREN`` when it is waited for;
+* the record render helper's process, from ``RUSAGE_CHILDREN`` when it is waited for (it starts only for
+  a document with over 16 KiB of text, so for this workload's trials the row reads 0);
 * inside the trial threads, a few calls by their own thread's CPU clock: ``Client.generate`` and,
   within it, the transport's send and the response parse; the journal's send and call lines; the
   records a finished trial makes (a send line is journalled inside ``Client.generate``, as the
