@@ -21,8 +21,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from capplan.executor.gateway.catalog import fetch_gateway_catalog
 from capplan.core.ids import uuid4_text
+from capplan.executor.gateway.catalog import fetch_gateway_catalog
 from capplan.executor.gateway.config import PROVIDERS, GatewayConfig, GatewayConfigError
 from capplan.executor.gateway.route import RouteDecision, resolve_route
 from capplan.executor.plan import Plan
