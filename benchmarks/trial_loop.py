@@ -40,7 +40,8 @@ Measured in one run:
 * worker processes (``trial run --workers N``) — the same 500 trials at ``--concurrency 32`` through
   the real driver, backend and run folder, at 50 ms and at 8 ms, with 1, 2, 4 … workers up to every
   usable core: wall time over the ideal and the CPU per turn of this process and its workers
-  together (their start included), for gpt-5 on chat completions through the direct transport and,
+  together (their start included), the loopback server's own CPU per turn, and the CPU floor (the
+  least wall over the ideal that the two CPU figures allow on this machine's cores), for gpt-5 on chat completions through the direct transport and,
   beside it, the keep-alive floor sender (``benchmarks/keep_alive_sender.py``, imported by each
   worker; ``--repeats N`` runs each cell N times and prints the medians with their range). The peer
   row, the same workload through inspect_ai, is ``benchmarks/inspect_row.py``; where the CPU of a turn
@@ -66,6 +67,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -168,12 +170,32 @@ def litellm_call_cpu_ms(calls: int = 300) -> float:
         server.wait(timeout=10)
 
 
+@dataclass(frozen=True)
+class Measured:
+    """One throughput run: wall seconds, turns run, the runner's CPU seconds and the loopback server's."""
+
+    wall: float
+    turns: int
+    cpu: float
+    #: the server process's own CPU, start-up included: on a machine with few cores it competes with the runner
+    server_cpu: float
+
+
 def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
                completion: Any = None, server_module: str = CHAT_SERVER, *, latency_s: float = LATENCY_S,
                workers: int = 1, completion_factory: str | None = None) -> tuple[float, int, float]:
     """(wall seconds, turns run, CPU seconds) for ``trials`` trials against a loopback server answering
     after ``latency_s``. CPU: this process's, every thread, plus the worker processes' (``workers > 1``:
     ``trial run --workers``, each worker's start-up included; one process is warmed up first)."""
+    run = measure(task, plan, trials, concurrency, out, completion, server_module, latency_s=latency_s,
+                  workers=workers, completion_factory=completion_factory)
+    return run.wall, run.turns, run.cpu
+
+
+def measure(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
+            completion: Any = None, server_module: str = CHAT_SERVER, *, latency_s: float = LATENCY_S,
+            workers: int = 1, completion_factory: str | None = None) -> Measured:
+    """:func:`throughput`'s run, with the loopback server's CPU beside the runner's (read once it has exited)."""
     server = subprocess.Popen([sys.executable, "-m", server_module, str(latency_s)], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -186,6 +208,7 @@ def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
         else:
             backend = LocalBackend(workers=workers, completion_factory=completion_factory)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        server_before = _cpu_of(server.pid)  # its start-up and the warm-up trial's turns, not the run's
         started, cpu = time.perf_counter(), time.process_time()
         drive(specs, RunFolder(out), backend, concurrency=concurrency, max_cost=None, progress=Progress(io.StringIO()))
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -197,11 +220,24 @@ def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
     finally:
         server.kill()
         server.wait(timeout=10)
+    # the server is the only child waited for since ``after``: what the children's clock gained is its CPU
+    done = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_cpu = (done.ru_utime - after.ru_utime) + (done.ru_stime - after.ru_stime) - server_before
     turns = 0
     for line in RunFolder(out).finished().values():
         assert line["termination_reason"] == "user_stop", line
         turns += int(line["turns"])  # type: ignore[call-overload]
-    return wall, turns, cpu
+    return Measured(wall, turns, cpu, server_cpu)
+
+
+def _cpu_of(pid: int) -> float:
+    """The CPU seconds process ``pid`` has used so far, from ``/proc`` (Linux; where there is none, 0: the
+    server's figure then holds its start-up too, about 0.1 s)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime and stime, in clock ticks
 
 
 #: the latencies of the worker-count rows: a provider's typical answer, and a fast one that makes the runner's CPU show
@@ -222,6 +258,9 @@ def workers_curve(folder: Path, task: Path, plans: dict[str, Plan], trials: int,
     """Wall over the ideal and CPU per turn for 1, 2 and all workers at 50 and 8 ms: gpt-5 on chat through
     the direct transport (the real path), and the keep-alive floor sender beside it, measured in one run.
 
+    Beside each cell: the loopback server's own CPU per turn (it shares the machine's cores with the runner),
+    and the CPU floor, the least wall over the ideal those two CPU figures allow on this machine's cores.
+
     With ``repeats`` > 1 each cell is run that many times and its medians are printed with their range:
     on a shared 2-core machine one run's CPU per turn moves by a tenth or more from one minute to the next."""
     senders = (("gpt-5 on chat, direct transport", plans["chat"], None, None),
@@ -232,18 +271,30 @@ def workers_curve(folder: Path, task: Path, plans: dict[str, Plan], trials: int,
         for label, plan, completion, factory in senders:
             cells = []
             for workers in worker_counts():
-                ratios, per_turn = [], []
+                ratios, per_turn, server, floors = [], [], [], []
                 for repeat in range(repeats):
                     out = folder / f"curve-{latency}-{label.split()[0]}-{workers}-{repeat}"
-                    wall, turns, cpu = throughput(task, plan, trials, concurrency, out, completion, latency_s=latency,
-                                                  workers=workers, completion_factory=factory)
-                    assert turns == trials * TURNS, turns
-                    ratios.append(wall / ideal)
-                    per_turn.append(cpu / turns * 1e3)
+                    run = measure(task, plan, trials, concurrency, out, completion, latency_s=latency,
+                                  workers=workers, completion_factory=factory)
+                    assert run.turns == trials * TURNS, run.turns
+                    ratios.append(run.wall / ideal)
+                    per_turn.append(run.cpu / run.turns * 1e3)
+                    server.append(run.server_cpu / run.turns * 1e3)
+                    floors.append(cpu_floor(run, ideal))
                 cells.append(f"{workers} worker(s) {_median_range(ratios, '.2f', 'x')}, "
-                             f"CPU {_median_range(per_turn, '.3f', ' ms/turn')}")
+                             f"CPU {_median_range(per_turn, '.3f', ' ms/turn')} "
+                             f"+ server {_median_range(server, '.3f', ' ms/turn')}, "
+                             f"CPU floor {_median_range(floors, '.2f', 'x')}")
             print(f"workers ({label}), {trials} trials x {TURNS} turns at concurrency {concurrency}, "
                   f"{latency * 1e3:.0f} ms (ideal {ideal:.2f} s): " + "; ".join(cells), flush=True)
+
+
+def cpu_floor(run: Measured, ideal: float) -> float:
+    """The least wall over the ideal the run's CPU allows on this machine: the runner's and the server's CPU
+    spread over every usable core with none idle. A wall near it is CPU-bound; only less CPU lowers it."""
+    from capplan.trials.backends.local import usable_cores
+
+    return (run.cpu + run.server_cpu) / usable_cores() / ideal
 
 
 def _median_range(values: list[float], spec: str, unit: str) -> str:
