@@ -22,7 +22,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
 import stat
 import threading
 import weakref
@@ -31,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from capplan.core.ids import uuid4_hex
 from capplan.core.reference_mode import reference_mode, speed_memo
 from capplan.core.diagnostics import Diagnostic
 from capplan.core.safe_names import UnsafeName, name_problem
@@ -368,19 +368,40 @@ class _Kept:
 
 
 def _write_in(parent_fd: int, name: str, files: Sequence[tuple[str, bytes]], shown: Path, mode: int) -> None:
-    """``files`` written atomically into the folder ``name`` under ``parent_fd`` (created if missing, never a link)."""
-    dir_fd = _open_dir(parent_fd, name, shown, create=True)
+    """``files`` written atomically into the folder ``name`` under ``parent_fd`` (created if missing, never a link).
+
+    The folder is usually new (a trial's first write), so it is made first and opened after: a
+    look that finds nothing, and a check of each file's name, are system calls on a thread that
+    shares the GIL with running trials. In a folder this call made, no name can be a link, a
+    folder or a special file, so the files are not looked at first; ``O_EXCL`` and the rename,
+    which replaces a name and never follows it, hold either way.
+    """
+    dir_fd, made = _made_dir(parent_fd, name, shown)
     try:
         for file_name, data in files:
-            _replace_in(dir_fd, file_name, data, shown / file_name, mode)
+            _replace_in(dir_fd, file_name, data, shown / file_name, mode, checked=made)
     finally:
         os.close(dir_fd)
 
 
-def _replace_in(dir_fd: int, name: str, data: bytes, shown: Path, mode: int) -> None:
-    """Write ``name`` under ``dir_fd`` through a temporary file renamed over it."""
-    _refuse_unless_regular(dir_fd, name, shown)
-    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+def _made_dir(parent_fd: int, name: str, shown: Path) -> tuple[int, bool]:
+    """A descriptor of the real folder ``name`` under ``parent_fd``, made here if it was missing, and whether it was."""
+    try:  # mkdir never follows a link planted under the name: it fails, and the open refuses it
+        os.mkdir(name, 0o777, dir_fd=parent_fd)
+    except OSError:  # there already (or not makeable here): opened, or refused, as any folder on a walk
+        return _open_dir(parent_fd, name, shown, create=True), False
+    return _open_dir(parent_fd, name, shown, create=False), True
+
+
+def _replace_in(dir_fd: int, name: str, data: bytes, shown: Path, mode: int, *, checked: bool = False) -> None:
+    """Write ``name`` under ``dir_fd`` through a temporary file renamed over it.
+
+    ``checked``: the folder was made by this write, so ``name`` is not looked at first.
+    """
+    if not checked:
+        _refuse_unless_regular(dir_fd, name, shown)
+    # unique, not secret: O_EXCL refuses a name that is there already
+    tmp = f".{name}.{uuid4_hex()[:12]}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode, dir_fd=dir_fd)
     except OSError as exc:

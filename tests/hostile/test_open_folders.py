@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.mode_switch import mode
+from capplan.core import confined_write
 from capplan.core.confined_write import ConfinedPathError, OpenFolders, write_atomic_many
 
 FILES = (("trajectory.yaml", b"turns: []\n"), ("metrics.yaml", b"cost: 0\n"))
@@ -121,6 +122,36 @@ def test_a_refusal_reads_as_the_walk_words_it(tmp_path: Path) -> None:
     assert messages[0] == messages[1]
     assert "leads out of the run folder" in messages[0][0]
     assert list(outside.iterdir()) == []
+
+
+def test_a_trial_folder_the_write_made_is_not_looked_into_and_one_that_was_there_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    looked: list[str] = []
+    look = confined_write._refuse_unless_regular
+
+    def counted(dir_fd: int, name: str, shown: Path) -> bool:
+        looked.append(name)
+        return look(dir_fd, name, shown)
+
+    monkeypatch.setattr(confined_write, "_refuse_unless_regular", counted)
+    root = tmp_path / "run"
+    root.mkdir()
+    folders = OpenFolders(root)
+    folders.write_atomic_many(("trials", "plan", "count", "0"), FILES)  # made by this write: nothing to look at
+    assert looked == []
+    assert tree(root) == {f"trials/plan/count/0/{name}": data for name, data in FILES}
+    folders.write_atomic_many(("trials", "plan", "count", "0"), FILES)  # there already: each name looked at
+    assert looked == ["trajectory.yaml", "metrics.yaml"]
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("kept")
+    (root / "trials" / "plan" / "count" / "0" / "metrics.yaml").unlink()
+    (root / "trials" / "plan" / "count" / "0" / "metrics.yaml").symlink_to(outside)
+    with pytest.raises(ConfinedPathError) as caught:
+        folders.write_atomic_many(("trials", "plan", "count", "0"), FILES)
+    assert caught.value.code == "run-folder-symlink"
+    assert outside.read_text() == "kept"
+    assert not [p for p in (root / "trials").rglob("*.tmp")]
+    folders.close()
 
 
 def test_a_folder_removed_while_kept_is_walked_again_and_made_anew(tmp_path: Path) -> None:
