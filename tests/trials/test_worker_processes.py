@@ -23,6 +23,7 @@ from capplan.trials.backends.processes.pool import MAX_LOST_ATTEMPTS, WorkerStar
 from capplan.trials.driver import RunRequest, build_specs, drive
 from capplan.trials.report.progress import Progress
 from capplan.trials.run_folder.folder import RunFolder
+from capplan.trials.tasks import task_code
 from tests.cli_runner import invoke
 from tests.cluster.runs import folder_contents
 from tests.fake_provider import FakeProvider, agent_answer, on_body, stateless_agent
@@ -83,6 +84,9 @@ def test_two_worker_processes_write_the_same_run_folder_as_one_process(tmp_path:
         for name, backend in backends.items():
             outcome = _drive(_request(tmp_path, name, fake.base), backend)
             assert outcome.finished == 6 and not outcome.interrupted
+            # the task-code workers kept from one trial to the next end with the run
+            assert task_code._idle == []
+            assert not [t.name for t in threading.enumerate() if t.name.startswith(("task-code", "task-import"))]
         # the command line, whose process runs one thread when its workers start: they are forks of it
         request = _request(tmp_path, "forked", fake.base)
         done = subprocess.run(

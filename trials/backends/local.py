@@ -30,6 +30,7 @@ from capplan.trials.run_folder.call_journal import CallJournal, CallLog, journal
 from capplan.trials.run_folder.recording import redact_records
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords, TrialSpec
+from capplan.trials.tasks.task_code import stop_idle_workers
 
 
 class LocalBackend:
@@ -120,6 +121,7 @@ class LocalBackend:
             raise
         finally:
             pool.shutdown(wait=wait_for_trials, cancel_futures=not wait_for_trials)
+            stop_idle_workers()  # the trials' task-code workers, kept from one trial to the next
 
 
 def usable_cores() -> int:

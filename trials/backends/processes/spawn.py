@@ -29,6 +29,7 @@ from typing import Protocol
 import capplan
 from capplan.core.reference_mode import reference_mode
 from capplan.trials.backends.processes.worker import forked
+from capplan.trials.tasks.task_code import stop_idle_workers
 
 #: how often a forked worker's exit is polled for while waiting for it
 _POLL_S = 0.01
@@ -78,6 +79,7 @@ def may_fork() -> bool:
 
 def start_workers(count: int, mode: str, completion_factory: str | None) -> list[tuple[WorkerProcess, socket.socket]]:
     """``count`` workers, each with the driver's end of its socket: forked if :func:`may_fork`, else started."""
+    stop_idle_workers()  # the task-code workers the driver's checks left idle: it may fork only with one thread
     if not may_fork():
         return [start_worker(mode, completion_factory) for _ in range(count)]
     sys.stdout.flush()  # buffered output would be written again by every child
