@@ -66,14 +66,16 @@ def cost_source(calls: Sequence[CallRecord], roles: Sequence[str]) -> str:
 
 def known_usage(calls: Iterable[CallRecord], roles: Sequence[str]) -> UsageRecord | None:
     """The roles' counters summed field-wise, or None when any of their calls reported none."""
-    total = UsageRecord()
+    totals = dict.fromkeys(TOKEN_COUNTERS, 0)
     for call in calls:
         if call.role not in roles:
             continue
-        if call.usage is None:
+        usage = call.usage
+        if usage is None:
             return None
-        total = UsageRecord(**{k: getattr(total, k) + getattr(call.usage, k) for k in TOKEN_COUNTERS})
-    return total
+        for name in TOKEN_COUNTERS:  # summed as ints, one record at the end: a record per call cost a validation each
+            totals[name] += getattr(usage, name)
+    return UsageRecord(**totals)
 
 
 def total_tokens(usage: UsageRecord | None) -> int | None:
@@ -83,7 +85,8 @@ def total_tokens(usage: UsageRecord | None) -> int | None:
 
 def rounded_calls(calls: Iterable[CallRecord]) -> list[CallRecord]:
     """The calls with their costs at the files' resolution."""
-    return [c if c.cost_usd is None else c.model_copy(update={"cost_usd": round_usd(c.cost_usd)}) for c in calls]
+    return [c if c.cost_usd is None or (rounded := round_usd(c.cost_usd)) == c.cost_usd
+            else c.model_copy(update={"cost_usd": rounded}) for c in calls]
 
 
 def line_usage(usage: UsageRecord | None) -> LineUsage | None:
