@@ -19,8 +19,9 @@ thread of its own and waits with a timeout:
   holds a Ctrl-C'd run (the workers are daemon threads: the process exits without them).
 
 A runner that closes hands its worker, idle, to the next runner in the process (seam *task-code
-workers*): starting a thread costs about 0.16 ms of CPU here, a tenth of a six-turn trial's
-own turn (``benchmarks/trial_loop.py``). A worker that was abandoned is never handed on, and
+workers*): starting a thread cost about 0.16 ms of CPU per trial here, and a run of six-turn
+trials at concurrency 1 took about 7% less CPU per turn without it (``benchmarks/trial_loop.py``'s
+workload). A worker that was abandoned is never handed on, and
 at most :data:`IDLE_WORKERS` wait. Task code that keeps something per thread (a
 ``threading.local``, a context variable it set) may therefore meet it again in a later trial, as
 it meets its module globals; the reference mode starts a thread for every runner. A run stops
