@@ -4,16 +4,26 @@ A socket pair rather than ``multiprocessing``: the worker is a plain ``python -m
 of a process full of threads, no spawn of the parent's ``__main__``), and one descriptor carries
 both directions. Both ends are this run's own code, so pickle carries only what they send
 (specs, records, plain tuples); a provider's bytes reach it as strings inside records.
+
+Each message is its length (4 bytes, big-endian) and its pickle, sent in one ``sendall``. The
+receiving end reads what has arrived into a buffer and takes every whole message from it: one
+system call for several messages that arrived together, where reading a length and then its
+message took two for each (seam *channel framing*; the reference mode reads each message with two).
 """
 
 from __future__ import annotations
 
-import os
 import pickle
 import socket
 import threading
-from multiprocessing.connection import Connection
 from typing import Any
+
+from capplan.core.reference_mode import reference_mode
+
+#: what one receive asks for at least, and at most (a long message's rest arrives in pieces of this size)
+_READ = 1 << 16
+_READ_MOST = 1 << 20
+_HEADER = 4
 
 
 class Channel:
@@ -21,9 +31,8 @@ class Channel:
 
     def __init__(self, sock: socket.socket) -> None:
         self._socket = sock
-        # its own descriptor: the socket object stays to shut down our sending side (finish)
-        self._connection = Connection(os.dup(sock.fileno()))
         self._send_lock = threading.Lock()
+        self._buffer = bytearray()
 
     @classmethod
     def from_fd(cls, fd: int) -> Channel:
@@ -32,16 +41,30 @@ class Channel:
 
     def send(self, message: tuple[Any, ...]) -> None:
         """Send one message whole (raises ``OSError`` once the other end is gone)."""
-        # plain pickle, not Connection.send's ForkingPickler (a new pickler and its reducer table per message,
-        # for sockets and descriptors neither end ever sends): a send of every worker goes through here
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        frame = len(data).to_bytes(_HEADER, "big") + data
         with self._send_lock:
-            self._connection.send_bytes(data)
+            self._socket.sendall(frame)
 
     def recv(self) -> tuple[Any, ...]:
         """The next message; raises ``EOFError`` once the other end closed or died."""
-        message: tuple[Any, ...] = pickle.loads(self._connection.recv_bytes())
-        return message
+        buffer = self._buffer
+        while True:
+            if len(buffer) >= _HEADER:
+                end = _HEADER + int.from_bytes(buffer[:_HEADER], "big")
+                if len(buffer) >= end:
+                    with memoryview(buffer)[_HEADER:end] as body:  # released before the buffer shrinks
+                        message: tuple[Any, ...] = pickle.loads(body)
+                    del buffer[:end]
+                    return message
+                wanted = end - len(buffer)
+            else:
+                wanted = _HEADER - len(buffer)
+            # the reference mode reads exactly what the message still lacks: a length, then its message
+            chunk = self._socket.recv(wanted if reference_mode() else min(max(wanted, _READ), _READ_MOST))
+            if not chunk:
+                raise EOFError("the other end closed the channel")
+            buffer += chunk
 
     def finish(self) -> None:
         """Tell the other end nothing more comes (it reads end of file); its messages can still be read."""
@@ -51,5 +74,4 @@ class Channel:
             pass  # already gone
 
     def close(self) -> None:
-        self._connection.close()
         self._socket.close()
