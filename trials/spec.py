@@ -20,6 +20,7 @@ Contract (any backend — local threads, Ray, anything else — relies on exactl
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,3 +108,14 @@ class TrialRecords:
     node: str | None = field(default=None, compare=False)  # where it ran (Ray backend), for progress; never written
     #: the trial's probe census (``ProbeStats.to_json``) when probe mode was armed; the driver sums it into probe.json
     probe: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    #: ``trajectory.yaml`` and ``metrics.yaml`` as the worker process that made the records rendered them (seam
+    #: *worker rendering*); None: the run folder's writer renders them. ``dataclasses.replace`` never copies it
+    #: (``init=False``), so records changed on their way to the writer are rendered again from what they hold
+    rendered: tuple[bytes, bytes] | None = field(default=None, init=False, repr=False, compare=False)
+
+
+def with_rendered(records: TrialRecords, rendered: tuple[bytes, bytes] | None) -> TrialRecords:
+    """A copy of ``records`` that carries ``rendered`` (the files' YAML, rendered from exactly these records)."""
+    copy = dataclasses.replace(records)
+    object.__setattr__(copy, "rendered", rendered)  # frozen, and not an __init__ argument: set on the fresh copy
+    return copy

@@ -704,7 +704,9 @@ class RunFolder:
         # the line must read back before anything of the trial is written
         first_text = json.dumps({**records.run_line, **stamp, "attempt": 1}, sort_keys=True, ensure_ascii=False)
         first_line = self._readable(first_text, key)
-        if renderer is not None:
+        if records.rendered is not None:  # the worker process that made the records rendered them
+            trajectory, metrics = records.rendered
+        elif renderer is not None:
             trajectory, metrics = renderer.render((records.trajectory, records.metrics))
         else:
             trajectory, metrics = dump_yaml(records.trajectory), dump_yaml(records.metrics)

@@ -42,7 +42,7 @@ from capplan.trials.run_folder.records import (
     UnreadOutputRecord,
     UsageRecord,
 )
-from capplan.trials.spec import TrialRecords
+from capplan.trials.spec import TrialRecords, with_rendered
 from capplan.trials.terminal import Terminal
 
 _KEYISH = re.compile(r"\b(sk-[A-Za-z0-9_-]{6,}|Bearer\s+[A-Za-z0-9._-]{6,})")
@@ -93,10 +93,12 @@ def redact_records(records: TrialRecords, redactor: Redactor | None = None, *,
         out: dict[str, Any] = {k: v if k == "trial" else redactor.value(v) for k, v in data.items()}
         return out
 
-    return dataclasses.replace(
-        records, trajectory=clean(records.trajectory, trajectory_text), metrics=clean(records.metrics, metrics_text),
-        probe=clean(records.probe, probe_text) if records.probe is not None else None,
-    )
+    trajectory, metrics = clean(records.trajectory, trajectory_text), clean(records.metrics, metrics_text)
+    redacted = dataclasses.replace(records, trajectory=trajectory, metrics=metrics,
+                                   probe=clean(records.probe, probe_text) if records.probe is not None else None)
+    if records.rendered is not None and trajectory is records.trajectory and metrics is records.metrics:
+        return with_rendered(redacted, records.rendered)  # nothing to replace: the files rendered from them hold
+    return redacted
 
 
 def secret_values(env_names: tuple[str | None, ...]) -> tuple[str, ...]:

@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn
 
 from capplan.core.redaction import redact_standard_streams, redact_text
+from capplan.core.reference_mode import reference_mode
 from capplan.core.young_collections import young_collections_spaced
 from capplan.executor.client import Completion
 from capplan.executor.cost_bound import worst_case_usd
@@ -46,11 +47,12 @@ from capplan.trials.backends.processes.channel import Channel
 from capplan.trials.run_folder.budget import BudgetSpent
 from capplan.trials.run_folder.call_journal import call_data, journalled, settlement
 from capplan.trials.run_folder.journal_lines import call_text
+from capplan.trials.run_folder.record_yaml import dump_records_yaml
 from capplan.trials.run_folder.recording import record_texts, redact_records
 from capplan.trials.run_folder.records import CallRecord
 from capplan.trials.outcome import TerminationReason
 from capplan.trials.runner import RunContext, run_trial
-from capplan.trials.spec import TrialSpec
+from capplan.trials.spec import TrialRecords, TrialSpec, with_rendered
 from capplan.trials.terminal import Terminal
 
 #: what the driver keeps of the worker's calls (see the module docstring)
@@ -166,12 +168,21 @@ class Worker:
         try:
             with journalled(log):
                 records = redact_records(run_trial(spec, self.context))
-                # the texts the driver's redaction check searches, written here on the worker's core
+                # the texts the driver's redaction check searches, and the files' YAML, made here on the worker's core
                 texts = record_texts(records)
+                records = rendered_here(records)
         except BaseException:  # run_trial never raises for a trial's failure: this is a defect, the run stops
             self.channel.send(("failed", token, redact_text(traceback.format_exc())))
             return
         self.channel.send(("done", token, records, texts))
+
+
+def rendered_here(records: TrialRecords) -> TrialRecords:
+    """``records`` with their files' YAML (seam *worker rendering*: the command's process, the run's one
+    writer, then only writes the bytes; the reference mode leaves the rendering to it)."""
+    if reference_mode():
+        return records
+    return with_rendered(records, (dump_records_yaml(records.trajectory), dump_records_yaml(records.metrics)))
 
 
 def _completion_factory(target: str) -> Callable[[Plan], Completion]:
