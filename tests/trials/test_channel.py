@@ -60,29 +60,26 @@ def test_messages_come_back_whole_and_in_order_from_both_ends() -> None:
         right.close()
 
 
-def test_messages_that_arrived_together_take_one_receive() -> None:
+def receives_for_ten_sent_together() -> int:
+    """How many receives the channel makes for ten small messages that arrived in one piece (all came back)."""
     channel, theirs = pair()
     try:
         small = MESSAGES[:2] * 5
         theirs.sendall(b"".join(frame(m) for m in small))
         assert [channel.recv() for _ in small] == small
-        assert CountedSocket.receives == 1
+        return CountedSocket.receives
     finally:
         channel.close()
         theirs.close()
+
+
+def test_messages_that_arrived_together_take_one_receive() -> None:
+    assert receives_for_ten_sent_together() == 1
 
 
 @mode(True)
 def test_the_reference_mode_reads_each_length_and_each_message() -> None:
-    channel, theirs = pair()
-    try:
-        small = MESSAGES[:2] * 5
-        theirs.sendall(b"".join(frame(m) for m in small))
-        assert [channel.recv() for _ in small] == small
-        assert CountedSocket.receives == 2 * len(small)
-    finally:
-        channel.close()
-        theirs.close()
+    assert receives_for_ten_sent_together() == 2 * 10
 
 
 @pytest.mark.parametrize("cut", [1, 3, 4, 5, 4096])
