@@ -22,7 +22,8 @@ reference mode, :mod:`capplan.core.reference_mode`, always the second: seam *htt
 Either way: a ``User-Agent: capplan/<version>`` header (unless the request names its own), TLS verification with the CA bundle httpx uses (certifi, or ``SSL_CERT_FILE`` /
 ``SSL_CERT_DIR``), the per-attempt timeout as one deadline for the whole attempt (connecting,
 sending and every read together: a status line, headers or body dripped a byte at a time end
-there; :mod:`capplan.executor.direct.httpx_deadline` on the httpx path), the body read within
+there: :mod:`capplan.executor.direct.socket_deadline`, and
+:mod:`capplan.executor.direct.httpx_deadline` on the httpx path), the body read within
 the binding's limits (:mod:`capplan.executor.direct.bounded_body`), redirects
 never followed (a 3xx is an answer like any other status: httpx drops only ``Authorization``
 when the origin changes, so a gateway or ``api-key`` header would reach whatever host a 3xx
@@ -38,7 +39,6 @@ import email.parser
 import http.client
 import importlib.metadata
 import importlib.util
-import io
 import os
 import re
 import select
@@ -53,6 +53,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from capplan.core.reference_mode import reference_mode, speed_memo
 from capplan.executor.direct.request_head import plain_head
+from capplan.executor.direct.socket_deadline import DeadlineSocket
 from capplan.executor.direct.bounded_body import (
     BodyLimits,
     BodyTooLarge,
@@ -148,72 +149,6 @@ def origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-class _DeadlineSocket:
-    """A connected socket whose every send and receive waits at most until the attempt's deadline.
-
-    ``http.client`` reads the status line, the headers and the body through ``makefile``, many
-    receives each; a timeout set once applies to each receive alone, so a server that sends a byte
-    just inside it keeps the attempt going for ever. Here the timeout is set to the time left before
-    every receive and send, so the per-attempt timeout bounds the attempt as a whole.
-    """
-
-    def __init__(self, sock: Any) -> None:
-        self._sock = sock
-        self.deadline = time.monotonic() + DEFAULT_TIMEOUT_S
-        # as socket.makefile's own count: a connection closed while its answer is still read (a server
-        # that says `Connection: close`) keeps the socket open until that answer's reader is closed
-        self._readers = 0
-        self._closing = False
-
-    def _arm(self) -> None:
-        self._sock.settimeout(remaining(self.deadline))
-
-    def sendall(self, data: Any) -> None:
-        self._arm()
-        self._sock.sendall(data)
-
-    def recv_into(self, buffer: Any) -> int:
-        # the buffer's size, as socket.SocketIO asks (an SSL socket reads nothing when told 0 bytes)
-        self._arm()
-        return int(self._sock.recv_into(buffer))
-
-    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
-        self._readers += 1
-        return io.BufferedReader(_DeadlineReader(self))
-
-    def reader_closed(self) -> None:
-        self._readers -= 1
-        if self._closing and self._readers == 0:
-            self._sock.close()
-
-    def close(self) -> None:
-        self._closing = True
-        if self._readers == 0:
-            self._sock.close()
-
-    def __getattr__(self, name: str) -> Any:  # fileno, close, settimeout, ...: the socket's own
-        return getattr(self._sock, name)
-
-
-class _DeadlineReader(io.RawIOBase):
-    """The raw stream ``http.client`` reads an answer from, through :class:`_DeadlineSocket`."""
-
-    def __init__(self, sock: _DeadlineSocket) -> None:
-        super().__init__()
-        self._sock = sock
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        return self._sock.recv_into(buffer)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._sock.reader_closed()
-        super().close()
-
-
 #: A header block every line of which is ``name: value`` in printable ASCII (tabs allowed in the value),
 #: ended by an empty line: the email parser reads each such line as the one header it plainly is.
 _PLAIN_HEADER_BLOCK = re.compile(rb"(?:[!-9;-~]+:[\t -~]*\r?\n)*\r?\n")
@@ -306,7 +241,7 @@ class _Connections:
             connection = http.client.HTTPConnection(self._host, self._port, timeout=left)
         connection.response_class = _Response
         connection.connect()  # connecting (and the TLS handshake) within the time left
-        connection.sock = _DeadlineSocket(connection.sock)
+        connection.sock = DeadlineSocket(connection.sock, deadline)
         return connection
 
     def _take(self, deadline: float) -> http.client.HTTPConnection:
@@ -336,7 +271,7 @@ class _Connections:
         try:
             connection = self._take(deadline)
             sock = connection.sock
-            if isinstance(sock, _DeadlineSocket):  # every connection _open made
+            if isinstance(sock, DeadlineSocket):  # every connection _open made
                 sock.deadline = deadline
             response = _request(connection, target, content, _with_agent(headers))
             body = read_body(response.read1, response.getheader("content-encoding"), response.status, limits, deadline)
