@@ -16,6 +16,13 @@ run once through the real driver, backend and run folder with ``--workers 1``, a
   records a finished trial makes (a send line is journalled inside ``Client.generate``, as the
   send goes out).
 
+Beside each thread kind's CPU, its context switches per turn (Linux, from ``/proc/thread-self/status``
+as the thread starts and ends): voluntary ones (the thread waited: for an answer, a lock, a task-code
+call, or the interpreter lock after a system call let go of it) and involuntary ones (the kernel
+took the core away). At ``--concurrency 32`` in one process most of a turn's CPU beyond its
+``--concurrency 1`` figure goes with the voluntary ones: each system call that lets go of the
+interpreter lock is a chance to wait for it, so the count is what a saving of that kind moves.
+
 The parts of a thread are measured by wrapping the calls named above for this run only (a wrapper
 costs about a microsecond a call; the thread rows also hold the one warm-up trial ``trial_loop`` runs
 first); the whole is the same figure ``trial_loop.py`` prints. The rows
@@ -54,7 +61,10 @@ from capplan.trials.run_folder.render_process import RecordRenderer  # noqa: E40
 
 #: part name -> [calls, CPU seconds]
 _SPENT: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
+#: thread kind -> [voluntary, involuntary] context switches of its threads
+_SWITCHES: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
 _LOCK = threading.Lock()
+_STATUS = Path("/proc/thread-self/status")
 #: the calls timed inside the trial threads, in the order printed (the indented ones are made inside
 #: Client.generate: a send line is journalled as the send goes out)
 _INSIDE = ("Client.generate", "  the transport's send (request, answer, body)", "  the response's parse",
@@ -66,6 +76,28 @@ def _add(part: str, seconds: float, calls: int = 1) -> None:
         entry = _SPENT[part]
         entry[0] += calls
         entry[1] += seconds
+
+
+def _switches() -> tuple[int, int] | None:
+    """The calling thread's (voluntary, involuntary) context switches so far; None where the kernel does not say."""
+    try:
+        text = _STATUS.read_text()
+    except OSError:
+        return None
+    found = dict(line.split(":", 1) for line in text.splitlines() if line.endswith(tuple("0123456789")) and ":" in line)
+    try:
+        return int(found["voluntary_ctxt_switches"]), int(found["nonvoluntary_ctxt_switches"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _add_switches(kind: str, before: tuple[int, int] | None, after: tuple[int, int] | None) -> None:
+    if before is None or after is None:
+        return
+    with _LOCK:
+        entry = _SWITCHES[kind]
+        entry[0] += after[0] - before[0]
+        entry[1] += after[1] - before[1]
 
 
 def _timed(owner: Any, name: str, part: str) -> None:
@@ -95,11 +127,13 @@ def _count_threads() -> None:
     run = threading.Thread.run
 
     def counted(self: threading.Thread) -> None:
-        started = time.thread_time()
+        started, switched = time.thread_time(), _switches()
         try:
             run(self)
         finally:
-            _add(f"thread: {_thread_kind(self.name)}", time.thread_time() - started)
+            kind = _thread_kind(self.name)
+            _add(f"thread: {kind}", time.thread_time() - started)
+            _add_switches(kind, switched, _switches())
 
     threading.Thread.run = counted  # type: ignore[method-assign]
 
@@ -144,20 +178,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.work_dir) as tmp:
         task = trial_loop.write_task(Path(tmp) / "pack", turns=["add one", "and one more", "thanks, that's all"])
         plan = trial_loop.gpt5_plans(Path(tmp) / "gpt5")["chat"]
-        main_started = time.thread_time()
+        main_started, main_switched = time.thread_time(), _switches()
         wall, turns, cpu = trial_loop.throughput(task, plan, args.trials, args.concurrency, Path(tmp) / "run",
                                                  latency_s=args.latency_ms / 1e3)
         main_cpu = time.thread_time() - main_started
+        _add_switches("main", main_switched, _switches())
     ideal = args.trials * trial_loop.TURNS * args.latency_ms / 1e3 / args.concurrency
     against = f"{wall / ideal:.2f}x the ideal" if ideal > 0 else f"{wall:.2f} s"
     print(f"{args.trials} trials x {trial_loop.TURNS} turns at concurrency {args.concurrency}, {args.latency_ms:g} ms, "
           f"one process: wall {against}, CPU {cpu / turns * 1e6:.0f} us per turn (the loopback server's left out)")
-    rows = [("main thread (the driver, the backend's feed)", main_cpu)]
-    rows += [(f"{part.removeprefix('thread: ')} threads", _SPENT[part][1]) for part in sorted(_SPENT)
-             if part.startswith("thread: ")]
-    rows += [(part.removeprefix("process: "), _SPENT[part][1]) for part in _SPENT if part.startswith("process: ")]
-    for label, seconds in rows:
-        print(f"  {label:56s} {seconds / turns * 1e6:7.0f} us per turn")
+    rows = [("main thread (the driver, the backend's feed)", main_cpu, "main")]
+    rows += [(f"{part.removeprefix('thread: ')} threads", _SPENT[part][1], part.removeprefix("thread: "))
+             for part in sorted(_SPENT) if part.startswith("thread: ")]
+    rows += [(part.removeprefix("process: "), _SPENT[part][1], "") for part in _SPENT if part.startswith("process: ")]
+    for label, seconds, kind in rows:
+        switched = _SWITCHES.get(kind)
+        switches = (f"   {switched[0] / turns:5.1f} + {switched[1] / turns:4.1f} switches per turn (waited + preempted)"
+                    if switched is not None else "")
+        print(f"  {label:56s} {seconds / turns * 1e6:7.0f} us per turn{switches}")
     print("inside the trial threads:")
     for part in _INSIDE:
         calls, seconds = _SPENT[part] if part in _SPENT else (0, 0.0)
