@@ -484,9 +484,10 @@ def _end_quietly(folder: RunFolder, unfinished: Sequence[TrialKey], spend: dict[
 def write_summary(folder: RunFolder) -> None:
     """Re-render ``summary.md`` and ``summary.json`` from ``runs.jsonl``."""
     lines = list(folder.finished().values())
+    died = folder.died_in_flight()  # each read once: the journal and runs.jsonl are the run's whole length
     # interrupted trials, trials that died in flight and superseded attempts: spent, but in no row
-    summary = summarize(lines, unfinished_cost_usd=folder.unfinished_spent_usd() + folder.superseded_spent_usd())
-    markdown = render_markdown(summary) + configuration_stop_line(lines) + folder.spend_note()
+    summary = summarize(lines, unfinished_cost_usd=folder.unfinished_spent_usd(died) + folder.superseded_spent_usd())
+    markdown = render_markdown(summary) + configuration_stop_line(lines) + folder.spend_note(died, lines)
     atomic_write(folder.root / "summary.md", markdown.encode("utf-8"))
     atomic_write(folder.root / "summary.json", render_json(summary).encode("utf-8"))
 

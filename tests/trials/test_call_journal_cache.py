@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +212,27 @@ def test_the_reference_mode_follows_nothing(folder: tuple[RunFolder, list[TrialS
         _journal_a_run(opened, specs)
         assert opened._journal_read._followed == []
         assert _normal(opened._journal_read.read(opened.root, [])) == _normal(read_journal(opened.root, []))
+
+
+def test_a_read_with_nothing_appended_since_reads_nothing_and_any_change_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / JOURNAL_FILE
+    path.write_bytes(_line("e1", "m/t/0") + _line("e2", "m/t/1"))
+    cache = JournalCache()
+    reads: list[int] = []
+    original = confined.read_bytes
+    monkeypatch.setattr(confined, "read_bytes", lambda root, parts, **kw: reads.append(1) or original(root, parts, **kw))
+    with mode(False):
+        first = cache.read(tmp_path, [])
+        assert cache.read(tmp_path, []) is first and len(reads) == 1  # unchanged: a stat, not a read
+        with path.open("ab") as f:  # another writer's line
+            f.write(_line("e3", "m/t/2"))
+        a, da, b, db = _both(tmp_path, cache)
+        assert (a, da) == (b, db) and set(a[0]) == {"e1", "e2", "e3"}
+        assert len(reads) == 3  # the cache read the file again (and so did the full read beside it)
+        stat = path.stat()
+        path.write_bytes(_line("e4", "m/t/0") + _line("e5", "m/t/1") + _line("e6", "m/t/2"))  # the same size
+        assert path.stat().st_size == stat.st_size
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a rewrite is a new modification time
+        a, da, b, db = _both(tmp_path, cache)
+        assert (a, da) == (b, db) and set(a[0]) == {"e4", "e5", "e6"}

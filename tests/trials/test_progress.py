@@ -180,13 +180,16 @@ class _Folder:
     def interrupted_spent_usd(self) -> float:
         return 0.0
 
-    def unfinished_spent_usd(self) -> float:
+    def died_in_flight(self) -> list[Any]:
+        return []
+
+    def unfinished_spent_usd(self, died: object = None) -> float:
         return 0.0
 
     def superseded_spent_usd(self) -> float:
         return 0.0
 
-    def spend_note(self) -> str:
+    def spend_note(self, died: object = None, finished: object = None) -> str:
         return ""
 
     def write(self, records: TrialRecords, renderer: object = None) -> None:

@@ -495,13 +495,20 @@ class RunFolder:
         latest = {id(entry) for entry in self._contents().latest().values()}
         return round(sum(known_spend(e.line) for e in self._contents().entries if id(e) not in latest), 9)
 
-    def unfinished_spent_usd(self) -> float:
-        """Spend outside the finished trials' records: interrupted trials and trials that died in flight (known part)."""
-        return round(self.interrupted_spent_usd() + sum(d.known_usd for d in self.died_in_flight()), 9)
+    def unfinished_spent_usd(self, died: Sequence[DiedSpend] | None = None) -> float:
+        """Spend outside the finished trials' records: interrupted trials and trials that died in flight (known part).
 
-    def spend_note(self) -> str:
-        """``summary.md``'s paragraph on money no row holds ("" when there is none)."""
-        interrupted, died, superseded = self.interrupted_spent_usd(), self.died_in_flight(), self.superseded_spent_usd()
+        ``died``: :meth:`died_in_flight`, when the caller has it already.
+        """
+        died = self.died_in_flight() if died is None else died
+        return round(self.interrupted_spent_usd() + sum(d.known_usd for d in died), 9)
+
+    def spend_note(self, died: Sequence[DiedSpend] | None = None,
+                   finished: Sequence[dict[str, Any]] | None = None) -> str:
+        """``summary.md``'s paragraph on money no row holds ("" when there is none); ``died`` and ``finished``:
+        :meth:`died_in_flight` and the values of :meth:`finished`, when the caller has them already."""
+        interrupted, superseded = self.interrupted_spent_usd(), self.superseded_spent_usd()
+        died = self.died_in_flight() if died is None else died
         parts = []
         if interrupted:
             parts.append(f"interrupted trials ${interrupted:.4f}")
@@ -519,7 +526,7 @@ class RunFolder:
             parts.append(f"superseded attempts of rerun trials ${superseded:.4f}")
         from capplan.trials.run_folder.summary import split_unknown
 
-        old = [line for line in self.finished().values() if split_unknown(line)]
+        old = [line for line in (self.finished().values() if finished is None else finished) if split_unknown(line)]
         note = ""
         if old:
             combined = sum(line["cost_usd"] or 0.0 for line in old)
