@@ -481,7 +481,7 @@ class JournalCache:
     ends parses none of this process's lines (a call's record stays text unless its execution
     died). A read that finds the file as a stat saw it just after the last read (the same device,
     inode, size and modification time) and nothing appended here since reads nothing: the run's end
-    reads the journal five times, and reading and digesting a 1 000-trial run's 8 MB each time was
+    reads the journal several times, and reading and digesting a 1 000-trial run's 8 MB each time was
     about 0.03 of ``benchmarks/trial_loop.py``'s ideal wall at 8 ms. Thread-safe; the journal it hands
     out is extended by the next read. Seam *journal memo*; the reference mode
     (:mod:`capplan.core.reference_mode`) parses the whole file on every read.
