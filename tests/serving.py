@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 import threading
 import traceback
@@ -49,3 +50,38 @@ class ServedOnLoopback:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
+
+
+class RawAcceptor:
+    """A plain TCP listener on 127.0.0.1 whose thread hands each accepted connection to :meth:`accepted`.
+
+    For servers that must misbehave below HTTP (answer once then hang up, never read). The accept
+    loop wakes every 0.2 s to see whether :meth:`close` was called; ``close`` joins it, bounded.
+    """
+
+    #: the bound on joining the accept thread
+    JOIN_S = 60.0
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def accepted(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.accepted(conn)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=self.JOIN_S)
+        self.sock.close()

@@ -18,6 +18,7 @@ import pytest
 
 from capplan.executor.direct import pool
 from tests.fake_provider import FakeProvider, Reply, json_reply, unscripted
+from tests.serving import RawAcceptor
 
 BODY = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode("utf-8")
 HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer sk-pool-test"}
@@ -77,52 +78,40 @@ def test_a_server_saying_close_gets_a_new_connection_next_time(server: FakeProvi
     assert len({seen.client_port for seen in server.requests}) == 2
 
 
-class _AnswersOnceThenHangsUp:
+class _AnswersOnceThenHangsUp(RawAcceptor):
     """Answers each connection's first request (kept alive), then closes that connection while it is idle."""
 
     def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
         self.connections = 0
         #: set by the test once its client has the answer (and has put the connection back in its pool)
         self.answered = threading.Event()
         self.hung_up = threading.Event()
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            self.connections += 1
-            with conn:
-                conn.settimeout(WAIT_S)
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
-                head, _, rest = data.partition(b"\r\n\r\n")
-                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
-                while len(rest) < length:
-                    rest += conn.recv(65536)
-                payload = json.dumps(OK).encode("utf-8")
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                             + f"Content-Length: {len(payload)}\r\n\r\n".encode("ascii") + payload)
-                self.answered.wait(WAIT_S)  # hang up only on a connection idle in the client's pool
-            self.hung_up.set()
+    def accepted(self, conn: socket.socket) -> None:
+        self.connections += 1
+        with conn:
+            conn.settimeout(WAIT_S)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            head, _, rest = data.partition(b"\r\n\r\n")
+            length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            while len(rest) < length:
+                rest += conn.recv(65536)
+            payload = json.dumps(OK).encode("utf-8")
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         + f"Content-Length: {len(payload)}\r\n\r\n".encode("ascii") + payload)
+            self.answered.wait(WAIT_S)  # hang up only on a connection idle in the client's pool
+        self.hung_up.set()
 
     def close(self) -> None:
-        self.stop.set()
         self.answered.set()
-        self.thread.join(timeout=WAIT_S)
-        self.sock.close()
+        super().close()
 
 
 def test_a_connection_the_server_closed_while_idle_is_noticed_before_sending() -> None:

@@ -23,6 +23,7 @@ import pytest
 from capplan.executor.direct import pool, socket_deadline
 from capplan.executor.direct.socket_deadline import DeadlineSocket, kernel_timeouts, timeval
 from tests.fake_provider import FakeProvider, json_reply, unscripted
+from tests.serving import RawAcceptor
 
 HEADERS = {"Content-Type": "application/json"}
 OK = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}]}
@@ -117,33 +118,21 @@ def test_a_timeout_is_a_timeval_and_never_zero(seconds: float, expected: tuple[i
     assert struct.unpack("@ll", timeval(seconds)) == expected
 
 
-class _NeverReads:
+class _NeverReads(RawAcceptor):
     """Accepts connections and never reads from them or answers: a send fills the buffers and waits."""
 
     def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
         self.held: list[socket.socket] = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            self.held.append(conn)
+    def accepted(self, conn: socket.socket) -> None:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.held.append(conn)
 
     def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=WAIT_S)
+        super().close()
         for conn in self.held:
             conn.close()
-        self.sock.close()
 
 
 def test_a_server_that_never_reads_ends_the_send_at_the_deadline_as_a_timeout() -> None:
