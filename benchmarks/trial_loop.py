@@ -41,7 +41,10 @@ Measured in one run:
   the real driver, backend and run folder, at 50 ms and at 8 ms, with 1, 2, 4 … workers up to every
   usable core: wall time over the ideal and the CPU per turn of this process and its workers
   together (their start included), the loopback server's own CPU per turn, and the CPU floor (the
-  least wall over the ideal that the two CPU figures allow on this machine's cores), for gpt-5 on chat completions through the direct transport and,
+  least wall over the ideal that the two CPU figures allow on this machine's cores); with more than
+  one worker, the command's own process's share of that CPU and the number of workers whose turns it
+  keeps up with on its one core (the workers' CPU per turn over its own: where the curve on a machine
+  with many cores flattens), for gpt-5 on chat completions through the direct transport and,
   beside it, the keep-alive floor sender (``benchmarks/keep_alive_sender.py``, imported by each
   worker; ``--repeats N`` runs each cell N times and prints the medians with their range). The peer
   row, the same workload through inspect_ai, is ``benchmarks/inspect_row.py``; where the CPU of a turn
@@ -179,6 +182,8 @@ class Measured:
     cpu: float
     #: the server process's own CPU, start-up included: on a machine with few cores it competes with the runner
     server_cpu: float
+    #: the part of ``cpu`` the command's own process spent (every thread; all of it with one worker)
+    command_cpu: float = 0.0
 
 
 def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
@@ -212,6 +217,7 @@ def measure(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
         started, cpu = time.perf_counter(), time.process_time()
         drive(specs, RunFolder(out), backend, concurrency=concurrency, max_cost=None, progress=Progress(io.StringIO()))
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        command_cpu = cpu
         # the workers have exited and been waited for when drive returns; the server has not
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu += (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
@@ -227,7 +233,7 @@ def measure(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
     for line in RunFolder(out).finished().values():
         assert line["termination_reason"] == "user_stop", line
         turns += int(line["turns"])  # type: ignore[call-overload]
-    return Measured(wall, turns, cpu, server_cpu)
+    return Measured(wall, turns, cpu, server_cpu, command_cpu)
 
 
 def _cpu_of(pid: int) -> float:
@@ -271,7 +277,7 @@ def workers_curve(folder: Path, task: Path, plans: dict[str, Plan], trials: int,
         for label, plan, completion, factory in senders:
             cells = []
             for workers in worker_counts():
-                ratios, per_turn, server, floors = [], [], [], []
+                ratios, per_turn, server, floors, command, ceiling = [], [], [], [], [], []
                 for repeat in range(repeats):
                     out = folder / f"curve-{latency}-{label.split()[0]}-{workers}-{repeat}"
                     run = measure(task, plan, trials, concurrency, out, completion, latency_s=latency,
@@ -281,12 +287,25 @@ def workers_curve(folder: Path, task: Path, plans: dict[str, Plan], trials: int,
                     per_turn.append(run.cpu / run.turns * 1e3)
                     server.append(run.server_cpu / run.turns * 1e3)
                     floors.append(cpu_floor(run, ideal))
+                    command.append(run.command_cpu / run.turns * 1e3)
+                    ceiling.append(command_ceiling(run))
+                shares = "" if workers == 1 else (
+                    f" (the command's process {_median_range(command, '.3f', ' ms/turn')}: one core's worth at "
+                    f"about {_median_range(ceiling, '.1f', ' workers')})")
                 cells.append(f"{workers} worker(s) {_median_range(ratios, '.2f', 'x')}, "
-                             f"CPU {_median_range(per_turn, '.3f', ' ms/turn')} "
+                             f"CPU {_median_range(per_turn, '.3f', ' ms/turn')}{shares} "
                              f"+ server {_median_range(server, '.3f', ' ms/turn')}, "
                              f"CPU floor {_median_range(floors, '.2f', 'x')}")
             print(f"workers ({label}), {trials} trials x {TURNS} turns at concurrency {concurrency}, "
                   f"{latency * 1e3:.0f} ms (ideal {ideal:.2f} s): " + "; ".join(cells), flush=True)
+
+
+def command_ceiling(run: Measured) -> float:
+    """How many workers' turns the command's process keeps up with on its one core (its threads share one
+    GIL): the workers' CPU per turn over its own. Past that many workers, on a machine with the cores for
+    them, the command's process and not the workers paces the run (the ceiling of the many-core curve)."""
+    workers_cpu = run.cpu - run.command_cpu
+    return workers_cpu / run.command_cpu if run.command_cpu > 0 else float("inf")
 
 
 def cpu_floor(run: Measured, ideal: float) -> float:
