@@ -236,3 +236,46 @@ def test_a_read_with_nothing_appended_since_reads_nothing_and_any_change_is_read
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a rewrite is a new modification time
         a, da, b, db = _both(tmp_path, cache)
         assert (a, da) == (b, db) and set(a[0]) == {"e4", "e5", "e6"}
+
+
+def test_held_lines_reach_the_file_in_one_append_in_order_and_read_back_as_a_full_read(
+        folder: tuple[RunFolder, list[TrialSpec]], monkeypatch: pytest.MonkeyPatch) -> None:
+    # seam *reader batches*: a worker's reader holds the lines of the messages one receive brought
+    opened, specs = folder
+    journal = opened.journal
+    assert journal is not None
+    writes: list[bytes] = []
+    original = confined.write_all
+    monkeypatch.setattr(confined, "write_all", lambda fd, data: (writes.append(data), original(fd, data))[1])
+    key = str(specs[0].key)
+    with mode(False):
+        opened._journal_read.read(opened.root, [])
+        execution = journal.begin_execution(key)
+        journal.hold()
+        journal.announce(key, execution, "agent", 0, "r0", 1, None)
+        journal.record_encoded(key, execution, call_text(call_data(call(0.002))), 0.002, True, "r0")
+        journal.announce(key, execution, "agent", 1, "r1", 1, None)
+        assert writes == [] and not (opened.root / JOURNAL_FILE).exists()  # held
+        journal.flush()
+        assert len(writes) == 1
+        assert [json.loads(line)["kind"] for line in writes[0].splitlines()] == ["send", "call", "send"]
+        parsed: list[int] = []
+        monkeypatch.setattr(call_journal, "_take_line", lambda j, c, n: parsed.append(n))  # type: ignore[func-returns-value]
+        followed = opened._journal_read.read(opened.root, [])
+        assert parsed == []  # followed in the file's order
+        monkeypatch.undo()
+        assert _normal(followed) == _normal(read_journal(opened.root, []))
+        journal.flush()  # nothing held: nothing written
+        assert len(writes) == 1
+
+
+def test_the_reference_mode_holds_nothing(folder: tuple[RunFolder, list[TrialSpec]]) -> None:
+    opened, specs = folder
+    journal = opened.journal
+    assert journal is not None
+    key = str(specs[0].key)
+    with mode(True):
+        execution = journal.begin_execution(key)
+        journal.hold()
+        journal.announce(key, execution, "agent", 0, "r0", 1, None)
+        assert b'"kind":"send"' in (opened.root / JOURNAL_FILE).read_bytes()  # written as it was appended

@@ -109,3 +109,47 @@ def test_an_end_that_closes_part_way_is_an_eof(sent: bytes) -> None:
             channel.recv()
     finally:
         channel.close()
+
+
+def test_messages_sent_together_arrive_in_order_and_the_buffer_says_what_is_whole() -> None:
+    # seam *reader batches*: a reader answers every send one receive brought in one send_many
+    ours, theirs = socket.socketpair()
+    sending, receiving = Channel(ours), Channel(theirs)
+    messages = [("granted", f"r{n}") for n in range(3)]
+    assert not receiving.has_message()
+    sending.send_many(messages)
+    assert receiving.recv() == messages[0]
+    assert receiving.has_message()  # the other two came with the first: no wait for them
+    assert [receiving.recv(), receiving.recv()] == messages[1:]
+    assert not receiving.has_message()
+    sending.send(("granted", "r3"))
+    theirs_socket = receiving._socket
+    part = frame(("granted", "r4"))
+    ours.sendall(part[:5])  # a message cut short is not whole
+    assert receiving.recv() == ("granted", "r3")
+    assert not receiving.has_message()
+    ours.sendall(part[5:])
+    assert receiving.recv() == ("granted", "r4")
+    theirs_socket.close()
+    ours.close()
+
+
+def test_the_reference_mode_sends_each_message_of_a_batch_on_its_own() -> None:
+    ours, theirs = socket.socketpair()
+    sent: list[bytes] = []
+
+    class Counted(socket.socket):
+        def sendall(self, data: Any, flags: int = 0) -> None:
+            sent.append(bytes(data))
+            super().sendall(data, flags)
+
+    counted = Counted(ours.family, ours.type, fileno=ours.detach())
+    channel, receiving = Channel(counted), Channel(theirs)
+    with mode(True):
+        channel.send_many([("granted", "a"), ("granted", "b")])
+    with mode(False):
+        channel.send_many([("granted", "c"), ("granted", "d")])
+    assert len(sent) == 3
+    assert [receiving.recv() for _ in range(4)] == [("granted", x) for x in "abcd"]
+    counted.close()
+    theirs.close()

@@ -168,6 +168,8 @@ class CallJournal:
         self._write_lock = threading.Lock()
         #: told of every line as it is appended (the run folder's read-back memo), in the file's order
         self.follower: JournalCache | None = None
+        # the lines a thread holds (:meth:`hold`) until its :meth:`flush`
+        self._held = threading.local()
 
     # -- opening executions and recording calls -------------------------------------------
 
@@ -311,27 +313,52 @@ class CallJournal:
                 os.close(self._fd)
                 self._fd = None
 
+    def hold(self) -> None:
+        """Keep the lines this thread appends from now on until its :meth:`flush`, which writes them in one append.
+
+        Seam *reader batches*: a worker's reader thread takes every message a receive brought, then writes
+        their lines at once and only then answers their sends (``ProcessPool``); the reference mode writes
+        each line as it is appended.
+        """
+        if not reference_mode() and getattr(self._held, "lines", None) is None:
+            self._held.lines = []
+
+    def flush(self) -> None:
+        """Write the lines this thread holds, in the order it appended them (it goes on holding)."""
+        held: list[tuple[str, dict[str, Any]]] | None = getattr(self._held, "lines", None)
+        if held:
+            self._held.lines = []
+            self._append_lines(held)
+
     def _append(self, data: dict[str, Any]) -> None:
         self._append_text(dumps(data), data)
 
     def _append_text(self, line: str, kept: dict[str, Any]) -> None:
-        """Append ``line``; ``kept``: the values of it a read back uses, for the follower."""
-        text = line + "\n"
+        """Append ``line`` (unless this thread holds its lines); ``kept``: the values of it a read back uses."""
+        held: list[tuple[str, dict[str, Any]]] | None = getattr(self._held, "lines", None)
+        if held is not None:
+            held.append((line, kept))
+            return
+        self._append_lines([(line, kept)])
+
+    def _append_lines(self, lines: list[tuple[str, dict[str, Any]]]) -> None:
+        """Append ``lines`` in one write; the follower is told of each, in order."""
+        texts = [(line + "\n").encode("utf-8") for line, _ in lines]
         try:
             with self._write_lock:
                 if self._fd is None:
                     self._fd = confined.open_append(self.root, (JOURNAL_FILE,))
-                data = text.encode("utf-8")
                 follower = self.follower
                 try:
-                    confined.write_all(self._fd, data)
+                    confined.write_all(self._fd, texts[0] if len(texts) == 1 else b"".join(texts))
                 except OSError as exc:
                     if follower is not None:
-                        follower.forget()  # part of the line may be in the file
+                        follower.forget()  # part of the lines may be in the file
                     raise ConfinedPathError(self.root / JOURNAL_FILE, "out-unwritable",
                                             f"cannot append to it: {exc.strerror or exc}") from None
                 if follower is not None:
-                    follower.follow(data, kept)
+                    for data, (_, kept) in zip(texts, lines):
+                        follower.follow(data, kept)
         except ConfinedPathError as exc:
             # a trial's thread must not die of it: the driver raises it before the next trial is written
             if self.failure is None:

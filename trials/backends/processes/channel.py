@@ -46,6 +46,24 @@ class Channel:
         with self._send_lock:
             self._socket.sendall(frame)
 
+    def send_many(self, messages: list[tuple[Any, ...]]) -> None:
+        """Send ``messages`` whole, in order, in one ``sendall`` (the reference mode: one each)."""
+        if reference_mode():
+            for message in messages:
+                self.send(message)
+            return
+        frames = []
+        for message in messages:
+            data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+            frames.append(len(data).to_bytes(_HEADER, "big") + data)
+        with self._send_lock:
+            self._socket.sendall(b"".join(frames))
+
+    def has_message(self) -> bool:
+        """Whether a whole message is already received, so that :meth:`recv` returns it without waiting."""
+        buffer = self._buffer
+        return len(buffer) >= _HEADER and len(buffer) >= _HEADER + int.from_bytes(buffer[:_HEADER], "big")
+
     def recv(self) -> tuple[Any, ...]:
         """The next message; raises ``EOFError`` once the other end closed or died."""
         buffer = self._buffer

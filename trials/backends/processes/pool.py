@@ -4,8 +4,10 @@ The driver's thread runs the scheduling loop (:meth:`ProcessPool.run`): a spec i
 a worker has a free slot (the least loaded worker gets it), so the budget stop still works by ending
 the feed. One reader thread per worker handles what the worker sends: each send is journalled (and
 reserved against ``--max-cost``) and answered before the worker lets it out, each call is appended
-to ``calls.jsonl`` as it arrives, and a finished trial's records go to the loop through one queue,
-after its calls (one socket keeps them in order).
+to ``calls.jsonl``, and a finished trial's records go to the loop through one queue, after its calls
+(one socket keeps them in order). The messages one receive brought are taken together: their lines
+go to the journal in one append, then their sends' answers in one send, before the reader waits
+again or hands a trial's records on (seam *reader batches*).
 """
 
 from __future__ import annotations
@@ -220,27 +222,59 @@ class ProcessPool:
     # -- what the workers send, on each one's reader thread ------------------------------
 
     def _read(self, process: _Process) -> None:
+        # every message one receive brought is taken before the lines they make are written (one append) and
+        # their sends answered (one send): seam *reader batches*, the journal's hold (the reference mode: each
+        # line written and each send answered as its message is taken)
+        if self.journal is not None:
+            self.journal.hold()
+        answers: list[tuple[Any, ...]] = []
         try:
             while True:
+                if not process.channel.has_message():  # the next receive may wait: nothing is kept back over it
+                    self._settle(process, answers)
                 try:
                     message = process.channel.recv()
                 except (EOFError, OSError):
                     break
                 kind = message[0]
                 if kind == "send":
-                    self._journal_send(process, message)
+                    answers.append(self._journal_send(message))
                 elif kind == "call":
                     self._journal_call(message)
                 elif kind == "ready":
                     process.ready_at = time.perf_counter()
                     process.ready = True
-                else:  # done, failed: the loop's
+                else:  # done, failed: the loop's, once the trial's calls are in the journal
+                    self._settle(process, answers)
                     self.events.put((kind, process, *message[1:]))
+            self._settle(process, answers)  # the calls of a worker that died: its sends need no answer
         except BaseException as exc:  # a defect here must stop the run, not hang it
+            if self.journal is not None:
+                try:
+                    self.journal.flush()  # what the messages taken so far journal is written, if it can be
+                except BaseException:  # the defect above is what stops the run
+                    pass
             self.events.put(("broken", process, exc))
         self.events.put(("died", process))
 
-    def _journal_send(self, process: _Process, message: tuple[Any, ...]) -> None:
+    def _settle(self, process: _Process, answers: list[tuple[Any, ...]]) -> None:
+        """Write the lines this reader holds, then send the answers to the sends they journal (emptied)."""
+        if self.journal is not None:
+            try:
+                self.journal.flush()
+            except ConfinedPathError:
+                pass  # kept as journal.failure; the driver stops the run with it
+        if not answers:
+            return
+        try:
+            process.channel.send_many(answers)
+        except OSError:
+            pass  # it died waiting: the reader sees its end next
+        finally:
+            answers.clear()
+
+    def _journal_send(self, message: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The answer to a worker's send, its line journalled (held until the reader settles)."""
         _, token, role, turn, request_id, attempt, worst = message
         answer: tuple[Any, ...] = ("granted", request_id)
         if self.stop.is_set():
@@ -255,10 +289,7 @@ class ProcessPool:
                 answer = ("refused", request_id, spent.committed, spent.budget)
             except ConfinedPathError:
                 pass  # kept as journal.failure; the driver stops the run with it
-        try:
-            process.channel.send(answer)
-        except OSError:
-            pass  # it died waiting: the reader sees its end next
+        return answer
 
     def _journal_call(self, message: tuple[Any, ...]) -> None:
         _, token, call, cost_usd, answered, request_id = message
