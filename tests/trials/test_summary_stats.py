@@ -28,7 +28,14 @@ from capplan.trials.run_folder.records import RunLine, Summary, SummaryRow
 from capplan.trials.run_folder.folder import RunFolder
 from capplan.trials.runner import RunContext, run_trial
 from capplan.trials.spec import TrialRecords
-from capplan.trials.run_folder.summary import pass_hat_k, percentile, render_markdown, summarize, wilson_interval
+from capplan.trials.run_folder.summary import (
+    pass_hat_k,
+    percentile,
+    render_json,
+    render_markdown,
+    summarize,
+    wilson_interval,
+)
 from tests.fake_provider import FakeProvider, agent, agent_answer, agent_completion, on_body
 from tests.trials.helpers import openai_plan, write_task
 from tests.cli_runner import invoke
@@ -79,6 +86,18 @@ def line(task: str, index: int, *, status: str = "completed", passed: bool | Non
         user_usage={"prompt_tokens": 4, "completion_tokens": 1},  # type: ignore[arg-type]
         n_calls=3, retries=retries or {}, latency_s=latency, turns=2, dir=f"trials/m/{task}/{index}",
     ).model_dump(mode="json")
+
+
+def test_the_summary_does_not_depend_on_the_order_the_trials_finished_in() -> None:
+    # with worker processes runs.jsonl's order changes from run to run; a plain float sum of these eight
+    # costs gives a mean of 6.0938e-05 in one order and 6.0937e-05 in another once rounded to nine places
+    costs = [8.4e-05, 4.8e-05, 1.2e-05, 9.6e-05, 4.5e-05, 0.000135, 5.4e-05, 1.35e-05]
+    assert len({round(sum(order) / len(order), 9) for order in (costs, costs[::-1], sorted(costs))}) > 1
+    lines = [line("a", i, cost=cost) for i, cost in enumerate(costs)]
+    summaries = {render_json(summarize(order)) for order in (lines, lines[::-1], sorted(lines, key=lambda x: x["cost_usd"]))}
+    assert len(summaries) == 1
+    [row] = summarize(lines).rows
+    assert row.agent_cost.mean_usd == 6.0937e-05  # the exact mean, rounded
 
 
 def test_summary_counts_costs_tokens_and_reliability() -> None:

@@ -10,6 +10,9 @@ limits, timeouts, infrastructure) are excluded, and trials whose task has no gra
 graded. A cost or a token count nobody knows is never summed as 0: each total and mean is
 over the trials whose value is known, a count beside it says how many were left out (a total
 is then a lower bound, shown as "≥ $X (+ N unknown)"), and it is null when none is known.
+Sums of dollars and of pass^k's terms are exact (``math.fsum``), so a total does not depend on the
+order the trials finished in: with worker processes that order changes from run to run, and a
+plain sum's last bit, rounded to nine places, once made two runs of the same trials disagree.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def pass_hat_k(per_task: Sequence[tuple[int, int]], k: int) -> float | None:
     out; None when no task has k trials.
     """
     values = [math.comb(c, k) / math.comb(n, k) for c, n in per_task if n >= k]
-    return sum(values) / len(values) if values else None
+    return math.fsum(values) / len(values) if values else None
 
 
 def pass_hat_ks(per_task: Sequence[tuple[int, int]]) -> tuple[dict[str, float], dict[str, int]] | None:
@@ -127,9 +130,9 @@ def _known_part(line: dict[str, Any], field: str) -> float:
 def _cost_stat(values: list[float | None], parts: list[float]) -> CostStat:
     """Every known dollar (trials of unknown cost add their known part), the mean over the trials of known cost."""
     known = [v for v in values if v is not None]
-    spent = sum(known) + sum(part for v, part in zip(values, parts) if v is None)
+    spent = math.fsum(known) + math.fsum(part for v, part in zip(values, parts) if v is None)
     return CostStat(total_usd=_round(spent) if known or spent else None,
-                    mean_usd=_round(sum(known) / len(known)) if known else None,
+                    mean_usd=_round(math.fsum(known) / len(known)) if known else None,
                     unknown_trials=len(values) - len(known))
 
 
@@ -150,7 +153,7 @@ def _mean_tokens(total: TokenStat | None, lines: list[dict[str, Any]], field: st
 def _known_sum(values: list[float | None]) -> float | None:
     """The sum of the known values; None when none is known (never a made-up 0)."""
     known = [v for v in values if v is not None]
-    return sum(known) if known else None
+    return math.fsum(known) if known else None
 
 
 def _row(plan_key: str, pack: str, group: list[dict[str, Any]]) -> SummaryRow:
@@ -186,7 +189,7 @@ def _row(plan_key: str, pack: str, group: list[dict[str, Any]]) -> SummaryRow:
         user_failure_rate=_round(user_failed / len(ended)) if ended else None,
         pass_rate_ci95=(round(interval[0], 9), round(interval[1], 9)) if interval else None,
         pass_hat_k=hat[0] if hat else None, pass_hat_k_tasks=hat[1] if hat else None,
-        mean_cost_usd=_round(sum(known_both) / len(known_both)) if known_both else None,
+        mean_cost_usd=_round(math.fsum(known_both) / len(known_both)) if known_both else None,
         agent_cost=_cost_stat(agent, [_known_part(g, "cost_known_usd") for g in group]),
         user_cost=_cost_stat(user, [_known_part(g, "user_cost_known_usd") for g in group]),
         mean_tokens=_round(sum(tokens) / len(tokens)) if tokens else None,
@@ -218,7 +221,7 @@ def summarize(lines: Iterable[dict[str, Any]], *, unfinished_cost_usd: float = 0
     unknown = sum(1 for g, a, u in zip(all_lines, agent, user)
                   if (a is None or u is None) and not (split_unknown(g) and g.get("cost_usd") is not None))
     # the judge's calls (a grader's --judge-plan): known spend, in the total though in neither part
-    judge = sum(float(g.get("judge_cost_usd") or 0.0) for g in all_lines)
+    judge = math.fsum(float(g.get("judge_cost_usd") or 0.0) for g in all_lines)
     total: float | None = (agent_total or 0.0) + (user_total or 0.0) + (unsplit or 0.0) + judge + unfinished_cost_usd
     if unknown == len(all_lines) and unknown and not total:
         total = None  # every trial's cost is unknown and nothing else is known to be spent: not $0
@@ -232,7 +235,7 @@ def summarize(lines: Iterable[dict[str, Any]], *, unfinished_cost_usd: float = 0
 
 def _with_parts(total: float | None, values: list[float | None], parts: list[float]) -> float | None:
     """``total`` plus the known parts of the trials whose value is unknown."""
-    spent = sum(part for v, part in zip(values, parts) if v is None)
+    spent = math.fsum(part for v, part in zip(values, parts) if v is None)
     return total + spent if total is not None else spent or None
 
 
