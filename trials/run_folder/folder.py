@@ -46,6 +46,7 @@ component, temp files created and renamed inside the same real folder).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -488,12 +489,12 @@ class RunFolder:
 
     def unanswered_reserved_usd(self) -> float:
         """The worst cases reserved by sends of trials that died in flight with no outcome after them."""
-        return round(sum(d.unanswered_max_usd for d in self.died_in_flight()), 9)
+        return round(math.fsum(d.unanswered_max_usd for d in self.died_in_flight()), 9)
 
     def superseded_spent_usd(self) -> float:
         """What attempts spent that a later attempt of the same trial superseded (an aborted trial rerun)."""
         latest = {id(entry) for entry in self._contents().latest().values()}
-        return round(sum(known_spend(e.line) for e in self._contents().entries if id(e) not in latest), 9)
+        return round(math.fsum(known_spend(e.line) for e in self._contents().entries if id(e) not in latest), 9)
 
     def unfinished_spent_usd(self, died: Sequence[DiedSpend] | None = None) -> float:
         """Spend outside the finished trials' records: interrupted trials and trials that died in flight (known part).
@@ -501,7 +502,7 @@ class RunFolder:
         ``died``: :meth:`died_in_flight`, when the caller has it already.
         """
         died = self.died_in_flight() if died is None else died
-        return round(self.interrupted_spent_usd() + sum(d.known_usd for d in died), 9)
+        return round(self.interrupted_spent_usd() + math.fsum(d.known_usd for d in died), 9)
 
     def spend_note(self, died: Sequence[DiedSpend] | None = None,
                    finished: Sequence[dict[str, Any]] | None = None) -> str:
@@ -517,7 +518,7 @@ class RunFolder:
             user = [d.user_cost_usd for d in died]
             unknown = sum(d.unknown_cost_calls for d in died)
             unanswered = sum(d.unanswered_sends for d in died)
-            parts.append(f"{len(died)} trial attempt(s) that died in flight ${sum(d.known_usd for d in died):.4f} "
+            parts.append(f"{len(died)} trial attempt(s) that died in flight ${math.fsum(d.known_usd for d in died):.4f} "
                          f"(agent {_usd_or_unknown(agent)}, user {_usd_or_unknown(user)}"
                          + (f"; {unknown} call(s) of unknown cost not in it" if unknown else "")
                          + (f"; {unanswered} send(s) with no outcome recorded (sent; outcome and cost unknown) "
@@ -529,7 +530,7 @@ class RunFolder:
         old = [line for line in (self.finished().values() if finished is None else finished) if split_unknown(line)]
         note = ""
         if old:
-            combined = sum(line["cost_usd"] or 0.0 for line in old)
+            combined = math.fsum(line["cost_usd"] or 0.0 for line in old)
             note = (f"\n**Split unknown**: {len(old)} trial(s) were recorded by an older capplan, whose cost_usd is "
                     f"agent + user simulator combined (${combined:.4f}, in the total); their agent and user "
                     "columns say unknown.\n")
@@ -590,7 +591,7 @@ class RunFolder:
     def spent_usd(self) -> float:
         """What every attempt cost, superseded ones included (that money was spent), each record once."""
         # an unknown cost (null) cannot be counted; the run warns at its start that the budget misses it
-        return sum(known_spend(entry.line) for entry in self._contents().entries)
+        return math.fsum(known_spend(entry.line) for entry in self._contents().entries)
 
     def lines(self) -> list[dict[str, Any]]:
         """Every distinct record of ``runs.jsonl`` in file order (a repeated line is one record)."""
@@ -782,7 +783,7 @@ class RunFolder:
             if cost is None and (known or {}).get(key):
                 entry["known_usd"] = _rounded((known or {})[key])
             data["interrupted_spend"].append(entry)
-        data["interrupted_spend_usd"] = _rounded(sum(
+        data["interrupted_spend_usd"] = _rounded(math.fsum(
             e["cost_usd"] if e["cost_usd"] is not None else (e.get("known_usd") or 0.0)
             for e in data["interrupted_spend"])) or 0.0
         data["ended_at"] = now
@@ -814,7 +815,7 @@ class RunFolder:
         """``data`` (run.json) with the trials that died in flight as the journal has them now."""
         died = self.died_in_flight(RunManifest.model_validate(data))
         data["died_in_flight"] = [d.to_json() for d in died]
-        data["died_in_flight_usd"] = round(sum(d.known_usd for d in died), 9)
+        data["died_in_flight_usd"] = round(math.fsum(d.known_usd for d in died), 9)
 
     def _write_manifest(self, data: dict[str, Any]) -> None:
         text = json.dumps(data, indent=2, sort_keys=True) + "\n"
