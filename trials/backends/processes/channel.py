@@ -41,8 +41,7 @@ class Channel:
 
     def send(self, message: tuple[Any, ...]) -> None:
         """Send one message whole (raises ``OSError`` once the other end is gone)."""
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        frame = len(data).to_bytes(_HEADER, "big") + data
+        frame = _frame(message)
         with self._send_lock:
             self._socket.sendall(frame)
 
@@ -52,12 +51,9 @@ class Channel:
             for message in messages:
                 self.send(message)
             return
-        frames = []
-        for message in messages:
-            data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-            frames.append(len(data).to_bytes(_HEADER, "big") + data)
+        frames = b"".join(_frame(message) for message in messages)
         with self._send_lock:
-            self._socket.sendall(b"".join(frames))
+            self._socket.sendall(frames)
 
     def has_message(self) -> bool:
         """Whether a whole message is already received, so that :meth:`recv` returns it without waiting."""
@@ -93,3 +89,9 @@ class Channel:
 
     def close(self) -> None:
         self._socket.close()
+
+
+def _frame(message: tuple[Any, ...]) -> bytes:
+    """``message`` as it goes over the socket: its pickle's length (4 bytes, big-endian), then the pickle."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(data).to_bytes(_HEADER, "big") + data

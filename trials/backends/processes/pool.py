@@ -249,11 +249,10 @@ class ProcessPool:
                     self.events.put((kind, process, *message[1:]))
             self._settle(process, answers)  # the calls of a worker that died: its sends need no answer
         except BaseException as exc:  # a defect here must stop the run, not hang it
-            if self.journal is not None:
-                try:
-                    self.journal.flush()  # what the messages taken so far journal is written, if it can be
-                except BaseException:  # the defect above is what stops the run
-                    pass
+            try:
+                self._settle(process, [])  # what the messages taken so far journal is written, if it can be
+            except BaseException:  # the defect above is what stops the run
+                pass
             self.events.put(("broken", process, exc))
         self.events.put(("died", process))
 
