@@ -6,7 +6,8 @@ reference mode, :mod:`capplan.core.reference_mode`, always the second: seam *htt
 - **HTTP/1.1 on the standard library's** ``http.client``: a stack of idle kept-alive connections
   per origin; a call takes one (or opens one), sends, reads the whole answer and puts it back
   unless the server said it closes. A plain request's head is written here and goes out with its body in
-  one send (:mod:`capplan.executor.direct.request_head`). This is every route in the common case (OpenAI, OpenRouter,
+  one send (:mod:`capplan.executor.direct.request_head`), and its answer is read by
+  :mod:`capplan.executor.direct.answer_reader`. This is every route in the common case (OpenAI, OpenRouter,
   xAI, Azure AI, self-hosted endpoints, gateways) and the cheap one: measured by
   ``benchmarks/transport.py`` with 32 threads calling a loopback server at once, about 0.25 ms of
   CPU per call against 1.0 ms for a shared ``httpx.Client``, whose request and response models,
@@ -35,12 +36,10 @@ because a connection must never be shared across processes. A failure is raised 
 
 from __future__ import annotations
 
-import email.parser
 import http.client
 import importlib.metadata
 import importlib.util
 import os
-import re
 import select
 import ssl
 import threading
@@ -52,6 +51,7 @@ from typing import Any, Protocol
 from urllib.parse import SplitResult, urlsplit
 
 from capplan.core.reference_mode import reference_mode, speed_memo
+from capplan.executor.direct.answer_reader import AnswerMalformed, AnswerReader, header_message
 from capplan.executor.direct.request_head import plain_head
 from capplan.executor.direct.socket_deadline import DeadlineSocket
 from capplan.executor.direct.bounded_body import (
@@ -147,32 +147,6 @@ def origin(url: str) -> str:
     """``scheme://host:port`` of ``url``: what one pool serves."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
-
-
-#: A header block every line of which is ``name: value`` in printable ASCII (tabs allowed in the value),
-#: ended by an empty line: the email parser reads each such line as the one header it plainly is.
-_PLAIN_HEADER_BLOCK = re.compile(rb"(?:[!-9;-~]+:[\t -~]*\r?\n)*\r?\n")
-
-
-def header_message(lines: list[bytes]) -> http.client.HTTPMessage:
-    """The header lines ``http.client`` read (bounded in length and count) as the message it would make of them.
-
-    Seam *header block parse* (``benchmarks/trial_loop.py``: the email parser ``http.client`` hands the
-    block to was the largest cost of reading an answer, for a few plain lines): a block of plain
-    ``name: value`` lines is split here, each header as the email parser reads it (the name before the
-    first colon, the value after it less leading blanks and the line end); anything else (folded
-    lines, stray carriage returns, bytes outside printable ASCII, a line with no name, an end of file
-    before the empty line) goes to the email parser, as does every block in the reference mode.
-    """
-    block = b"".join(lines)
-    if reference_mode() or _PLAIN_HEADER_BLOCK.fullmatch(block) is None:
-        return email.parser.Parser(_class=http.client.HTTPMessage).parsestr(block.decode("iso-8859-1"))
-    message = http.client.HTTPMessage()
-    for line in lines[:-1]:
-        name, _, value = line.decode("ascii").partition(":")
-        message.set_raw(name, value.lstrip(" \t").rstrip("\r\n"))
-    message.set_payload("")  # as the email parser leaves a block with no body after it
-    return message
 
 
 class _Response(http.client.HTTPResponse):
@@ -274,8 +248,15 @@ class _Connections:
             if isinstance(sock, DeadlineSocket):  # every connection _open made
                 sock.deadline = deadline
             response = _request(connection, target, content, _with_agent(headers))
-            body = read_body(response.read1, response.getheader("content-encoding"), response.status, limits, deadline)
-            response.close()  # read to its end; read1 does not mark it done, and the connection asks before reuse
+            if isinstance(response, AnswerReader):
+                body = read_body(response.read1, response.header("content-encoding"), response.status, limits,
+                                 deadline)
+                pairs, reusable = response.headers, response.reusable
+            else:
+                body = read_body(response.read1, response.getheader("content-encoding"), response.status, limits,
+                                 deadline)
+                response.close()  # read to its end; read1 does not mark it done, and the connection asks before reuse
+                pairs, reusable = response.getheaders(), not response.will_close
         except TimeoutError as exc:  # socket.timeout is TimeoutError; so is DeadlinePassed
             _close(connection)
             raise WireTimeout(f"{type(exc).__name__}: {exc}") from exc
@@ -285,17 +266,17 @@ class _Connections:
         except BodyUndecodable as exc:
             _close(connection)
             raise WireBroken(str(exc)) from exc
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, http.client.HTTPException, AnswerMalformed) as exc:
             _close(connection)
             raise WireBroken(f"{type(exc).__name__}: {exc}") from exc
         except BaseException:
             _close(connection)  # an interrupt mid-answer leaves the connection unusable
             raise
-        answer = WireAnswer(response.status, ResponseHeaders.of(response.getheaders()), body)
-        if response.will_close:
-            connection.close()
-        else:
+        answer = WireAnswer(response.status, ResponseHeaders.of(pairs), body)
+        if reusable:
             self._give_back(connection)
+        else:
+            connection.close()
         return answer
 
     def close(self) -> None:
@@ -310,13 +291,13 @@ class _Connections:
 
 
 def _request(connection: http.client.HTTPConnection, target: str, content: bytes,
-             headers: dict[str, str]) -> http.client.HTTPResponse:
+             headers: dict[str, str]) -> AnswerReader | http.client.HTTPResponse:
     """POST ``content`` on ``connection`` and read the answer's status line and headers.
 
     A plain request's head (:func:`~capplan.executor.direct.request_head.plain_head`) goes out in
-    one send with the body and the answer is read as ``getresponse`` reads it, through the
-    public ``HTTPResponse(sock, method=...)``; the connection's own state machine is left idle,
-    as ``getresponse`` leaves it. Any other request is ``http.client``'s ``request`` and ``getresponse``.
+    one send with the body, and the answer is read by :class:`AnswerReader` (seam *answer reader*);
+    the connection's own state machine is left idle, as ``getresponse`` leaves it. Any other request
+    is ``http.client``'s ``request`` and ``getresponse`` (the reference mode sends through httpx).
     """
     sock = connection.sock
     head = plain_head(connection.host, connection.port, connection.default_port, target, len(content), headers) \
@@ -325,13 +306,9 @@ def _request(connection: http.client.HTTPConnection, target: str, content: bytes
         connection.request("POST", target, body=content, headers=headers)
         return connection.getresponse()
     sock.sendall(head + content)
-    response = _Response(sock, method="POST")
-    try:
-        response.begin()
-    except BaseException:
-        response.close()
-        raise
-    return response
+    reader = AnswerReader(sock)
+    reader.read_head()
+    return reader
 
 
 def _close(connection: http.client.HTTPConnection | None) -> None:
