@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import http.client
 import io
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -287,3 +288,40 @@ def test_bytes_after_an_answer_are_never_read_as_the_next() -> None:
         url = URL.format(port=server.port)
         assert pool.send(url, b"{}", HEADERS, WAIT_S).content == b"{}"
         assert pool.idle_connections(url) == 0  # dropped, not kept with a stray answer on it
+
+
+class _EndlessContinue(RawAcceptor):
+    """Reads the request, then sends ``100 Continue`` answers until the client hangs up (or the test ends)."""
+
+    def accepted(self, conn: Any) -> None:
+        conn.settimeout(WAIT_S)
+        try:
+            conn.recv(65536)
+            while not self.stop.is_set():
+                conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n" * 64)
+        except OSError:
+            pass  # the client gave up: what the test expects
+        finally:
+            conn.close()
+
+
+def test_endless_informational_answers_end_at_the_attempts_deadline() -> None:
+    server = _EndlessContinue()
+    raised: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            pool.send(URL.format(port=server.port), b"{}", HEADERS, 0.5)
+        except BaseException as exc:  # handed to the test
+            raised.append(exc)
+
+    try:
+        thread = threading.Thread(target=attempt, daemon=True)
+        thread.start()
+        thread.join(WAIT_S)  # bounded: a deadline that never fires fails the test instead of hanging it
+        assert not thread.is_alive(), "the attempt's deadline never ended the call"
+        assert len(raised) == 1 and isinstance(raised[0], pool.WireTimeout), raised
+    finally:
+        server.stop.set()
+        pool.close_all()  # the client's end closes: the server's send fails and its loop ends
+        server.close()
