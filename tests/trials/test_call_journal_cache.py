@@ -117,9 +117,11 @@ def _journal_a_run(opened: RunFolder, specs: list[TrialSpec]) -> None:
     first.record(call(0.002))
     first.record(call(None, role="user"), request_id="r-user")
     journal.written(keys[0], 1)
-    worker = journal.begin_execution(keys[1])  # a worker process's execution: its records arrive as text
-    journal.announce(keys[1], worker, "agent", 0, "r1", 1, 0.5)
-    journal.record_encoded(keys[1], worker, call_text(call_data(call(0.25))), 0.25, True, "r1")
+    worker = journal.begin_execution(keys[1])  # a worker process's execution: its lines arrive assembled
+    head = journal.line_head(keys[1], worker)
+    journal.announce_line(head, "agent", "r1", 0.5, head.send_line(1767225600.5, "r1", "agent", 0, 1, 0.5))
+    text = call_text(call_data(call(0.25)))
+    journal.record_line(head, 1767225601.25, text, head.call_line(1767225601.25, text, "r1"), 0.25, True, "r1")
     journal.announce(keys[1], worker, "agent", 1, "r2", 1, None)  # never answered: died in flight
     dead = journal.begin(keys[2])
     dead.record(call(0.001))

@@ -72,7 +72,7 @@ from capplan.trials.run_folder import confined
 from capplan.trials.run_folder.budget import Budget
 from capplan.trials.run_folder.confined import ConfinedPathError
 from capplan.trials.run_folder.costs import known_cost, round_usd, unknown_cost_calls
-from capplan.trials.run_folder.journal_lines import call_line, call_text, dumps, send_line
+from capplan.trials.run_folder.journal_lines import LineHead, call_text, dumps
 from capplan.trials.run_folder.records import CallRecord
 
 JOURNAL_FILE = "calls.jsonl"
@@ -211,26 +211,43 @@ class CallJournal:
 
     def record_encoded(self, key: str, execution: str, call: str, cost_usd: float | None, answered: bool,
                        request_id: str | None = None) -> None:
-        """:meth:`record` of a call whose record is already encoded (``call``: its :func:`call_text`, made by the
-        worker process that ran it); ``cost_usd`` and ``answered`` settle its send against the budget."""
+        """:meth:`record` of a call whose record is already encoded (``call``: its :func:`call_text`);
+        ``cost_usd`` and ``answered`` settle its send against the budget."""
+        head = self.line_head(key, execution)
+        at = round(time.time(), 3)
+        self.record_line(head, at, call, head.call_line(at, call, request_id), cost_usd, answered, request_id)
+
+    def record_line(self, head: LineHead, at: float, call: str, line: str, cost_usd: float | None, answered: bool,
+                    request_id: str | None = None) -> None:
+        """Append a call line already assembled (``line``: ``head.call_line(at, call, request_id)``, made by the
+        worker process that ran the call); ``cost_usd`` and ``answered`` settle its send against the budget."""
         if self.budget is not None:
             self.budget.settle(request_id, cost_usd, answered=answered)
-        attempt = self._attempt_for(key, execution)
-        at = round(time.time(), 3)
         # what the memo keeps of the line: the call record stays text until a read needs it (a death)
-        kept = {"kind": "call", "execution": execution, "key": key, "attempt": attempt, "at": at,
+        kept = {"kind": "call", "execution": head.execution, "key": head.key, "attempt": head.attempt, "at": at,
                 "call": CallText(call), "request_id": request_id}
-        self._append_text(call_line(self.run_id, execution, key, attempt, at, call, request_id), kept)
+        self._append_text(line, kept)
 
     def send(self, key: str, execution: str, role: str, turn: int, request_id: str, attempt: int,
              worst_usd: float | None) -> None:
         """Append the intent of one send of ``execution`` before it goes out (``worst_usd``: what it may cost)."""
-        run_attempt = self._attempt_for(key, execution)
+        head = self.line_head(key, execution)
         worst = round_usd(worst_usd) if worst_usd is not None else None
-        kept = {"kind": "send", "execution": execution, "key": key, "attempt": run_attempt,
-                "send": {"request_id": request_id, "role": role, "max_usd": worst}}
-        self._append_text(send_line(self.run_id, execution, key, run_attempt, round(time.time(), 3), request_id, role,
-                                    turn, attempt, worst), kept)
+        self._append_send(head, role, request_id, worst,
+                          head.send_line(round(time.time(), 3), request_id, role, turn, attempt, worst))
+
+    def announce_line(self, head: LineHead, role: str, request_id: str, worst_usd: float | None, line: str) -> None:
+        """:meth:`announce` of a send whose line a worker process assembled (``line``: ``head.send_line(...)``
+        with ``worst_usd`` rounded by :func:`round_usd`): reserved against the budget (which may refuse it),
+        then appended."""
+        if self.budget is not None:
+            self.budget.reserve(request_id, worst_usd if worst_usd is not None else 0.0)
+        self._append_send(head, role, request_id, round_usd(worst_usd) if worst_usd is not None else None, line)
+
+    def _append_send(self, head: LineHead, role: str, request_id: str, max_usd: float | None, line: str) -> None:
+        kept = {"kind": "send", "execution": head.execution, "key": head.key, "attempt": head.attempt,
+                "send": {"request_id": request_id, "role": role, "max_usd": max_usd}}
+        self._append_text(line, kept)
 
     def sent(self, key: str, execution: str, role: str, turn: int, send: Send) -> None:
         """A send of this process's trial: reserved against the budget (which may refuse it), then journalled."""
@@ -245,6 +262,10 @@ class CallJournal:
             # unbounded plans are refused with --max-cost before the run starts; a 0 here cannot happen there
             self.budget.reserve(request_id, worst_usd if worst_usd is not None else 0.0)
         self.send(key, execution, role, turn, request_id, attempt, worst_usd)
+
+    def line_head(self, key: str, execution: str) -> LineHead:
+        """What every line of ``execution`` (of trial ``key``) begins with; an execution first seen here is opened."""
+        return LineHead(self.run_id, execution, key, self._attempt_for(key, execution))
 
     def _attempt_for(self, key: str, execution: str) -> int:
         with self._lock:

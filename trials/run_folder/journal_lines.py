@@ -10,7 +10,10 @@ caps how many workers one writer keeps busy. So (seam *journal lines*):
   process sends the text, not the record), and put into its line as it is;
 - the line around it, and a send line, have a fixed set of keys, so they are assembled in sorted
   key order from their values' JSON (strings through ``json``'s own string encoder, numbers as
-  ``json`` writes them) instead of sorting and walking a dict.
+  ``json`` writes them) instead of sorting and walking a dict;
+- a worker process assembles its executions' whole lines (:class:`LineHead`: the run, execution,
+  trial and attempt every line of one execution begins with, handed to it with the trial), and
+  the command's process appends their text as it is.
 
 The text is the same, to the byte, as ``json.dumps`` of the line's dict, which the reference mode
 writes (``tests/trials/test_journal_lines.py`` compares the two on varied and hostile values).
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -72,6 +76,26 @@ def send_line(run_id: str | None, execution: str, key: str, attempt: int, at: fl
             f'"run_id":{_optional(run_id)},"send":{{"attempt":{send_attempt!r},"max_usd":{worst},'
             f'"request_id":{encode_basestring(request_id)},"role":{encode_basestring(role)},"turn":{turn!r}}},'
             f'"task_id":{encode_basestring(task_id)}}}')
+
+
+@dataclass(frozen=True)
+class LineHead:
+    """What every journal line of one execution carries: its run, its id, its trial's key and its attempt."""
+
+    run_id: str | None
+    execution: str
+    key: str
+    attempt: int
+
+    def send_line(self, at: float, request_id: str, role: str, turn: int, send_attempt: int,
+                  max_usd: float | None) -> str:
+        """This execution's :func:`send_line`."""
+        return send_line(self.run_id, self.execution, self.key, self.attempt, at, request_id, role, turn,
+                         send_attempt, max_usd)
+
+    def call_line(self, at: float, call: str, request_id: str | None) -> str:
+        """This execution's :func:`call_line`."""
+        return call_line(self.run_id, self.execution, self.key, self.attempt, at, call, request_id)
 
 
 def _key_parts(key: str) -> tuple[str, str, int]:

@@ -4,10 +4,11 @@ The driver's thread runs the scheduling loop (:meth:`ProcessPool.run`): a spec i
 a worker has a free slot (the least loaded worker gets it), so the budget stop still works by ending
 the feed. One reader thread per worker handles what the worker sends: each send is journalled (and
 reserved against ``--max-cost``) and answered before the worker lets it out, each call is appended
-to ``calls.jsonl``, and a finished trial's records go to the loop through one queue, after its calls
-(one socket keeps them in order). The messages one receive brought are taken together: their lines
-go to the journal in one append, then their sends' answers in one send, before the reader waits
-again or hands a trial's records on (seam *reader batches*).
+to ``calls.jsonl`` (the worker assembles both lines: seam *journal lines*), and a finished trial's
+records go to the loop through one queue, after its calls (one socket keeps them in order). The
+messages one receive brought are taken together: their lines go to the journal in one append, then
+their sends' answers in one send, before the reader waits again or hands a trial's records on (seam
+*reader batches*).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from capplan.trials.outcome import TerminationReason
 from capplan.trials.run_folder.budget import BudgetSpent
 from capplan.trials.run_folder.call_journal import CallJournal
 from capplan.trials.run_folder.confined import ConfinedPathError
+from capplan.trials.run_folder.journal_lines import LineHead
 from capplan.trials.run_folder.recording import redact_records
 from capplan.trials.runner import unstarted_records
 from capplan.trials.spec import TrialRecords, TrialSpec
@@ -77,7 +79,7 @@ class ProcessRunStats:
 class _Attempt:
     spec: TrialSpec
     worker: int
-    execution: str  # "" when no journal is attached
+    head: LineHead | None  # its journal lines' head (None when no journal is attached)
 
 
 class _Process:
@@ -203,12 +205,15 @@ class ProcessPool:
 
     def _submit(self, spec: TrialSpec, worker: int) -> None:
         token = next(self._tokens)
-        execution = self.journal.begin_execution(str(spec.key)) if self.journal is not None else ""
-        self.in_flight[token] = _Attempt(spec, worker, execution)
+        head: LineHead | None = None
+        if self.journal is not None:
+            key = str(spec.key)
+            head = self.journal.line_head(key, self.journal.begin_execution(key))
+        self.in_flight[token] = _Attempt(spec, worker, head)
         process = self.processes[worker]
         process.load += 1
         try:
-            process.channel.send(("run", token, spec, execution))
+            process.channel.send(("run", token, spec, head))
         except OSError:
             pass  # it died: its reader reports that, and this attempt is lost with the others it held
 
@@ -273,17 +278,16 @@ class ProcessPool:
             answers.clear()
 
     def _journal_send(self, message: tuple[Any, ...]) -> tuple[Any, ...]:
-        """The answer to a worker's send, its line journalled (held until the reader settles)."""
-        _, token, role, turn, request_id, attempt, worst = message
+        """The answer to a worker's send, its line (assembled by the worker) journalled (held until the reader settles)."""
+        _, token, role, request_id, worst, line = message
         answer: tuple[Any, ...] = ("granted", request_id)
         if self.stop.is_set():
             # as a trial thread here would see the stop event before its next turn: a send after the stop is
             # never made, however late the worker hears of it
             answer = ("stopped", request_id)
-        elif self.journal is not None:
-            trial = self.in_flight[token]
+        elif self.journal is not None and (head := self.in_flight[token].head) is not None:
             try:
-                self.journal.announce(str(trial.spec.key), trial.execution, role, turn, request_id, attempt, worst)
+                self.journal.announce_line(head, role, request_id, worst, line)
             except BudgetSpent as spent:
                 answer = ("refused", request_id, spent.committed, spent.budget)
             except ConfinedPathError:
@@ -291,11 +295,10 @@ class ProcessPool:
         return answer
 
     def _journal_call(self, message: tuple[Any, ...]) -> None:
-        _, token, call, cost_usd, answered, request_id = message
-        if self.journal is not None:
-            trial = self.in_flight[token]
+        _, token, call, at, line, cost_usd, answered, request_id = message
+        if self.journal is not None and (head := self.in_flight[token].head) is not None:
             try:
-                self.journal.record_encoded(str(trial.spec.key), trial.execution, call, cost_usd, answered, request_id)
+                self.journal.record_line(head, at, call, line, cost_usd, answered, request_id)
             except ConfinedPathError:
                 pass  # kept as journal.failure; the driver stops the run with it
 

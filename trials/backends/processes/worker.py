@@ -6,12 +6,14 @@ from the driver (:func:`forked`), with ``FD`` its end of the socket to the drive
 carries its worst case).
 
 Messages in: ``("config", slots)`` first (its trial threads), then ``("run", token, spec,
-execution)``; an answer to a send: ``("granted", request_id)``,
+head)`` (``head``: the :class:`~capplan.trials.run_folder.journal_lines.LineHead` its journal lines
+begin with, None in mode ``none``); an answer to a send: ``("granted", request_id)``,
 ``("refused", request_id, committed, max_cost)`` (``--max-cost`` reached) or ``("stopped",
 request_id)`` (the run is stopping: the send is not made); ``("stop",)``. Messages out: ``("ready",
-pid)``; ``("send", token, role, turn, request_id, attempt, worst_usd)`` before each send (the trial's
-thread waits for the answer); ``("call", token, call, cost_usd, answered, request_id)`` as each call
-is recorded (``call``: the record's JSON text, which the journal line carries as it is);
+pid)``; ``("send", token, role, request_id, worst_usd, line)`` before each send (the trial's
+thread waits for the answer); ``("call", token, call, at, line, cost_usd, answered, request_id)`` as
+each call is recorded (``call``: the record's JSON text). ``line`` is the whole journal line, assembled
+here on the worker's core (seam *journal lines*): the command's process appends it as it is;
 ``("done", token, records, texts)`` (``texts``: the records' JSON texts the driver's redaction
 check searches, :func:`~capplan.trials.run_folder.recording.record_texts`); ``("failed", token,
 text)`` for a trial that raised (a harness defect: the run stops on it).
@@ -31,6 +33,7 @@ import random
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -46,7 +49,8 @@ from capplan.executor.send_observer import Send
 from capplan.trials.backends.processes.channel import Channel
 from capplan.trials.run_folder.budget import BudgetSpent
 from capplan.trials.run_folder.call_journal import call_data, journalled, settlement
-from capplan.trials.run_folder.journal_lines import call_text
+from capplan.trials.run_folder.costs import round_usd
+from capplan.trials.run_folder.journal_lines import LineHead, call_text
 from capplan.trials.run_folder.record_yaml import dump_records_yaml
 from capplan.trials.run_folder.recording import record_texts, redact_records
 from capplan.trials.run_folder.records import CallRecord
@@ -98,18 +102,21 @@ class _PipeLog:
     """One trial's call log: each send waits for the driver's journal line, each call goes to it."""
 
     def __init__(self, channel: Channel, answers: _Answers, token: int, budgeted: bool,
-                 cancel: threading.Event) -> None:
+                 cancel: threading.Event, head: LineHead) -> None:
         self.channel = channel
         self.cancel = cancel
         self.answers = answers
         self.token = token
         self.budgeted = budgeted
+        self.head = head
 
     def send(self, role: str, turn: int, send: Send) -> None:
         # the worst case is worked out here: the request never leaves this process
         worst = worst_case_usd(send.plan, send.kwargs) if self.budgeted and send.plan is not None else None
+        line = self.head.send_line(round(time.time(), 3), send.request_id, role, turn, send.attempt,
+                                   round_usd(worst) if worst is not None else None)
         slot = self.answers.expect(send.request_id)
-        self.channel.send(("send", self.token, role, turn, send.request_id, send.attempt, worst))
+        self.channel.send(("send", self.token, role, send.request_id, worst, line))
         if not slot.arrived.acquire(timeout=_ANSWER_S):
             raise RuntimeError(f"the run's driver did not journal a send within {_ANSWER_S:.0f} s")
         answer = slot.message
@@ -123,8 +130,11 @@ class _PipeLog:
     def record(self, call: CallRecord, request_id: str | None = None) -> None:
         data = call_data(call)
         cost, answered = settlement(data)
-        # encoded here, on the worker's core: the command's process puts the text into its line as it is
-        self.channel.send(("call", self.token, call_text(data), cost, answered, request_id))
+        # encoded here, on the worker's core: the command's process appends the line as it is
+        text = call_text(data)
+        at = round(time.time(), 3)
+        self.channel.send(("call", self.token, text, at, self.head.call_line(at, text, request_id), cost, answered,
+                           request_id))
 
 
 class Worker:
@@ -156,15 +166,16 @@ class Worker:
             elif kind == "run":
                 if self.pool is None:
                     raise RuntimeError("capplan worker: a trial arrived before the driver's config")
-                _, token, spec, execution = message
-                self.pool.submit(self._run, token, spec, execution)
+                _, token, spec, head = message
+                self.pool.submit(self._run, token, spec, head)
             elif kind in ("granted", "refused", "stopped"):
                 self.answers.deliver(message[1], message)
             elif kind == "stop":
                 self.cancel.set()  # running trials end at their next turn as interrupted
 
-    def _run(self, token: int, spec: TrialSpec, execution: str) -> None:
-        log = _PipeLog(self.channel, self.answers, token, self.budgeted, self.cancel) if self.journalled else None
+    def _run(self, token: int, spec: TrialSpec, head: LineHead | None) -> None:
+        log = _PipeLog(self.channel, self.answers, token, self.budgeted, self.cancel, head) \
+            if self.journalled and head is not None else None
         try:
             with journalled(log):
                 records = redact_records(run_trial(spec, self.context))
