@@ -85,3 +85,23 @@ class RawAcceptor:
         self.stop.set()
         self.thread.join(timeout=self.JOIN_S)
         self.sock.close()
+
+
+def read_request(conn: socket.socket) -> bool:
+    """Read one HTTP request (its head, then the body its ``Content-Length`` names) off ``conn``; False when the
+    client hung up before a whole head. Bounded by ``conn``'s own timeout, which the caller sets."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return False
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(rest) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return False
+        rest += chunk
+    return True

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from capplan.executor.direct import pool
 from capplan.executor.direct.answer_reader import MAX_HEADERS, MAX_LINE, AnswerMalformed, AnswerReader
 from capplan.executor.direct.bounded_body import BodyLimits, BodyUndecodable, read_body
-from tests.serving import RawAcceptor
+from tests.serving import RawAcceptor, read_request
 
 LIMITS = BodyLimits(max_response_bytes=1 << 20, max_decoded_bytes=1 << 20)
 STATUS = b"HTTP/1.1 200 OK\r\n"
@@ -235,17 +235,8 @@ class _Scripted(RawAcceptor):
         conn.settimeout(WAIT_S)  # a client that never sends fails the test instead of hanging it
         try:
             for answer in self.answers:
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    got = conn.recv(65536)
-                    if not got:
-                        return
-                    request += got
-                head, _, rest = request.partition(b"\r\n\r\n")
-                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                                  if line.lower().startswith(b"content-length:")))
-                while len(rest) < length:
-                    rest += conn.recv(65536)
+                if not read_request(conn):
+                    return
                 conn.sendall(answer)
         finally:
             conn.close()
