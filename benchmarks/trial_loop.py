@@ -46,7 +46,9 @@ Measured in one run:
   keeps up with on its one core (the workers' CPU per turn over its own: where the curve on a machine
   with many cores flattens), for gpt-5 on chat completions through the direct transport and,
   beside it, the keep-alive floor sender (``benchmarks/keep_alive_sender.py``, imported by each
-  worker; ``--repeats N`` runs each cell N times and prints the medians with their range). The peer
+  worker; ``--repeats N`` runs each cell N times, the cells' runs interleaved, and prints the medians
+  with their range), and capplan's CPU per turn and wall over the floor sender's, each capplan run
+  paired with the floor sender's run right after it. The peer
   row, the same workload through inspect_ai, is ``benchmarks/inspect_row.py``; where the CPU of a turn
   goes, part by part, is ``benchmarks/turn_breakdown.py``.
 
@@ -268,36 +270,53 @@ def workers_curve(folder: Path, task: Path, plans: dict[str, Plan], trials: int,
     and the CPU floor, the least wall over the ideal those two CPU figures allow on this machine's cores.
 
     With ``repeats`` > 1 each cell is run that many times and its medians are printed with their range:
-    on a shared 2-core machine one run's CPU per turn moves by a tenth or more from one minute to the next."""
+    on a shared 2-core machine one run's CPU per turn moves by a tenth or more from one minute to the next.
+    So the cells' runs are interleaved (each repeat runs every worker count with both senders, one after
+    the other), and a last line per latency pairs each capplan run with the floor sender's run right after
+    it: the ratio of two runs a few seconds apart, which a machine's drift over minutes does not bias."""
     senders = (("gpt-5 on chat, direct transport", plans["chat"], None, None),
                ("keep-alive floor sender", make_plan("openai", "agent-model", key="bench"), KeepAliveCompletion(),
                 FLOOR_SENDER))
+    counts = worker_counts()
     for latency in CURVE_LATENCIES_S:
         ideal = trials * TURNS * latency / concurrency
-        for label, plan, completion, factory in senders:
-            cells = []
-            for workers in worker_counts():
-                ratios, per_turn, server, floors, command, ceiling = [], [], [], [], [], []
-                for repeat in range(repeats):
+        runs: dict[tuple[str, int], list[Measured]] = {(label, n): [] for label, *_ in senders for n in counts}
+        for repeat in range(repeats):
+            for workers in counts:
+                for label, plan, completion, factory in senders:
                     out = folder / f"curve-{latency}-{label.split()[0]}-{workers}-{repeat}"
                     run = measure(task, plan, trials, concurrency, out, completion, latency_s=latency,
                                   workers=workers, completion_factory=factory)
                     assert run.turns == trials * TURNS, run.turns
-                    ratios.append(run.wall / ideal)
-                    per_turn.append(run.cpu / run.turns * 1e3)
-                    server.append(run.server_cpu / run.turns * 1e3)
-                    floors.append(cpu_floor(run, ideal))
-                    command.append(run.command_cpu / run.turns * 1e3)
-                    ceiling.append(command_ceiling(run))
-                shares = "" if workers == 1 else (
-                    f" (the command's process {_median_range(command, '.3f', ' ms/turn')}: one core's worth at "
-                    f"about {_median_range(ceiling, '.1f', ' workers')})")
-                cells.append(f"{workers} worker(s) {_median_range(ratios, '.2f', 'x')}, "
-                             f"CPU {_median_range(per_turn, '.3f', ' ms/turn')}{shares} "
-                             f"+ server {_median_range(server, '.3f', ' ms/turn')}, "
-                             f"CPU floor {_median_range(floors, '.2f', 'x')}")
+                    runs[label, workers].append(run)
+        for label, *_ in senders:
+            cells = [_curve_cell(workers, runs[label, workers], ideal) for workers in counts]
             print(f"workers ({label}), {trials} trials x {TURNS} turns at concurrency {concurrency}, "
                   f"{latency * 1e3:.0f} ms (ideal {ideal:.2f} s): " + "; ".join(cells), flush=True)
+        ours, floor = senders[0][0], senders[1][0]
+        paired = []
+        for workers in counts:
+            cpu = [a.cpu / b.cpu for a, b in zip(runs[ours, workers], runs[floor, workers])]
+            wall = [a.wall / b.wall for a, b in zip(runs[ours, workers], runs[floor, workers])]
+            paired.append(f"{workers} worker(s) CPU per turn {_median_range(cpu, '.2f', 'x')}, "
+                          f"wall {_median_range(wall, '.2f', 'x')}")
+        print(f"capplan / the floor sender at {latency * 1e3:.0f} ms, each capplan run over the floor sender's run "
+              f"right after it: " + "; ".join(paired), flush=True)
+
+
+def _curve_cell(workers: int, runs: list[Measured], ideal: float) -> str:
+    """One cell of :func:`workers_curve`'s line: ``runs``' medians (and ranges) at ``workers`` workers."""
+    ratios = [run.wall / ideal for run in runs]
+    per_turn = [run.cpu / run.turns * 1e3 for run in runs]
+    server = [run.server_cpu / run.turns * 1e3 for run in runs]
+    floors = [cpu_floor(run, ideal) for run in runs]
+    shares = "" if workers == 1 else (
+        f" (the command's process {_median_range([r.command_cpu / r.turns * 1e3 for r in runs], '.3f', ' ms/turn')}:"
+        f" one core's worth at about {_median_range([command_ceiling(r) for r in runs], '.1f', ' workers')})")
+    return (f"{workers} worker(s) {_median_range(ratios, '.2f', 'x')}, "
+            f"CPU {_median_range(per_turn, '.3f', ' ms/turn')}{shares} "
+            f"+ server {_median_range(server, '.3f', ' ms/turn')}, "
+            f"CPU floor {_median_range(floors, '.2f', 'x')}")
 
 
 def command_ceiling(run: Measured) -> float:
