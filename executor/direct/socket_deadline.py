@@ -1,8 +1,8 @@
 """A connected socket whose every send and receive waits at most until the attempt's deadline.
 
-``http.client`` reads the status line, the headers and the body through ``makefile``, many
-receives each; a timeout set once applies to each receive alone, so a server that sends a byte
-just inside it keeps the attempt going for ever. Here every receive and send waits at most the
+An answer is read in many receives (the answer reader's :meth:`DeadlineSocket.recv`, or
+``http.client``'s through ``makefile`` for a request it writes itself); a timeout set once applies to
+each receive alone, so a server that sends a byte just inside it keeps the attempt going for ever. Here every receive and send waits at most the
 time left before the attempt's deadline, so the per-attempt timeout bounds the attempt as a whole.
 
 Seam *socket deadline* (``benchmarks/trial_loop.py``): Python's own socket timeout costs three
