@@ -38,6 +38,8 @@ import http.client
 import re
 from typing import Any
 
+from capplan.core.reference_mode import reference_mode
+
 #: the longest status, header, chunk-size or trailer line, and the most header or trailer lines (http.client's)
 MAX_LINE = 65536
 MAX_HEADERS = 100
@@ -67,8 +69,6 @@ def header_message(lines: list[bytes]) -> http.client.HTTPMessage:
     lines, stray carriage returns, bytes outside printable ASCII, a line with no name, an end of file
     before the empty line) goes to the email parser, as does every block in the reference mode.
     """
-    from capplan.core.reference_mode import reference_mode
-
     block = b"".join(lines)
     if reference_mode() or _PLAIN_HEADER_BLOCK.fullmatch(block) is None:
         return email.parser.Parser(_class=http.client.HTTPMessage).parsestr(block.decode("iso-8859-1"))

@@ -81,26 +81,22 @@ class DeadlineSocket:
 
     def recv_into(self, buffer: Any) -> int:
         # the buffer's size, as socket.SocketIO asks (an SSL socket reads nothing when told 0 bytes)
-        self._bound_receive()
-        try:
-            return int(self._sock.recv_into(buffer))
-        except BlockingIOError:  # EAGAIN: the kernel's timeout passed with nothing received
-            raise TimeoutError("timed out") from None
+        return int(self._received(self._sock.recv_into, buffer))
 
     def recv(self, size: int) -> bytes:
         """At most ``size`` bytes once some arrived (``b""``: the other end closed), by the deadline."""
-        self._bound_receive()
-        try:
-            return bytes(self._sock.recv(size))
-        except BlockingIOError:  # EAGAIN: the kernel's timeout passed with nothing received
-            raise TimeoutError("timed out") from None
+        return bytes(self._received(self._sock.recv, size))
 
-    def _bound_receive(self) -> None:
-        """Bound the next receive by the time left (raises once none is)."""
+    def _received(self, receive: Any, argument: Any) -> Any:
+        """``receive(argument)``, bounded by the time left before the deadline (raises once none is)."""
         if self.kernel:
             self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval(remaining(self.deadline)))
         else:
             self._sock.settimeout(remaining(self.deadline))
+        try:
+            return receive(argument)
+        except BlockingIOError:  # EAGAIN: the kernel's timeout passed with nothing received
+            raise TimeoutError("timed out") from None
 
     def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
         self._readers += 1
