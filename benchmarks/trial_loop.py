@@ -48,7 +48,10 @@ Measured in one run:
   beside it, the keep-alive floor sender (``benchmarks/keep_alive_sender.py``, imported by each
   worker; ``--repeats N`` runs each cell N times, the cells' runs interleaved, and prints the medians
   with their range), and capplan's CPU per turn and wall over the floor sender's, each capplan run
-  paired with the floor sender's run right after it. The peer
+  paired with the floor sender's run right after it. Beside them, the bare Python loop
+  (``benchmarks/bare_loop.py``: the same trials' wire, journal lines and one record per trial, with no
+  plan, bounds, containment or YAML, in as many processes as there are workers), and capplan over it,
+  paired the same way: where a Python runner's floor lies. The peer
   row, the same workload through inspect_ai, is ``benchmarks/inspect_row.py``; where the CPU of a turn
   goes, part by part, is ``benchmarks/turn_breakdown.py``.
 
@@ -72,6 +75,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,39 +207,79 @@ def measure(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
             completion: Any = None, server_module: str = CHAT_SERVER, *, latency_s: float = LATENCY_S,
             workers: int = 1, completion_factory: str | None = None) -> Measured:
     """:func:`throughput`'s run, with the loopback server's CPU beside the runner's (read once it has exited)."""
-    server = subprocess.Popen([sys.executable, "-m", server_module, str(latency_s)], cwd=ROOT,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert server.stdout is not None
-        base = server.stdout.readline().strip()
+    backend: LocalBackend | None = None
+
+    def prepare(base: str) -> Callable[[], None]:
+        nonlocal backend
         specs = [spec_for(task, plan, index=i, api_base=base) for i in range(trials)]
         if workers == 1:
             backend = LocalBackend(RunContext(completion=completion))
             run_trial(spec_for(task, plan, index=trials + 1, api_base=base), backend.context)  # import litellm, warm up
         else:
             backend = LocalBackend(workers=workers, completion_factory=completion_factory)
+        ready = backend
+        return lambda: drive(specs, RunFolder(out), ready, concurrency=concurrency, max_cost=None,
+                             progress=Progress(io.StringIO()))
+
+    wall, cpu, command_cpu, server_cpu = _against_server(server_module, latency_s, prepare)
+    if workers > 1:
+        assert backend is not None and backend.stats is not None and backend.stats.workers == workers, backend
+    turns = 0
+    for line in RunFolder(out).finished().values():
+        assert line["termination_reason"] == "user_stop", line
+        turns += int(line["turns"])  # type: ignore[call-overload]
+    return Measured(wall, turns, cpu, server_cpu, command_cpu)
+
+
+def measure_bare(trials: int, concurrency: int, out: Path, *, latency_s: float = LATENCY_S,
+                 processes: int = 1) -> Measured:
+    """The same workload run by the bare Python loop (``benchmarks/bare_loop.py``) over ``processes`` processes."""
+    from benchmarks.bare_loop import run_trials
+
+    turns: list[int] = []
+
+    def prepare(base: str) -> Callable[[], None]:
+        run_trials(base, [trials + 1], 1, out / "warm-up")  # the server's first answers, this process's imports
+        return lambda: turns.append(_bare_turns(base, trials, concurrency, processes, out / "run"))
+
+    wall, cpu, command_cpu, server_cpu = _against_server(CHAT_SERVER, latency_s, prepare)
+    return Measured(wall, turns[0], cpu, server_cpu, command_cpu)
+
+
+def _bare_turns(base: str, trials: int, concurrency: int, processes: int, out: Path) -> int:
+    from benchmarks.bare_loop import run_processes, run_trials
+
+    if processes == 1:
+        return run_trials(base, list(range(trials)), concurrency, out)
+    return run_processes(base, trials, concurrency, processes, out)
+
+
+def _against_server(server_module: str, latency_s: float,
+                    prepare: Callable[[str], Callable[[], None]]) -> tuple[float, float, float, float]:
+    """(wall, CPU, the command's own CPU, the server's CPU) of the run ``prepare(base_url)`` returns, against a
+    loopback server answering after ``latency_s``. CPU: this process's, every thread, plus that of the child
+    processes the run started and waited for (their start-up included); the server's, read once it has exited."""
+    server = subprocess.Popen([sys.executable, "-m", server_module, str(latency_s)], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        run = prepare(server.stdout.readline().strip())
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        server_before = _cpu_of(server.pid)  # its start-up and the warm-up trial's turns, not the run's
+        server_before = _cpu_of(server.pid)  # its start-up and the warm-up's turns, not the run's
         started, cpu = time.perf_counter(), time.process_time()
-        drive(specs, RunFolder(out), backend, concurrency=concurrency, max_cost=None, progress=Progress(io.StringIO()))
+        run()
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         command_cpu = cpu
-        # the workers have exited and been waited for when drive returns; the server has not
+        # the run's child processes have exited and been waited for when it returns; the server has not
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu += (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
-        if workers > 1:
-            assert backend.stats is not None and backend.stats.workers == workers, backend.stats
     finally:
         server.kill()
         server.wait(timeout=10)
     # the server is the only child waited for since ``after``: what the children's clock gained is its CPU
     done = resource.getrusage(resource.RUSAGE_CHILDREN)
     server_cpu = (done.ru_utime - after.ru_utime) + (done.ru_stime - after.ru_stime) - server_before
-    turns = 0
-    for line in RunFolder(out).finished().values():
-        assert line["termination_reason"] == "user_stop", line
-        turns += int(line["turns"])  # type: ignore[call-overload]
-    return Measured(wall, turns, cpu, server_cpu, command_cpu)
+    return wall, cpu, command_cpu, server_cpu
 
 
 def _cpu_of(pid: int) -> float:
@@ -251,6 +295,8 @@ def _cpu_of(pid: int) -> float:
 #: the latencies of the worker-count rows: a provider's typical answer, and a fast one that makes the runner's CPU show
 CURVE_LATENCIES_S = (0.05, 0.008)
 FLOOR_SENDER = "benchmarks.keep_alive_sender:keep_alive_for"
+#: the label of the bare Python loop's rows (``benchmarks/bare_loop.py``)
+BARE_LOOP = "bare Python loop"
 
 
 def worker_counts() -> list[int]:
@@ -264,23 +310,27 @@ def worker_counts() -> list[int]:
 def workers_curve(folder: Path, task: Path, plans: dict[str, Plan], trials: int, concurrency: int,
                   repeats: int = 1) -> None:
     """Wall over the ideal and CPU per turn for 1, 2 and all workers at 50 and 8 ms: gpt-5 on chat through
-    the direct transport (the real path), and the keep-alive floor sender beside it, measured in one run.
+    the direct transport (the real path), and beside it the keep-alive floor sender and the bare Python loop
+    (``benchmarks/bare_loop.py``: the workload's wire and records with nothing else, in as many processes as
+    there are workers), measured in one run.
 
     Beside each cell: the loopback server's own CPU per turn (it shares the machine's cores with the runner),
     and the CPU floor, the least wall over the ideal those two CPU figures allow on this machine's cores.
 
     With ``repeats`` > 1 each cell is run that many times and its medians are printed with their range:
     on a shared 2-core machine one run's CPU per turn moves by a tenth or more from one minute to the next.
-    So the cells' runs are interleaved (each repeat runs every worker count with both senders, one after
-    the other), and a last line per latency pairs each capplan run with the floor sender's run right after
-    it: the ratio of two runs a few seconds apart, which a machine's drift over minutes does not bias."""
+    So the cells' runs are interleaved (each repeat runs every worker count with both senders and the bare
+    loop, one after the other), and two last lines per latency pair each capplan run with the floor sender's
+    run right after it, and with the bare loop's after that: ratios of runs a few seconds apart, which a
+    machine's drift over minutes does not bias."""
     senders = (("gpt-5 on chat, direct transport", plans["chat"], None, None),
                ("keep-alive floor sender", make_plan("openai", "agent-model", key="bench"), KeepAliveCompletion(),
                 FLOOR_SENDER))
     counts = worker_counts()
     for latency in CURVE_LATENCIES_S:
         ideal = trials * TURNS * latency / concurrency
-        runs: dict[tuple[str, int], list[Measured]] = {(label, n): [] for label, *_ in senders for n in counts}
+        runs: dict[tuple[str, int], list[Measured]] = {(label, n): [] for label in [*(label for label, *_ in senders), BARE_LOOP]
+                                                       for n in counts}
         for repeat in range(repeats):
             for workers in counts:
                 for label, plan, completion, factory in senders:
@@ -289,32 +339,39 @@ def workers_curve(folder: Path, task: Path, plans: dict[str, Plan], trials: int,
                                   workers=workers, completion_factory=factory)
                     assert run.turns == trials * TURNS, run.turns
                     runs[label, workers].append(run)
-        for label, *_ in senders:
-            cells = [_curve_cell(workers, runs[label, workers], ideal) for workers in counts]
+                bare = measure_bare(trials, concurrency, folder / f"curve-{latency}-bare-{workers}-{repeat}",
+                                    latency_s=latency, processes=workers)
+                assert bare.turns == trials * TURNS, bare.turns
+                runs[BARE_LOOP, workers].append(bare)
+        for label in [label for label, *_ in senders] + [BARE_LOOP]:
+            cells = [_curve_cell(workers, runs[label, workers], ideal, shares=label != BARE_LOOP) for workers in counts]
             print(f"workers ({label}), {trials} trials x {TURNS} turns at concurrency {concurrency}, "
                   f"{latency * 1e3:.0f} ms (ideal {ideal:.2f} s): " + "; ".join(cells), flush=True)
-        ours, floor = senders[0][0], senders[1][0]
-        paired = []
-        for workers in counts:
-            cpu = [a.cpu / b.cpu for a, b in zip(runs[ours, workers], runs[floor, workers])]
-            wall = [a.wall / b.wall for a, b in zip(runs[ours, workers], runs[floor, workers])]
-            paired.append(f"{workers} worker(s) CPU per turn {_median_range(cpu, '.2f', 'x')}, "
-                          f"wall {_median_range(wall, '.2f', 'x')}")
-        print(f"capplan / the floor sender at {latency * 1e3:.0f} ms, each capplan run over the floor sender's run "
-              f"right after it: " + "; ".join(paired), flush=True)
+        ours = senders[0][0]
+        for floor, whose in ((senders[1][0], "the floor sender's run right after it"),
+                             (BARE_LOOP, "the bare loop's run with as many processes, right after the floor sender's")):
+            paired = []
+            for workers in counts:
+                cpu = [a.cpu / a.turns / (b.cpu / b.turns) for a, b in zip(runs[ours, workers], runs[floor, workers])]
+                wall = [a.wall / b.wall for a, b in zip(runs[ours, workers], runs[floor, workers])]
+                paired.append(f"{workers} worker(s) CPU per turn {_median_range(cpu, '.2f', 'x')}, "
+                              f"wall {_median_range(wall, '.2f', 'x')}")
+            print(f"capplan / the {floor} at {latency * 1e3:.0f} ms, each capplan run over {whose}: "
+                  + "; ".join(paired), flush=True)
 
 
-def _curve_cell(workers: int, runs: list[Measured], ideal: float) -> str:
-    """One cell of :func:`workers_curve`'s line: ``runs``' medians (and ranges) at ``workers`` workers."""
+def _curve_cell(workers: int, runs: list[Measured], ideal: float, *, shares: bool = True) -> str:
+    """One cell of :func:`workers_curve`'s line: ``runs``' medians (and ranges) at ``workers`` workers
+    (``shares``: with the command's process's share; the bare loop's parent only waits for its processes)."""
     ratios = [run.wall / ideal for run in runs]
     per_turn = [run.cpu / run.turns * 1e3 for run in runs]
     server = [run.server_cpu / run.turns * 1e3 for run in runs]
     floors = [cpu_floor(run, ideal) for run in runs]
-    shares = "" if workers == 1 else (
+    share = "" if workers == 1 or not shares else (
         f" (the command's process {_median_range([r.command_cpu / r.turns * 1e3 for r in runs], '.3f', ' ms/turn')}:"
         f" one core's worth at about {_median_range([command_ceiling(r) for r in runs], '.1f', ' workers')})")
     return (f"{workers} worker(s) {_median_range(ratios, '.2f', 'x')}, "
-            f"CPU {_median_range(per_turn, '.3f', ' ms/turn')}{shares} "
+            f"CPU {_median_range(per_turn, '.3f', ' ms/turn')}{share} "
             f"+ server {_median_range(server, '.3f', ' ms/turn')}, "
             f"CPU floor {_median_range(floors, '.2f', 'x')}")
 
