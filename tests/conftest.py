@@ -4,6 +4,11 @@
 :mod:`capplan.core.reference_mode`): every speed-only path off. The option sets the variable in
 ``pytest_configure``, before any test is collected or any capplan object made; capplan reads it
 on the first question, never at import. The report header says which mode a run ran in.
+
+A test marked ``fast_side`` checks how a seam's fast side does its work (that a memo is hit, a
+helper process started, a connection kept), which the reference side does not do by design: under
+``--reference`` it runs in the fast mode all the same, its subprocesses too, so that every other
+test's outcome in the reference mode says whether the two sides agree.
 """
 
 from __future__ import annotations
@@ -39,6 +44,20 @@ def pytest_configure(config: pytest.Config) -> None:
             "--reference: capplan decided its mode (fast) before the option was read; "
             f"set {reference_mode.VARIABLE}=1 in the environment instead")
     os.environ[reference_mode.VARIABLE] = "1"  # subprocesses the tests start inherit it too
+
+
+@pytest.fixture(autouse=True)
+def _fast_side_stays_fast(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Runs a ``fast_side`` test in the fast mode under ``--reference`` (see the module docstring)."""
+    if request.node.get_closest_marker("fast_side") is None or not reference_mode.reference_mode():
+        yield
+        return
+    from tests.mode_switch import mode
+
+    patch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+    patch.setenv(reference_mode.VARIABLE, "0")  # the command lines it starts too
+    with mode(False):
+        yield
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -60,6 +60,7 @@ def _compiled_bytes(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
 
 
+@pytest.mark.fast_side
 @pytest.mark.parametrize("damage", ["missing", "garbage", "one flipped byte", "other format", "truncated",
                                     "unreadable"])
 def test_a_damaged_or_missing_index_changes_nothing_but_speed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

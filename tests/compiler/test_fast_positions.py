@@ -39,6 +39,7 @@ def test_same_data_and_positions_as_the_careful_reader(path: Path) -> None:
     assert src.positions == ref[1]
 
 
+@pytest.mark.fast_side
 def test_clean_files_are_positioned_without_a_second_parse() -> None:
     src = fast_positioned_source(b"presets:\n  a:\n    match: ['x/*', 'y?']\n", "o.yaml")
     assert isinstance(src, LazySource) and src._positioned
@@ -57,6 +58,7 @@ def test_keys_are_located_as_the_data_reads_them() -> None:
     assert src.position(("rules", "off")) == (3, 3)
 
 
+@pytest.mark.fast_side
 def test_an_alias_gets_positions_on_first_use() -> None:
     raw = b"a: &x\n  - 1\nb: *x\n"
     src = fast_positioned_source(raw, "o.yaml")

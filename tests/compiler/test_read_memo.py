@@ -11,6 +11,7 @@ from capplan.core.diagnostics import InputError
 from capplan.core.yaml_source import read_source
 
 
+@pytest.mark.fast_side
 def test_a_second_read_is_an_independent_copy_of_the_same_parse(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "o.yaml"

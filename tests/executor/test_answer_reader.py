@@ -253,6 +253,7 @@ URL = "http://127.0.0.1:{port}/v1/chat/completions"
 HEADERS = {"Content-Type": "application/json"}
 
 
+@pytest.mark.fast_side
 def test_a_kept_alive_connection_carries_answers_in_turn() -> None:
     answers = [_answer(b"Content-Length: 2\r\n", b"{}"),
                _answer(b"Transfer-Encoding: chunked\r\n", b"2\r\n[]\r\n0\r\n\r\n")]
@@ -265,6 +266,7 @@ def test_a_kept_alive_connection_carries_answers_in_turn() -> None:
     assert server.connections == 1
 
 
+@pytest.mark.fast_side
 def test_an_answer_cut_short_is_broken_and_its_connection_dropped() -> None:
     with _Scripted([_answer(b"Content-Length: 10\r\n", b"abc")]) as server:
         url = URL.format(port=server.port)

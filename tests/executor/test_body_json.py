@@ -26,6 +26,7 @@ def _message(rng: random.Random, i: int) -> dict[str, Any]:
     return message
 
 
+@pytest.mark.fast_side
 @pytest.mark.parametrize("seed", range(10))
 def test_a_growing_conversation_is_encoded_exactly_as_json_dumps(seed: int) -> None:
     rng = random.Random(seed)
@@ -89,6 +90,7 @@ def test_it_stays_exact_and_bounded_under_threads() -> None:
     assert len(encoder._entries) <= 8 + len(threads)  # racing writers may leave one extra entry each
 
 
+@pytest.mark.fast_side
 @pytest.mark.parametrize("seed", range(5))
 def test_a_growing_responses_input_is_encoded_exactly_as_json_dumps(seed: int) -> None:
     rng = random.Random(seed)

@@ -35,6 +35,7 @@ def counting(client: Client) -> list[str]:
     return converted
 
 
+@pytest.mark.fast_side
 @pytest.mark.parametrize("policies", [{}, ANTHROPIC], ids=["openai", "anthropic"])
 def test_each_turn_converts_only_its_new_messages_and_matches_a_fresh_build(policies: dict[str, str]) -> None:
     plan = make_plan(policies=policies)
@@ -52,6 +53,7 @@ def test_each_turn_converts_only_its_new_messages_and_matches_a_fresh_build(poli
         assert json.dumps(kwargs, sort_keys=True) == json.dumps(fresh.build(data).kwargs, sort_keys=True)
 
 
+@pytest.mark.fast_side
 def test_a_history_rebuilt_from_the_same_message_objects_reuses_their_conversion() -> None:
     client = Client(make_plan(), env={})
     converted = counting(client)

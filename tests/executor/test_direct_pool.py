@@ -62,6 +62,7 @@ def test_response_headers_are_read_by_any_case(server: FakeProvider) -> None:
     assert "retry-after" in dict(answer.headers)  # the parser keeps them lower-cased, as httpx does
 
 
+@pytest.mark.fast_side
 def test_an_expired_idle_connection_is_not_reused(server: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     server.script(json_reply(OK), json_reply(OK))
     _post(server.base)
@@ -139,6 +140,7 @@ def test_no_answer_in_time_is_a_timeout(server: FakeProvider) -> None:
     assert pool.idle_connections(server.base) == 0  # a connection that timed out is never reused
 
 
+@pytest.mark.fast_side
 def test_a_refused_connection_is_broken() -> None:
     free = socket.socket()
     free.bind(("127.0.0.1", 0))

@@ -75,6 +75,7 @@ EDGE_VALUES = [True, False, 0, 1, -7, 10**30, 0.0, 1.0, -2.0, 1.5, float("nan"),
                None, [], [1], {}, {"a": 1}]
 
 
+@pytest.mark.fast_side
 @pytest.mark.parametrize("name", TYPES)
 def test_each_type_name_is_read_as_jsonschema_reads_it(name: str) -> None:
     check = quick_check({"type": name})
@@ -93,6 +94,7 @@ TOOL = {"type": "object", "properties": {
 }, "required": ["n", "unit", "tags", "where"], "additionalProperties": False}
 
 
+@pytest.mark.fast_side
 @pytest.mark.parametrize("instance", [
     {"n": 3, "unit": "kg", "tags": [], "where": None},
     {"n": 3.0, "unit": "lb", "tags": ["a", "b"], "where": {"lat": 1.5}},
@@ -103,6 +105,7 @@ def test_a_valid_call_of_a_plain_tool_schema_takes_the_quick_way(instance: dict[
     assert check is not None and check(instance)
 
 
+@pytest.mark.fast_side
 @pytest.mark.parametrize("instance", [
     {"n": True, "unit": "kg", "tags": [], "where": None},  # a bool is not an integer
     {"n": 3.5, "unit": "kg", "tags": [], "where": None},
@@ -140,6 +143,7 @@ def test_a_schema_it_does_not_model_is_left_to_jsonschema(schema: Any) -> None:
     assert quick_check(schema) is None
 
 
+@pytest.mark.fast_side
 def test_a_schema_nested_past_the_bound_is_left_to_jsonschema() -> None:
     schema: dict[str, Any] = {"type": "string"}
     for _ in range(40):

@@ -256,6 +256,7 @@ def test_tools_are_sanitised_before_caching_and_the_caller_keeps_its_own() -> No
     assert request.tool_dicts() == before
 
 
+@pytest.mark.fast_side
 def test_sanitisation_is_memoised_on_the_tool_list() -> None:
     client = Client(make_plan(policies={"schema_sanitizer": "strict"}), env={})
     calls: list[int] = []

@@ -102,6 +102,7 @@ def test_each_turn_is_the_same_json_as_a_fresh_conversion(emulator: ResponsesEmu
         assert text(agent.build(request).kwargs) == text(fresh.build(copied).kwargs)
 
 
+@pytest.mark.fast_side
 def test_a_second_build_reuses_each_messages_items(emulator: ResponsesEmulator) -> None:
     agent = client(gpt5(), emulator)
     sent = run_loop(agent)
@@ -140,6 +141,7 @@ def test_the_memo_gives_what_conversion_gives_and_converts_a_new_dict_again() ->
     assert memo.items(edited, 3) == message_items(edited, 3) != memo.items(wire[3], 3)
 
 
+@pytest.mark.fast_side
 def test_the_memo_is_bounded_and_keeps_the_messages_in_use() -> None:
     memo = InputItemMemo(size=3)
     messages = [{"role": "user", "content": f"m{i}"} for i in range(3)]

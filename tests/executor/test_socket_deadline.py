@@ -67,6 +67,7 @@ def _pooled_socket(base: str) -> DeadlineSocket:
     return sock
 
 
+@pytest.mark.fast_side
 @pytest.mark.skipif(not LINUX, reason="the kernel's timeouts are used on Linux only")
 def test_a_plain_connection_is_left_blocking_and_bounded_by_the_kernel() -> None:
     with FakeProvider(unscripted) as server:
@@ -79,6 +80,7 @@ def test_a_plain_connection_is_left_blocking_and_bounded_by_the_kernel() -> None
         assert 0 < seconds + micros / 1e6 <= 30.0  # the time that was left, never "no timeout" (zero)
 
 
+@pytest.mark.fast_side
 def test_the_reference_mode_keeps_pythons_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket_deadline, "reference_mode", lambda: True)
     with FakeProvider(unscripted) as server:
@@ -91,6 +93,7 @@ def test_the_reference_mode_keeps_pythons_timeout(monkeypatch: pytest.MonkeyPatc
         assert not sock.kernel and timeout is not None and 0 < timeout <= 30.0
 
 
+@pytest.mark.fast_side
 def test_a_tls_socket_keeps_pythons_timeout() -> None:
     # OpenSSL's read retries a kernel timeout on a blocking socket for ever: TLS must never take that path
     plain = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -151,6 +151,7 @@ def test_a_sanitiser_that_defines_sanitize_rewrites_unless_it_says_otherwise() -
         assert (name == "renamed") is called
 
 
+@pytest.mark.fast_side
 def test_a_verbatim_memo_never_calls_the_sanitiser_and_hands_on_the_declared_list() -> None:
     def refuse(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         raise AssertionError("a verbatim memo has nothing to sanitise")
@@ -165,6 +166,7 @@ def test_a_verbatim_memo_never_calls_the_sanitiser_and_hands_on_the_declared_lis
     assert req.tools[0].function.parameters == LOOKUP["function"]["parameters"]
 
 
+@pytest.mark.fast_side
 def test_equal_lists_made_afresh_share_an_entry_once_a_second_list_is_seen() -> None:
     calls: list[list[str]] = []
 
@@ -211,6 +213,7 @@ def test_enrichment_follows_each_tool_list() -> None:
     assert client.build(with_map).effective_system_prompt == hinted
 
 
+@pytest.mark.fast_side
 def test_a_bounded_memo_forgets_its_oldest_entry_and_never_keeps_an_unhashable_key() -> None:
     from capplan.executor.tool_memo import BoundedMemo
 
@@ -226,6 +229,7 @@ def test_a_bounded_memo_forgets_its_oldest_entry_and_never_keeps_an_unhashable_k
     assert memo.get(unhashable) is None and memo.get("c") == "C"
 
 
+@pytest.mark.fast_side
 def test_what_is_made_from_tool_objects_is_found_by_those_objects_only() -> None:
     from capplan.executor.tool_memo import PerToolObjects
 
@@ -239,6 +243,7 @@ def test_what_is_made_from_tool_objects_is_found_by_those_objects_only() -> None
     assert memo.get_made(first[::-1] * 2, "system") is None
 
 
+@pytest.mark.fast_side
 def test_clearing_the_tool_caches_makes_the_next_schema_check_run_again(monkeypatch: pytest.MonkeyPatch) -> None:
     from jsonschema import validators
 

@@ -124,6 +124,7 @@ def test_a_refusal_reads_as_the_walk_words_it(tmp_path: Path) -> None:
     assert list(outside.iterdir()) == []
 
 
+@pytest.mark.fast_side
 def test_a_trial_folder_the_write_made_is_not_looked_into_and_one_that_was_there_is(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     looked: list[str] = []

@@ -126,6 +126,7 @@ def test_in_loop_never_writes_through_the_shared_conversation_cache() -> None:
     assert replayed(c.build(grown).kwargs) == ["r1", "r2"]
 
 
+@pytest.mark.fast_side
 def test_in_loop_converts_each_step_once_across_the_requests_of_a_loop() -> None:
     c = client("in_loop")
     calls: list[str] = []

@@ -501,6 +501,7 @@ def _nested(levels: int) -> dict[str, Any]:
     return {"type": "function", "function": {"name": "deep", "parameters": node}}
 
 
+@pytest.mark.fast_side
 @pytest.mark.parametrize("family", ["strict", "gemini", "gemini_recursive"])
 def test_a_schema_without_refs_comes_out_as_the_walk_makes_it(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # the C copy taken for ref-free schemas must give exactly what the inlining walk gives,

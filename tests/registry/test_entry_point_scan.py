@@ -358,6 +358,7 @@ def _counting_scans(monkeypatch: pytest.MonkeyPatch) -> list[frozenset[str]]:
     return scans
 
 
+@pytest.mark.fast_side
 def test_a_block_reads_its_groups_in_one_pass_and_answers_each_lookup_from_it(
         sites: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     first, _ = sites
@@ -375,6 +376,7 @@ def test_a_block_reads_its_groups_in_one_pass_and_answers_each_lookup_from_it(
     assert len(scans) == 3
 
 
+@pytest.mark.fast_side
 def test_outside_a_block_and_in_the_reference_mode_every_lookup_reads_afresh(
         sites: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     first, _ = sites
@@ -424,6 +426,7 @@ def test_a_command_reads_what_is_installed_once(tmp_path: Path) -> None:
     assert run.stderr.strip().splitlines()[-1] == "0 [['capplan.policies', 'pydantic']]", run.stderr
 
 
+@pytest.mark.fast_side
 def test_a_block_is_its_own_threads_and_ends_with_it(sites: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 

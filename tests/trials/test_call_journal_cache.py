@@ -131,6 +131,7 @@ def _journal_a_run(opened: RunFolder, specs: list[TrialSpec]) -> None:
     journal.interrupted(keys[3], "2026-01-01T00:00:00Z")
 
 
+@pytest.mark.fast_side
 def test_lines_this_process_appends_read_back_as_a_full_read_of_the_file(
         folder: tuple[RunFolder, list[TrialSpec]], monkeypatch: pytest.MonkeyPatch) -> None:
     opened, specs = folder

@@ -73,6 +73,7 @@ def receives_for_ten_sent_together() -> int:
         theirs.close()
 
 
+@pytest.mark.fast_side
 def test_messages_that_arrived_together_take_one_receive() -> None:
     assert receives_for_ten_sent_together() == 1
 
@@ -111,6 +112,7 @@ def test_an_end_that_closes_part_way_is_an_eof(sent: bytes) -> None:
         channel.close()
 
 
+@pytest.mark.fast_side
 def test_messages_sent_together_arrive_in_order_and_the_buffer_says_what_is_whole() -> None:
     # seam *reader batches*: a reader answers every send one receive brought in one send_many
     ours, theirs = socket.socketpair()

@@ -48,6 +48,7 @@ def _long(text_chars: int) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": "x" * (text_chars - len("user"))}]}
 
 
+@pytest.mark.fast_side
 def test_short_documents_are_written_here_and_never_start_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(render_process, "HERE_MAX_TEXT", HERE_MAX_TEXT)
     renderer = RecordRenderer()
@@ -60,6 +61,7 @@ def test_short_documents_are_written_here_and_never_start_the_helper(monkeypatch
         renderer.close()
 
 
+@pytest.mark.fast_side
 def test_a_long_document_starts_the_helper_and_goes_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(render_process, "HERE_MAX_TEXT", HERE_MAX_TEXT)
     long = _long(HERE_MAX_TEXT + 1)
@@ -88,6 +90,7 @@ def renderer() -> Iterator[RecordRenderer]:
         made.close()
 
 
+@pytest.mark.fast_side
 def test_the_helper_renders_the_same_bytes(renderer: RecordRenderer) -> None:
     shared = {"a": [1, 2]}
     documents: list[Any] = [TRAJECTORY, {"x": shared, "y": shared}, [], {}, "just text", None,
@@ -98,6 +101,7 @@ def test_the_helper_renders_the_same_bytes(renderer: RecordRenderer) -> None:
     assert renderer.gave_up is None
 
 
+@pytest.mark.fast_side
 def test_a_document_of_more_than_plain_data_is_rendered_here(renderer: RecordRenderer, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     # a class from a module a task folder could hold: unpickling it in the helper would import that module
@@ -128,6 +132,7 @@ def test_a_document_of_more_than_plain_data_is_rendered_here(renderer: RecordRen
     assert renderer.render([TRAJECTORY]) == [dump_records_yaml(TRAJECTORY)]  # and it goes on rendering
 
 
+@pytest.mark.fast_side
 def test_a_helper_that_dies_is_given_up_and_rendering_goes_on_here(renderer: RecordRenderer) -> None:
     process = renderer._process
     assert process is not None
@@ -140,6 +145,7 @@ def test_a_helper_that_dies_is_given_up_and_rendering_goes_on_here(renderer: Rec
     assert renderer.rendered_here == here + 2
 
 
+@pytest.mark.fast_side
 def test_ctrl_c_does_not_stop_the_helper_and_closing_does(renderer: RecordRenderer,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     # closing kills a helper that has not exited within CLOSE_TIMEOUT_S: a loaded machine may take longer
@@ -181,6 +187,7 @@ def _given_up_on_its_first_request(renderer: RecordRenderer) -> None:
     assert renderer.gave_up is not None and renderer.rendered_by_helper == 0 and renderer.rendered_here == 1
 
 
+@pytest.mark.fast_side
 def test_a_helper_that_is_not_ready_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
     _stand_in(monkeypatch, "import sys; sys.stdin.buffer.read()")  # never says it is ready, never exits
     # a renderer that waited for readiness at all would wait on this deadline: an hour, not the bound below
@@ -202,6 +209,7 @@ def test_a_helper_that_is_not_ready_is_not_waited_for(monkeypatch: pytest.Monkey
         renderer.close()
 
 
+@pytest.mark.fast_side
 def test_waiting_for_a_helper_that_never_gets_ready_ends_at_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     _stand_in(monkeypatch, "import sys; sys.stdin.buffer.read()")  # never says it is ready
     renderer = RecordRenderer()
@@ -213,6 +221,7 @@ def test_waiting_for_a_helper_that_never_gets_ready_ends_at_its_bound(monkeypatc
         renderer.close()
 
 
+@pytest.mark.fast_side
 @pytest.mark.parametrize(("source", "why"), [
     ("import sys; sys.stdout.buffer.write(b'X'); sys.stdout.buffer.flush(); sys.stdin.buffer.read()",
      "did not say it was ready"),
@@ -240,6 +249,7 @@ def test_a_helper_that_could_not_start_or_was_closed_is_never_ready(monkeypatch:
     renderer.close()
 
 
+@pytest.mark.fast_side
 def test_a_garbled_answer_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
     _stand_in(monkeypatch, """
         import sys
@@ -257,6 +267,7 @@ def test_a_garbled_answer_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> Non
         renderer.close()
 
 
+@pytest.mark.fast_side
 def test_a_helper_that_does_not_answer_is_given_up_on_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
     _stand_in(monkeypatch, """
         import sys, time
@@ -273,6 +284,7 @@ def test_a_helper_that_does_not_answer_is_given_up_on_in_time(monkeypatch: pytes
         renderer.close()
 
 
+@pytest.mark.fast_side
 def test_a_helper_that_cannot_start_leaves_rendering_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     renderer = RecordRenderer()
@@ -313,6 +325,7 @@ def _run_many_trials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, wait_fo
     return made[0]
 
 
+@pytest.mark.fast_side
 def test_a_run_of_many_trials_writes_its_records_through_the_helper(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     renderer = _run_many_trials(tmp_path, monkeypatch, wait_for_the_helper=True)
@@ -320,6 +333,7 @@ def test_a_run_of_many_trials_writes_its_records_through_the_helper(tmp_path: Pa
     assert (renderer.rendered_by_helper, renderer.rendered_here) == (2 * render_process.MIN_TRIALS, 0)
 
 
+@pytest.mark.fast_side
 def test_a_run_of_short_trials_writes_them_here_and_never_starts_the_helper(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(render_process, "HERE_MAX_TEXT", HERE_MAX_TEXT)
@@ -328,6 +342,7 @@ def test_a_run_of_short_trials_writes_them_here_and_never_starts_the_helper(
     assert (renderer.rendered_by_helper, renderer.rendered_here) == (0, 2 * render_process.MIN_TRIALS)
 
 
+@pytest.mark.fast_side
 def test_a_platform_whose_pipes_cannot_be_made_non_blocking_renders_here(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(fd: int, blocking: bool) -> None:
         raise OSError("not on this platform")

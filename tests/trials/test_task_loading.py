@@ -26,6 +26,7 @@ SCALARS = [
 ]
 
 
+@pytest.mark.fast_side
 @pytest.mark.parametrize("scalar", SCALARS)
 def test_every_scalar_form_reads_as_the_careful_reader_reads_it(scalar: str) -> None:
     raw = f"key: {scalar}\n".encode()
@@ -35,6 +36,7 @@ def test_every_scalar_form_reads_as_the_careful_reader_reads_it(scalar: str) -> 
     assert repr(fast) == repr(careful)
 
 
+@pytest.mark.fast_side
 @pytest.mark.parametrize("text", [
     "a: &x [1, {c: d}]\nb: *x\n",  # an alias: a copy, as the careful reader makes it
     "&r a: 1\n",
@@ -56,6 +58,7 @@ def test_what_only_the_careful_reader_reads_exactly_is_left_to_it(text: str) -> 
     assert fast_data(text.encode()) is None
 
 
+@pytest.mark.fast_side
 def test_example_task_files_read_the_same_and_need_no_positions(monkeypatch: pytest.MonkeyPatch) -> None:
     files = sorted(EXAMPLES.glob("*/*.yaml"))
     assert files

@@ -75,6 +75,7 @@ def _journal(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.fast_side
 def test_two_worker_processes_write_the_same_run_folder_as_one_process(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -240,6 +241,7 @@ def test_workers_from_the_environment_and_their_refusals(tmp_path: Path, monkeyp
     assert result.exit_code == 2 and "--workers" in result.output
 
 
+@pytest.mark.fast_side
 def test_ctrl_c_stops_the_workers_trials_and_the_same_command_resumes(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -347,6 +349,7 @@ def test_workers_exit_when_the_command_that_started_them_is_killed(tmp_path: Pat
                 proc.kill()
 
 
+@pytest.mark.fast_side
 def test_how_many_workers_a_run_gets() -> None:
     from capplan.trials.backends.local import usable_cores
     from capplan.trials.runner import RunContext

@@ -19,6 +19,7 @@ def _threshold_kept() -> Iterator[None]:
     gc.set_threshold(*kept)
 
 
+@pytest.mark.fast_side
 def test_the_threshold_is_raised_for_the_drive_and_restored() -> None:
     gc.set_threshold(700, 10, 10)
     with young_collections_spaced():
@@ -48,6 +49,7 @@ def test_a_change_made_during_the_drive_is_not_undone() -> None:
     assert gc.get_threshold() == (2_000, 10, 10)
 
 
+@pytest.mark.fast_side
 def test_a_trial_run_spaces_them_while_trials_run_and_leaves_the_threshold_as_it_found_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.trials.helpers import write_task

@@ -234,6 +234,7 @@ def test_no_other_place_inside_a_run_folder_is_taken(hostile_runs: HostileRuns, 
     assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
 
 
+@pytest.mark.fast_side
 def test_calls_come_from_the_journal_and_the_page_is_the_same(hostile_runs: HostileRuns, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Each trial's calls from calls.jsonl, the rest of metrics.yaml parsed: the page as from the whole files.
