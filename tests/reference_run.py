@@ -38,6 +38,8 @@ BYTE_PINNING_TESTS = (
     "tests/trials/test_record_yaml.py",
     "tests/trials/bfcl/test_bfcl_agents.py",
 )
+#: and the check that a test marked ``fast_side`` runs in the fast mode there, and no other does
+MODE_TESTS = ("tests/test_fast_side_marker.py",)
 
 
 @dataclass
@@ -81,7 +83,7 @@ def start() -> ReferenceRun:
     folder = Path(tempfile.mkdtemp(prefix="capplan-reference-run-"))
     env = {k: v for k, v in os.environ.items() if k != VARIABLE and not k.startswith("PYTEST_")}
     command = [sys.executable, "-m", "pytest", "--reference", "-x", "-p", "no:cacheprovider", "-rfE",
-               "--basetemp", str(folder / "tmp"), *BYTE_PINNING_TESTS]
+               "--basetemp", str(folder / "tmp"), *BYTE_PINNING_TESTS, *MODE_TESTS]
     with (folder / "stdout.txt").open("wb") as out, (folder / "stderr.txt").open("wb") as err:
         process = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                    start_new_session=True)
