@@ -12,7 +12,8 @@ answer's finish reason, usage and latency; about the sizes of capplan's lines), 
 answer. Per trial it writes one JSON record, the messages and the calls.
 
 What it leaves out is what capplan does besides: no plan (request building, parameter rules, codecs),
-no retries, no bounds on what the server sends, no deadlines, no redaction, no tool-argument
+no retries, no bounds on what the server sends, no attempt deadlines (only ``http.client``'s
+timeout on each read), no redaction, no tool-argument
 validation, no tool containment (a tool that hangs would hang the loop), no state snapshots, no
 YAML, no budget, no resume. With ``processes`` > 1 the trials are split over that many child
 processes, each with its share of the threads, writing journals of their own (capplan's workers hand
@@ -194,8 +195,9 @@ def main() -> None:
         _child(sys.argv[2:])
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trials", type=int, default=500)
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--trials", type=int, default=500, help="trials of the 6-turn task to run (default 500)")
+    parser.add_argument("--concurrency", type=int, default=32,
+                        help="threads running trials, over every process (default 32)")
     parser.add_argument("--latency-ms", type=float, default=8.0, help="the loopback server's answer time (default 8)")
     parser.add_argument("--processes", type=int, default=1, help="processes the trials are split over (default 1)")
     args = parser.parse_args()
