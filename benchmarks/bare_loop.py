@@ -35,11 +35,15 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script, not only as ``-m benchmarks.bare_loop``
+
+from benchmarks.loopback_run import CHAT_SERVER, Measured, against_server  # noqa: E402
 
 SYSTEM = "You keep a counter."
 USER_TURNS = ("add one", "and one more", "thanks, that's all")
@@ -183,11 +187,51 @@ def run_processes(base_url: str, trials: int, concurrency: int, processes: int, 
     return turns
 
 
+def measure_bare(trials: int, concurrency: int, out: Path, *, latency_s: float,
+                 processes: int = 1) -> Measured:
+    """``trials`` trials at ``concurrency`` over ``processes`` processes against the loopback chat server answering
+    after ``latency_s``, timed as ``benchmarks/trial_loop.py`` times capplan's runs."""
+    turns: list[int] = []
+
+    def prepare(base: str) -> Callable[[], object]:
+        run_trials(base, [trials + 1], 1, out / "warm-up")  # the server's first answers, this process's imports
+        if processes == 1:
+            return lambda: turns.append(run_trials(base, list(range(trials)), concurrency, out / "run"))
+        return lambda: turns.append(run_processes(base, trials, concurrency, processes, out / "run"))
+
+    wall, cpu, command_cpu, server_cpu = against_server(CHAT_SERVER, latency_s, prepare)
+    return Measured(wall, turns[0], cpu, server_cpu, command_cpu)
+
+
 def _child(argv: list[str]) -> None:
     """A child process: its share (every ``processes``-th trial from ``first``) on its threads; prints its turns."""
+    if len(argv) != 6 or not all(part.isdigit() and len(part) <= 7 for part in argv[2:]):
+        print("bare_loop.py: error: --child is how run_processes starts its children: "
+              "--child BASE_URL OUT FIRST TRIALS PROCESSES THREADS", file=sys.stderr)
+        raise SystemExit(2)
     base_url, out, first, trials, processes, threads = argv
     indices = list(range(int(first), int(trials), int(processes)))
     print(run_trials(base_url, indices, int(threads), Path(out)), flush=True)
+
+
+def _count(text: str) -> int:
+    """A whole number from 1 to 1 000 000 (argparse words the error; a long value is not echoed whole)."""
+    if not text.isdigit() or len(text) > 7 or not 1 <= int(text) <= 1_000_000:
+        shown = text if len(text) <= 20 else text[:20] + "..."
+        raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number from 1 to 1000000")
+    return int(text)
+
+
+def _latency_ms(text: str) -> float:
+    """Milliseconds, more than 0 and at most 60 000."""
+    try:
+        value = float(text) if len(text) <= 20 else float("nan")
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 60_000:  # nan fails too
+        shown = text if len(text) <= 20 else text[:20] + "..."
+        raise argparse.ArgumentTypeError(f"{shown!r} is not a number of milliseconds above 0 and at most 60000")
+    return value
 
 
 def main() -> None:
@@ -195,18 +239,14 @@ def main() -> None:
         _child(sys.argv[2:])
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trials", type=int, default=500, help="trials of the 6-turn task to run (default 500)")
-    parser.add_argument("--concurrency", type=int, default=32,
+    parser.add_argument("--trials", type=_count, default=500, help="trials of the 6-turn task to run (default 500)")
+    parser.add_argument("--concurrency", type=_count, default=32,
                         help="threads running trials, over every process (default 32)")
-    parser.add_argument("--latency-ms", type=float, default=8.0, help="the loopback server's answer time (default 8)")
-    parser.add_argument("--processes", type=int, default=1, help="processes the trials are split over (default 1)")
+    parser.add_argument("--latency-ms", type=_latency_ms, default=8.0,
+                        help="the loopback server's answer time, more than 0: the ideal time is the turns times it "
+                             "over the concurrency (default 8)")
+    parser.add_argument("--processes", type=_count, default=1, help="processes the trials are split over (default 1)")
     args = parser.parse_args()
-    if min(args.trials, args.concurrency, args.processes) < 1 or not args.latency_ms > 0:
-        parser.error("--trials, --concurrency and --processes must be at least 1, and --latency-ms more than 0 "
-                     "(the ideal time is the turns times the latency over the concurrency)")
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.trial_loop import measure_bare
-
     with tempfile.TemporaryDirectory() as tmp:
         run = measure_bare(args.trials, args.concurrency, Path(tmp), latency_s=args.latency_ms / 1e3,
                            processes=args.processes)

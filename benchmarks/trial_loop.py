@@ -76,7 +76,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +84,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.pop("LLM_PROXY_BASE_URL", None)
 
+from benchmarks.bare_loop import measure_bare  # noqa: E402
 from benchmarks.keep_alive_sender import KeepAliveCompletion  # noqa: E402
+from benchmarks.loopback_run import CHAT_SERVER, Measured, against_server  # noqa: E402
 from capplan.executor import client as client_module  # noqa: E402
 from capplan.executor.plan import Plan  # noqa: E402
 from tests.executor.plans import make_plan  # noqa: E402
@@ -101,7 +102,6 @@ from capplan.trials.runner import RunContext, run_trial  # noqa: E402
 LATENCY_S = 0.05
 TURNS = 6  # three scripted user turns, each answered by a tool turn and a text turn
 #: the loopback servers: chat completions (the scripted agent), and the Responses emulator answering as it
-CHAT_SERVER = "tests.fake_provider"
 RESPONSES_SERVER = "benchmarks.responses_server"
 #: presets/catalogue.yaml's gpt-5 on chat completions: an overlay preset matched before the bundled
 #: one, with its policies but no responses_api block (so the default codec for chat, `openai`)
@@ -179,19 +179,6 @@ def litellm_call_cpu_ms(calls: int = 300) -> float:
         server.wait(timeout=10)
 
 
-@dataclass(frozen=True)
-class Measured:
-    """One throughput run: wall seconds, turns run, the runner's CPU seconds and the loopback server's."""
-
-    wall: float
-    turns: int
-    cpu: float
-    #: the server process's own CPU, start-up included: on a machine with few cores it competes with the runner
-    server_cpu: float
-    #: the part of ``cpu`` the command's own process spent (every thread; all of it with one worker)
-    command_cpu: float = 0.0
-
-
 def throughput(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
                completion: Any = None, server_module: str = CHAT_SERVER, *, latency_s: float = LATENCY_S,
                workers: int = 1, completion_factory: str | None = None) -> tuple[float, int, float]:
@@ -209,7 +196,7 @@ def measure(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
     """:func:`throughput`'s run, with the loopback server's CPU beside the runner's (read once it has exited)."""
     backend: LocalBackend | None = None
 
-    def prepare(base: str) -> Callable[[], None]:
+    def prepare(base: str) -> Callable[[], object]:
         nonlocal backend
         specs = [spec_for(task, plan, index=i, api_base=base) for i in range(trials)]
         if workers == 1:
@@ -221,7 +208,7 @@ def measure(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
         return lambda: drive(specs, RunFolder(out), ready, concurrency=concurrency, max_cost=None,
                              progress=Progress(io.StringIO()))
 
-    wall, cpu, command_cpu, server_cpu = _against_server(server_module, latency_s, prepare)
+    wall, cpu, command_cpu, server_cpu = against_server(server_module, latency_s, prepare)
     if workers > 1:
         assert backend is not None and backend.stats is not None and backend.stats.workers == workers, backend
     turns = 0
@@ -229,67 +216,6 @@ def measure(task: Path, plan: Plan, trials: int, concurrency: int, out: Path,
         assert line["termination_reason"] == "user_stop", line
         turns += int(line["turns"])  # type: ignore[call-overload]
     return Measured(wall, turns, cpu, server_cpu, command_cpu)
-
-
-def measure_bare(trials: int, concurrency: int, out: Path, *, latency_s: float = LATENCY_S,
-                 processes: int = 1) -> Measured:
-    """The same workload run by the bare Python loop (``benchmarks/bare_loop.py``) over ``processes`` processes."""
-    from benchmarks.bare_loop import run_trials
-
-    turns: list[int] = []
-
-    def prepare(base: str) -> Callable[[], None]:
-        run_trials(base, [trials + 1], 1, out / "warm-up")  # the server's first answers, this process's imports
-        return lambda: turns.append(_bare_turns(base, trials, concurrency, processes, out / "run"))
-
-    wall, cpu, command_cpu, server_cpu = _against_server(CHAT_SERVER, latency_s, prepare)
-    return Measured(wall, turns[0], cpu, server_cpu, command_cpu)
-
-
-def _bare_turns(base: str, trials: int, concurrency: int, processes: int, out: Path) -> int:
-    from benchmarks.bare_loop import run_processes, run_trials
-
-    if processes == 1:
-        return run_trials(base, list(range(trials)), concurrency, out)
-    return run_processes(base, trials, concurrency, processes, out)
-
-
-def _against_server(server_module: str, latency_s: float,
-                    prepare: Callable[[str], Callable[[], None]]) -> tuple[float, float, float, float]:
-    """(wall, CPU, the command's own CPU, the server's CPU) of the run ``prepare(base_url)`` returns, against a
-    loopback server answering after ``latency_s``. CPU: this process's, every thread, plus that of the child
-    processes the run started and waited for (their start-up included); the server's, read once it has exited."""
-    server = subprocess.Popen([sys.executable, "-m", server_module, str(latency_s)], cwd=ROOT,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert server.stdout is not None
-        run = prepare(server.stdout.readline().strip())
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        server_before = _cpu_of(server.pid)  # its start-up and the warm-up's turns, not the run's
-        started, cpu = time.perf_counter(), time.process_time()
-        run()
-        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-        command_cpu = cpu
-        # the run's child processes have exited and been waited for when it returns; the server has not
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu += (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
-    finally:
-        server.kill()
-        server.wait(timeout=10)
-    # the server is the only child waited for since ``after``: what the children's clock gained is its CPU
-    done = resource.getrusage(resource.RUSAGE_CHILDREN)
-    server_cpu = (done.ru_utime - after.ru_utime) + (done.ru_stime - after.ru_stime) - server_before
-    return wall, cpu, command_cpu, server_cpu
-
-
-def _cpu_of(pid: int) -> float:
-    """The CPU seconds process ``pid`` has used so far, from ``/proc`` (Linux; where there is none, 0: the
-    server's figure then holds its start-up too, about 0.1 s)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime and stime, in clock ticks
 
 
 #: the latencies of the worker-count rows: a provider's typical answer, and a fast one that makes the runner's CPU show

@@ -8,6 +8,8 @@ fake provider answering as the benchmark's scripted agent, on the recorded wire.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from benchmarks.bare_loop import USER_TURNS, run_processes, run_trials
 from tests.fake_provider import FakeProvider, Reply, agent, error_body
 
+ROOT = Path(__file__).resolve().parents[2]
 TURNS = 2 * len(USER_TURNS)  # each user turn: the agent's tool call, then its text
 
 
@@ -59,3 +62,15 @@ def test_a_failed_process_is_reported_not_counted(tmp_path: Path) -> None:
     with FakeProvider(Reply(error_body("no such model"), status=404)) as fake:
         with pytest.raises(RuntimeError, match="bare-loop processes failed: pid [0-9]+ exited with 1"):
             run_processes(fake.base, 2, 2, 2, tmp_path)
+
+
+@pytest.mark.parametrize("args", [["--trials", "0"], ["--trials", "two"], ["--concurrency", "-3"],
+                                  ["--processes", "0"], ["--latency-ms", "0"], ["--latency-ms", "nan"],
+                                  ["--trials", "9" * 5000], ["--child-of", "x"], ["--child", "x"],
+                                  ["--child", "http://127.0.0.1:9", "out", "0", "2", "1", "9" * 5000]])
+def test_bad_arguments_are_refused_before_anything_runs(args: list[str]) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bare_loop.py"), *args],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert "bare_loop.py: error:" in done.stderr and len(done.stderr) < 2000
