@@ -34,7 +34,7 @@ class Measured:
 
 
 def against_server(server_module: str, latency_s: float,
-                    prepare: Callable[[str], Callable[[], object]]) -> tuple[float, float, float, float]:
+                   prepare: Callable[[str], Callable[[], object]]) -> tuple[float, float, float, float]:
     """(wall, CPU, the command's own CPU, the server's CPU) of the run ``prepare(base_url)`` returns, against a
     loopback server answering after ``latency_s``. CPU: this process's, every thread, plus that of the child
     processes the run started and waited for (their start-up included); the server's, read once it has exited."""
